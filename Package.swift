@@ -1,0 +1,115 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One list of Swift settings for every target.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "speakd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "speak", targets: ["speak"]),
+        .library(name: "SpeechModel", targets: ["SpeechModel"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C libraries: one system-library target each, resolved through pkg-config.
+        .systemLibrary(
+            name: "CEspeakNG",
+            pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]
+        ),
+        .systemLibrary(
+            name: "CPulseSimple",
+            pkgConfig: "libpulse-simple",
+            providers: [.apt(["libpulse-dev"])]
+        ),
+        .systemLibrary(
+            name: "CALSA",
+            pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]
+        ),
+
+        // Attributed utterances, BCP 47 tags, speech attributes, events. Foundation only.
+        .target(name: "SpeechModel", swiftSettings: swiftSettings),
+        // The only module that imports CEspeakNG.
+        .target(
+            name: "EspeakEngine",
+            dependencies: [
+                "CEspeakNG", "SpeechModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Sinks: PulseAudio, ALSA, WAV file, null.
+        .target(
+            name: "AudioOutput",
+            dependencies: [
+                "CPulseSimple", "CALSA", "SpeechModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The scheduler: priorities, interruption, cancel, expiry, exactly-once finished events.
+        .target(
+            name: "AnnouncementQueue",
+            dependencies: [
+                "SpeechModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Codable wire types shared by server and CLI.
+        .target(name: "SpeakAPI", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
+        // The `speak` command, as a library so tests can parse and run it.
+        .target(
+            name: "SpeakCLI",
+            dependencies: [
+                "SpeakAPI", "SpeechModel", "EspeakEngine", "AudioOutput",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "speak", dependencies: ["SpeakCLI"], swiftSettings: swiftSettings),
+
+        // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
+        .target(
+            name: "SpeakTestSupport",
+            dependencies: ["SpeechModel"],
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(
+            name: "SpeechModelTests",
+            dependencies: ["SpeechModel"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EspeakEngineTests",
+            dependencies: ["EspeakEngine", "SpeakTestSupport"],
+            resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AudioOutputTests",
+            dependencies: ["AudioOutput", "SpeakTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AnnouncementQueueTests",
+            dependencies: ["AnnouncementQueue"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakCLITests",
+            dependencies: ["SpeakCLI", "SpeakTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

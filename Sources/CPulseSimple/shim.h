@@ -1,0 +1,12 @@
+#ifndef SPEAKD_CPULSESIMPLE_SHIM_H
+#define SPEAKD_CPULSESIMPLE_SHIM_H
+
+// The blocking "simple" API: one playback stream per sink, write, drain, flush.
+#include <pulse/simple.h>
+// pa_strerror, to turn PulseAudio error codes into messages.
+#include <pulse/error.h>
+// pa_sample_spec and pa_buffer_attr, to ask for a small latency.
+#include <pulse/sample.h>
+#include <pulse/def.h>
+
+#endif

@@ -1,0 +1,98 @@
+import Foundation
+
+/// How urgently an announcement wants to be heard.
+public enum AnnouncementPriority: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
+    case low
+    case `default`
+    case high
+
+    private var rank: Int {
+        switch self {
+        case .low: 0
+        case .default: 1
+        case .high: 2
+        }
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// Why an announcement finished.
+public enum FinishReason: String, Sendable, Hashable, Codable, CaseIterable {
+    /// All of its audio was played out by the sink.
+    case completed
+    /// A more urgent announcement took over while it was speaking.
+    case interrupted
+    /// Cancelled by a client.
+    case cancelled
+    /// `expiresAfter` passed before it started.
+    case expired
+    /// Displaced from a full queue by a more urgent announcement.
+    case discarded
+    /// The engine or the audio sink failed.
+    case failed
+    /// The service shut down.
+    case shutdown
+}
+
+/// An announcement as the queue holds it.
+public struct Announcement: Sendable, Hashable, Identifiable {
+    public let id: String
+    public var utterance: Utterance
+    public var priority: AnnouncementPriority
+    /// `false` is Apple's interrupting announcement: it interrupts a lower or equal
+    /// (non-high) announcement that is speaking.
+    public var queue: Bool
+    /// Seconds it may wait before it starts; nil waits for ever.
+    public var expiresAfter: Double?
+
+    public init(
+        id: String, utterance: Utterance, priority: AnnouncementPriority = .default,
+        queue: Bool = true, expiresAfter: Double? = nil
+    ) {
+        self.id = id
+        self.utterance = utterance
+        self.priority = priority
+        self.queue = queue
+        self.expiresAfter = expiresAfter
+    }
+}
+
+/// Something that happened to an announcement: `queued`, `started`, `finished`.
+public struct AnnouncementEvent: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case queued
+        case started
+        case finished
+    }
+
+    public var type: Kind
+    public var id: String
+    /// The plain string of the announcement.
+    public var text: String
+    public var priority: AnnouncementPriority
+    public var timestamp: Date
+    /// Set on `finished` only: true when all of its audio was played out.
+    public var success: Bool?
+    /// Set on `finished` only.
+    public var reason: FinishReason?
+    /// The voice actually used, when known.
+    public var voice: String?
+    /// A human-readable detail, e.g. why an announcement failed.
+    public var detail: String?
+
+    public init(
+        type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
+        success: Bool? = nil, reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
+    ) {
+        self.type = type
+        self.id = id
+        self.text = text
+        self.priority = priority
+        self.timestamp = timestamp
+        self.success = success
+        self.reason = reason
+        self.voice = voice
+        self.detail = detail
+    }
+}

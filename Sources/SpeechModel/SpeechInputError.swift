@@ -1,0 +1,57 @@
+/// An input that cannot be spoken: a value out of range, a malformed tag, unsupported markup.
+///
+/// `field` names what is wrong in wire-format terms (`pitch`, `spans[1].language`), so the
+/// server and the CLI can point at it.
+public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: String, Sendable, Hashable {
+        case outOfRange
+        case malformed
+        case unsupported
+        case notFound
+    }
+
+    private let code: Code
+    /// The wire-format name of the offending field, if there is one.
+    public let field: String?
+    public let message: String
+
+    private init(_ code: Code, field: String?, message: String) {
+        self.code = code
+        self.field = field
+        self.message = message
+    }
+
+    /// A stable, machine-readable name for the kind of problem.
+    public var kind: String { code.rawValue }
+
+    public var description: String {
+        if let field { return "\(field): \(message)" }
+        return message
+    }
+
+    public static func outOfRange(field: String, value: Double, range: ClosedRange<Double>) -> SpeechInputError {
+        SpeechInputError(
+            .outOfRange, field: field,
+            message: "\(value) is out of range \(range.lowerBound)–\(range.upperBound)")
+    }
+
+    /// Input that does not parse (a tag, SSML, JSON).
+    public static func malformed(field: String?, _ message: String) -> SpeechInputError {
+        SpeechInputError(.malformed, field: field, message: message)
+    }
+
+    /// Well-formed input that this service cannot speak (an IPA symbol, an SSML element).
+    public static func unsupported(field: String?, _ message: String) -> SpeechInputError {
+        SpeechInputError(.unsupported, field: field, message: message)
+    }
+
+    /// A language or voice that resolves to nothing.
+    public static func notFound(field: String?, _ message: String) -> SpeechInputError {
+        SpeechInputError(.notFound, field: field, message: message)
+    }
+
+    /// The same error with its field placed under `prefix` (`spans[2]` + `pitch` → `spans[2].pitch`).
+    public func nested(in prefix: String) -> SpeechInputError {
+        SpeechInputError(code, field: field.map { "\(prefix).\($0)" } ?? prefix, message: message)
+    }
+}

@@ -1,0 +1,76 @@
+/// The sample format of rendered speech: signed 16-bit little-endian PCM, interleaved.
+public struct AudioFormat: Sendable, Hashable, CustomStringConvertible {
+    public var sampleRate: Int
+    public var channels: Int
+
+    public init(sampleRate: Int, channels: Int = 1) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    public var bytesPerFrame: Int { 2 * channels }
+
+    public var description: String { "s16le \(sampleRate) Hz × \(channels)" }
+}
+
+/// A block of rendered audio, in the renderer's `AudioFormat`.
+public struct PCMChunk: Sendable, Hashable {
+    public var samples: [Int16]
+
+    public init(samples: [Int16]) {
+        self.samples = samples
+    }
+}
+
+/// A voice the renderer can speak with, and the BCP 47 tags it serves.
+public struct VoiceInfo: Sendable, Hashable, Codable {
+    /// The renderer's own identifier (espeak-ng: the voice file, `roa/pt`).
+    public var identifier: String
+    public var name: String
+    /// BCP 47 tags this voice serves, most specific first.
+    public var languages: [String]
+    /// A variant applied on top of the voice (`speakd-kiosk`), if any.
+    public var variant: String?
+
+    public init(identifier: String, name: String, languages: [String], variant: String? = nil) {
+        self.identifier = identifier
+        self.name = name
+        self.languages = languages
+        self.variant = variant
+    }
+}
+
+/// Renders utterances to PCM, chunk by chunk as the synthesiser produces them.
+public protocol SpeechRenderer: Sendable {
+    /// The format of every chunk this renderer yields.
+    var format: AudioFormat { get }
+
+    /// Renders `utterance`. Chunks arrive as they are synthesised; cancelling the consuming
+    /// task (or dropping the stream) stops synthesis mid-utterance. Errors are thrown
+    /// by the stream, a bad input before any chunk.
+    func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error>
+
+    /// The voices available, with the BCP 47 tags each serves.
+    func voices() async throws -> [VoiceInfo]
+}
+
+/// Where rendered audio is played.
+///
+/// Every call returns or throws within a bounded time, even when the device behind the sink
+/// blocks: a wedged device must never hang the caller.
+public protocol AudioSink: Sendable {
+    /// What the sink plays to, for health reports (`pulse`, `alsa:default`, `wav:/tmp/x.wav`).
+    var name: String { get }
+
+    /// Queues `chunk` for playback.
+    func write(_ chunk: PCMChunk) async throws
+
+    /// Returns when every sample written so far has been played.
+    func drain() async throws
+
+    /// Discards everything written but not yet played, so playback stops at once.
+    func flush() async throws
+
+    /// Releases the device. Further writes reopen it where the sink supports that.
+    func close() async
+}

@@ -1,0 +1,3 @@
+import SpeakCLI
+
+await Speak.main()
