@@ -40,6 +40,13 @@ public struct VoiceInfo: Sendable, Hashable, Codable {
     }
 }
 
+/// Picks the voice for a language: overrides first, then the renderer's own voices.
+public protocol VoiceResolving: Sendable {
+    /// The voice for `tag`, or for the default language when `tag` is nil.
+    /// A tag that resolves to nothing throws `SpeechInputError.notFound` naming the tag.
+    func voice(for tag: LanguageTag?) throws(SpeechInputError) -> VoiceInfo
+}
+
 /// Renders utterances to PCM, chunk by chunk as the synthesiser produces them.
 public protocol SpeechRenderer: Sendable {
     /// The format of every chunk this renderer yields.
@@ -49,6 +56,10 @@ public protocol SpeechRenderer: Sendable {
     /// task (or dropping the stream) stops synthesis mid-utterance. Errors are thrown
     /// by the stream, a bad input before any chunk.
     func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error>
+
+    /// Checks that `utterance` can be rendered (values in range, every language resolves to a
+    /// voice, every IPA symbol is supported) without rendering it; the error names the field.
+    func validate(_ utterance: Utterance) async throws(SpeechInputError)
 
     /// The voices available, with the BCP 47 tags each serves.
     func voices() async throws -> [VoiceInfo]

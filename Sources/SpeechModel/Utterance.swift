@@ -2,10 +2,13 @@
 public struct Span: Sendable, Hashable {
     public var text: String
     public var attributes: SpeechAttributes
+    /// Silence after the span, in seconds (SSML `break`).
+    public var pauseAfter: Double?
 
-    public init(_ text: String, attributes: SpeechAttributes = SpeechAttributes()) {
+    public init(_ text: String, attributes: SpeechAttributes = SpeechAttributes(), pauseAfter: Double? = nil) {
         self.text = text
         self.attributes = attributes
+        self.pauseAfter = pauseAfter
     }
 }
 
@@ -31,7 +34,7 @@ public struct Utterance: Sendable, Hashable {
 
     /// Each span with its attributes after inheriting the utterance defaults.
     public var resolvedSpans: [Span] {
-        spans.map { Span($0.text, attributes: $0.attributes.inheriting(from: defaults)) }
+        spans.map { Span($0.text, attributes: $0.attributes.inheriting(from: defaults), pauseAfter: $0.pauseAfter) }
     }
 
     /// Checks the defaults and every span; the error names the field (`spans[2].pitch`).
