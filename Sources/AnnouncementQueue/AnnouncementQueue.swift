@@ -91,8 +91,9 @@ public actor AnnouncementQueue {
 
     /// Speaks announcements until the queue shuts down, then returns.
     ///
-    /// Cancelling the calling task shuts the queue down. Suits swift-service-lifecycle's
-    /// `Service.run()`; on graceful shutdown call `shutdown()`.
+    /// Cancelling the calling task shuts the queue down. It satisfies swift-service-lifecycle's
+    /// `Service.run()` as it is (`extension AnnouncementQueue: @retroactive Service {}`); to shut
+    /// down gracefully, run it inside `withGracefulShutdownHandler` and call `shutdown()` there.
     public func run() async {
         guard phase == .open else { return await untilClosed() }
         runners += 1
@@ -311,15 +312,15 @@ public actor AnnouncementQueue {
         speaking = nil
         switch (current.stopReason, result) {
         case (let reason?, _):
-            finish(current.pending, reason: reason)
+            finish(current.pending, reason: reason, startedAt: current.startedAt)
         case (nil, .success(let outcome)):
-            finish(current.pending, reason: .completed, voice: outcome.voice)
+            finish(current.pending, reason: .completed, startedAt: current.startedAt, voice: outcome.voice)
         case (nil, .failure(let error)):
             let detail = String(describing: error)
             logger.info(
                 "announcement failed; waiting for the speaker",
                 metadata: ["announcement.id": "\(id)", "error": "\(detail)"])
-            finish(current.pending, reason: .failed, detail: detail)
+            finish(current.pending, reason: .failed, startedAt: current.startedAt, detail: detail)
             waitForSpeaker()
         }
         if phase == .shuttingDown {
@@ -381,7 +382,8 @@ public actor AnnouncementQueue {
 
     /// Sends the one `finished` event of an announcement that has left the waiting list or the speaker.
     private func finish(
-        _ pending: PendingAnnouncement, reason: FinishReason, voice: String? = nil, detail: String? = nil
+        _ pending: PendingAnnouncement, reason: FinishReason, startedAt: Date? = nil, voice: String? = nil,
+        detail: String? = nil
     ) {
         pending.expiry?.cancel()
         let event = publish(
@@ -392,7 +394,7 @@ public actor AnnouncementQueue {
             AnnouncementStatus(
                 id: pending.id, text: event.text, priority: pending.priority, queue: pending.announcement.queue,
                 state: .finished, position: nil, queuedAt: pending.queuedAt,
-                startedAt: speaking?.pending.id == pending.id ? speaking?.startedAt : nil,
+                startedAt: startedAt,
                 expiresAt: expiresAt(pending), finished: event))
         if let waiters = finishWaiters.removeValue(forKey: pending.id) {
             for continuation in waiters.values { continuation.resume(returning: event) }

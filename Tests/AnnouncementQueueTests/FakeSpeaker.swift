@@ -17,6 +17,7 @@ final class FakeSpeaker: AnnouncementSpeaker {
         var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var availabilityWaiters: [CheckedContinuation<Void, Never>] = []
         var availabilityCalls = 0
+        var availabilityCallWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var overlapping = false
     }
 
@@ -60,6 +61,12 @@ final class FakeSpeaker: AnnouncementSpeaker {
             state.withLock { state in
                 state.availabilityCalls += 1
                 state.availabilityWaiters.append(continuation)
+                let calls = state.availabilityCalls
+                state.availabilityCallWaiters.removeAll { waiter in
+                    guard waiter.count <= calls else { return false }
+                    waiter.continuation.resume()
+                    return true
+                }
             }
         }
     }
@@ -88,14 +95,29 @@ final class FakeSpeaker: AnnouncementSpeaker {
         }
     }
 
+    /// Returns once `waitUntilAvailable` has been called `count` times in all.
+    func waitForAvailabilityCalls(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            state.withLock { state in
+                if state.availabilityCalls >= count {
+                    continuation.resume()
+                } else {
+                    state.availabilityCallWaiters.append((count, continuation))
+                }
+            }
+        }
+    }
+
     /// Lets `speak` for `id` return normally, as if the sink played its last sample.
     func complete(_ id: String, voice: String? = "en-gb") {
-        resume(id, with: .success(SpeechOutcome(voice: voice)))
+        let resumed = resume(id, with: .success(SpeechOutcome(voice: voice)))
+        precondition(resumed, "\(id) is not speaking")
     }
 
     /// Makes `speak` for `id` throw, as a lost sink would.
     func fail(_ id: String, message: String) {
-        resume(id, with: .failure(SpeakFailure(description: message)))
+        let resumed = resume(id, with: .failure(SpeakFailure(description: message)))
+        precondition(resumed, "\(id) is not speaking")
     }
 
     /// Lets every pending `waitUntilAvailable` return.
@@ -107,9 +129,11 @@ final class FakeSpeaker: AnnouncementSpeaker {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func resume(_ id: String, with result: Result<SpeechOutcome, any Error>) {
-        let continuation = state.withLock { $0.speaking.removeValue(forKey: id) }
-        precondition(continuation != nil, "\(id) is not speaking")
-        continuation?.resume(with: result)
+    /// Resumes `speak` for `id`; false when it is not speaking (it was cancelled, say).
+    @discardableResult
+    func resume(_ id: String, with result: Result<SpeechOutcome, any Error>) -> Bool {
+        guard let continuation = state.withLock({ $0.speaking.removeValue(forKey: id) }) else { return false }
+        continuation.resume(with: result)
+        return true
     }
 }
