@@ -52,6 +52,9 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         if error.isQueueFull {
             return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
         }
+        if error.isInvalidValue {
+            return APIError(status: .unprocessableContent, code: "invalidValue", message: error.message, field: error.field)
+        }
         if error.isUnknownAnnouncement {
             return APIError(status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
         }

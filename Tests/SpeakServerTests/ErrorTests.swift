@@ -40,10 +40,10 @@ struct ErrorTests {
         BadRequest(name: "span without text", body: #"{"spans": [{"pitch": 1}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].text"),
     ]
 
-    @Test(arguments: badBodies)
+    @Test(.timeLimit(.minutes(1)), arguments: badBodies)
     func badBodyIsRefused(_ bad: BadRequest) async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             for route in ["/v1/announcements", "/v1/speech"] {
                 let response = try await client.execute(uri: route, method: .post, body: ByteBuffer(string: bad.body))
                 #expect(response.status == bad.status, "\(route)")
@@ -53,13 +53,13 @@ struct ErrorTests {
                 #expect(error.field == bad.field, "\(route): \(error.message)")
                 #expect(!error.message.isEmpty)
             }
-            #expect(await harness.scheduler.snapshot().isEmpty)
+            #expect(await harness.running.scheduler.announcementList().isEmpty)
         }
     }
 
-    @Test func bodyOverLimitIs413() async throws {
+    @Test(.timeLimit(.minutes(1))) func bodyOverLimitIs413() async throws {
         let harness = Harness(settings: ServerSettings(maxBodyBytes: 100))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let text = String(repeating: "a", count: 200)
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "\#(text)"}"#))
@@ -68,9 +68,9 @@ struct ErrorTests {
         }
     }
 
-    @Test func textOverLimitIs413NamingText() async throws {
+    @Test(.timeLimit(.minutes(1))) func textOverLimitIs413NamingText() async throws {
         let harness = Harness(settings: ServerSettings(maxTextLength: 10))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "eleven char"}"#))
             #expect(response.status == .contentTooLarge)
@@ -83,9 +83,9 @@ struct ErrorTests {
         }
     }
 
-    @Test func spansOverLimitIs413NamingSpans() async throws {
+    @Test(.timeLimit(.minutes(1))) func spansOverLimitIs413NamingSpans() async throws {
         let harness = Harness(settings: ServerSettings(maxSpans: 2))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/speech", method: .post,
                 body: jsonBody(#"{"spans": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}"#))
@@ -94,9 +94,9 @@ struct ErrorTests {
         }
     }
 
-    @Test func unknownIdIs404() async throws {
+    @Test(.timeLimit(.minutes(1))) func unknownIdIs404() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             for method in [HTTPRequest.Method.get, .delete] {
                 let response = try await client.execute(uri: "/v1/announcements/no-such-id", method: method)
                 #expect(response.status == .notFound)
@@ -108,19 +108,19 @@ struct ErrorTests {
         }
     }
 
-    @Test func unknownRouteIs404JSON() async throws {
+    @Test(.timeLimit(.minutes(1))) func unknownRouteIs404JSON() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(uri: "/v2/nothing", method: .get)
             #expect(response.status == .notFound)
             #expect(try decode(ErrorResponse.self, response).error.code == "notFound")
         }
     }
 
-    @Test func fullQueueIs429() async throws {
-        let harness = Harness(scheduler: ScriptedScheduler(capacity: 2))
-        try await harness.app.test(.router) { client in
-            for _ in 0..<2 {
+    @Test(.timeLimit(.minutes(1))) func fullQueueIs429() async throws {
+        let harness = Harness(capacity: 2)
+        try await harness.test { client in
+            for _ in 0..<3 {
                 let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
                 #expect(response.status == .accepted)
             }
@@ -128,39 +128,39 @@ struct ErrorTests {
             #expect(refused.status == .tooManyRequests)
             #expect(refused.headers[.retryAfter] == "1")
             #expect(try decode(ErrorResponse.self, refused).error.code == "queueFull")
-            #expect(await harness.scheduler.snapshot().count == 2)
+            #expect(await harness.running.scheduler.announcementList().count == 3)
         }
     }
 
-    @Test func audioUnavailableIs503() async throws {
+    @Test(.timeLimit(.minutes(1))) func audioUnavailableIs503() async throws {
         let harness = Harness()
         harness.health.setAudio(up: false)
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .serviceUnavailable)
             let error = try decode(ErrorResponse.self, response).error
             #expect(error.code == "audioUnavailable")
             #expect(error.message.contains("the sink went away"))
-            #expect(await harness.scheduler.snapshot().isEmpty)
+            #expect(await harness.running.scheduler.announcementList().isEmpty)
             // Rendering to WAV needs no audio.
             let speech = try await client.execute(uri: "/v1/speech", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(speech.status == .ok)
         }
     }
 
-    @Test func shuttingDownIs503() async throws {
+    @Test(.timeLimit(.minutes(1))) func shuttingDownIs503() async throws {
         let harness = Harness()
-        harness.scheduler.shutdown()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
+            await harness.running.queue.shutdown()
             let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .serviceUnavailable)
             #expect(try decode(ErrorResponse.self, response).error.code == "shuttingDown")
         }
     }
 
-    @Test func badWaitValueIs422() async throws {
+    @Test(.timeLimit(.minutes(1))) func badWaitValueIs422() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements?wait=maybe", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .unprocessableContent)
