@@ -96,7 +96,7 @@ extension Utterance: Codable {
     }
 
     private static func decodeSpans(from container: KeyedDecodingContainer<WireKey>) throws(SpeechInputError) -> [Span] {
-        var list: UnkeyedDecodingContainer
+        var list: any UnkeyedDecodingContainer
         do {
             list = try container.nestedUnkeyedContainer(forKey: "spans")
         } catch {
