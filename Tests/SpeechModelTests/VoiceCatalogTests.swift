@@ -137,7 +137,8 @@ import Testing
         ("pt", "roa/pt-BR"), ("pt-BR", "roa/pt-BR"), ("pt-PT", "roa/pt"), ("pt-MZ", "roa/pt"),
         ("fr", "roa/fr"), ("fr-CA", "roa/fr"), ("fr-BE", "roa/fr-BE"), ("de-AT", "gmw/de"),
         ("iw", "sem/he"), ("in-ID", "poz/id"), ("hy", "ine/hy"), ("vi-VN-x-south", "aav/vi-VN-x-south"),
-        ("i-klingon", "art/piqd"),
+        ("i-klingon", "art/piqd"), ("chr", "iro/chr"), ("en-US-x-nyc", "gmw/en-US-nyc"),
+        ("yue-Latn-jyutping", "sit/yue-Latn-jyutping"), ("yue", "sit/yue"),
     ])
     func realVoicesWithTheProjectOverrides(request: String, voice: String) throws {
         let catalog = VoiceCatalog(
@@ -145,5 +146,19 @@ import Testing
             overrides: try VoiceOverrides(contentsOf: EspeakVoiceList.overridesFile))
         #expect(catalog.danglingOverrides.isEmpty)
         #expect(try catalog.voice(for: Self.tag(request)).identifier == voice)
+    }
+}
+
+@Suite struct InstalledVoiceReachabilityTests {
+    /// Every installed espeak-ng voice is reached by at least one well-formed tag, so no voice is
+    /// lost to a duplicate or ill-formed espeak tag.
+    @Test func everyInstalledVoiceIsReachable() throws {
+        let catalog = VoiceCatalog(
+            voices: try EspeakVoiceList.installed(),
+            overrides: try VoiceOverrides(contentsOf: EspeakVoiceList.overridesFile))
+        let unreachable = catalog.servedVoices.filter { voice in
+            !voice.languages.contains { (try? LanguageTag($0)) != nil }
+        }
+        #expect(unreachable.map(\.identifier) == [])
     }
 }
