@@ -95,7 +95,9 @@ extension Utterance {
     ///   - attributed: text with `AccessibilitySpeechAttributes`.
     ///   - defaults: the utterance defaults, which an attributed string has no place for.
     /// - Throws: `SpeechInputError.malformed` naming `spans[i].language` for a malformed tag.
-    public init(_ attributed: AttributedString, defaults: SpeechAttributes = SpeechAttributes()) throws(SpeechInputError) {
+    public init(
+        _ attributed: AttributedString, defaults: SpeechAttributes = SpeechAttributes()
+    ) throws(SpeechInputError) {
         var spans: [Span] = []
         for run in attributed.runs {
             let text = String(attributed.characters[run.range])

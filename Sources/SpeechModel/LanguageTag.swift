@@ -223,7 +223,9 @@ extension LanguageTag {
                 }
                 guard !values.isEmpty else {
                     throw SyntaxError(
-                        reason: "extension '\(subtag)' at position \(position - 1) needs at least one subtag of 2–8 characters")
+                        reason:
+                            "extension '\(subtag)' at position \(position - 1) needs at least one subtag of 2–8 characters"
+                    )
                 }
                 extensions.append(Extension(singleton: singleton, subtags: values))
             }

@@ -119,7 +119,9 @@ struct SSMLParser {
             }
             let attributeName = try readName(at: attributeStart, what: "attribute name")
             skipWhitespace()
-            guard peek() == "=" else { throw malformed("attribute '\(attributeName)' needs '=' and a value", at: index) }
+            guard peek() == "=" else {
+                throw malformed("attribute '\(attributeName)' needs '=' and a value", at: index)
+            }
             index += 1
             skipWhitespace()
             let value = try readAttributeValue(name: attributeName)
@@ -155,7 +157,9 @@ struct SSMLParser {
                 throw malformed("<say-as> needs interpret-as", at: start)
             }
             guard ["characters", "spell-out"].contains(interpretAs.value) else {
-                throw unsupported("say-as interpret-as=\"\(interpretAs.value)\" is not supported (only \"characters\")", at: interpretAs.at)
+                throw unsupported(
+                    "say-as interpret-as=\"\(interpretAs.value)\" is not supported (only \"characters\")",
+                    at: interpretAs.at)
             }
             frame.attributes.spellOut = true
         case "break":
@@ -173,7 +177,8 @@ struct SSMLParser {
             }
             guard allowed.contains(attribute.name) else {
                 let hint = name == "voice" ? "; voices are chosen by xml:lang" : ""
-                throw unsupported("attribute '\(attribute.name)' on <\(name)> is not supported\(hint)", at: attribute.at)
+                throw unsupported(
+                    "attribute '\(attribute.name)' on <\(name)> is not supported\(hint)", at: attribute.at)
             }
             switch attribute.name {
             case "xml:lang":
@@ -368,7 +373,8 @@ struct SSMLParser {
         guard Span.pauseAfterRange.contains(seconds) else {
             throw .outOfRange(
                 field: "ssml",
-                "break time '\(value)' at \(position) is out of range \(Span.pauseAfterRange.lowerBound)–\(Span.pauseAfterRange.upperBound) s")
+                "break time '\(value)' at \(position) is out of range \(Span.pauseAfterRange.lowerBound)–\(Span.pauseAfterRange.upperBound) s"
+            )
         }
         return seconds
     }
@@ -516,20 +522,24 @@ struct ProsodyValue {
             value = decibels ? amount / 100 : amount
         } else if text.hasSuffix("Hz") {
             throw .unsupported(
-                field: "ssml", "prosody \(attribute)=\"\(text)\" at \(position): Hz values are not supported; use a label, a percentage or semitones")
+                field: "ssml",
+                "prosody \(attribute)=\"\(text)\" at \(position): Hz values are not supported; use a label, a percentage or semitones"
+            )
         } else {
             throw unreadable(text, position: position)
         }
         guard value.isFinite, range.contains(value) else {
             throw .outOfRange(
                 field: "ssml",
-                "prosody \(attribute)=\"\(text)\" at \(position) gives \(Self.format(value)), outside \(range.lowerBound)–\(range.upperBound)")
+                "prosody \(attribute)=\"\(text)\" at \(position) gives \(Self.format(value)), outside \(range.lowerBound)–\(range.upperBound)"
+            )
         }
         return value
     }
 
     private func unreadable(_ text: String, position: String) -> SpeechInputError {
-        let forms = ["a label (\(labels.keys.sorted().joined(separator: ", ")))", "+N% or -N%", "N%", "a number"]
+        let forms =
+            ["a label (\(labels.keys.sorted().joined(separator: ", ")))", "+N% or -N%", "N%", "a number"]
             + (semitones ? ["+Nst or -Nst"] : []) + (decibels ? ["+NdB or -NdB"] : [])
         return .malformed(
             field: "ssml", "prosody \(attribute)=\"\(text)\" at \(position) is not \(forms.joined(separator: ", "))")

@@ -71,7 +71,8 @@ extension Utterance: Codable {
             }
             throw .malformed(
                 field: given[1],
-                "'\(given[0])' and '\(given[1])' cannot be given together; give exactly one of 'text', 'spans' or 'ssml'")
+                "'\(given[0])' and '\(given[1])' cannot be given together; give exactly one of 'text', 'spans' or 'ssml'"
+            )
         }
 
         var utterance: Utterance
@@ -95,7 +96,8 @@ extension Utterance: Codable {
         return utterance
     }
 
-    private static func decodeSpans(from container: KeyedDecodingContainer<WireKey>) throws(SpeechInputError) -> [Span] {
+    private static func decodeSpans(from container: KeyedDecodingContainer<WireKey>) throws(SpeechInputError) -> [Span]
+    {
         var list: any UnkeyedDecodingContainer
         do {
             list = try container.nestedUnkeyedContainer(forKey: "spans")
@@ -125,7 +127,8 @@ extension Utterance: Codable {
             guard !text.isEmpty || pauseAfter != nil else {
                 throw .malformed(field: "\(field).text", "must not be empty (only a span with a pauseAfter may be)")
             }
-            spans.append(Span(text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter))
+            spans.append(
+                Span(text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter))
         }
         guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
         guard spans.contains(where: { $0.text.contains { !$0.isWhitespace } }) else {
@@ -134,7 +137,9 @@ extension Utterance: Codable {
         return spans
     }
 
-    private static func attributes(from reader: WireReader, includingIPA: Bool) throws(SpeechInputError) -> SpeechAttributes {
+    private static func attributes(
+        from reader: WireReader, includingIPA: Bool
+    ) throws(SpeechInputError) -> SpeechAttributes {
         var attributes = SpeechAttributes(
             pitch: try reader.double("pitch"),
             rate: try reader.double("rate"),

@@ -58,7 +58,9 @@ public struct VoiceCatalog: VoiceResolving {
         for (order, voice) in voices.enumerated() {
             for (rank, language) in voice.languages.enumerated() {
                 let key = Self.key(for: language)
-                guard ranked[key]?.contains(where: { $0.voice.identifier == voice.identifier }) != true else { continue }
+                guard ranked[key]?.contains(where: { $0.voice.identifier == voice.identifier }) != true else {
+                    continue
+                }
                 ranked[key, default: []].append((rank, order, voice))
             }
         }

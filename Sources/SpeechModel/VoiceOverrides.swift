@@ -42,7 +42,8 @@ public struct VoiceOverrides: Sendable, Hashable {
     public init(parsing text: String) throws(VoiceOverridesError) {
         var entries: [Entry] = []
         var seen: [String: Int] = [:]
-        for (offset, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+        for (offset, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated()
+        {
             let lineNumber = offset + 1
             let content = rawLine.prefix { $0 != "#" }
             let fields = content.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)

@@ -24,7 +24,9 @@ import Testing
         #expect(last.accessibilitySpeechLanguage == "pt-PT")
         #expect(last.speechRate == 0.8)
         #expect(string.runs.first?.accessibilitySpeechLanguage == nil)
-        #expect(AttributeScopes.AccessibilitySpeechAttributes.AccessibilitySpeechPitchAttribute.name == "accessibilitySpeechPitch")
+        #expect(
+            AttributeScopes.AccessibilitySpeechAttributes.AccessibilitySpeechPitchAttribute.name
+                == "accessibilitySpeechPitch")
     }
 
     @Test func attributedStringBecomesSpans() throws {
@@ -41,12 +43,17 @@ import Testing
 
         let defaults = SpeechAttributes(language: Self.tag("en-GB"))
         let utterance = try Utterance(string, defaults: defaults)
-        #expect(utterance == Utterance(spans: [
-            Span("Next train to "),
-            Span("Lisboa", attributes: SpeechAttributes(pitch: 1.2, language: Self.tag("pt-PT")), pauseAfter: 0.5),
-            Span(", platform "),
-            Span("7", attributes: SpeechAttributes(spellOut: true)),
-        ], defaults: defaults))
+        #expect(
+            utterance
+                == Utterance(
+                    spans: [
+                        Span("Next train to "),
+                        Span(
+                            "Lisboa", attributes: SpeechAttributes(pitch: 1.2, language: Self.tag("pt-PT")),
+                            pauseAfter: 0.5),
+                        Span(", platform "),
+                        Span("7", attributes: SpeechAttributes(spellOut: true)),
+                    ], defaults: defaults))
     }
 
     @Test func runsDifferingOnlyInOtherAttributesMerge() throws {
@@ -63,7 +70,8 @@ import Testing
 
     @Test func tagsDifferingOnlyInCaseMerge() throws {
         var string = AttributedString("ab")
-        string[string.startIndex..<string.index(afterCharacter: string.startIndex)].accessibilitySpeechLanguage = "en-us"
+        string[string.startIndex..<string.index(afterCharacter: string.startIndex)].accessibilitySpeechLanguage =
+            "en-us"
         string[string.index(afterCharacter: string.startIndex)...].accessibilitySpeechLanguage = "EN-US"
         #expect(string.runs.count == 2)
         #expect(try Utterance(string).spans == [Span("ab", attributes: SpeechAttributes(language: Self.tag("en-US")))])
@@ -84,12 +92,16 @@ import Testing
     }
 
     @Test func utteranceRoundTripsThroughAttributedString() throws {
-        let utterance = Utterance(spans: [
-            Span("Mind the gap ", attributes: SpeechAttributes(pitch: 0.8, rate: 1.5, volume: 0.7, punctuation: true)),
-            Span("Lisboa", attributes: SpeechAttributes(language: Self.tag("pt-PT"), spellOut: true, ipa: "liʒˈβoɐ"),
-                 pauseAfter: 1),
-            Span(" end"),
-        ], defaults: SpeechAttributes(pitch: 1.1, language: Self.tag("en-GB")))
+        let utterance = Utterance(
+            spans: [
+                Span(
+                    "Mind the gap ", attributes: SpeechAttributes(pitch: 0.8, rate: 1.5, volume: 0.7, punctuation: true)
+                ),
+                Span(
+                    "Lisboa", attributes: SpeechAttributes(language: Self.tag("pt-PT"), spellOut: true, ipa: "liʒˈβoɐ"),
+                    pauseAfter: 1),
+                Span(" end"),
+            ], defaults: SpeechAttributes(pitch: 1.1, language: Self.tag("en-GB")))
         let attributed = AttributedString(utterance)
         #expect(String(attributed.characters) == utterance.text)
         #expect(attributed.runs.count == 3)

@@ -1,5 +1,5 @@
-import Testing
 import Foundation
+import Testing
 
 @testable import SpeechModel
 
@@ -130,13 +130,17 @@ import Foundation
     @Test func fieldCanBeNamed() {
         let error = #expect(throws: SpeechInputError.self) { try LanguageTag("en-", field: "spans[1].language") }
         #expect(error?.field == "spans[1].language")
-        #expect(error?.description == "spans[1].language: 'en-' is not a well-formed BCP 47 tag: empty subtag at position 2")
+        #expect(
+            error?.description == "spans[1].language: 'en-' is not a well-formed BCP 47 tag: empty subtag at position 2"
+        )
     }
 
     @Test(arguments: [
         ("zh-Hant-HK-x-foo", ["zh-Hant-HK-x-foo", "zh-Hant-HK", "zh-Hant", "zh"]),
-        ("zh-Hant-CN-x-private1-private2",
-         ["zh-Hant-CN-x-private1-private2", "zh-Hant-CN-x-private1", "zh-Hant-CN", "zh-Hant", "zh"]),
+        (
+            "zh-Hant-CN-x-private1-private2",
+            ["zh-Hant-CN-x-private1-private2", "zh-Hant-CN-x-private1", "zh-Hant-CN", "zh-Hant", "zh"]
+        ),
         ("de-DE-u-co-phonebk", ["de-DE-u-co-phonebk", "de-DE-u-co", "de-DE", "de"]),
         ("en-a-bb-b-cc", ["en-a-bb-b-cc", "en-a-bb", "en"]),
         ("en-GB-x-rp", ["en-GB-x-rp", "en-GB", "en"]),

@@ -7,19 +7,23 @@ import Testing
     static func tag(_ string: String) -> LanguageTag { try! LanguageTag(string) }
 
     @Test func plainSpeakGivesOneSpanAndTheDefaultLanguage() throws {
-        let utterance = try Utterance(ssml: #"<?xml version="1.0"?><speak version="1.1" xmlns="http://www.w3.org/2001/10/synthesis" xml:lang="PT-pt">Olá  mundo</speak>"#)
+        let utterance = try Utterance(
+            ssml:
+                #"<?xml version="1.0"?><speak version="1.1" xmlns="http://www.w3.org/2001/10/synthesis" xml:lang="PT-pt">Olá  mundo</speak>"#
+        )
         #expect(utterance.spans == [Span("Olá mundo")])
         #expect(utterance.defaults.language == Self.tag("pt-PT"))
     }
 
     @Test func prosodyLanguageAndSpellOutBecomeSpans() throws {
-        let utterance = try Utterance(ssml: """
-            <speak>
-              Next train to
-              <voice xml:lang="pt-PT"><prosody pitch="+20%" rate="slow">Lisboa</prosody></voice>,
-              platform <say-as interpret-as="characters">07402</say-as>.
-            </speak>
-            """)
+        let utterance = try Utterance(
+            ssml: """
+                <speak>
+                  Next train to
+                  <voice xml:lang="pt-PT"><prosody pitch="+20%" rate="slow">Lisboa</prosody></voice>,
+                  platform <say-as interpret-as="characters">07402</say-as>.
+                </speak>
+                """)
         #expect(utterance.text == "Next train to Lisboa, platform 07402.")
         #expect(utterance.spans.count == 5)
         #expect(utterance.spans[0] == Span("Next train to "))
@@ -32,7 +36,8 @@ import Testing
     }
 
     @Test func nestedRelativeProsodyIsRelativeToTheEnclosingOne() throws {
-        let utterance = try Utterance(ssml: #"<speak><prosody pitch="1.5">a <prosody pitch="-20%">b</prosody> c</prosody></speak>"#)
+        let utterance = try Utterance(
+            ssml: #"<speak><prosody pitch="1.5">a <prosody pitch="-20%">b</prosody> c</prosody></speak>"#)
         // Whitespace goes with the text before it.
         #expect(utterance.spans.map(\.text) == ["a ", "b ", "c"])
         let pitches = utterance.spans.compactMap(\.attributes.pitch)
@@ -59,7 +64,10 @@ import Testing
 
     @Test(arguments: [
         (#"pitch="+200%""#, #"prosody pitch="+200%" at line 1, column 17 gives 3, outside 0.0–2.0"#),
-        (#"rate="x-fast"><prosody rate="+10%""#, #"prosody rate="+10%" at line 1, column 40 gives 2.2, outside 0.5–2.0"#),
+        (
+            #"rate="x-fast"><prosody rate="+10%""#,
+            #"prosody rate="+10%" at line 1, column 40 gives 2.2, outside 0.5–2.0"#
+        ),
         (#"rate="20%""#, #"prosody rate="20%" at line 1, column 17 gives 0.2, outside 0.5–2.0"#),
         (#"volume="+6dB""#, #"prosody volume="+6dB" at line 1, column 17 gives 2, outside 0.0–1.0"#),
         (#"volume="150""#, #"prosody volume="150" at line 1, column 17 gives 1.5, outside 0.0–1.0"#),
@@ -91,14 +99,16 @@ import Testing
     }
 
     @Test func breaksBecomePausesAfterTheSpanBefore() throws {
-        let utterance = try Utterance(ssml: """
-            <speak><break time="250ms"/>One<break time="1s"/> two<break strength="strong"></break>
-            three<break/><break time="1.5s" strength="weak"/></speak>
-            """)
-        #expect(utterance.spans == [
-            Span("", pauseAfter: 0.25), Span("One ", pauseAfter: 1.0), Span("two ", pauseAfter: 0.75),
-            Span("three", pauseAfter: 2.0),
-        ])
+        let utterance = try Utterance(
+            ssml: """
+                <speak><break time="250ms"/>One<break time="1s"/> two<break strength="strong"></break>
+                three<break/><break time="1.5s" strength="weak"/></speak>
+                """)
+        #expect(
+            utterance.spans == [
+                Span("", pauseAfter: 0.25), Span("One ", pauseAfter: 1.0), Span("two ", pauseAfter: 0.75),
+                Span("three", pauseAfter: 2.0),
+            ])
         #expect(utterance.text == "One two three")
     }
 
@@ -106,7 +116,10 @@ import Testing
         (#"<break time="11s"/>"#, "outOfRange", "break time '11s' at line 1, column 16 is out of range 0.0–10.0 s"),
         (#"<break time="5"/>"#, "malformed", "break time '5' at line 1, column 16 must be like '500ms' or '1.5s'"),
         (#"<break time="-1s"/>"#, "malformed", "break time '-1s' at line 1, column 16 must be like '500ms' or '1.5s'"),
-        (#"<break strength="huge"/>"#, "malformed", "break strength 'huge' is not one of none, x-weak, weak, medium, strong, x-strong at line 1, column 16"),
+        (
+            #"<break strength="huge"/>"#, "malformed",
+            "break strength 'huge' is not one of none, x-weak, weak, medium, strong, x-strong at line 1, column 16"
+        ),
         ("<break>x</break>", "malformed", "<break> must be empty at line 1, column 16"),
     ])
     func badBreaks(markup: String, kind: String, message: String) {
@@ -116,18 +129,20 @@ import Testing
     }
 
     @Test func sentencesAndParagraphsKeepTextReadable() throws {
-        let utterance = try Utterance(ssml: """
-            <speak><p><s>Platform one</s><s xml:lang="de">Gleis eins</s></p>
-            <p>Second   paragraph.</p><p/>Tail</speak>
-            """)
+        let utterance = try Utterance(
+            ssml: """
+                <speak><p><s>Platform one</s><s xml:lang="de">Gleis eins</s></p>
+                <p>Second   paragraph.</p><p/>Tail</speak>
+                """)
         #expect(utterance.text == "Platform one Gleis eins\nSecond paragraph.\nTail")
         #expect(utterance.spans[1] == Span("Gleis eins\n", attributes: SpeechAttributes(language: Self.tag("de"))))
     }
 
     @Test func entitiesAndCDATAComeOutAsLiteralText() throws {
-        let utterance = try Utterance(ssml: """
-            <speak>&lt;audio&gt; &amp; &quot;x&quot; &apos;y&apos; &#65;&#x42;&#x1F600; <![CDATA[<mark/> & more]]><!-- gone --></speak>
-            """)
+        let utterance = try Utterance(
+            ssml: """
+                <speak>&lt;audio&gt; &amp; &quot;x&quot; &apos;y&apos; &#65;&#x42;&#x1F600; <![CDATA[<mark/> & more]]><!-- gone --></speak>
+                """)
         #expect(utterance.text == #"<audio> & "x" 'y' AB😀 <mark/> & more"#)
         #expect(utterance.spans.count == 1)
     }
@@ -136,13 +151,31 @@ import Testing
         ("<speak><audio src='x.wav'/></speak>", "unsupported element <audio> at line 1, column 8"),
         ("<speak>a<mark name='m'/></speak>", "unsupported element <mark> at line 1, column 9"),
         ("<speak><sub alias='x'>y</sub></speak>", "unsupported element <sub> at line 1, column 8"),
-        ("<speak><voice name='Alex'>x</voice></speak>", "attribute 'name' on <voice> is not supported; voices are chosen by xml:lang at line 1, column 15"),
-        ("<speak><prosody contour='(0%,+20Hz)'>x</prosody></speak>", "attribute 'contour' on <prosody> is not supported at line 1, column 17"),
-        ("<speak><say-as interpret-as='date'>1/2</say-as></speak>", #"say-as interpret-as="date" is not supported (only "characters") at line 1, column 16"#),
-        ("<?xml-stylesheet href='a'?><speak>x</speak>", "processing instructions are not supported at line 1, column 1"),
+        (
+            "<speak><voice name='Alex'>x</voice></speak>",
+            "attribute 'name' on <voice> is not supported; voices are chosen by xml:lang at line 1, column 15"
+        ),
+        (
+            "<speak><prosody contour='(0%,+20Hz)'>x</prosody></speak>",
+            "attribute 'contour' on <prosody> is not supported at line 1, column 17"
+        ),
+        (
+            "<speak><say-as interpret-as='date'>1/2</say-as></speak>",
+            #"say-as interpret-as="date" is not supported (only "characters") at line 1, column 16"#
+        ),
+        (
+            "<?xml-stylesheet href='a'?><speak>x</speak>",
+            "processing instructions are not supported at line 1, column 1"
+        ),
         ("<speak>x<?php echo 1 ?></speak>", "processing instructions are not supported at line 1, column 9"),
-        ("<!DOCTYPE speak SYSTEM 'x.dtd'><speak>x</speak>", "DOCTYPE declarations are not supported at line 1, column 1"),
-        ("<speak><p xmlns:foo='bar'>x</p></speak>", "namespace declarations are only accepted on <speak> at line 1, column 11"),
+        (
+            "<!DOCTYPE speak SYSTEM 'x.dtd'><speak>x</speak>",
+            "DOCTYPE declarations are not supported at line 1, column 1"
+        ),
+        (
+            "<speak><p xmlns:foo='bar'>x</p></speak>",
+            "namespace declarations are only accepted on <speak> at line 1, column 11"
+        ),
     ])
     func unsupportedMarkupIsNamed(ssml: String, message: String) {
         let error = #expect(throws: SpeechInputError.self) { try Utterance(ssml: ssml) }
@@ -169,7 +202,10 @@ import Testing
         ("<speak xml:lang=en>x</speak>", "the value of 'xml:lang' must be quoted at line 1, column 17"),
         ("<speak xml:lang='en' xml:lang='de'>x</speak>", "attribute 'xml:lang' appears twice at line 1, column 22"),
         ("<speak xml:lang='en'version='1.1'>x</speak>", "expected whitespace before an attribute at line 1, column 21"),
-        ("<speak xml:lang='en_GB'>x</speak>", "xml:lang: 'en_GB' is not a well-formed BCP 47 tag: invalid character '_' at position 3 (subtags are separated by '-') at line 1, column 8"),
+        (
+            "<speak xml:lang='en_GB'>x</speak>",
+            "xml:lang: 'en_GB' is not a well-formed BCP 47 tag: invalid character '_' at position 3 (subtags are separated by '-') at line 1, column 8"
+        ),
         ("<speak><!-- open", "comment is never closed at line 1, column 8"),
         ("<speak><![CDATA[x", "CDATA section is never closed at line 1, column 8"),
         ("<speak><say-as>x</say-as></speak>", "<say-as> needs interpret-as at line 1, column 8"),
@@ -190,8 +226,14 @@ import Testing
     }
 
     @Test func parsedUtterancesValidate() throws {
-        let utterance = try Utterance(ssml: #"<speak xml:lang="en-GB"><prosody volume="x-soft" rate="x-fast">Mind the gap</prosody><break time="10s"/></speak>"#)
+        let utterance = try Utterance(
+            ssml:
+                #"<speak xml:lang="en-GB"><prosody volume="x-soft" rate="x-fast">Mind the gap</prosody><break time="10s"/></speak>"#
+        )
         try utterance.validate()
-        #expect(utterance.spans == [Span("Mind the gap", attributes: SpeechAttributes(rate: 2.0, volume: 0.25), pauseAfter: 10)])
+        #expect(
+            utterance.spans == [
+                Span("Mind the gap", attributes: SpeechAttributes(rate: 2.0, volume: 0.25), pauseAfter: 10)
+            ])
     }
 }

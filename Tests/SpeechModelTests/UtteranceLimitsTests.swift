@@ -41,7 +41,8 @@ import Testing
 
     @Test func rangesAreCheckedFirst() {
         let error = #expect(throws: SpeechInputError.self) {
-            try Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(pitch: 2.5))]).validate(limits: limits)
+            try Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(pitch: 2.5))]).validate(
+                limits: limits)
         }
         #expect(error?.kind == "outOfRange")
         #expect(error?.field == "spans[1].pitch")

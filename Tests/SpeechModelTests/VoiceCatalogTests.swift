@@ -40,11 +40,12 @@ import Testing
     }
 
     @Test func overridesComeFirstAtEachCandidate() throws {
-        let overrides = try VoiceOverrides(parsing: """
-            en     gmw/en-US
-            es-AR  roa/es-419  +speakd-kiosk
-            pt     roa/pt-BR
-            """)
+        let overrides = try VoiceOverrides(
+            parsing: """
+                en     gmw/en-US
+                es-AR  roa/es-419  +speakd-kiosk
+                pt     roa/pt-BR
+                """)
         let catalog = VoiceCatalog(voices: Self.voices, overrides: overrides)
         #expect(try catalog.voice(for: Self.tag("en")).identifier == "gmw/en-US")
         // A more specific voice tag still beats a less specific override.
@@ -58,8 +59,10 @@ import Testing
         #expect(resolution.voice.variant == "speakd-kiosk")
         #expect(resolution.matchedTag == "es-AR")
         #expect(resolution.source == .override)
-        #expect(try catalog.resolve(Self.tag("de-AT")) == VoiceCatalog.Resolution(
-            voice: Self.voices[7], matchedTag: "de", source: .voice))
+        #expect(
+            try catalog.resolve(Self.tag("de-AT"))
+                == VoiceCatalog.Resolution(
+                    voice: Self.voices[7], matchedTag: "de", source: .voice))
     }
 
     @Test func overridesNamingMissingVoicesAreSkippedAndReported() throws {

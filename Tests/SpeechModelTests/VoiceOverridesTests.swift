@@ -5,13 +5,14 @@ import Testing
 
 @Suite struct VoiceOverridesTests {
     @Test func parsesEntriesCommentsAndVariants() throws {
-        let overrides = try VoiceOverrides(parsing: """
-            # a comment
+        let overrides = try VoiceOverrides(
+            parsing: """
+                # a comment
 
-            EN\tgmw/en-US   # trailing comment
-              es-ar  roa/es-419  +speakd-kiosk
-            zh-yue sit/yue
-            """)
+                EN\tgmw/en-US   # trailing comment
+                  es-ar  roa/es-419  +speakd-kiosk
+                zh-yue sit/yue
+                """)
         #expect(overrides.entries.count == 3)
         #expect(overrides.entries[0] == VoiceOverrides.Entry(tag: try LanguageTag("en"), voice: "gmw/en-US", line: 3))
         #expect(overrides.entries[1].variant == "speakd-kiosk")
@@ -30,7 +31,10 @@ import Testing
     @Test(arguments: [
         ("en", "line 2: expected 'TAG VOICE [+VARIANT]', found 1 fields"),
         ("en gmw/en-US +a extra", "line 2: expected 'TAG VOICE [+VARIANT]', found 4 fields"),
-        ("en_US gmw/en-US", "line 2: 'en_US' is not a well-formed BCP 47 tag: invalid character '_' at position 3 (subtags are separated by '-')"),
+        (
+            "en_US gmw/en-US",
+            "line 2: 'en_US' is not a well-formed BCP 47 tag: invalid character '_' at position 3 (subtags are separated by '-')"
+        ),
         ("en gmw/en-US kiosk", "line 2: the variant 'kiosk' must be '+NAME'"),
         ("en gmw/en-US +", "line 2: the variant '+' must be '+NAME'"),
         ("en +kiosk", "line 2: '+kiosk' is not a voice identifier"),
