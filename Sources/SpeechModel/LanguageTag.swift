@@ -91,13 +91,13 @@ public struct LanguageTag: Sendable, Hashable, CustomStringConvertible {
     /// `zh-Hant-HK-x-foo` gives `zh-Hant-HK-x-foo`, `zh-Hant-HK`, `zh-Hant`, `zh`.
     public var lookupCandidates: [String] {
         var subtags = canonical.split(separator: "-").map(String.init)
-        var candidates: [String] = []
-        while !subtags.isEmpty {
-            if subtags.last?.count != 1 { candidates.append(subtags.joined(separator: "-")) }
+        var candidates = [canonical]
+        while true {
             subtags.removeLast()
             while subtags.last?.count == 1 { subtags.removeLast() }
+            guard !subtags.isEmpty else { return candidates }
+            candidates.append(subtags.joined(separator: "-"))
         }
-        return candidates
     }
 }
 

@@ -144,6 +144,7 @@ import Testing
         ("de-DE-u-co-phonebk", ["de-DE-u-co-phonebk", "de-DE-u-co", "de-DE", "de"]),
         ("en-a-bb-b-cc", ["en-a-bb-b-cc", "en-a-bb", "en"]),
         ("en-GB-x-rp", ["en-GB-x-rp", "en-GB", "en"]),
+        ("en-x-a-bc-d", ["en-x-a-bc-d", "en-x-a-bc", "en"]),
         ("es-419", ["es-419", "es"]),
         ("en", ["en"]),
         ("sl-rozaj-biske", ["sl-rozaj-biske", "sl-rozaj", "sl"]),
