@@ -225,6 +225,18 @@ import Testing
         #expect(error?.field == "ssml")
     }
 
+    @Test func xmlSyntaxVariations() throws {
+        let utterance = try Utterance(
+            ssml: "\u{FEFF}<?xml version='1.0' encoding='UTF-8'?>\n<!-- intro -->\n<speak\n  xml:lang = 'en&#45;gb'\r\n>"
+                + "a > b<voice\txml:lang=\"de\" ><voice xml:lang='fr'>c</voice>d</voice ><s/>e</speak >\n")
+        #expect(utterance.defaults.language == Self.tag("en-GB"))
+        #expect(
+            utterance.spans == [
+                Span("a > b"), Span("c", attributes: SpeechAttributes(language: Self.tag("fr"))),
+                Span("d ", attributes: SpeechAttributes(language: Self.tag("de"))), Span("e"),
+            ])
+    }
+
     @Test func parsedUtterancesValidate() throws {
         let utterance = try Utterance(
             ssml:
