@@ -77,3 +77,13 @@ import Testing
         #expect(overrides.entry(for: "nn")?.voice == "gmq/nb")
     }
 }
+
+@Suite struct BuiltInVoiceOverridesTests {
+    @Test func builtInCopyMatchesTheProjectFile() throws {
+        let file = try String(contentsOf: EspeakVoiceList.overridesFile, encoding: .utf8)
+        // A multi-line literal drops the final newline of the file.
+        #expect(VoiceOverrides.builtInText + "\n" == file, "paste Voices/overrides into VoiceOverrides+BuiltIn.swift")
+        #expect(VoiceOverrides.builtIn == (try VoiceOverrides(contentsOf: EspeakVoiceList.overridesFile)))
+        #expect(VoiceOverrides.builtIn.entry(for: "es-AR")?.voice == "roa/es-419")
+    }
+}
