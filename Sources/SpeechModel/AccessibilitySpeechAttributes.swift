@@ -80,6 +80,7 @@ extension AttributeScopes.AccessibilitySpeechAttributes {
 }
 
 extension AttributeDynamicLookup {
+    /// Makes the speech attributes available as properties (`string.accessibilitySpeechPitch`).
     public subscript<T: AttributedStringKey>(
         dynamicMember keyPath: KeyPath<AttributeScopes.AccessibilitySpeechAttributes, T>
     ) -> T {
