@@ -145,6 +145,22 @@ public final class EspeakEngine: SpeechRenderer {
             spanVoices: try input(for: utterance).spanVoices)
     }
 
+    /// Runs `body` on the espeak thread, between utterances, where it may call libespeak-ng
+    /// directly: for benchmarks and calibration that measure espeak-ng itself.
+    ///
+    /// espeak-ng is initialised with this engine's data directory when `body` starts. `body` may
+    /// set its own synth callback, voice and parameters, but must not initialise espeak-ng again;
+    /// the engine restores its callback and reloads its voice afterwards.
+    public func runExclusively<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let path = dataPath
+        let buffer = configuration.bufferMilliseconds
+        return try await thread.run { session throws in
+            try session.prepare(dataPath: path, bufferMilliseconds: buffer)
+            defer { session.restore() }
+            return try body()
+        }
+    }
+
     private func input(for utterance: Utterance) throws(SpeechInputError) -> EspeakInput {
         try EspeakInput.make(
             utterance, resolver: voiceResolver, defaultPunctuation: configuration.speaksPunctuation,

@@ -97,6 +97,13 @@ final class EspeakSession {
     /// switch or an aborted synthesis, espeak may be left on another voice).
     func invalidateVoice() { loadedVoice = nil }
 
+    /// Reinstalls the engine's synth callback and forgets the loaded voice, after code that
+    /// called libespeak-ng directly.
+    func restore() {
+        espeak_SetSynthCallback(espeakSynthCallback)
+        loadedVoice = nil
+    }
+
     /// Sets a synthesis parameter to an absolute value.
     func set(_ parameter: espeak_PARAMETER, _ value: Int) throws(EspeakError) {
         try EspeakError.check(espeak_ng_SetParameter(parameter, CInt(value), 0), "set parameter \(parameter.rawValue) to \(value)")
