@@ -19,11 +19,16 @@ struct EngineBenchmark {
 
     static func main() async throws {
         let arguments = CommandLine.arguments.dropFirst()
-        let engine = try await EspeakEngine { SimpleResolver(voices: $0) }
+        var configuration = EspeakEngine.Configuration()
+        if let index = arguments.firstIndex(of: "--chunk-ms"), let value = Int(arguments[arguments.index(after: index)]) {
+            configuration.chunkMilliseconds = value
+        }
+        let engine = try await EspeakEngine(configuration: configuration) { SimpleResolver(voices: $0) }
         if arguments.contains("--calibrate-pitch") {
             try await calibratePitch(engine)
         } else {
             let rounds = arguments.first.flatMap(Int.init) ?? 20
+            print("chunks after the first: \(configuration.chunkMilliseconds) ms")
             try await benchmark(engine, rounds: rounds)
         }
     }
@@ -40,6 +45,8 @@ struct EngineBenchmark {
         let sampleRate = Double(engine.format.sampleRate)
         var raw = Totals()
         var rawVoicePerUtterance = Totals()
+        var rawSSML = Totals()
+        let markup = try corpus.map { try engine.espeakMarkup(for: Utterance($0)) }
         var speakd = Totals()
         // Warm-up: dictionaries loaded, caches filled, for both paths.
         _ = try await engine.runExclusively {
@@ -80,6 +87,21 @@ struct EngineBenchmark {
             }
             rawVoicePerUtterance.add(reloadRound)
 
+            let ssmlRound = try await engine.runExclusively { () -> Totals in
+                var totals = Totals()
+                RawEspeak.prepare(voice: voice)
+                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+                for text in markup {
+                    let run = RawEspeak.synthesize(text, ssml: true)
+                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
+                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
+                }
+                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+                return totals
+            }
+            rawSSML.add(ssmlRound)
+
             // The engine reloads its voice after `runExclusively`: render one utterance first so
             // the round measures steady state, as a daemon speaking one voice sees it.
             for try await _ in engine.render(Utterance("Ready.")) {}
@@ -105,7 +127,7 @@ struct EngineBenchmark {
         print("speakd-engine-bench: \(rounds) rounds × \(corpus.count) utterances, voice \(voice), \(Int(sampleRate)) Hz")
         print("")
         print(row("path", "first chunk median ms", "p90 ms", "audio s / CPU s", "audio s / wall s"))
-        for (name, totals) in [("raw libespeak-ng", raw), ("raw + voice set per utterance", rawVoicePerUtterance), ("EspeakEngine", speakd)] {
+        for (name, totals) in [("raw libespeak-ng", raw), ("raw + voice set per utterance", rawVoicePerUtterance), ("raw, engine's SSML", rawSSML), ("EspeakEngine", speakd)] {
             print(row(
                 name, format(median(totals.firstChunks), 3), format(percentile(totals.firstChunks, 0.9), 3),
                 format(totals.audioSeconds / totals.cpuSeconds, 0), format(totals.audioSeconds / totals.wallSeconds, 0)))

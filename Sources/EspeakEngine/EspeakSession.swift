@@ -13,8 +13,42 @@ final class RenderContext: Sendable {
     /// Audio positions (ms) of `<mark name="N"/>` events, keyed by N; only the espeak thread writes them.
     let marks = Mutex<[Int: Int]>([:])
 
-    init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation) {
+    /// Samples synthesised but not yet yielded; only the espeak thread touches them.
+    private let pending = Mutex<[Int16]>([])
+    /// Chunks after the first are coalesced to at least this many samples.
+    private let coalescedSamples: Int
+    private let yieldedFirst = Atomic<Bool>(false)
+
+    init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation, coalescedSamples: Int) {
         self.continuation = continuation
+        self.coalescedSamples = coalescedSamples
+    }
+
+    /// Passes synthesised samples on: the first block at once (time to first sound), later ones
+    /// in blocks of `coalescedSamples`, because waking the consumer for every 50 ms block that
+    /// espeak-ng produces costs more CPU than synthesising it.
+    func deliver(_ samples: UnsafeBufferPointer<CShort>) {
+        if !yieldedFirst.load(ordering: .relaxed) {
+            yieldedFirst.store(true, ordering: .relaxed)
+            continuation.yield(PCMChunk(samples: Array(samples)))
+            return
+        }
+        let ready: [Int16]? = pending.withLock { buffer in
+            buffer.append(contentsOf: samples)
+            guard buffer.count >= coalescedSamples else { return nil }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return buffer
+        }
+        if let ready { continuation.yield(PCMChunk(samples: ready)) }
+    }
+
+    /// Yields whatever is still pending; called when synthesis has ended.
+    func flush() {
+        let rest = pending.withLock { buffer in
+            defer { buffer.removeAll() }
+            return buffer
+        }
+        if !rest.isEmpty { continuation.yield(PCMChunk(samples: rest)) }
     }
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
@@ -42,7 +76,7 @@ private func espeakSynthCallback(
         event += 1
     }
     if let samples, count > 0 {
-        context.continuation.yield(PCMChunk(samples: Array(UnsafeBufferPointer(start: samples, count: Int(count)))))
+        context.deliver(UnsafeBufferPointer(start: samples, count: Int(count)))
     }
     return context.isCancelled ? 1 : 0
 }
@@ -52,7 +86,6 @@ private func espeakSynthCallback(
 final class EspeakSession {
     private(set) var dataPath: String?
     private(set) var sampleRate = 22050
-    private var loadedVoice: String?
     private var bufferMilliseconds = 50
 
     /// The data directory libespeak-ng picks when given none.
@@ -70,7 +103,6 @@ final class EspeakSession {
     func prepare(dataPath path: String, bufferMilliseconds: Int) throws(EspeakError) {
         if dataPath == path, self.bufferMilliseconds == bufferMilliseconds { return }
         dataPath = nil
-        loadedVoice = nil
         espeak_ng_InitializePath(path)
         var context: espeak_ng_ERROR_CONTEXT?
         let status = espeak_ng_Initialize(&context)
@@ -85,23 +117,14 @@ final class EspeakSession {
         self.bufferMilliseconds = bufferMilliseconds
     }
 
-    /// Loads `voice` (`roa/pt`, `gmw/en+speakd-kiosk`) unless it is the one loaded.
+    /// Loads `voice` (`roa/pt`, `gmw/en+speakd-kiosk`).
     func setVoice(_ voice: String) throws(EspeakError) {
-        if loadedVoice == voice { return }
-        loadedVoice = nil
         try EspeakError.check(espeak_ng_SetVoiceByName(voice), "set voice \(voice)")
-        loadedVoice = voice
     }
 
-    /// Forgets which voice is loaded, so the next `setVoice` loads it again (after an SSML voice
-    /// switch or an aborted synthesis, espeak may be left on another voice).
-    func invalidateVoice() { loadedVoice = nil }
-
-    /// Reinstalls the engine's synth callback and forgets the loaded voice, after code that
-    /// called libespeak-ng directly.
+    /// Reinstalls the engine's synth callback, after code that called libespeak-ng directly.
     func restore() {
         espeak_SetSynthCallback(espeakSynthCallback)
-        loadedVoice = nil
     }
 
     /// Sets a synthesis parameter to an absolute value.
