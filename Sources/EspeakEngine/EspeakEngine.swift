@@ -66,6 +66,8 @@ public final class EspeakEngine: SpeechRenderer {
     private let voiceList: [VoiceInfo]
     private let logger: Logger
     private let thread = EspeakThread.shared
+    /// How the most recent synthesis ended: samples espeak-ng produced, and whether it was aborted.
+    let lastSynthesis = Locked<(producedSamples: Int, aborted: Bool)?>(nil)
 
     /// Initialises espeak-ng with `configuration` and builds the voice resolver from its voices.
     ///
@@ -142,12 +144,12 @@ public final class EspeakEngine: SpeechRenderer {
 
     /// Renders `utterance` to the end and returns all of its audio, with each span's start.
     public func renderAll(_ utterance: Utterance) async throws -> Rendering {
-        let marks = MarkCollector()
+        let marks = Locked<[Int: Int]>([:])
         var samples: [Int16] = []
         for try await chunk in render(utterance, marks: marks) {
             samples += chunk.samples
         }
-        let positions = marks.positions
+        let positions = marks.value
         let count = utterance.spans.count
         return Rendering(
             samples: samples, format: format,
@@ -177,7 +179,7 @@ public final class EspeakEngine: SpeechRenderer {
             variant: configuration.variant)
     }
 
-    private func render(_ utterance: Utterance, marks: MarkCollector?) -> AsyncThrowingStream<PCMChunk, any Error> {
+    private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error> {
         let input: EspeakInput
         do {
             input = try self.input(for: utterance)
@@ -188,7 +190,7 @@ public final class EspeakEngine: SpeechRenderer {
     }
 
     private func stream(
-        for input: EspeakInput, flags: Int32, marks: MarkCollector?
+        for input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
         let context = RenderContext(
@@ -200,6 +202,7 @@ public final class EspeakEngine: SpeechRenderer {
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
         let logger = logger
+        let lastSynthesis = self.lastSynthesis
         thread.submit { session in
             guard !context.isCancelled else { return }
             do throws(EspeakError) {
@@ -215,7 +218,8 @@ public final class EspeakEngine: SpeechRenderer {
                 let finished = try session.synthesize(input.ssml, flags: flags | Int32(espeakENDPAUSE), context: context)
                 if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
                 if finished { context.flush() }
-                marks?.store(context.marks.withLock { $0 })
+                lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !finished))
+                marks?.set(context.marks.withLock { $0 })
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -225,11 +229,13 @@ public final class EspeakEngine: SpeechRenderer {
     }
 }
 
-/// Mark positions handed from the espeak thread to `renderAll`.
-private final class MarkCollector: Sendable {
-    private let storage = Mutex<[Int: Int]>([:])
+/// A value shared between the espeak thread and the engine's callers.
+final class Locked<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
 
-    func store(_ marks: [Int: Int]) { storage.withLock { $0 = marks } }
+    init(_ value: Value) { storage = Mutex(value) }
 
-    var positions: [Int: Int] { storage.withLock { $0 } }
+    func set(_ value: Value) { storage.withLock { $0 = value } }
+
+    var value: Value { storage.withLock { $0 } }
 }

@@ -18,6 +18,8 @@ final class RenderContext: Sendable {
     /// Chunks after the first are coalesced to at least this many samples.
     private let coalescedSamples: Int
     private let yieldedFirst = Atomic<Bool>(false)
+    /// Samples espeak-ng produced for this rendering so far.
+    let producedSamples = Atomic<Int>(0)
 
     init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation, coalescedSamples: Int) {
         self.continuation = continuation
@@ -28,6 +30,7 @@ final class RenderContext: Sendable {
     /// in blocks of `coalescedSamples`, because waking the consumer for every 50 ms block that
     /// espeak-ng produces costs more CPU than synthesising it.
     func deliver(_ samples: UnsafeBufferPointer<CShort>) {
+        producedSamples.add(samples.count, ordering: .relaxed)
         if !yieldedFirst.load(ordering: .relaxed) {
             yieldedFirst.store(true, ordering: .relaxed)
             continuation.yield(PCMChunk(samples: Array(samples)))
@@ -142,7 +145,13 @@ final class EspeakSession {
                 pointer, strlen(pointer) + 1, 0, POS_CHARACTER, 0,
                 UInt32(bitPattern: flags) | UInt32(espeakCHARS_UTF8), nil, unmanaged.toOpaque())
         }
-        if context.isCancelled { return false }
+        if context.isCancelled {
+            // An aborted synthesis leaves its unspoken text and samples queued inside espeak-ng,
+            // and they would open the next utterance: clear them (this resets the parameters,
+            // which every rendering sets again anyway).
+            _ = espeak_ng_Cancel()
+            return false
+        }
         try EspeakError.check(status, "synthesise")
         return true
     }
