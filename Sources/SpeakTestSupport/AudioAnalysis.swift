@@ -156,7 +156,7 @@ public struct AudioAnalysis: Sendable {
         while index < samples.count {
             let end = min(samples.count, index + frame)
             if Self.rms(samples[index..<end]) >= silenceLevel {
-                if let start = soundStart, Double(index - lastSound) / Double(sampleRate) >= minimumSilence {
+                if let start = soundStart, index > lastSound, Double(index - lastSound) / Double(sampleRate) >= minimumSilence {
                     segments.append(Segment(start: Double(start) / Double(sampleRate), end: Double(lastSound) / Double(sampleRate)))
                     soundStart = index
                 } else if soundStart == nil {
@@ -174,14 +174,14 @@ public struct AudioAnalysis: Sendable {
 
     /// Seconds from the first to the last sounding frame (speech without leading and trailing silence).
     public func soundingDuration(silenceLevel: Double = 0.01) -> Double {
-        let segments = soundingSegments(minimumSilence: 0, silenceLevel: silenceLevel)
+        let segments = soundingSegments(minimumSilence: 0.01, silenceLevel: silenceLevel, minimumSound: 0)
         guard let first = segments.first, let last = segments.last else { return 0 }
         return last.end - first.start
     }
 
     /// The longest stretch of silence between sounding frames, in seconds.
     public func longestInnerSilence(silenceLevel: Double = 0.01) -> Double {
-        let segments = soundingSegments(minimumSilence: 0.01, silenceLevel: silenceLevel)
+        let segments = soundingSegments(minimumSilence: 0.01, silenceLevel: silenceLevel, minimumSound: 0)
         return zip(segments, segments.dropFirst()).map { $1.start - $0.end }.max() ?? 0
     }
 
