@@ -101,7 +101,8 @@ struct EspeakInput: Sendable, Hashable {
                 // which the transcriber never produces.
                 ssml += open + " [[\(phonemes)]] " + close
             } else {
-                if attributes.spellOut == true {
+                let spellsOut = attributes.spellOut == true
+                if spellsOut {
                     open += "<say-as interpret-as=\"characters\">"
                     close = "</say-as>" + close
                 }
@@ -111,12 +112,12 @@ struct EspeakInput: Sendable, Hashable {
                 for characterIndex in span.text.indices {
                     if position != offset, boundaries.contains(position) {
                         let piece = span.text[pieceStart..<characterIndex]
-                        ssml += open + escape(piece) + close + "</s><s>"
+                        ssml += open + content(piece, spellsOut: spellsOut) + close + "</s><s>"
                         pieceStart = characterIndex
                     }
                     position += 1
                 }
-                ssml += open + escape(span.text[pieceStart...]) + close
+                ssml += open + content(span.text[pieceStart...], spellsOut: spellsOut) + close
             }
             offset += span.text.count
             if let pause = span.pauseAfter, pause > 0 {
@@ -152,6 +153,16 @@ struct EspeakInput: Sendable, Hashable {
             }
         }
         return starts
+    }
+
+    /// A span's text as SSML character data; spelled out, its characters are spaced apart,
+    /// because espeak-ng 1.51 reads `<say-as interpret-as="characters">07402</say-as>` as
+    /// "zero seven comma four zero two" but `0 7 4 0 2` as the five digit names.
+    static func content<S: StringProtocol>(_ text: S, spellsOut: Bool) -> String {
+        guard spellsOut else { return escape(text) }
+        return text.split(whereSeparator: \.isWhitespace)
+            .map { word in word.map { escape(String($0)) }.joined(separator: " ") }
+            .joined(separator: " ")
     }
 
     /// `text` as SSML character data that espeak-ng speaks and never obeys.

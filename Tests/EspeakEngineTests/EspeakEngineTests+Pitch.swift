@@ -57,7 +57,7 @@ extension EspeakEngineTests {
 
     @Test func spansAcrossSentencesEachKeepTheirPitch() async throws {
         let engine = try await Engines.engine()
-        let texts = ["Platform four. ", "The train is delayed. ", "Thank you."]
+        let texts = ["Platform four is closed today. ", "The train to the airport is delayed. ", "Thank you for travelling with us today."]
         let plain = try await engine.renderAll(Utterance(spans: texts.map { Span($0) }))
         let mixed = try await engine.renderAll(
             Utterance(spans: [
