@@ -62,10 +62,12 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     ///   - format: the sample format the sink will be given.
     ///   - options: latency and time limits for device sinks.
     ///   - environment: where `PULSE_SERVER` is read from.
+    ///   - autoALSADevice: the ALSA device `auto` tries when PulseAudio does not answer.
     public func makeSink(
         format: AudioFormat,
         options: AudioSinkOptions = AudioSinkOptions(),
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        autoALSADevice: String = "default"
     ) async throws(AudioOutputError) -> any ReopenableAudioSink {
         let server = environment["PULSE_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
         switch self {
@@ -80,7 +82,7 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         case .auto:
             let candidates: [any ReopenableAudioSink] = [
                 PulseAudioSink(format: format, server: server, options: options),
-                ALSASink(device: "default", format: format, options: options),
+                ALSASink(device: autoALSADevice, format: format, options: options),
             ]
             var failures: [String] = []
             for sink in candidates {

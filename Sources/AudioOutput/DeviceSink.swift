@@ -8,7 +8,7 @@ import Synchronization
 /// device call has a time limit; when one overruns, the thread is abandoned (it cleans up and
 /// exits whenever the call returns) and the sink fails fast with `blocked` until it has; after
 /// that the next call opens the device afresh on a new thread.
-final class DeviceSink: Sendable {
+final class DeviceSink: ReopenableAudioSink {
     let name: String
     let format: AudioFormat
     private let options: AudioSinkOptions
