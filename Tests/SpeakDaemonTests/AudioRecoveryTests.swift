@@ -33,11 +33,12 @@ struct AudioRecoveryTests {
             #expect(heard > 0.4, "heard \(heard) s")
 
             // The server goes away mid-announcement.
-            var events = unix.events().makeAsyncIterator()
             let accepted = try await unix.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText)))
             let id = try accepted.decode(AnnouncementAccepted.self).id
+            // From the start of the history, so the subscription cannot miss the events.
+            var events = unix.events(lastEventID: "0").makeAsyncIterator()
             while let message = try await events.next() {
-                if message.event == "started" { break }
+                if message.event == "started", try message.announcementEvent().id == id { break }
             }
             try await Task.sleep(for: .milliseconds(300))
             await pulse.stop(keepDirectory: true)

@@ -152,3 +152,39 @@ struct DaemonTests {
         }
     }
 }
+
+@Suite("Daemon voices", .serialized)
+struct DaemonVoicesTests {
+    static let voicesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Voices").path
+
+    /// `--voices` with the project's directory: its overrides pick the voice, and a fallback
+    /// language turns an unknown language into that language instead of an error.
+    @Test(.timeLimit(.minutes(1))) func voicesDirectoryAndFallback() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = testConfiguration(directory)
+        configuration.voicesDirectory = Self.voicesDirectory
+        configuration.fallbackLanguage = "en-GB"
+        // The engine builds its data overlay under RUNTIME_DIRECTORY: one of its own per test run.
+        try await withDaemon(configuration, environment: ["RUNTIME_DIRECTORY": directory.path]) { _, unix, _ in
+            let argentina = try await unix.send(
+                "POST", "/v1/announcements?wait=true",
+                json: AnnouncementRequest(utterance: Utterance("Hola", defaults: SpeechAttributes(language: try LanguageTag("es-AR")))))
+            #expect(try argentina.decode(AnnouncementEvent.self).voice?.hasPrefix("roa/es-419") == true)
+            let unknown = try await unix.send(
+                "POST", "/v1/announcements?wait=true",
+                json: AnnouncementRequest(utterance: Utterance("Hello", defaults: SpeechAttributes(language: try LanguageTag("xx")))))
+            #expect(unknown.status == 200)
+            #expect(try unknown.decode(AnnouncementEvent.self).voice?.hasPrefix("gmw/en") == true)
+        }
+    }
+
+    @Test func missingVoicesDirectoryIsAStartError() async throws {
+        var configuration = testConfiguration(URL(fileURLWithPath: "/tmp"))
+        configuration.voicesDirectory = "/nonexistent/voices"
+        await #expect(throws: DaemonStartError.self) {
+            _ = try await buildDaemon(configuration, environment: [:], gracefulShutdownSignals: [])
+        }
+    }
+}
