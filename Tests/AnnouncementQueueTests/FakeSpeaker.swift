@@ -83,28 +83,47 @@ final class FakeSpeaker: AnnouncementSpeaker {
     var overlapped: Bool { state.withLock { $0.overlapping } }
 
     /// Returns once `speak` has been called `count` times in all.
+    /// Gives up when the task is cancelled, so a test's time limit ends it.
     func waitForStarts(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.started.count >= count {
-                    continuation.resume()
-                } else {
-                    state.startWaiters.append((count, continuation))
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    if state.started.count >= count || Task.isCancelled {
+                        continuation.resume()
+                    } else {
+                        state.startWaiters.append((count, continuation))
+                    }
                 }
             }
+        } onCancel: {
+            releaseTestWaiters()
         }
     }
 
     /// Returns once `waitUntilAvailable` has been called `count` times in all.
+    /// Gives up when the task is cancelled, so a test's time limit ends it.
     func waitForAvailabilityCalls(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.availabilityCalls >= count {
-                    continuation.resume()
-                } else {
-                    state.availabilityCallWaiters.append((count, continuation))
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    if state.availabilityCalls >= count || Task.isCancelled {
+                        continuation.resume()
+                    } else {
+                        state.availabilityCallWaiters.append((count, continuation))
+                    }
                 }
             }
+        } onCancel: {
+            releaseTestWaiters()
+        }
+    }
+
+    private func releaseTestWaiters() {
+        state.withLock { state in
+            for waiter in state.startWaiters { waiter.continuation.resume() }
+            for waiter in state.availabilityCallWaiters { waiter.continuation.resume() }
+            state.startWaiters = []
+            state.availabilityCallWaiters = []
         }
     }
 

@@ -66,14 +66,22 @@ final class ManualClock: Clock {
     }
 
     /// Returns once at least `count` sleeps are pending.
+    /// Gives up when the task is cancelled, so a test's time limit ends it.
     func waitForSleepers(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.sleepers.count >= count {
-                    continuation.resume()
-                } else {
-                    state.sleeperWaiters.append((count, continuation))
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    if state.sleepers.count >= count || Task.isCancelled {
+                        continuation.resume()
+                    } else {
+                        state.sleeperWaiters.append((count, continuation))
+                    }
                 }
+            }
+        } onCancel: {
+            state.withLock { state in
+                for waiter in state.sleeperWaiters { waiter.continuation.resume() }
+                state.sleeperWaiters = []
             }
         }
     }

@@ -34,14 +34,22 @@ final class EventRecorder: Sendable {
     }
 
     /// Returns once `predicate` holds for the events so far (or the stream ended).
+    /// Gives up when the task is cancelled, so a test's time limit ends a wait that never comes true.
     func wait(until predicate: @escaping @Sendable ([SequencedEvent]) -> Bool) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.ended || predicate(state.events) {
-                    continuation.resume()
-                } else {
-                    state.waiters.append((predicate, continuation))
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    if state.ended || Task.isCancelled || predicate(state.events) {
+                        continuation.resume()
+                    } else {
+                        state.waiters.append((predicate, continuation))
+                    }
                 }
+            }
+        } onCancel: {
+            state.withLock { state in
+                for waiter in state.waiters { waiter.continuation.resume() }
+                state.waiters = []
             }
         }
     }
@@ -92,8 +100,12 @@ struct QueueHarness {
     let recorder: EventRecorder
     let runner: Task<Void, Never>
 
-    init(capacity: Int = 16, running: Bool = true) async {
-        queue = AnnouncementQueue(speaker: speaker, capacity: capacity, clock: clock)
+    init(
+        capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true
+    ) async {
+        queue = AnnouncementQueue(
+            speaker: speaker, capacity: capacity, clock: clock, eventHistory: eventHistory,
+            subscriberBuffer: subscriberBuffer)
         recorder = EventRecorder(queue.events(after: 0))
         let queue = self.queue
         runner = running ? Task { await queue.run() } : Task {}
