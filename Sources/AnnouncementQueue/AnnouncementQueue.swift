@@ -22,12 +22,17 @@ public actor AnnouncementQueue {
     /// The default number of waiting announcements.
     public static let defaultCapacity = 64
 
+    /// The default time a cancelled speaker gets to stop.
+    public static let defaultStopTimeout = Duration.seconds(2)
+
     private struct Speaking {
         var pending: PendingAnnouncement
         var startedAt: Date
         var task: Task<Void, Never>?
         /// Set by the first cancel, interrupt or shutdown; it is the reason it finishes with.
         var stopReason: FinishReason?
+        /// Gives up on a speaker that does not stop within `stopTimeout` of being cancelled.
+        var watchdog: Task<Void, Never>?
     }
 
     private enum Phase {
@@ -44,6 +49,7 @@ public actor AnnouncementQueue {
     private let logger: Logger
     private let broadcaster: EventBroadcaster
     private let finishedMemory: Int
+    private let stopTimeout: Duration
 
     private var phase = Phase.open
     private var runners = 0
@@ -68,6 +74,9 @@ public actor AnnouncementQueue {
     ///   - eventHistory: how many recent events `events(after:)` can replay.
     ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream ends.
     ///   - finishedMemory: how many finished announcements `status(id:)` and `finished(id:)` remember.
+    ///   - stopTimeout: how long a cancelled `speak` may take to return. After that the queue
+    ///     finishes the announcement anyway, treats the speaker as failed and waits for it to be
+    ///     available again, so a wedged device cannot wedge the queue or its shutdown.
     ///   - logger: where the queue logs, at info and below.
     public init(
         speaker: any AnnouncementSpeaker,
@@ -76,6 +85,7 @@ public actor AnnouncementQueue {
         eventHistory: Int = 1024,
         subscriberBuffer: Int = 256,
         finishedMemory: Int = 1024,
+        stopTimeout: Duration = AnnouncementQueue.defaultStopTimeout,
         logger: Logger = Logger(label: "speakd.queue")
     ) {
         precondition(capacity >= 0, "capacity must not be negative")
@@ -84,6 +94,7 @@ public actor AnnouncementQueue {
         self.clock = clock
         self.broadcaster = EventBroadcaster(historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer)
         self.finishedMemory = max(0, finishedMemory)
+        self.stopTimeout = stopTimeout
         self.logger = logger
     }
 
@@ -303,12 +314,37 @@ public actor AnnouncementQueue {
     private func stopSpeaking(reason: FinishReason) {
         guard var current = speaking, current.stopReason == nil else { return }
         current.stopReason = reason
+        let id = current.pending.id
+        let clock = self.clock
+        let timeout = stopTimeout
+        current.watchdog = Task {
+            do {
+                try await clock.sleep(for: timeout)
+            } catch {
+                return
+            }
+            self.speakerDidNotStop(id: id)
+        }
         speaking = current
         current.task?.cancel()
     }
 
+    private func speakerDidNotStop(id: String) {
+        guard let current = speaking, current.pending.id == id, let reason = current.stopReason else { return }
+        speaking = nil
+        let detail = "the speaker did not stop within \(stopTimeout) of being cancelled"
+        logger.info("speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
+        finish(current.pending, reason: reason, startedAt: current.startedAt, detail: detail)
+        if phase == .shuttingDown {
+            close()
+        } else {
+            waitForSpeaker()
+        }
+    }
+
     private func speakingEnded(id: String, result: Result<SpeechOutcome, any Error>) {
         guard let current = speaking, current.pending.id == id else { return }
+        current.watchdog?.cancel()
         speaking = nil
         switch (current.stopReason, result) {
         case (let reason?, _):

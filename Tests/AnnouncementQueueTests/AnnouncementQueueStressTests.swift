@@ -51,8 +51,8 @@ struct AnnouncementQueueStressTests {
             while !stop.withLock({ $0 }) {
                 if let id = speaker.current {
                     switch random.next() % 5 {
-                    case 0, 1: speaker.resume(id, with: .success(SpeechOutcome(voice: "v")))
-                    case 2: speaker.resume(id, with: .failure(FakeSpeaker.SpeakFailure(description: "lost")))
+                    case 0, 1, 2: speaker.resume(id, with: .success(SpeechOutcome(voice: "v")))
+                    case 3: speaker.resume(id, with: .failure(FakeSpeaker.SpeakFailure(description: "lost")))
                     default: break
                     }
                 }
@@ -83,13 +83,18 @@ struct AnnouncementQueueStressTests {
                                 #expect((error as? AnnouncementQueueError) == .queueFull)
                                 refused.withLock { $0 += 1 }
                             }
-                        case 6..<9:
+                        case 6, 7:
                             let ids = accepted.withLock { $0 }
                             if !ids.isEmpty {
                                 await queue.cancel(id: ids[Int(random.next() % UInt64(ids.count))])
                             }
+                        case 8:
+                            if random.next() % 4 == 0 {
+                                await queue.cancelAll()
+                            }
                         case 9:
-                            await queue.cancelAll()
+                            let id = accepted.withLock { $0.last }
+                            _ = await queue.status(id: id ?? "none")
                         case 10:
                             let snapshot = await queue.snapshot()
                             #expect(snapshot.count <= 7)

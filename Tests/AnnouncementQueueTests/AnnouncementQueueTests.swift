@@ -237,9 +237,9 @@ struct AnnouncementQueueTests {
         let expiring = try await harness.submit("expiring", expiresAfter: 5)
         let staying = try await harness.submit("staying")
         await harness.clock.waitForSleepers(1)
-        harness.clock.advance(by: .seconds(4.9))
+        harness.clock.advance(by: .milliseconds(4_900))
         #expect(await harness.queue.status(id: expiring.id)?.state == .waiting)
-        harness.clock.advance(by: .seconds(0.1))
+        harness.clock.advance(by: .milliseconds(100))
         let finished = await harness.recorder.waitForFinished(expiring.id)
         #expect(finished?.reason == .expired)
         #expect(finished?.success == false)
@@ -453,6 +453,52 @@ struct AnnouncementQueueTests {
         #expect(harness.recorder.finished(waiting.id)?.reason == .shutdown)
         harness.speaker.becomeAvailable()
         #expect(await harness.queue.isSpeakerAvailable == false)
+    }
+
+    @Test func speakerThatDoesNotStopIsGivenUpOn() async throws {
+        let harness = await QueueHarness()
+        harness.speaker.ignoresCancellation = true
+        let stuck = try await harness.submit("stuck")
+        await harness.speaker.waitForStarts(1)
+        let urgent = try await harness.submit("urgent", priority: .high)
+        #expect(harness.speaker.cancelled == [stuck.id])
+        await harness.clock.waitForSleepers(1)
+        harness.clock.advance(by: .milliseconds(1_900))
+        #expect(await harness.queue.status(id: stuck.id)?.state == .speaking)
+        harness.clock.advance(by: .milliseconds(100))
+        let finished = await harness.recorder.waitForFinished(stuck.id)
+        #expect(finished?.reason == .interrupted)
+        #expect(finished?.detail?.contains("did not stop") == true)
+
+        // Treated as a failed speaker: the next one waits until it is available again.
+        await harness.speaker.waitForAvailabilityCalls(1)
+        #expect(harness.speaker.started == [stuck.id])
+        harness.speaker.ignoresCancellation = false
+        harness.speaker.becomeAvailable()
+        await harness.speaker.waitForStarts(2)
+        #expect(harness.speaker.started == [stuck.id, urgent.id])
+
+        // When the stuck call returns at last, nothing more is sent for it.
+        harness.speaker.complete(stuck.id)
+        harness.speaker.complete(urgent.id)
+        await harness.recorder.waitForFinished(urgent.id)
+        await harness.tearDown()
+        #expect(harness.recorder.events.filter { $0.id == stuck.id }.map(\.type) == [.queued, .started, .finished])
+    }
+
+    @Test func shutdownDoesNotWaitForeverForAStuckSpeaker() async throws {
+        let harness = await QueueHarness()
+        harness.speaker.ignoresCancellation = true
+        let stuck = try await harness.submit("stuck")
+        await harness.speaker.waitForStarts(1)
+        let shutdown = Task { await harness.queue.shutdown() }
+        await harness.clock.waitForSleepers(1)
+        harness.clock.advance(by: .seconds(2))
+        await shutdown.value
+        await harness.runner.value
+        await harness.recorder.waitForEnd()
+        #expect(harness.recorder.finished(stuck.id)?.reason == .shutdown)
+        harness.speaker.complete(stuck.id)
     }
 
     // MARK: Status
