@@ -71,8 +71,9 @@ public actor AnnouncementQueue {
     ///   - speaker: plays announcements.
     ///   - capacity: how many announcements may wait, at least 0 (validate user input first).
     ///   - clock: times `expiresAfter`.
-    ///   - eventHistory: how many recent events `events(after:)` can replay.
-    ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream ends.
+    ///   - eventHistory: how many recent events `events(after:)` can replay, at least 0.
+    ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream
+    ///     ends, at least 1.
     ///   - finishedMemory: how many finished announcements `status(id:)` and `finished(id:)` remember.
     ///   - stopTimeout: how long a cancelled `speak` may take to return. After that the queue
     ///     finishes the announcement anyway, treats the speaker as failed and waits for it to be

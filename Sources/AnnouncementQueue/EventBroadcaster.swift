@@ -43,9 +43,8 @@ final class EventBroadcaster: Sendable {
     ///   - historyCapacity: how many recent events a new subscriber can be replayed.
     ///   - subscriberBuffer: how many live events a subscriber may have unread before it is dropped.
     init(historyCapacity: Int, subscriberBuffer: Int) {
-        precondition(historyCapacity >= 0 && subscriberBuffer >= 1)
-        self.historyCapacity = historyCapacity
-        self.subscriberBuffer = subscriberBuffer
+        self.historyCapacity = max(0, historyCapacity)
+        self.subscriberBuffer = max(1, subscriberBuffer)
     }
 
     /// Sends `event` to every subscriber and records it; returns its sequence number.

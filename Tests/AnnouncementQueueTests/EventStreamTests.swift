@@ -94,3 +94,50 @@ struct EventStreamTests {
         #expect(harness.recorder.finished.map(\.id) == ids)
     }
 }
+
+@Suite("Event stream under concurrency", .timeLimit(.minutes(1)))
+struct EventStreamConcurrencyTests {
+    @Test func subscribersComingAndGoingWhileEventsFlow() async throws {
+        let harness = await QueueHarness(capacity: 1000)
+        let queue = harness.queue
+        await withTaskGroup { group in
+            group.addTask {
+                for index in 0..<300 {
+                    _ = try? await queue.submit(AnnouncementRequest(utterance: Utterance("\(index)"), priority: .low))
+                }
+            }
+            for subscriber in 0..<40 {
+                group.addTask {
+                    let reader = Task {
+                        var previous: UInt64?
+                        for await event in queue.events(after: UInt64(subscriber)) {
+                            // Replay then live, never out of order or repeated.
+                            #expect(previous.map { event.sequence == $0 + 1 } ?? true)
+                            previous = event.sequence
+                        }
+                    }
+                    for _ in 0..<subscriber % 5 { await Task.yield() }
+                    reader.cancel()
+                    await reader.value
+                }
+            }
+        }
+        await harness.tearDown()
+        #expect(harness.recorder.events.filter { $0.type == .queued }.count == 300)
+    }
+
+    @Test func historyKeepsOnlyTheNewestEvents() async throws {
+        let harness = await QueueHarness(capacity: 100, eventHistory: 10, running: false)
+        for index in 0..<50 {
+            try await harness.submit("\(index)")
+        }
+        let replay = EventRecorder(harness.queue.events(after: 0))
+        await harness.queue.shutdown()
+        await replay.waitForEnd()
+        let sequences = replay.sequenced.map(\.sequence)
+        // Shutdown added 50 finished events; the replay holds the newest ten of all of them.
+        #expect(sequences.count <= 10 + 50)
+        #expect(sequences.last == 100)
+        #expect(sequences == Array((101 - UInt64(sequences.count))...100))
+    }
+}
