@@ -72,13 +72,13 @@ struct AnnouncementQueueTests {
 
         if row.interrupts {
             // The decision is taken inside `submit`, so the speaker's task is already cancelled.
-            #expect(harness.speaker.cancelled == [first.id])
+            try #require(harness.speaker.cancelled == [first.id])
             let finished = await harness.recorder.waitForFinished(first.id)
             #expect(finished?.success == false)
             #expect(finished?.reason == .interrupted)
             await harness.speaker.waitForStarts(2)
         } else {
-            #expect(harness.speaker.cancelled.isEmpty)
+            try #require(harness.speaker.cancelled.isEmpty)
             #expect(await harness.queue.status(id: first.id)?.state == .speaking)
             harness.speaker.complete(first.id)
             let finished = await harness.recorder.waitForFinished(first.id)
