@@ -18,6 +18,20 @@ import SpeechModel
 ///
 /// Nothing is spoken until `run()` is called; `shutdown()` (or cancelling the task running
 /// `run()`) finishes everything with `shutdown` and ends the event streams.
+///
+/// Every accepted announcement gets `queued`, then `started` when it is handed to the speaker,
+/// then exactly one `finished`. Decisions where the contract leaves room:
+/// - The reason of a speaking announcement is fixed by the first cancel, interrupt or shutdown;
+///   its `finished` event is sent once the speaker has actually stopped (the sink is silent),
+///   with `success: false` even if the speaker happened to play the last sample meanwhile.
+/// - An interrupter waits, at the head of the list, until the interrupted one has stopped, so
+///   the speaker is never asked to speak two announcements at once.
+/// - A full queue displaces the newest waiting announcement of the lowest priority that is
+///   below the new one's, so a `high` displaces a waiting `low` before any `default`.
+/// - After `speak` throws, nothing starts until `waitUntilAvailable()` returns; meanwhile new
+///   announcements are accepted and wait, and expiry timers keep running.
+/// - A speaker that has not stopped `stopTimeout` after being cancelled is given up on: the
+///   announcement finishes with its reason and the speaker is treated as failed.
 public actor AnnouncementQueue {
     /// The default number of waiting announcements.
     public static let defaultCapacity = 64
