@@ -535,6 +535,21 @@ struct AnnouncementQueueTests {
         await harness.tearDown()
     }
 
+    @Test func finishedAnnouncementsAreRememberedBoundedly() async throws {
+        let speaker = FakeSpeaker()
+        let queue = AnnouncementQueue(speaker: speaker, capacity: 10, finishedMemory: 2)
+        var ids: [String] = []
+        for index in 0..<4 {
+            ids.append(try await queue.submit(AnnouncementRequest(utterance: Utterance("\(index)"))).id)
+        }
+        #expect(await queue.cancelAll() == 4)
+        #expect(await queue.status(id: ids[0]) == nil)
+        #expect(await queue.status(id: ids[1]) == nil)
+        #expect(await queue.status(id: ids[2])?.finished?.reason == .cancelled)
+        #expect(await queue.finished(id: ids[3])?.reason == .cancelled)
+        await queue.shutdown()
+    }
+
     @Test func finishedWaitReturnsNilWhenItsTaskIsCancelled() async throws {
         let harness = await QueueHarness()
         let speaking = try await harness.submit("speaking")
