@@ -108,7 +108,7 @@ public final class EspeakEngine: SpeechRenderer {
         let voices = rawVoices.map { voice in
             VoiceInfo(
                 identifier: voice.identifier, name: voice.name,
-                languages: voice.languages.compactMap { EspeakLanguageName.bcp47($0)?.canonical })
+                languages: voice.languages.compactMap(EspeakLanguageName.bcp47).uniqued())
         }
         self.configuration = configuration
         self.dataPath = path
@@ -226,6 +226,14 @@ public final class EspeakEngine: SpeechRenderer {
             }
         }
         return stream
+    }
+}
+
+extension Array where Element: Hashable {
+    /// The elements in order, each only the first time it occurs.
+    fileprivate func uniqued() -> [Element] {
+        var seen: Set<Element> = []
+        return filter { seen.insert($0).inserted }
     }
 }
 
