@@ -24,7 +24,12 @@ struct EngineBenchmark {
             configuration.chunkMilliseconds = value
         }
         let engine = try await EspeakEngine(configuration: configuration) { SimpleResolver(voices: $0) }
-        if arguments.contains("--calibrate-pitch") {
+        if arguments.contains("--engine-only") {
+            // For profilers: the engine's path alone, for a while.
+            for _ in 0..<200 {
+                for text in corpus { for try await _ in engine.render(Utterance(text)) {} }
+            }
+        } else if arguments.contains("--calibrate-pitch") {
             try await calibratePitch(engine)
         } else {
             let rounds = arguments.first.flatMap(Int.init) ?? 20

@@ -35,7 +35,7 @@ public final class EspeakEngine: SpeechRenderer {
         public init(
             dataPath: String? = nil, variantsDirectory: String? = nil, runtimeDirectory: String? = nil,
             variant: String? = nil, speaksPunctuation: Bool = false, bufferMilliseconds: Int = 50,
-            chunkMilliseconds: Int = 200
+            chunkMilliseconds: Int = 1000
         ) {
             self.dataPath = dataPath
             self.variantsDirectory = variantsDirectory
@@ -162,7 +162,7 @@ public final class EspeakEngine: SpeechRenderer {
     ///
     /// espeak-ng is initialised with this engine's data directory when `body` starts. `body` may
     /// set its own synth callback, voice and parameters, but must not initialise espeak-ng again;
-    /// the engine restores its callback afterwards and sets its voice for every utterance.
+    /// the engine restores its callback and reloads its voice afterwards.
     public func runExclusively<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
@@ -173,16 +173,16 @@ public final class EspeakEngine: SpeechRenderer {
         }
     }
 
-    private func input(for utterance: Utterance) throws(SpeechInputError) -> EspeakInput {
+    private func input(for utterance: Utterance, marks: Bool = false) throws(SpeechInputError) -> EspeakInput {
         try EspeakInput.make(
             utterance, resolver: voiceResolver, defaultPunctuation: configuration.speaksPunctuation,
-            variant: configuration.variant)
+            variant: configuration.variant, marks: marks)
     }
 
     private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error> {
         let input: EspeakInput
         do {
-            input = try self.input(for: utterance)
+            input = try self.input(for: utterance, marks: marks != nil)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
@@ -207,21 +207,21 @@ public final class EspeakEngine: SpeechRenderer {
             guard !context.isCancelled else { return }
             do throws(EspeakError) {
                 try session.prepare(dataPath: path, bufferMilliseconds: buffer)
-                // Loading the voice every time costs under 1% (measured by the benchmark) and
-                // undoes whatever an earlier utterance's SSML or an aborted synthesis left behind.
                 try session.setVoice(input.voice)
-                // espeak_Cancel and SSML reset parameters: set every one for every utterance.
+                // espeak_Cancel and SSML change parameters: set every one for every utterance.
                 try session.set(espeakRATE, input.rate)
                 try session.set(espeakVOLUME, input.volume)
                 try session.set(espeakPITCH, 50)
                 try session.set(espeakRANGE, 50)
                 let finished = try session.synthesize(input.ssml, flags: flags | Int32(espeakENDPAUSE), context: context)
                 if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
+                if input.switchesVoice { session.invalidateVoice() }
                 if finished { context.flush() }
                 lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !finished))
                 marks?.set(context.marks.withLock { $0 })
                 continuation.finish()
             } catch {
+                session.invalidateVoice()
                 continuation.finish(throwing: error)
             }
         }

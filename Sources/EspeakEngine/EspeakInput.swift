@@ -27,8 +27,10 @@ struct EspeakInput: Sendable, Hashable {
     /// - Parameters:
     ///   - defaultPunctuation: whether punctuation is spoken in spans that do not say.
     ///   - variant: the espeak variant for voices that name none (`speakd-kiosk`).
+    ///   - marks: whether each span starts with `<mark name="INDEX"/>`, so its audio position is reported.
     static func make(
-        _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?
+        _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?,
+        marks: Bool = false
     ) throws(SpeechInputError) -> EspeakInput {
         try utterance.validate()
         let spans = utterance.resolvedSpans
@@ -64,14 +66,19 @@ struct EspeakInput: Sendable, Hashable {
         let baseVolume = spans.first?.attributes.volume ?? 1
         let boundaries = sentenceStarts(in: spans.map(\.text))
 
-        var ssml = "<speak><s>"
+        // Sentences are wrapped in <s> only when spans make it matter: espeak-ng 1.51 carries
+        // prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
+        let sentences = spans.count > 1
+        var ssml = sentences ? "<speak><s>" : "<speak>"
         var offset = 0
         for (index, span) in spans.enumerated() {
             let attributes = span.attributes
-            if index > 0, boundaries.contains(offset) {
+            if sentences, index > 0, boundaries.contains(offset) {
                 ssml += "</s><s>"
             }
-            ssml += "<mark name=\"\(index)\"/>"
+            if marks {
+                ssml += "<mark name=\"\(index)\"/>"
+            }
             var open = ""
             var close = ""
             if names[index] != baseVoice {
@@ -110,7 +117,7 @@ struct EspeakInput: Sendable, Hashable {
                 var pieceStart = span.text.startIndex
                 var position = offset
                 for characterIndex in span.text.indices {
-                    if position != offset, boundaries.contains(position) {
+                    if sentences, position != offset, boundaries.contains(position) {
                         let piece = span.text[pieceStart..<characterIndex]
                         ssml += open + content(piece, spellsOut: spellsOut) + close + "</s><s>"
                         pieceStart = characterIndex
@@ -124,7 +131,7 @@ struct EspeakInput: Sendable, Hashable {
                 ssml += "<break time=\"\(Int((pause * 1000).rounded()))ms\"/>"
             }
         }
-        ssml += "</s></speak>"
+        ssml += sentences ? "</s></speak>" : "</speak>"
         return EspeakInput(
             voice: baseVoice,
             rate: Int((normalWordsPerMinute * baseRate).rounded()),
