@@ -96,6 +96,7 @@ public final class EspeakEngine: SpeechRenderer {
             // One overlay per process and configuration: a later engine must not pull the
             // directory from under an earlier one with different variants.
             let key = String(UInt64(bitPattern: Int64((dataPath + "\u{0}" + variants).hashValue)), radix: 36)
+            EspeakDataOverlay.removeStale(in: runtime)
             let directory = runtime.appendingPathComponent("speakd-espeak-\(getpid())-\(key)", isDirectory: true)
             dataPath = try EspeakDataOverlay.build(systemData: dataPath, variants: variants, in: directory)
         }
@@ -119,6 +120,17 @@ public final class EspeakEngine: SpeechRenderer {
         logger.info(
             "espeak-ng ready",
             metadata: ["espeak.data": "\(path)", "espeak.voices": "\(voices.count)", "espeak.rate": "\(sampleRate)"])
+    }
+
+    /// Initialises espeak-ng with `configuration` and resolves languages with `voiceResolver`.
+    ///
+    /// - Throws: `EspeakError` when the data is missing or unreadable.
+    public convenience init(
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "speakd.espeak"),
+        voiceResolver: any VoiceResolving
+    ) async throws {
+        try await self.init(configuration: configuration, logger: logger) { _ in voiceResolver }
     }
 
     /// The voices espeak-ng offers, with the BCP 47 tags each serves.

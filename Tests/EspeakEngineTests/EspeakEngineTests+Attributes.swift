@@ -126,3 +126,29 @@ extension EspeakEngineTests {
         #expect(portugueseRatio > 0.75 && portugueseRatio < 1.33, "IPA/word ×\(portugueseRatio)")
     }
 }
+
+extension EspeakEngineTests {
+    @Test func theVoiceIsRestoredAfterASwitchOrAnAbort() async throws {
+        let engine = try await Engines.engine()
+        let english = Utterance("The next train departs from platform four.")
+        let before = try await engine.renderAll(english)
+        // Ends inside a Portuguese span.
+        let mixed = Utterance(spans: [Span("Next train to "), Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT")))])
+        _ = try await engine.renderAll(mixed)
+        let afterSwitch = try await engine.renderAll(english)
+        #expect(abs(afterSwitch.audio.soundingDuration() - before.audio.soundingDuration()) < 0.05)
+        // Aborted while the Portuguese voice speaks.
+        let long = Utterance(spans: [Span("Next. "), Span(String(repeating: "Lisboa Santa Apolónia. ", count: 60), attributes: SpeechAttributes(language: tag("pt-PT")))])
+        let consumer = Task {
+            var received = 0
+            for try await chunk in engine.render(long) {
+                received += chunk.samples.count
+                if received > 22050 * 3 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+        }
+        try await consumer.value
+        let afterAbort = try await engine.renderAll(english)
+        #expect(abs(afterAbort.audio.soundingDuration() - before.audio.soundingDuration()) < 0.05)
+        #expect(abs(try #require(afterAbort.audio.medianF0()) / #require(before.audio.medianF0()) - 1) < 0.03)
+    }
+}

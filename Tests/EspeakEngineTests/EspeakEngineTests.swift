@@ -122,3 +122,29 @@ struct EspeakEngineTests {
         #expect(record.producedSamples == rendering.samples.count)
     }
 }
+
+extension EspeakEngineTests {
+    @Test func aMissingVariantsDirectoryIsAnError() async throws {
+        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-runtime-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: runtime) }
+        do {
+            _ = try await EspeakEngine(configuration: .init(variantsDirectory: "/nonexistent/variants", runtimeDirectory: runtime.path)) {
+                TestVoiceResolver(voices: $0)
+            }
+            Issue.record("an engine with a missing variants directory was created")
+        } catch let error as EspeakError {
+            #expect(error.description.contains("/nonexistent/variants"))
+        }
+    }
+
+    @Test func variantsAreServedFromAPrivateDataDirectory() async throws {
+        let engine = try await Engines.engine()
+        #expect(engine.dataPath.hasPrefix(FileManager.default.temporaryDirectory.path))
+        let variant = URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/speakd-kiosk")
+        let installed = try String(contentsOf: variant, encoding: .utf8)
+        let source = try String(contentsOf: URL(fileURLWithPath: Engines.variantsDirectory).appendingPathComponent("speakd-kiosk"), encoding: .utf8)
+        #expect(installed == source)
+        // espeak-ng's own variants stay available next to the project's.
+        #expect(FileManager.default.fileExists(atPath: URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/m3").path))
+    }
+}
