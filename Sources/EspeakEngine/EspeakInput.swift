@@ -3,6 +3,16 @@ import SpeechModel
 /// An utterance as libespeak-ng takes it: the base voice and parameters to set before synthesis,
 /// and SSML for the text with every span's attributes.
 ///
+/// What espeak-ng 1.51 was found to obey, and what the document therefore uses: the base voice is
+/// set by name before synthesis; a span in another voice is wrapped in `<voice name="roa/pt">`
+/// (the voice identifier, with `+variant`; `<lang>` is ignored and `xml:lang` would go through
+/// espeak's own language matcher, which the resolver replaces); pitch and volume as absolute
+/// `<prosody>` values; a span's rate relative to the base rate (`<prosody rate>` absolute values
+/// run faster than the same words-per-minute parameter); `<tts:style field="punctuation">`;
+/// `<say-as interpret-as="characters">`; `<break time>`; `[[…]]` phonemes; and `<s>` around each
+/// sentence when there are several spans, because prosody changes leak across sentence
+/// boundaries without it.
+///
 /// User text never reaches espeak-ng as markup: `escape(_:)` turns it into character data that
 /// cannot open a tag, an entity, an embedded command (`\u{01}`) or phoneme input (`[[`).
 struct EspeakInput: Sendable, Hashable {
