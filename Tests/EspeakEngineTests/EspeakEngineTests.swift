@@ -148,3 +148,29 @@ extension EspeakEngineTests {
         #expect(FileManager.default.fileExists(atPath: URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/m3").path))
     }
 }
+
+extension EspeakEngineTests {
+    @Test func concurrentRendersTakeTurnsOnTheEspeakThread() async throws {
+        let engine = try await Engines.engine()
+        let texts = ["Platform one.", "The next train departs from platform two.", "Gate three is now closed, thank you."]
+        var alone: [Double] = []
+        for text in texts { alone.append(try await engine.renderAll(Utterance(text)).audio.soundingDuration()) }
+        let together = try await withThrowingTaskGroup(of: (Int, Double).self) { group in
+            for (index, text) in texts.enumerated() {
+                group.addTask { (index, try await engine.renderAll(Utterance(text)).audio.soundingDuration()) }
+            }
+            var durations = [Double](repeating: 0, count: texts.count)
+            for try await (index, duration) in group { durations[index] = duration }
+            return durations
+        }
+        for index in texts.indices {
+            #expect(abs(together[index] - alone[index]) < 0.05, "\(texts[index]): \(together[index]) s vs \(alone[index]) s")
+        }
+    }
+
+    @Test func anEmptyUtteranceEnds() async throws {
+        let engine = try await Engines.engine()
+        let rendering = try await engine.renderAll(Utterance(""))
+        #expect(rendering.audio.soundingDuration() == 0)
+    }
+}
