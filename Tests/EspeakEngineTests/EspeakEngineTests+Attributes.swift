@@ -152,3 +152,21 @@ extension EspeakEngineTests {
         #expect(abs(try #require(afterAbort.audio.medianF0()) / #require(before.audio.medianF0()) - 1) < 0.03)
     }
 }
+
+extension EspeakEngineTests {
+    @Test func punctuationDoesNotOutliveAnAbortedUtterance() async throws {
+        let engine = try await Engines.engine()
+        let before = try await engine.renderAll(Utterance(Self.punctuated))
+        let long = Utterance(String(repeating: "Stop, look, listen; then go. ", count: 60), defaults: SpeechAttributes(punctuation: true))
+        let consumer = Task {
+            var received = 0
+            for try await chunk in engine.render(long) {
+                received += chunk.samples.count
+                if received > 22050 * 2 { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+        }
+        try await consumer.value
+        let after = try await engine.renderAll(Utterance(Self.punctuated))
+        #expect(abs(after.audio.soundingDuration() - before.audio.soundingDuration()) < 0.05)
+    }
+}
