@@ -145,9 +145,11 @@ public final class EspeakEngine: SpeechRenderer {
         try input(for: utterance).spanVoices
     }
 
-    /// The espeak-ng SSML that `utterance` becomes (for diagnostics and benchmarks).
-    public func espeakMarkup(for utterance: Utterance) throws(SpeechInputError) -> String {
-        try input(for: utterance).ssml
+    /// The text espeak-ng is given for `utterance` (for diagnostics and benchmarks): SSML, or
+    /// plain text for a single span that needs no markup.
+    public func espeakInput(for utterance: Utterance) throws(SpeechInputError) -> (text: String, isMarkup: Bool) {
+        let input = try input(for: utterance)
+        return (input.text, input.isMarkup)
     }
 
     public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
@@ -198,7 +200,7 @@ public final class EspeakEngine: SpeechRenderer {
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
-        return stream(for: input, flags: Int32(espeakSSML | espeakPHONEMES), marks: marks)
+        return stream(for: input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: marks)
     }
 
     private func stream(
@@ -225,7 +227,7 @@ public final class EspeakEngine: SpeechRenderer {
                 try session.set(espeakVOLUME, input.volume)
                 try session.set(espeakPITCH, 50)
                 try session.set(espeakRANGE, 50)
-                let finished = try session.synthesize(input.ssml, flags: flags | Int32(espeakENDPAUSE), context: context)
+                let finished = try session.synthesize(input.text, flags: flags | Int32(espeakENDPAUSE), context: context)
                 if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
                 if input.switchesVoice { session.invalidateVoice() }
                 if finished { context.flush() }

@@ -22,8 +22,10 @@ struct EspeakInput: Sendable, Hashable {
     var rate: Int
     /// Base volume, espeak-ng's 0–200 scale (100 normal).
     var volume: Int
-    /// The SSML document to synthesise (with `espeakSSML | espeakPHONEMES`).
-    var ssml: String
+    /// The text to synthesise: an SSML document when `isMarkup` (synthesised with
+    /// `espeakSSML | espeakPHONEMES`), otherwise plain text (synthesised with neither).
+    var text: String
+    var isMarkup: Bool
     /// True when a span switches to another voice inside the document.
     var switchesVoice: Bool
     /// The voice used for each span, in span order.
@@ -74,6 +76,18 @@ struct EspeakInput: Sendable, Hashable {
         let baseVoice = names.first ?? voices.first?.identifier ?? ""
         let baseRate = spans.first?.attributes.rate ?? 1
         let baseVolume = spans.first?.attributes.volume ?? 1
+        // One span with nothing for markup to say is passed as plain text: espeak-ng parses it
+        // about 3% faster, and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
+        // as text. Only the control characters need replacing.
+        if !marks, spans.count == 1, let span = spans.first, span.attributes.ipa == nil,
+            span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
+            (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0
+        {
+            return EspeakInput(
+                voice: baseVoice, rate: Int((normalWordsPerMinute * baseRate).rounded()),
+                volume: Int((baseVolume * 100).rounded()), text: plain(span.text), isMarkup: false,
+                switchesVoice: false, spanVoices: voices)
+        }
         let boundaries = sentenceStarts(in: spans.map(\.text))
 
         // Sentences are wrapped in <s> only when spans make it matter: espeak-ng 1.51 carries
@@ -146,7 +160,8 @@ struct EspeakInput: Sendable, Hashable {
             voice: baseVoice,
             rate: Int((normalWordsPerMinute * baseRate).rounded()),
             volume: Int((baseVolume * 100).rounded()),
-            ssml: ssml,
+            text: ssml,
+            isMarkup: true,
             switchesVoice: Set(names).count > 1,
             spanVoices: voices)
     }
@@ -170,6 +185,20 @@ struct EspeakInput: Sendable, Hashable {
             }
         }
         return starts
+    }
+
+    /// `text` as plain input: C0 and C1 control characters and DEL become spaces, because
+    /// espeak-ng reads `\u{01}` as the start of an embedded command (`\u{01}90P` sets the pitch).
+    static func plain(_ text: String) -> String {
+        var output = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\t", "\n", "\r": output.append(scalar)
+            case "\u{00}"..."\u{1F}", "\u{7F}"..."\u{9F}": output.append(" ")
+            default: output.append(scalar)
+            }
+        }
+        return String(output)
     }
 
     /// A span's text as SSML character data; spelled out, its characters are spaced apart,

@@ -43,7 +43,7 @@ extension EspeakEngineTests {
         let spelled = try await engine.renderAll(Utterance("07402", defaults: SpeechAttributes(spellOut: true)))
         let digits = try await engine.renderAll(Utterance("zero, seven, four, zero, two"))
         let number = try await engine.renderAll(Utterance("74,021"))
-        #expect(try engine.espeakMarkup(for: Utterance("07402", defaults: SpeechAttributes(spellOut: true))).contains("interpret-as=\"characters\""))
+        #expect(try engine.espeakInput(for: Utterance("07402", defaults: SpeechAttributes(spellOut: true))).text.contains("interpret-as=\"characters\""))
         // Five digit names take as long as saying them, not as long as the number.
         let ratio = spelled.audio.soundingDuration() / digits.audio.soundingDuration()
         #expect(ratio > 0.75 && ratio < 1.25, "spelled/digits ×\(ratio): \(spelled.audio.soundingDuration()) s, \(digits.audio.soundingDuration()) s")
@@ -57,7 +57,7 @@ extension EspeakEngineTests {
         let mixed = Utterance(spans: [Span("Next train to "), Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT")))], defaults: SpeechAttributes(language: tag("en-GB")))
         let voices = try engine.voices(for: mixed)
         #expect(voices.map(\.identifier) == ["gmw/en", "roa/pt"])
-        #expect(try engine.espeakMarkup(for: mixed).contains("<voice name=\"roa/pt\">"))
+        #expect(try engine.espeakInput(for: mixed).text.contains("<voice name=\"roa/pt\">"))
 
         let english = Utterance(spans: [Span("Next train to "), Span("Lisboa Santa Apolónia")], defaults: SpeechAttributes(language: tag("en-GB")))
         let mixedRendering = try await engine.renderAll(mixed)
@@ -101,7 +101,6 @@ extension EspeakEngineTests {
         let engine = try await Engines.engine()
         let kiosk = try await Engines.engine { $0.variant = "speakd-kiosk" }
         let text = "The next train to the city centre departs from platform four."
-        #expect(try kiosk.espeakMarkup(for: Utterance(text)).isEmpty == false)
         let plain = try await engine.renderAll(Utterance(text))
         let varied = try await kiosk.renderAll(Utterance(text))
         // Slower (speed 88%) and lower (pitch 76–108 against the default 82–118).
