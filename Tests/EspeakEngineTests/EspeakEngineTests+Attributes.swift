@@ -169,3 +169,24 @@ extension EspeakEngineTests {
         #expect(abs(after.audio.soundingDuration() - before.audio.soundingDuration()) < 0.05)
     }
 }
+
+extension EspeakEngineTests {
+    @Test func aPunctuationChangeInsideASentenceKeepsItsIntonation() async throws {
+        let engine = try await Engines.engine()
+        let texts = ["The next train to the airport ", "(via Oriente)", " departs from platform four."]
+        let plain = try await engine.renderAll(Utterance(spans: texts.map { Span($0) }))
+        let spoken = try await engine.renderAll(
+            Utterance(spans: [Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(punctuation: true)), Span(texts[2])]))
+        func f0(_ rendering: EspeakEngine.Rendering, _ span: Int) throws -> Double {
+            let starts = try rendering.spanStarts.map { try #require($0) }
+            let end = span + 1 < starts.count ? starts[span + 1] : rendering.audio.duration
+            return try #require(rendering.audio.medianF0(from: starts[span], to: end))
+        }
+        // The brackets are spoken, and the words around them keep their pitch.
+        #expect(spoken.audio.soundingDuration() > plain.audio.soundingDuration() + 0.5)
+        let before = try f0(spoken, 0) / f0(plain, 0)
+        let after = try f0(spoken, 2) / f0(plain, 2)
+        #expect(abs(before - 1) <= 0.05, "before: ×\(before)")
+        #expect(abs(after - 1) <= 0.05, "after: ×\(after)")
+    }
+}
