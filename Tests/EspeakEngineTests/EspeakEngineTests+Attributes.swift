@@ -106,7 +106,15 @@ extension EspeakEngineTests {
         // Slower (speed 88%) and lower (pitch 76–108 against the default 82–118).
         #expect(varied.audio.soundingDuration() > 1.08 * plain.audio.soundingDuration())
         #expect(try #require(varied.audio.medianF0()) < 0.97 * #require(plain.audio.medianF0()))
-        // A resolver may ask for the variant itself.
+        // Spans in another voice keep the variant (`<voice name="roa/pt+speakd-kiosk">`).
+        let mixed = Utterance(spans: [Span("Platform four for "), Span("Lisboa Santa Apolónia e Oriente", attributes: SpeechAttributes(language: tag("pt-PT")))])
+        #expect(try kiosk.espeakInput(for: mixed).text.contains("<voice name=\"roa/pt+speakd-kiosk\">"))
+        let mixedPlain = try await engine.renderAll(mixed)
+        let mixedKiosk = try await kiosk.renderAll(mixed)
+        let plainSpan = mixedPlain.audio.slice(from: try #require(mixedPlain.spanStarts[1]), to: mixedPlain.audio.duration)
+        let kioskSpan = mixedKiosk.audio.slice(from: try #require(mixedKiosk.spanStarts[1]), to: mixedKiosk.audio.duration)
+        #expect(kioskSpan.soundingDuration() > 1.08 * plainSpan.soundingDuration())
+                // A resolver may ask for the variant itself.
         let resolved = try await Engines.engine({ _ in }, variant: "speakd-kiosk")
         let viaResolver = try await resolved.renderAll(Utterance(text))
         #expect(abs(viaResolver.audio.soundingDuration() - varied.audio.soundingDuration()) < 0.05)
