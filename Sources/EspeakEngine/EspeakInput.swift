@@ -73,11 +73,23 @@ struct EspeakInput: Sendable, Hashable {
             let chosen = voice.variant ?? variant
             return chosen.map { "\(voice.identifier)+\($0)" } ?? voice.identifier
         }
-        let baseVoice = names.first ?? voices.first?.identifier ?? ""
+        // An utterance without spans still needs a voice for espeak-ng to be set up with.
+        let baseVoice: String
+        if let first = names.first {
+            baseVoice = first
+        } else {
+            let voice: VoiceInfo
+            do {
+                voice = try resolver.voice(for: utterance.defaults.language)
+            } catch {
+                throw error.field == nil ? .notFound(field: "language", error.message) : error
+            }
+            baseVoice = (voice.variant ?? variant).map { "\(voice.identifier)+\($0)" } ?? voice.identifier
+        }
         let baseRate = spans.first?.attributes.rate ?? 1
         let baseVolume = spans.first?.attributes.volume ?? 1
-        // One span with nothing for markup to say is passed as plain text: espeak-ng parses it
-        // about 3% faster, and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
+        // One span with nothing for markup to say is passed as plain text: espeak-ng renders it
+        // with less CPU (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
         // as text. Only the control characters need replacing.
         if !marks, spans.count == 1, let span = spans.first, span.attributes.ipa == nil,
             span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),

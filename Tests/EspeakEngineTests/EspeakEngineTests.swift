@@ -174,3 +174,14 @@ extension EspeakEngineTests {
         #expect(rendering.audio.soundingDuration() == 0)
     }
 }
+
+extension EspeakEngineTests {
+    @Test func anUtteranceWithoutSpansEnds() async throws {
+        let engine = try await Engines.engine()
+        let rendering = try await engine.renderAll(Utterance(spans: [], defaults: SpeechAttributes(language: tag("pt-PT"))))
+        #expect(rendering.audio.soundingDuration() == 0)
+        await #expect(throws: SpeechInputError.self) {
+            try await engine.validate(Utterance(spans: [], defaults: SpeechAttributes(language: tag("xx"))))
+        }
+    }
+}
