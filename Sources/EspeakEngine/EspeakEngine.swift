@@ -49,7 +49,9 @@ public final class EspeakEngine: SpeechRenderer {
 
     /// A whole rendering, with where each span's audio starts.
     public struct Rendering: Sendable {
+        /// Every sample of the utterance, in `format`.
         public var samples: [Int16]
+        /// The engine's format (s16 mono at espeak-ng's rate).
         public var format: AudioFormat
         /// Start of each span's audio in seconds, in span order (nil if espeak-ng reported none).
         public var spanStarts: [Double?]
@@ -57,7 +59,9 @@ public final class EspeakEngine: SpeechRenderer {
         public var spanVoices: [VoiceInfo]
     }
 
+    /// s16 mono at espeak-ng's sample rate (22050 Hz for its own voices).
     public let format: AudioFormat
+    /// The configuration the engine was made with.
     public let configuration: Configuration
     /// The data directory espeak-ng is initialised with (the private overlay when there are variants).
     public let dataPath: String
@@ -136,6 +140,8 @@ public final class EspeakEngine: SpeechRenderer {
     /// The voices espeak-ng offers, with the BCP 47 tags each serves.
     public func voices() async throws -> [VoiceInfo] { voiceList }
 
+    /// Checks ranges, resolves every span's language and converts its IPA, without rendering;
+    /// the error names the field (`spans[1].language`).
     public func validate(_ utterance: Utterance) async throws(SpeechInputError) {
         _ = try input(for: utterance)
     }
@@ -152,6 +158,9 @@ public final class EspeakEngine: SpeechRenderer {
         return (input.text, input.isMarkup)
     }
 
+    /// Renders `utterance`: the first chunk (about 50 ms) as soon as espeak-ng has it, later
+    /// ones every `chunkMilliseconds` of audio. Cancelling the consuming task or dropping the
+    /// stream aborts the synthesis; a bad input fails the stream before any chunk.
     public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
         render(utterance, marks: nil)
     }
