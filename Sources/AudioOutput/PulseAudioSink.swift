@@ -101,7 +101,12 @@ final class PulseAudioDevice: BlockingAudioDevice {
             var error: Int32 = 0
             let latency = pa_simple_get_latency(stream, &error)
             if latency == UInt64.max { throw .drainFailed(sink: sinkName, Self.message(error)) }
-            if latency <= drainStepMicroseconds { break }
+            if latency <= drainStepMicroseconds && latency < previous {
+                // Playing and nearly done: wait out the rest by the server's clock. Waiting for
+                // pa_simple_drain's answer adds up to one sink block on top.
+                usleep(UInt32(latency))
+                return
+            }
             // Not moving: playback has not started (less than prebuf queued); drain starts it.
             unchanged = latency >= previous ? unchanged + 1 : 0
             if unchanged >= 3 { break }
