@@ -167,9 +167,10 @@ final class DeviceSink: ReopenableAudioSink {
                         try body(thread, generation)
                         pending.resolve(.success(()))
                     } catch {
-                        // The device may be gone (server restarted, unplugged): open it afresh next time.
-                        thread.closeDevice(limit: self.options.callTimeout)
                         pending.resolve(.failure(error))
+                        // The device may be gone (server restarted, unplugged): open it afresh
+                        // next time. Closing may block too, so the caller has its answer first.
+                        thread.closeDevice(limit: self.options.callTimeout)
                     }
                 },
                 fail: { pending.resolve(.failure($0)) }
