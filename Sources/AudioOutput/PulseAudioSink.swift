@@ -81,7 +81,7 @@ final class PulseAudioDevice: BlockingAudioDevice {
             throw .openFailed(sink: sinkName, Self.message(error) + place)
         }
         self.stream = stream
-        self.drainStepMicroseconds = 5_000
+        self.drainStepMicroseconds = 2_000
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {
