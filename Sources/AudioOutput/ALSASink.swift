@@ -1,5 +1,6 @@
 import CALSA
 import Foundation
+import Logging
 import SpeechModel
 
 /// Plays straight to an ALSA device (`default`, `hw:0,0`, `plughw:1`, …), for kiosks without a
@@ -22,14 +23,17 @@ public final class ALSASink: ReopenableAudioSink {
     ///     looked up, to define a PCM without editing asound.conf
     ///     (`pcm.kiosk { type pulse server "unix:/run/kiosk/pulse/native" }`).
     ///   - options: latency and time limits.
+    ///   - logger: where failures and recoveries are reported.
     public init(
         device: String = "default", format: AudioFormat, configuration: String? = nil,
-        options: AudioSinkOptions = AudioSinkOptions()
+        options: AudioSinkOptions = AudioSinkOptions(),
+        logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.device = device
         self.format = format
         let name = "alsa:\(device)"
-        self.core = DeviceSink(name: name, format: format, options: options) { () throws(AudioOutputError) in
+        self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
+            () throws(AudioOutputError) in
             try ALSADevice(
                 sinkName: name, device: device, format: format, configuration: configuration, options: options)
         }

@@ -1,3 +1,4 @@
+import Logging
 import SpeechModel
 import Synchronization
 
@@ -14,6 +15,7 @@ final class DeviceSink: ReopenableAudioSink {
     private let options: AudioSinkOptions
     private let pieceBytes: Int
     private let open: BlockingAudioDeviceOpener
+    private let logger: Logger
     private let state = Mutex(State())
 
     private struct State {
@@ -28,9 +30,13 @@ final class DeviceSink: ReopenableAudioSink {
     ///   - open: opens the device; called on the device thread.
     init(
         name: String, format: AudioFormat, options: AudioSinkOptions,
-        piece: Duration = .milliseconds(10), open: @escaping BlockingAudioDeviceOpener
+        piece: Duration = .milliseconds(10), logger: Logger = Logger(label: "speakd.audio"),
+        open: @escaping BlockingAudioDeviceOpener
     ) {
         self.name = name
+        var logger = logger
+        logger[metadataKey: "audio.sink"] = "\(name)"
+        self.logger = logger
         self.format = format
         self.options = options
         self.pieceBytes = max(format.bytesPerFrame, format.byteCount(for: piece))
@@ -205,16 +211,29 @@ final class DeviceSink: ReopenableAudioSink {
     }
 
     private func record(_ result: Result<Void, any Error>) {
-        state.withLock { state in
+        let change = state.withLock { state -> (failed: AudioOutputError?, recovered: Bool) in
             switch result {
-            case .success: state.lastError = nil
-            case .failure(let error as AudioOutputError): state.lastError = error
-            case .failure: break
+            case .success:
+                defer { state.lastError = nil }
+                return (nil, state.lastError != nil)
+            case .failure(let error as AudioOutputError):
+                // Report a failure once, not on every fast-failing call after it.
+                defer { state.lastError = error }
+                return (state.lastError == error ? nil : error, false)
+            case .failure:
+                return (nil, false)
             }
+        }
+        if let failed = change.failed {
+            logger.info("audio sink failed", metadata: ["audio.error": "\(failed.message)", "audio.kind": "\(failed.kind)"])
+        }
+        if change.recovered {
+            logger.info("audio sink works again")
         }
     }
 
     private func abandon(_ thread: DeviceThread, error: AudioOutputError) {
+        logger.info("audio device call overran its limit; leaving its thread behind", metadata: ["audio.error": "\(error.message)"])
         state.withLock { state in
             if state.thread === thread { state.thread = nil }
             state.stuck = thread

@@ -1,5 +1,6 @@
 import CPulseSimple
 import Foundation
+import Logging
 import SpeechModel
 
 /// Plays through a PulseAudio server, or PipeWire through `pipewire-pulse`, with the simple API.
@@ -23,14 +24,17 @@ public final class PulseAudioSink: ReopenableAudioSink {
     ///   - device: the server's sink to play on; nil for its default sink.
     ///   - streamName: the stream name the server shows.
     ///   - options: latency and time limits.
+    ///   - logger: where failures and recoveries are reported.
     public init(
         format: AudioFormat, server: String? = nil, device: String? = nil,
-        streamName: String = "announcements", options: AudioSinkOptions = AudioSinkOptions()
+        streamName: String = "announcements", options: AudioSinkOptions = AudioSinkOptions(),
+        logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.format = format
         self.server = server
         let name = device.map { "pulse:\($0)" } ?? "pulse"
-        self.core = DeviceSink(name: name, format: format, options: options) { () throws(AudioOutputError) in
+        self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
+            () throws(AudioOutputError) in
             try PulseAudioDevice(
                 sinkName: name, server: server, device: device, streamName: streamName,
                 format: format, options: options)
