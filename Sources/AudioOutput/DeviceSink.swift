@@ -74,6 +74,8 @@ final class DeviceSink: ReopenableAudioSink {
                     let piece = UnsafeRawBufferPointer(rebasing: bytes[offset..<end])
                     do throws(AudioOutputError) {
                         try thread.timed("write", limit: self.options.callTimeout) { () throws(AudioOutputError) in
+                            try device.waitForRoom(piece.count, until: { thread.currentGeneration != generation })
+                            guard thread.currentGeneration == generation else { return }
                             try device.write(piece)
                         }
                     } catch {
@@ -233,6 +235,8 @@ final class DeviceSink: ReopenableAudioSink {
     }
 
     private func abandon(_ thread: DeviceThread, error: AudioOutputError) {
+        // Ends any wait loop the thread is in, so only a call stuck in the device keeps it.
+        thread.interrupt()
         logger.info("audio device call overran its limit; leaving its thread behind", metadata: ["audio.error": "\(error.message)"])
         state.withLock { state in
             if state.thread === thread { state.thread = nil }

@@ -51,6 +51,7 @@ import Testing
             let sounding = try #require(TestSignal.soundingRange(recorded))
             let heard = Double(sounding.count) / Double(format.sampleRate)
             #expect(abs(heard - 0.5) < 0.03, "heard \(heard) s of a 0.5 s tone")
+            #expect(TestSignal.gaps(in: recorded, sounding).isEmpty, "the tone was interrupted")
             let ended = try #require(recorder.playedAt(frame: sounding.upperBound))
             let endToDrained = TestSignal.milliseconds(ended, drained)
             print("measured: ALSA (pulse plugin) last sample played→drain returned \(endToDrained) ms")

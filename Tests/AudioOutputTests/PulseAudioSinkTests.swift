@@ -24,6 +24,7 @@ import Testing
             let sounding = try #require(TestSignal.soundingRange(recorded))
             let heard = Double(sounding.count) / Double(format.sampleRate)
             #expect(abs(heard - 1.0) < 0.03, "heard \(heard) s of a 1 s tone")
+            #expect(TestSignal.gaps(in: recorded, sounding).isEmpty, "the tone was interrupted")
             let level = TestSignal.rms(recorded[sounding])
             #expect(abs(level / (8000 / 2.0.squareRoot()) - 1) < 0.1, "RMS \(level)")
 
