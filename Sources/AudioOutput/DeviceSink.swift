@@ -190,8 +190,7 @@ final class DeviceSink: ReopenableAudioSink {
                 try await Task.sleep(for: min(interval, .milliseconds(50)))
                 if let overdue = thread.overdueCall() {
                     let error = AudioOutputError.timedOut(sink: self.name, operation: overdue.name, limit: overdue.limit)
-                    self.abandon(thread, error: error)
-                    pending.resolve(.failure(error))
+                    self.abandon(thread, error: error, answering: pending)
                 }
             }
         }
@@ -234,15 +233,20 @@ final class DeviceSink: ReopenableAudioSink {
         }
     }
 
-    private func abandon(_ thread: DeviceThread, error: AudioOutputError) {
-        // Ends any wait loop the thread is in, so only a call stuck in the device keeps it.
-        thread.interrupt()
-        logger.info("audio device call overran its limit; leaving its thread behind", metadata: ["audio.error": "\(error.message)"])
+    /// Gives up on a thread whose call overran: later calls fail fast until it exits.
+    private func abandon(_ thread: DeviceThread, error: AudioOutputError, answering pending: PendingCall) {
+        logger.info(
+            "audio device call overran its limit; leaving its thread behind",
+            metadata: ["audio.error": "\(error.message)"])
         state.withLock { state in
             if state.thread === thread { state.thread = nil }
             state.stuck = thread
         }
+        // Answer before interrupting: an interrupted job finishes early and would answer success.
+        pending.resolve(.failure(error))
         thread.abandon(failingQueuedWith: error)
+        // Ends any wait loop the thread is in, so only a call stuck in the device keeps it.
+        thread.interrupt()
     }
 }
 

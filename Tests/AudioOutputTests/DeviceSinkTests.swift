@@ -89,8 +89,10 @@ final class FakeDevice: BlockingAudioDevice {
     let control = FakeDeviceControl()
     let options = AudioSinkOptions(openTimeout: .milliseconds(300), callTimeout: .milliseconds(200))
 
-    func makeSink() -> DeviceSink {
+    func makeSink(callTimeout: Duration? = nil) -> DeviceSink {
         let control = control
+        var options = options
+        if let callTimeout { options.callTimeout = callTimeout }
         return DeviceSink(name: "fake", format: TestSignal.format, options: options) { () throws(AudioOutputError) in
             try control.open()
         }
@@ -218,7 +220,7 @@ final class FakeDevice: BlockingAudioDevice {
 
     @Test(.timeLimit(.minutes(1)))
     func cancellingADrainReturnsAtOnceAndFlushes() async throws {
-        let sink = makeSink()
+        let sink = makeSink(callTimeout: .seconds(5))
         control.log.withLock { $0.drainTime = .seconds(2) }
         let player = Task {
             try await AudioPlayback().play(
