@@ -189,7 +189,8 @@ final class DeviceSink: ReopenableAudioSink {
             while !pending.isResolved {
                 try await Task.sleep(for: min(interval, .milliseconds(50)))
                 if let overdue = thread.overdueCall() {
-                    let error = AudioOutputError.timedOut(sink: self.name, operation: overdue.name, limit: overdue.limit)
+                    let error = AudioOutputError.timedOut(
+                        sink: self.name, operation: overdue.name, limit: overdue.limit)
                     self.abandon(thread, error: error, answering: pending)
                 }
             }
@@ -226,7 +227,8 @@ final class DeviceSink: ReopenableAudioSink {
             }
         }
         if let failed = change.failed {
-            logger.info("audio sink failed", metadata: ["audio.error": "\(failed.message)", "audio.kind": "\(failed.kind)"])
+            logger.info(
+                "audio sink failed", metadata: ["audio.error": "\(failed.message)", "audio.kind": "\(failed.kind)"])
         }
         if change.recovered {
             logger.info("audio sink works again")

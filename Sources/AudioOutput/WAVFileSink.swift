@@ -21,7 +21,8 @@ public final class WAVFileSink: ReopenableAudioSink {
     ///   - format: the sample format of every chunk written.
     ///   - options: time limits (a file on a stuck network mount blocks too).
     ///   - logger: where failures and recoveries are reported.
-    public init(path: String, format: AudioFormat, options: AudioSinkOptions = AudioSinkOptions(),
+    public init(
+        path: String, format: AudioFormat, options: AudioSinkOptions = AudioSinkOptions(),
         logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.path = path
@@ -110,8 +111,12 @@ final class WAVFileDevice: BlockingAudioDevice {
         var header = [UInt8]()
         header.reserveCapacity(Self.headerSize)
         func append(_ text: String) { header.append(contentsOf: Array(text.utf8)) }
-        func append32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { header.append(contentsOf: $0) } }
-        func append16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { header.append(contentsOf: $0) } }
+        func append32(_ value: Int) {
+            withUnsafeBytes(of: UInt32(value).littleEndian) { header.append(contentsOf: $0) }
+        }
+        func append16(_ value: Int) {
+            withUnsafeBytes(of: UInt16(value).littleEndian) { header.append(contentsOf: $0) }
+        }
         append("RIFF")
         append32(36 + dataBytes)
         append("WAVE")

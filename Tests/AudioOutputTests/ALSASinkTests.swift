@@ -28,7 +28,8 @@ import Testing
         }
         #expect(
             error?.description
-                == "audio sink 'alsa:speakd_no_such_device': cannot open: speakd_no_such_device: No such file or directory")
+                == "audio sink 'alsa:speakd_no_such_device': cannot open: speakd_no_such_device: No such file or directory"
+        )
         #expect(!sink.isAvailable)
         // Reopening tries again and fails the same way, quickly.
         await #expect(throws: AudioOutputError.self) { try await sink.reopen() }

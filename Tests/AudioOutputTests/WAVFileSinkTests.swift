@@ -34,7 +34,8 @@ import Testing
         for chunk in TestSignal.tone(seconds: 1) { try await sink.write(chunk) }
         await sink.close()
 
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-sox-\(UUID().uuidString).txt")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "speakd-sox-\(UUID().uuidString).txt")
         defer { try? FileManager.default.removeItem(at: output) }
         let sox = try ChildProcess(
             "/usr/bin/sox", ["--i", url.path], environment: ["PATH": "/usr/bin:/bin"], output: output.path)
