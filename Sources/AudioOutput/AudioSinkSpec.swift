@@ -4,6 +4,14 @@ import SpeechModel
 
 /// Which sink to play through, as written on the command line or in configuration:
 /// `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
+///
+/// A system service has no desktop session, so on a kiosk it reaches audio one of three ways:
+/// - as a user service of the kiosk user: `pulse` finds the session's PipeWire (through
+///   pipewire-pulse) or PulseAudio at `$XDG_RUNTIME_DIR/pulse/native`;
+/// - through a system-wide sound server: `pulse` with `PULSE_SERVER=unix:/run/pulse/native`, the
+///   service user in the server's access group (`pulse-access`);
+/// - with no sound server: `alsa:DEVICE` (`alsa:hw:0,0`, `alsa:plughw:CARD=…`), the service user
+///   in group `audio`. Nothing else may hold the device.
 public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     /// The first that works: PulseAudio if a server answers, else ALSA `default`.
     case auto

@@ -90,6 +90,8 @@ final class DeviceSink: ReopenableAudioSink {
     }
 
     func drain() async throws {
+        // Nothing was written since the sink was made or closed.
+        guard state.withLock({ $0.thread != nil || $0.stuck != nil }) else { return }
         try await perform(interruptible: true) { thread, generation throws(AudioOutputError) in
             guard let device = thread.openedDevice else { return }
             try thread.timed("drain", limit: self.options.callTimeout) { () throws(AudioOutputError) in
@@ -100,7 +102,11 @@ final class DeviceSink: ReopenableAudioSink {
 
     func flush() async throws {
         // Stop the running write at its next piece before queueing the flush behind it.
-        state.withLock { $0.thread?.interrupt() }
+        let idle = state.withLock { state in
+            state.thread?.interrupt()
+            return state.thread == nil && state.stuck == nil
+        }
+        guard !idle else { return }
         try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
             guard let device = thread.openedDevice else { return }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
