@@ -156,6 +156,13 @@ import Testing
             await #expect(throws: AudioOutputError.self) { try await sink.drain() }
             #expect(ContinuousClock.now - fast < .milliseconds(100))
 
+            // Connecting to the frozen server is bounded too.
+            let second = PulseAudioSink(format: format, server: server.serverString, options: options)
+            let connecting = ContinuousClock.now
+            let openError = await #expect(throws: AudioOutputError.self) { try await second.reopen() }
+            #expect(openError?.kind == "timedOut")
+            #expect(ContinuousClock.now - connecting < .milliseconds(1000))
+
             server.resume()
             var recovered = false
             for _ in 0..<100 where !recovered {
@@ -165,6 +172,7 @@ import Testing
             #expect(recovered)
             #expect(sink.isAvailable)
             await sink.close()
+            await second.close()
             _ = await recorder.stop()
         }
     }
