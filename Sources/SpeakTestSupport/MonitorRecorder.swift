@@ -79,16 +79,30 @@ public final class MonitorRecorder: Sendable {
         Self.samples(from: (try? Data(contentsOf: file)) ?? Data())
     }
 
-    /// When recorded frame `frame` was played at the sink, by the test's clock: the arrival time
-    /// of the block holding it, less the time the rest of that block took to play. Nil when the
-    /// frame has not arrived.
+    /// When recorded frame `frame` was played at the sink, by the test's clock; nil when it has
+    /// not arrived yet.
+    ///
+    /// The null sink renders on its own clock, a block at a time, when the block is due, and the
+    /// monitor passes each block on as it is rendered: so the first new frame of every arrival was
+    /// due no later than the moment it arrived. The earliest such bound over the whole recording
+    /// fixes the sink's clock against ours (to within the smallest delivery delay, well under a
+    /// millisecond here), and frame `n` plays `n / rate` seconds after frame 0.
     public func playedAt(frame: Int) -> ContinuousClock.Instant? {
         arrivals.withLock { arrivals in
-            guard let arrival = arrivals.first(where: { $0.1 > frame }) else { return nil }
-            let rest = Double(arrival.1 - 1 - frame) / Double(sampleRate)
-            return arrival.0 - .microseconds(Int64(rest * 1e6))
+            guard let last = arrivals.last, last.1 > frame else { return nil }
+            var previousFrames = 0
+            var origin: ContinuousClock.Instant?
+            for (time, frames) in arrivals {
+                let bound = time - .microseconds(Int64(Double(previousFrames) / Double(sampleRate) * 1e6))
+                origin = origin.map { min($0, bound) } ?? bound
+                previousFrames = frames
+            }
+            return origin.map { $0 + .microseconds(Int64(Double(frame) / Double(sampleRate) * 1e6)) }
         }
     }
+
+    /// Every noted arrival: (time, frames in the file then).
+    public var arrivalLog: [(ContinuousClock.Instant, Int)] { arrivals.withLock { $0 } }
 
     /// Ends `parec` by its PID and returns everything recorded (interleaved s16).
     public func stop() async -> [Int16] {

@@ -59,7 +59,9 @@ public final class PulseAudioServer: Sendable {
         timeout: Duration = .seconds(15), directory: URL? = nil
     ) async throws -> PulseAudioServer {
         useClientConfigInThisProcess()
-        let directory = directory ?? FileManager.default.temporaryDirectory
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("speakd-pulse-\(UUID().uuidString.prefix(8))")
         for name in ["runtime", "state", "home"] {
             try FileManager.default.createDirectory(

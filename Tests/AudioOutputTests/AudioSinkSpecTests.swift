@@ -85,6 +85,8 @@ import Testing
         #expect(error?.sink == "auto")
         // Both candidates are named with the library's own reason.
         #expect(error?.message.contains("pulse: cannot open: Connection refused (server \(nowhere))") == true)
-        #expect(error?.message.contains("alsa:speakd_no_such_device: cannot open: speakd_no_such_device: No such file or directory") == true)
+        #expect(
+            error?.message.contains(
+                "alsa:speakd_no_such_device: cannot open: speakd_no_such_device: No such file or directory") == true)
     }
 }

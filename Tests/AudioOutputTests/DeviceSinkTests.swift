@@ -18,6 +18,9 @@ final class FakeDeviceControl: Sendable {
         var blockWrites = false
         var blockOpens = false
         var failNextWrite = false
+        /// How long a drain takes, as if that much audio were still queued.
+        var drainTime: Duration = .zero
+        var drainsInterrupted = 0
     }
 
     let log = Mutex(Log())
@@ -62,6 +65,14 @@ final class FakeDevice: BlockingAudioDevice {
     }
 
     func drain(until interrupted: () -> Bool) throws(AudioOutputError) {
+        let end = ContinuousClock.now + control.log.withLock { $0.drainTime }
+        while ContinuousClock.now < end {
+            if interrupted() {
+                control.log.withLock { $0.drainsInterrupted += 1 }
+                return
+            }
+            usleep(1000)
+        }
         control.log.withLock { $0.drains += 1 }
     }
 
@@ -78,8 +89,10 @@ final class FakeDevice: BlockingAudioDevice {
     let control = FakeDeviceControl()
     let options = AudioSinkOptions(openTimeout: .milliseconds(300), callTimeout: .milliseconds(200))
 
-    func makeSink() -> DeviceSink {
+    func makeSink(callTimeout: Duration? = nil) -> DeviceSink {
         let control = control
+        var options = options
+        if let callTimeout { options.callTimeout = callTimeout }
         return DeviceSink(name: "fake", format: TestSignal.format, options: options) { () throws(AudioOutputError) in
             try control.open()
         }
@@ -202,6 +215,49 @@ final class FakeDevice: BlockingAudioDevice {
         #expect(log.flushes == 1)
         #expect(log.drains == 0)
         #expect(log.bytesWritten < TestSignal.format.byteCount(for: .milliseconds(500)))
+        await sink.close()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingADrainReturnsAtOnceAndFlushes() async throws {
+        let sink = makeSink(callTimeout: .seconds(5))
+        control.log.withLock { $0.drainTime = .seconds(2) }
+        let player = Task {
+            try await AudioPlayback().play(
+                stream(TestSignal.tone(seconds: 0.05)), format: TestSignal.format, on: sink)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
+        player.cancel()
+        await #expect(throws: CancellationError.self) { try await player.value }
+        #expect(ContinuousClock.now - cancelled < .milliseconds(50))
+        // The drain stopped early and the flush behind it ran.
+        try await sink.flush()
+        let log = control.log.withLock { $0 }
+        #expect(log.drainsInterrupted == 1)
+        #expect(log.drains == 0)
+        #expect(log.flushes == 2)
+        await sink.close()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aDrainLongerThanTheCallLimitIsAWedge() async throws {
+        let sink = makeSink()
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        control.log.withLock { $0.drainTime = .seconds(5) }
+        let error = await #expect(throws: AudioOutputError.self) { try await sink.drain() }
+        #expect(error?.kind == "timedOut")
+        // The abandoned thread's drain loop is interrupted rather than left to run its 5 s, so
+        // the thread exits and the sink recovers at once.
+        let start = ContinuousClock.now
+        var recovered = false
+        for _ in 0..<100 where !recovered {
+            recovered = (try? await sink.write(TestSignal.tone(seconds: 0.02)[0])) != nil
+            if !recovered { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(recovered)
+        #expect(ContinuousClock.now - start < .milliseconds(500))
+        #expect(control.log.withLock { $0.drainsInterrupted } == 1)
         await sink.close()
     }
 

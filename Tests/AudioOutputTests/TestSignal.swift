@@ -34,6 +34,14 @@ enum TestSignal {
         return first...last
     }
 
+    /// Windows of `window` samples inside `range` that are nearly silent: gaps (underruns) in
+    /// what should be one continuous tone.
+    static func gaps(in samples: [Int16], _ range: ClosedRange<Int>, window: Int = 55) -> [Int] {
+        stride(from: range.lowerBound, to: range.upperBound - window, by: window).filter {
+            rms(samples[$0..<$0 + window]) < 2000
+        }
+    }
+
     /// Milliseconds from `start` to `end`.
     static func milliseconds(_ start: ContinuousClock.Instant, _ end: ContinuousClock.Instant) -> Double {
         let duration = end - start
