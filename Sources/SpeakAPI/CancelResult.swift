@@ -1,0 +1,10 @@
+/// The body of `DELETE /v1/announcements[/{id}]`: how many announcements this request cancelled.
+///
+/// An announcement that had already finished (or was already stopping) is not counted.
+public struct CancelResult: Sendable, Hashable, Codable {
+    public var cancelled: Int
+
+    public init(cancelled: Int) {
+        self.cancelled = cancelled
+    }
+}
