@@ -36,7 +36,9 @@ public struct SpeakFront: Service {
                 for listener in listeners {
                     group.addTask { try await listener.run() }
                 }
-                try await group.waitForAll()
+                // The first listener that fails (a port in use) stops the others: `next()`
+                // rethrows at once, and leaving the group cancels the rest.
+                while try await group.next() != nil {}
             }
         } onGracefulShutdown: {
             closing.withLock {

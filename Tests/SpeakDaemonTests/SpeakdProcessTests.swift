@@ -70,6 +70,37 @@ struct SpeakdProcessTests {
         #expect(!FileManager.default.fileExists(atPath: socketPath))
     }
 
+    /// A port that is taken: speakd says which address failed and exits non-zero, removing its socket.
+    @Test(.timeLimit(.minutes(1))) func portInUseExitsWithAMessage() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(taken) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(taken, pointer, length)
+                return getsockname(taken, pointer, &length)
+            }
+        }
+        listen(taken, 1)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let socketPath = directory.appendingPathComponent("speakd.sock").path
+        let log = directory.appendingPathComponent("speakd.log").path
+        let process = try ChildProcess(
+            try speakdExecutable(), ["--socket", socketPath, "--http", "127.0.0.1:\(port)", "--audio", "null"],
+            environment: ProcessInfo.processInfo.environment, output: log)
+        let status = await process.wait(timeout: .seconds(20))
+        #expect(status != nil && status != 0)
+        let output = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(output.contains("ddress already in use"), "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: socketPath))
+    }
+
     @Test(.timeLimit(.minutes(1))) func badConfigurationExitsWithAMessage() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

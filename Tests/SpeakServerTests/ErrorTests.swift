@@ -60,6 +60,18 @@ struct ErrorTests {
         }
     }
 
+    @Test(.timeLimit(.minutes(1))) func expiryBeyondADayIs422() async throws {
+        let harness = Harness()
+        try await harness.test { client in
+            let response = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a", "expiresAfter": 100000}"#))
+            #expect(response.status == .unprocessableContent)
+            let error = try decode(ErrorResponse.self, response).error
+            #expect(error.field == "expiresAfter")
+            #expect(error.message.contains("86400"))
+        }
+    }
+
     @Test(.timeLimit(.minutes(1))) func bodyOverLimitIs413() async throws {
         let harness = Harness(settings: ServerSettings(maxBodyBytes: 100))
         try await harness.test { client in
