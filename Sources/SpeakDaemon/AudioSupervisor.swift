@@ -140,7 +140,8 @@ public final class AudioSupervisor: Service, Sendable {
         }
     }
 
-    /// Reconnects with backoff whenever audio is unavailable, until graceful shutdown.
+    /// Reconnects with backoff whenever audio is unavailable, until graceful shutdown; then
+    /// releases the device.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -158,6 +159,12 @@ public final class AudioSupervisor: Service, Sendable {
                 }
             }
         }
+        let sink = state.withLock { state in
+            state.available = false
+            state.detail = "speakd is shutting down"
+            return state.sink
+        }
+        await sink?.close()
     }
 
     private func waitForFailure() async {

@@ -76,6 +76,7 @@ public func buildDaemon(
     let engine = renderer as? EspeakEngine
     let speaker = EngineSpeaker(
         renderer: renderer, audio: audio,
+        playback: AudioPlayback(leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000))),
         voiceName: { utterance in (try? engine?.voices(for: utterance))?.first?.identifier },
         logger: logger)
     let queue = AnnouncementQueue(

@@ -27,6 +27,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var maxSpans: Int
     /// How often idle event streams send a heartbeat comment.
     public var heartbeatSeconds: Double
+    /// Silence played before each announcement, for sound hardware that wakes up late and
+    /// would swallow the first syllable.
+    public var leadInSeconds: Double
     /// How many past events the queue keeps for `Last-Event-ID` resume.
     public var eventHistory: Int
     public var logLevel: Logger.Level
@@ -46,6 +49,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             maxTextLength: 5_000,
             maxSpans: 100,
             heartbeatSeconds: 15,
+            leadInSeconds: 0,
             eventHistory: 256,
             logLevel: .info)
     }

@@ -56,6 +56,9 @@ public struct SpeakdCommand: AsyncParsableCommand {
     @Option(help: "Seconds between heartbeat comments on idle event streams. (default: 15)")
     var heartbeat: String?
 
+    @Option(name: .customLong("lead-in"), help: "Seconds of silence before each announcement, for sound hardware that wakes up late. (default: 0)")
+    var leadIn: String?
+
     @Option(name: .customLong("event-history"), help: "Past events kept for Last-Event-ID resume. (default: 256)")
     var eventHistory: String?
 
@@ -71,7 +74,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
             ("cors-origin", corsOrigin), ("default-language", defaultLanguage),
             ("fallback-language", fallbackLanguage), ("max-body-bytes", maxBodyBytes),
             ("max-text-length", maxTextLength), ("max-spans", maxSpans), ("heartbeat", heartbeat),
-            ("event-history", eventHistory), ("log-level", logLevel),
+            ("event-history", eventHistory), ("lead-in", leadIn), ("log-level", logLevel),
         ]
         return Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
     }

@@ -51,6 +51,7 @@ struct ConfigurationTests {
         environment["SPEAKD_FALLBACK_LANGUAGE"] = "EN-gb"
         environment["SPEAKD_LOG_LEVEL"] = "DEBUG"
         environment["SPEAKD_HEARTBEAT"] = "0.5"
+        environment["SPEAKD_LEAD_IN"] = "0.1"
         let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: environment)
         #expect(configuration.socketPath == "/tmp/k.sock")
         #expect(configuration.http == .tcp(host: "::1", port: 8080))
@@ -59,6 +60,7 @@ struct ConfigurationTests {
         #expect(configuration.fallbackLanguage == "en-GB")
         #expect(configuration.logLevel == .debug)
         #expect(configuration.serverSettings.heartbeatInterval == .milliseconds(500))
+        #expect(configuration.leadInSeconds == 0.1)
         #expect(ConfigurationLoader.environmentName("max-body-bytes") == "SPEAKD_MAX_BODY_BYTES")
     }
 
@@ -84,6 +86,7 @@ struct ConfigurationTests {
         (["default-language": "en_GB"], [:], "--default-language: 'en_GB' is not valid"),
         (["log-level": "loud"], [:], "--log-level: 'loud' is not valid"),
         ([:], ["SPEAKD_MAX_SPANS": "-1"], "SPEAKD_MAX_SPANS: '-1' is not valid"),
+        (["lead-in": "2"], [:], "--lead-in: '2' is not valid: expected seconds between 0 and 1"),
         ([:], ["SPEAKD_SOCKET": "speakd.sock"], "SPEAKD_SOCKET: 'speakd.sock' is not valid: expected a path"),
     ])
     func badValuesNameTheirSource(flags: [String: String], environment: [String: String], message: String) {

@@ -188,3 +188,38 @@ struct DaemonVoicesTests {
         }
     }
 }
+
+@Suite("Daemon lead-in", .serialized)
+struct DaemonLeadInTests {
+    /// Leading zero samples of a WAV file written by the `wav:` sink.
+    static func leadingSilence(_ path: String) throws -> Int {
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var count = 0
+        var offset = 44
+        while offset + 1 < bytes.count, bytes[offset] == 0, bytes[offset + 1] == 0 {
+            count += 1
+            offset += 2
+        }
+        return count
+    }
+
+    /// `--lead-in` puts that much silence before the speech, on a real (WAV file) sink.
+    @Test(.timeLimit(.minutes(1))) func leadInPrecedesSpeech() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var silences: [Int] = []
+        for (index, leadIn) in [0.0, 0.3].enumerated() {
+            let wav = directory.appendingPathComponent("out\(index).wav").path
+            var configuration = testConfiguration(directory, audio: "wav:\(wav)")
+            configuration.leadInSeconds = leadIn
+            try await withDaemon(configuration) { _, unix, _ in
+                let response = try await unix.send(
+                    "POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Platform four")))
+                #expect(try response.decode(AnnouncementEvent.self).reason == .completed)
+            }
+            silences.append(try Self.leadingSilence(wav))
+        }
+        let added = Double(silences[1] - silences[0]) / 22_050
+        #expect(abs(added - 0.3) < 0.01, "\(silences)")
+    }
+}
