@@ -7,6 +7,7 @@ public struct AnnouncementAccepted: Sendable, Hashable, Codable {
     /// 0 while speaking; otherwise how many announcements will be spoken before it (1 = next).
     public var position: Int
 
+    /// - Parameters: see the properties of the same names.
     public init(id: String, state: AnnouncementState, position: Int) {
         self.id = id
         self.state = state

@@ -2,10 +2,13 @@ import SpeechModel
 
 /// One announcement as `GET /v1/announcements[/{id}]` reports it.
 public struct AnnouncementStatus: Sendable, Hashable, Codable {
+    /// The id `POST /v1/announcements` returned.
     public var id: String
     /// The plain string of the announcement.
     public var text: String
+    /// How urgently it wants to be heard.
     public var priority: AnnouncementPriority
+    /// Waiting, speaking or finished.
     public var state: AnnouncementState
     /// 0 while speaking, 1… while waiting; nil once finished.
     public var position: Int?
@@ -14,6 +17,7 @@ public struct AnnouncementStatus: Sendable, Hashable, Codable {
     /// Set once finished.
     public var reason: FinishReason?
 
+    /// - Parameters: see the properties of the same names.
     public init(
         id: String, text: String, priority: AnnouncementPriority, state: AnnouncementState,
         position: Int? = nil, success: Bool? = nil, reason: FinishReason? = nil

@@ -16,6 +16,7 @@ public final class AudioSupervisor: Service, Sendable {
 
     /// What health reports about audio.
     public struct Status: Sendable, Hashable {
+        /// Whether announcements can be played now.
         public var available: Bool
         /// The sink's name (`pulse`, `alsa:default`), or the spec while no sink exists.
         public var sink: String

@@ -4,6 +4,7 @@ import Logging
 
 /// `speakd`: the speech announcement daemon.
 public struct SpeakdCommand: AsyncParsableCommand {
+    /// Name, abstract and the discussion of configuration sources in `--help`.
     public static let configuration = CommandConfiguration(
         commandName: "speakd",
         abstract: "Speak announcements one at a time, with espeak-ng, for the apps of a kiosk.",
@@ -65,6 +66,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
     var logLevel: String?
 
+    /// Required by ArgumentParser; the options are filled in by parsing.
     public init() {}
 
     /// The flags given, by configuration key.
@@ -86,6 +88,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
         try ConfigurationLoader.load(flags: flags, configPath: config, environment: environment)
     }
 
+    /// Checks the merged configuration, so a bad value is reported with the usage.
     public func validate() throws {
         do {
             _ = try configuration()
@@ -94,6 +97,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
         }
     }
 
+    /// Builds the daemon and runs it until SIGTERM or SIGINT.
     public func run() async throws {
         let configuration = try configuration()
         let level = configuration.logLevel

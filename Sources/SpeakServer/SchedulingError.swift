@@ -8,6 +8,7 @@ public struct SchedulingError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     private let code: Code
+    /// A sentence for the client.
     public let message: String
     /// The request field at fault, for `invalidValue`.
     public let field: String?
@@ -36,9 +37,13 @@ public struct SchedulingError: Error, Sendable, Hashable, CustomStringConvertibl
         SchedulingError(.unknownAnnouncement, "no announcement has id '\(id)'")
     }
 
+    /// The queue is full (HTTP 429).
     public var isQueueFull: Bool { code == .queueFull }
+    /// The queue is shutting down (HTTP 503).
     public var isShuttingDown: Bool { code == .shuttingDown }
+    /// No announcement has the id (HTTP 404).
     public var isUnknownAnnouncement: Bool { code == .unknownAnnouncement }
+    /// A value the queue rejects (HTTP 422).
     public var isInvalidValue: Bool { code == .invalidValue }
 
     public var description: String { message }

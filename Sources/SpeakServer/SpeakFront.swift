@@ -7,6 +7,7 @@ import Synchronization
 /// open event streams and waiting requests get their `shutdown` events), then open connections
 /// finish and the listeners stop.
 public struct SpeakFront: Service {
+    /// The listeners, all serving the same router.
     public let listeners: [SpeakListener]
     private let afterListenersClosed: @Sendable () async -> Void
 

@@ -11,6 +11,7 @@ import Synchronization
 /// A Unix socket's stale file is replaced at start, the new socket gets mode 0660, and the file
 /// is removed when the listener stops.
 public final class SpeakListener: Service, Sendable {
+    /// Where it listens, as configured (port 0 stays 0 here).
     public let address: ListenAddress
     private let responder: RouterResponder<BasicRequestContext>
     private let logger: Logger
@@ -126,6 +127,7 @@ public final class SpeakListener: Service, Sendable {
 
 /// A listener that cannot start.
 public struct ListenerError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
     public let description: String
 
     init(_ description: String) {
