@@ -24,9 +24,10 @@ struct MissingExecutable: Error, CustomStringConvertible {
 
 @Suite("speakd process", .serialized)
 struct SpeakdProcessTests {
-    /// SIGTERM: READY=1 was sent once listening, STOPPING=1 on the signal, every announcement
+    /// SIGTERM or SIGINT: READY=1 was sent once listening, STOPPING=1 on the signal, every announcement
     /// finishes with `shutdown` on the open event stream, the socket is removed, exit 0 within 5 s.
-    @Test(.timeLimit(.minutes(1))) func sigtermShutsDownGracefully() async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: [SIGTERM, SIGINT])
+    func signalShutsDownGracefully(_ signal: Int32) async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let socketPath = directory.appendingPathComponent("speakd.sock").path
@@ -56,7 +57,7 @@ struct SpeakdProcessTests {
         while let message = try await events.next(), message.event != "started" {}
 
         let signalled = ContinuousClock.now
-        process.send(SIGTERM)
+        process.send(signal)
         #expect(await notify.receive() == "STOPPING=1")
         var finished: [String: FinishReason] = [:]
         while let message = try await events.next() {
