@@ -186,3 +186,25 @@ struct ListenAddressTests {
         #expect(throws: ListenAddressError.self) { try ListenAddress(hostPort: text) }
     }
 }
+
+@Suite("Example config file")
+struct ExampleConfigTests {
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("systemd/speakd.conf")
+
+    /// Every key is in the example, and its values, uncommented, are the built-in defaults.
+    @Test func uncommentedExampleGivesTheDefaults() throws {
+        let text = try String(contentsOf: Self.example, encoding: .utf8)
+        let settings = text.split(separator: "\n").filter { $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ") }
+            .map { String($0.dropFirst()) }
+        let keys = settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) }
+        #expect(Set(keys) == Set(ConfigurationLoader.keys))
+        let path = try configFile(settings.joined(separator: "\n"))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+        var fromExample = try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
+        #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
+        fromExample.voicesDirectory = nil
+        #expect(fromExample == DaemonConfiguration.defaults(environment: environment))
+    }
+}
