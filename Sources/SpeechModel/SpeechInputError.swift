@@ -8,6 +8,7 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
         case malformed
         case unsupported
         case notFound
+        case tooLarge
     }
 
     private let code: Code
@@ -33,6 +34,16 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
         SpeechInputError(
             .outOfRange, field: field,
             message: "\(value) is out of range \(range.lowerBound)–\(range.upperBound)")
+    }
+
+    /// A value out of range, described in the input's own terms (`prosody pitch="+200%"`).
+    public static func outOfRange(field: String, _ message: String) -> SpeechInputError {
+        SpeechInputError(.outOfRange, field: field, message: message)
+    }
+
+    /// Input longer than the configured limits (text length, number of spans).
+    public static func tooLarge(field: String, _ message: String) -> SpeechInputError {
+        SpeechInputError(.tooLarge, field: field, message: message)
     }
 
     /// Input that does not parse (a tag, SSML, JSON).

@@ -48,6 +48,9 @@ public struct Utterance: Sendable, Hashable {
             } catch {
                 throw error.nested(in: "spans[\(index)]")
             }
+            if let pause = span.pauseAfter, !(pause.isFinite && Span.pauseAfterRange.contains(pause)) {
+                throw .outOfRange(field: "spans[\(index)].pauseAfter", value: pause, range: Span.pauseAfterRange)
+            }
         }
     }
 }

@@ -1,0 +1,260 @@
+import Foundation
+
+/// The wire format of an utterance (DESIGN.md, "Attributed utterances").
+///
+/// At the top level of the JSON object: exactly one of `text` (a string), `spans` (an array of
+/// `{text, language?, pitch?, rate?, volume?, punctuation?, spellOut?, ipa?, pauseAfter?}`) or
+/// `ssml` (a string in speakd's SSML subset), plus the utterance defaults `language`, `pitch`,
+/// `rate`, `volume`, `punctuation` and `spellOut`. Other top-level keys (`priority`, `queue`,
+/// `expiresAfter`, …) belong to the request that carries the utterance and are ignored here; an
+/// unknown key inside a span is an error. `null` is the same as leaving a key out.
+///
+/// Decoding throws `SpeechInputError` naming the field in wire terms (`spans[2].pitch`); values
+/// are range-checked with `validate()`. `ssml` is parsed with `Utterance(ssml:)`; its
+/// `speak xml:lang`, when given, replaces the top-level `language`.
+///
+/// Encoding writes `text` for a single span without attributes or pause, and `spans` otherwise.
+/// `defaults.ipa` has no wire form and is not written.
+extension Utterance: Codable {
+    public init(from decoder: any Decoder) throws {
+        self = try Self.decodeWire(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: WireKey.self)
+        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil {
+            try container.encode(spans[0].text, forKey: "text")
+        } else {
+            var list = container.nestedUnkeyedContainer(forKey: "spans")
+            for span in spans {
+                var spanContainer = list.nestedContainer(keyedBy: WireKey.self)
+                try spanContainer.encode(span.text, forKey: "text")
+                try Self.encode(span.attributes, includingIPA: true, to: &spanContainer)
+                try spanContainer.encodeIfPresent(span.pauseAfter, forKey: "pauseAfter")
+            }
+        }
+        try Self.encode(defaults, includingIPA: false, to: &container)
+    }
+
+    /// Decodes an utterance from a JSON object; every error is a `SpeechInputError` naming the
+    /// field in wire terms (`spans[2].pitch`, `language`, `text`), or no field for JSON that
+    /// does not parse at all.
+    public static func decode(json: Data) throws(SpeechInputError) -> Utterance {
+        do {
+            return try JSONDecoder().decode(Utterance.self, from: json)
+        } catch let error as SpeechInputError {
+            throw error
+        } catch let error as DecodingError {
+            throw SpeechInputError.from(error)
+        } catch {
+            throw .malformed(field: nil, "the body cannot be decoded: \(error)")
+        }
+    }
+
+    /// The keys a span may have.
+    static let spanKeys: [String] = [
+        "text", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "ipa", "pauseAfter",
+    ]
+
+    private static func decodeWire(from decoder: any Decoder) throws(SpeechInputError) -> Utterance {
+        let container: KeyedDecodingContainer<WireKey>
+        do {
+            container = try decoder.container(keyedBy: WireKey.self)
+        } catch {
+            throw .malformed(field: nil, "expected a JSON object with 'text', 'spans' or 'ssml'")
+        }
+        let top = WireReader(container: container, prefix: "")
+        let given = ["text", "spans", "ssml"].filter { top.isPresent($0) }
+        guard given.count == 1 else {
+            guard given.count > 1 else {
+                throw .malformed(field: "text", "one of 'text', 'spans' or 'ssml' is required")
+            }
+            throw .malformed(
+                field: given[1],
+                "'\(given[0])' and '\(given[1])' cannot be given together; give exactly one of 'text', 'spans' or 'ssml'"
+            )
+        }
+
+        var utterance: Utterance
+        switch given[0] {
+        case "text":
+            let text = try top.string("text") ?? ""
+            guard text.contains(where: { !$0.isWhitespace }) else {
+                throw .malformed(field: "text", "there is no text to speak")
+            }
+            utterance = Utterance(text)
+        case "spans":
+            utterance = Utterance(spans: try decodeSpans(from: container))
+        default:
+            utterance = try Utterance(ssml: try top.string("ssml") ?? "")
+        }
+
+        let ssmlLanguage = utterance.defaults.language
+        utterance.defaults = try attributes(from: top, includingIPA: false)
+        if let ssmlLanguage { utterance.defaults.language = ssmlLanguage }
+        try utterance.validate()
+        return utterance
+    }
+
+    private static func decodeSpans(from container: KeyedDecodingContainer<WireKey>) throws(SpeechInputError) -> [Span]
+    {
+        var list: any UnkeyedDecodingContainer
+        do {
+            list = try container.nestedUnkeyedContainer(forKey: "spans")
+        } catch {
+            throw .malformed(field: "spans", "expected an array of spans")
+        }
+        var spans: [Span] = []
+        while !list.isAtEnd {
+            let field = "spans[\(spans.count)]"
+            let spanContainer: KeyedDecodingContainer<WireKey>
+            do {
+                spanContainer = try list.nestedContainer(keyedBy: WireKey.self)
+            } catch {
+                throw .malformed(field: field, "expected an object with 'text'")
+            }
+            let unknown = spanContainer.allKeys.map(\.stringValue).filter { !spanKeys.contains($0) }.sorted()
+            if let key = unknown.first {
+                throw .malformed(
+                    field: "\(field).\(key)",
+                    "unknown key '\(key)' in a span; a span has \(spanKeys.joined(separator: ", "))")
+            }
+            let reader = WireReader(container: spanContainer, prefix: "\(field).")
+            guard let text = try reader.string("text") else {
+                throw .malformed(field: "\(field).text", "a span needs 'text'")
+            }
+            let pauseAfter = try reader.double("pauseAfter")
+            guard !text.isEmpty || pauseAfter != nil else {
+                throw .malformed(field: "\(field).text", "must not be empty (only a span with a pauseAfter may be)")
+            }
+            spans.append(
+                Span(text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter))
+        }
+        guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
+        guard spans.contains(where: { $0.text.contains { !$0.isWhitespace } }) else {
+            throw .malformed(field: "spans", "there is no text to speak")
+        }
+        return spans
+    }
+
+    private static func attributes(
+        from reader: WireReader, includingIPA: Bool
+    ) throws(SpeechInputError) -> SpeechAttributes {
+        var attributes = SpeechAttributes(
+            pitch: try reader.double("pitch"),
+            rate: try reader.double("rate"),
+            volume: try reader.double("volume"),
+            punctuation: try reader.bool("punctuation"),
+            spellOut: try reader.bool("spellOut"))
+        if let language = try reader.string("language") {
+            attributes.language = try LanguageTag(language, field: reader.field("language"))
+        }
+        if includingIPA, let ipa = try reader.string("ipa") {
+            guard ipa.contains(where: { !$0.isWhitespace }) else {
+                throw .malformed(field: reader.field("ipa"), "must not be empty")
+            }
+            attributes.ipa = ipa
+        }
+        return attributes
+    }
+
+    private static func encode(
+        _ attributes: SpeechAttributes, includingIPA: Bool, to container: inout KeyedEncodingContainer<WireKey>
+    ) throws {
+        try container.encodeIfPresent(attributes.language?.canonical, forKey: "language")
+        try container.encodeIfPresent(attributes.pitch, forKey: "pitch")
+        try container.encodeIfPresent(attributes.rate, forKey: "rate")
+        try container.encodeIfPresent(attributes.volume, forKey: "volume")
+        try container.encodeIfPresent(attributes.punctuation, forKey: "punctuation")
+        try container.encodeIfPresent(attributes.spellOut, forKey: "spellOut")
+        if includingIPA { try container.encodeIfPresent(attributes.ipa, forKey: "ipa") }
+    }
+}
+
+/// A coding key for any string, so unknown keys can be listed and named.
+struct WireKey: CodingKey, ExpressibleByStringLiteral {
+    let stringValue: String
+    var intValue: Int? { nil }
+
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+    init(stringLiteral value: String) { stringValue = value }
+}
+
+/// Reads optional values from one JSON object, turning decoding errors into `SpeechInputError`s
+/// that name the field.
+private struct WireReader {
+    let container: KeyedDecodingContainer<WireKey>
+    /// `""` at the top level, `spans[2].` inside a span.
+    let prefix: String
+
+    func field(_ key: String) -> String { prefix + key }
+
+    func isPresent(_ key: String) -> Bool {
+        let key = WireKey(stringValue: key)
+        return container.contains(key) && (try? container.decodeNil(forKey: key)) == false
+    }
+
+    func string(_ key: String) throws(SpeechInputError) -> String? {
+        try value(String.self, key, expected: "a string")
+    }
+
+    func double(_ key: String) throws(SpeechInputError) -> Double? {
+        try value(Double.self, key, expected: "a number")
+    }
+
+    func bool(_ key: String) throws(SpeechInputError) -> Bool? {
+        try value(Bool.self, key, expected: "true or false")
+    }
+
+    private func value<T: Decodable>(_ type: T.Type, _ key: String, expected: String) throws(SpeechInputError) -> T? {
+        do {
+            return try container.decodeIfPresent(T.self, forKey: WireKey(stringValue: key))
+        } catch {
+            throw .malformed(field: field(key), "expected \(expected)")
+        }
+    }
+}
+
+extension SpeechInputError {
+    /// A `DecodingError` as a `SpeechInputError` naming the field in wire terms
+    /// (`spans[2].pitch`); JSON that does not parse at all names no field.
+    public static func from(_ error: DecodingError) -> SpeechInputError {
+        func path(_ codingPath: [any CodingKey]) -> String? {
+            var path = ""
+            for key in codingPath {
+                if let index = key.intValue {
+                    path += "[\(index)]"
+                } else {
+                    path += path.isEmpty ? key.stringValue : ".\(key.stringValue)"
+                }
+            }
+            return path.isEmpty ? nil : path
+        }
+        func describe(_ type: Any.Type) -> String {
+            switch type {
+            case is String.Type: "a string"
+            case is Bool.Type: "true or false"
+            case is Double.Type, is Float.Type, is Int.Type: "a number"
+            case is [Any].Type: "an array"
+            case is [String: Any].Type: "an object"
+            default: "\(type)"
+            }
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return .malformed(field: path(context.codingPath), "expected \(describe(type))")
+        case .valueNotFound(let type, let context):
+            return .malformed(field: path(context.codingPath), "expected \(describe(type)), found null")
+        case .keyNotFound(let key, let context):
+            return .malformed(field: path(context.codingPath + [key]), "is required")
+        case .dataCorrupted(let context):
+            guard let field = path(context.codingPath) else {
+                return .malformed(field: nil, "the body is not valid JSON: \(context.debugDescription)")
+            }
+            return .malformed(field: field, context.debugDescription)
+        @unknown default:
+            return .malformed(field: nil, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,40 @@
+extension Span {
+    /// The pause a span may carry after its text, in seconds.
+    public static let pauseAfterRange: ClosedRange<Double> = 0.0...10.0
+}
+
+extension Utterance {
+    /// Size limits a service applies to what it accepts; both are checked by `validate(limits:)`.
+    public struct Limits: Sendable, Hashable {
+        /// The most characters (`Character`s, as a person counts them) in the plain text.
+        public var maxTextLength: Int
+        /// The most spans.
+        public var maxSpans: Int
+
+        /// Limits for a kiosk announcement: 5,000 characters, 500 spans.
+        public static let `default` = Limits(maxTextLength: 5_000, maxSpans: 500)
+
+        public init(maxTextLength: Int, maxSpans: Int) {
+            self.maxTextLength = maxTextLength
+            self.maxSpans = maxSpans
+        }
+    }
+
+    /// Checks ranges (`validate()`), that there is something to speak, and `limits`; the error
+    /// names the field: `text` or `spans` (`tooLarge`, `malformed`), `spans[2].pitch` (`outOfRange`).
+    public func validate(limits: Limits) throws(SpeechInputError) {
+        try validate()
+        guard spans.count <= limits.maxSpans else {
+            throw .tooLarge(field: "spans", "\(spans.count) spans is more than the limit of \(limits.maxSpans)")
+        }
+        let length = spans.reduce(0) { $0 + $1.text.count }
+        guard length <= limits.maxTextLength else {
+            throw .tooLarge(
+                field: spans.count == 1 ? "text" : "spans",
+                "\(length) characters of text is more than the limit of \(limits.maxTextLength)")
+        }
+        guard spans.contains(where: { $0.text.contains { !$0.isWhitespace } }) else {
+            throw .malformed(field: spans.count == 1 ? "text" : "spans", "there is no text to speak")
+        }
+    }
+}
