@@ -77,6 +77,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "speak", dependencies: ["SpeakCLI"], swiftSettings: swiftSettings),
+        // EspeakEngine against raw libespeak-ng, measured in the same run (build with -c release).
+        .executableTarget(
+            name: "speakd-engine-bench",
+            dependencies: ["EspeakEngine", "CEspeakNG", "SpeechModel", "SpeakTestSupport"],
+            path: "Benchmarks/EngineBenchmark",
+            swiftSettings: swiftSettings
+        ),
 
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(

@@ -1,1 +1,241 @@
+import CEspeakNG
+import Foundation
+import Logging
 import SpeechModel
+import Synchronization
+
+/// Speech from libespeak-ng: voices, utterances → espeak-ng SSML, PCM out as it is synthesised.
+///
+/// libespeak-ng keeps its state in process globals, so every engine in the process hands its
+/// work to one dedicated thread that makes all espeak-ng calls, one job at a time. The public API
+/// is `Sendable` and async; several engines (with different data directories) may exist, and the
+/// thread re-initialises espeak-ng when it switches between them.
+public final class EspeakEngine: SpeechRenderer {
+    /// How an engine is set up.
+    public struct Configuration: Sendable, Hashable {
+        /// espeak-ng's data directory (`espeak-ng-data`); nil for the library's default.
+        public var dataPath: String?
+        /// A directory of extra espeak-ng voice variants (the project's `Voices/variants`), made
+        /// available as `voice+name` without installing them; nil for none.
+        public var variantsDirectory: String?
+        /// Where the private data directory with those variants is built; nil for a directory
+        /// under the system's temporary directory.
+        public var runtimeDirectory: String?
+        /// The variant applied to voices that name none (`speakd-kiosk`); nil for espeak's default.
+        public var variant: String?
+        /// Whether punctuation is spoken when an utterance does not say.
+        public var speaksPunctuation: Bool
+        /// espeak-ng's output buffer in milliseconds: the length of the first chunk (espeak-ng
+        /// ignores values under 50).
+        public var bufferMilliseconds: Int
+        /// The length of later chunks in milliseconds: espeak-ng's blocks are joined up to this.
+        public var chunkMilliseconds: Int
+
+        /// - Parameters: see the properties of the same names.
+        public init(
+            dataPath: String? = nil, variantsDirectory: String? = nil, runtimeDirectory: String? = nil,
+            variant: String? = nil, speaksPunctuation: Bool = false, bufferMilliseconds: Int = 50,
+            chunkMilliseconds: Int = 200
+        ) {
+            self.dataPath = dataPath
+            self.variantsDirectory = variantsDirectory
+            self.runtimeDirectory = runtimeDirectory
+            self.variant = variant
+            self.speaksPunctuation = speaksPunctuation
+            self.bufferMilliseconds = bufferMilliseconds
+            self.chunkMilliseconds = chunkMilliseconds
+        }
+    }
+
+    /// A whole rendering, with where each span's audio starts.
+    public struct Rendering: Sendable {
+        public var samples: [Int16]
+        public var format: AudioFormat
+        /// Start of each span's audio in seconds, in span order (nil if espeak-ng reported none).
+        public var spanStarts: [Double?]
+        /// The voice used for each span.
+        public var spanVoices: [VoiceInfo]
+    }
+
+    public let format: AudioFormat
+    public let configuration: Configuration
+    /// The data directory espeak-ng is initialised with (the private overlay when there are variants).
+    public let dataPath: String
+    /// Resolves languages to voices for every utterance.
+    public let voiceResolver: any VoiceResolving
+    private let voiceList: [VoiceInfo]
+    private let logger: Logger
+    private let thread = EspeakThread.shared
+    /// How the most recent synthesis ended: samples espeak-ng produced, and whether it was aborted.
+    let lastSynthesis = Locked<(producedSamples: Int, aborted: Bool)?>(nil)
+
+    /// Initialises espeak-ng with `configuration` and builds the voice resolver from its voices.
+    ///
+    /// - Parameters:
+    ///   - configuration: data directory, variants, defaults.
+    ///   - logger: where the engine logs (at debug and info).
+    ///   - makeResolver: receives the voices espeak-ng offers and returns the resolver to use
+    ///     (a catalog with overrides, typically).
+    /// - Throws: `EspeakError` when the data is missing or unreadable (never exits the process),
+    ///   or what `makeResolver` throws.
+    public init(
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "speakd.espeak"),
+        makeResolver: @Sendable ([VoiceInfo]) throws -> any VoiceResolving
+    ) async throws {
+        let thread = EspeakThread.shared
+        var dataPath: String
+        if let configured = configuration.dataPath {
+            dataPath = configured
+        } else {
+            dataPath = await thread.run { session in session.defaultDataPath() }
+        }
+        if let variants = configuration.variantsDirectory {
+            let runtime = configuration.runtimeDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? FileManager.default.temporaryDirectory
+            // One overlay per process and configuration: a later engine must not pull the
+            // directory from under an earlier one with different variants.
+            let key = String(UInt64(bitPattern: Int64((dataPath + "\u{0}" + variants).hashValue)), radix: 36)
+            let directory = runtime.appendingPathComponent("speakd-espeak-\(getpid())-\(key)", isDirectory: true)
+            dataPath = try EspeakDataOverlay.build(systemData: dataPath, variants: variants, in: directory)
+        }
+        let path = dataPath
+        let buffer = configuration.bufferMilliseconds
+        let (sampleRate, rawVoices) = try await thread.run { session throws(EspeakError) in
+            try session.prepare(dataPath: path, bufferMilliseconds: buffer)
+            return (session.sampleRate, session.listVoices())
+        }
+        let voices = rawVoices.map { voice in
+            VoiceInfo(
+                identifier: voice.identifier, name: voice.name,
+                languages: voice.languages.compactMap { EspeakLanguageName.bcp47($0)?.canonical })
+        }
+        self.configuration = configuration
+        self.dataPath = path
+        self.format = AudioFormat(sampleRate: sampleRate)
+        self.voiceList = voices
+        self.logger = logger
+        self.voiceResolver = try makeResolver(voices)
+        logger.info(
+            "espeak-ng ready",
+            metadata: ["espeak.data": "\(path)", "espeak.voices": "\(voices.count)", "espeak.rate": "\(sampleRate)"])
+    }
+
+    /// The voices espeak-ng offers, with the BCP 47 tags each serves.
+    public func voices() async throws -> [VoiceInfo] { voiceList }
+
+    public func validate(_ utterance: Utterance) async throws(SpeechInputError) {
+        _ = try input(for: utterance)
+    }
+
+    /// The voice each span of `utterance` would be spoken with.
+    public func voices(for utterance: Utterance) throws(SpeechInputError) -> [VoiceInfo] {
+        try input(for: utterance).spanVoices
+    }
+
+    /// The espeak-ng SSML that `utterance` becomes (for diagnostics and benchmarks).
+    public func espeakMarkup(for utterance: Utterance) throws(SpeechInputError) -> String {
+        try input(for: utterance).ssml
+    }
+
+    public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
+        render(utterance, marks: nil)
+    }
+
+    /// Renders `utterance` to the end and returns all of its audio, with each span's start.
+    public func renderAll(_ utterance: Utterance) async throws -> Rendering {
+        let marks = Locked<[Int: Int]>([:])
+        var samples: [Int16] = []
+        for try await chunk in render(utterance, marks: marks) {
+            samples += chunk.samples
+        }
+        let positions = marks.value
+        let count = utterance.spans.count
+        return Rendering(
+            samples: samples, format: format,
+            spanStarts: (0..<count).map { positions[$0].map { Double($0) / 1000 } },
+            spanVoices: try input(for: utterance).spanVoices)
+    }
+
+    /// Runs `body` on the espeak thread, between utterances, where it may call libespeak-ng
+    /// directly: for benchmarks and calibration that measure espeak-ng itself.
+    ///
+    /// espeak-ng is initialised with this engine's data directory when `body` starts. `body` may
+    /// set its own synth callback, voice and parameters, but must not initialise espeak-ng again;
+    /// the engine restores its callback afterwards and sets its voice for every utterance.
+    public func runExclusively<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let path = dataPath
+        let buffer = configuration.bufferMilliseconds
+        return try await thread.run { session throws in
+            try session.prepare(dataPath: path, bufferMilliseconds: buffer)
+            defer { session.restore() }
+            return try body()
+        }
+    }
+
+    private func input(for utterance: Utterance) throws(SpeechInputError) -> EspeakInput {
+        try EspeakInput.make(
+            utterance, resolver: voiceResolver, defaultPunctuation: configuration.speaksPunctuation,
+            variant: configuration.variant)
+    }
+
+    private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error> {
+        let input: EspeakInput
+        do {
+            input = try self.input(for: utterance)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        return stream(for: input, flags: Int32(espeakSSML | espeakPHONEMES), marks: marks)
+    }
+
+    private func stream(
+        for input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
+        let context = RenderContext(
+            continuation: continuation,
+            coalescedSamples: format.sampleRate * max(configuration.bufferMilliseconds, configuration.chunkMilliseconds) / 1000)
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { context.cancel() }
+        }
+        let path = dataPath
+        let buffer = configuration.bufferMilliseconds
+        let logger = logger
+        let lastSynthesis = self.lastSynthesis
+        thread.submit { session in
+            guard !context.isCancelled else { return }
+            do throws(EspeakError) {
+                try session.prepare(dataPath: path, bufferMilliseconds: buffer)
+                // Loading the voice every time costs under 1% (measured by the benchmark) and
+                // undoes whatever an earlier utterance's SSML or an aborted synthesis left behind.
+                try session.setVoice(input.voice)
+                // espeak_Cancel and SSML reset parameters: set every one for every utterance.
+                try session.set(espeakRATE, input.rate)
+                try session.set(espeakVOLUME, input.volume)
+                try session.set(espeakPITCH, 50)
+                try session.set(espeakRANGE, 50)
+                let finished = try session.synthesize(input.ssml, flags: flags | Int32(espeakENDPAUSE), context: context)
+                if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
+                if finished { context.flush() }
+                lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !finished))
+                marks?.set(context.marks.withLock { $0 })
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        return stream
+    }
+}
+
+/// A value shared between the espeak thread and the engine's callers.
+final class Locked<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+
+    init(_ value: Value) { storage = Mutex(value) }
+
+    func set(_ value: Value) { storage.withLock { $0 = value } }
+
+    var value: Value { storage.withLock { $0 } }
+}

@@ -1,0 +1,221 @@
+import EspeakEngine
+import Foundation
+import SpeakTestSupport
+import SpeechModel
+
+/// Measures EspeakEngine against libespeak-ng called directly, in the same run:
+/// time to first chunk and audio seconds per CPU second. `--calibrate-pitch` instead measures
+/// espeak-ng's pitch parameter → F0 ratio table that `PitchCalibration` uses.
+@main
+struct EngineBenchmark {
+    static let corpus = [
+        "Platform four.",
+        "The next train to the city centre departs from platform four.",
+        "Please mind the gap between the train and the platform edge.",
+        "Attention please: the ten fifteen service to Lisboa Santa Apolónia is delayed by approximately twenty minutes. We apologise for the inconvenience.",
+        "Ticket number 07402, please go to counter three.",
+        "Welcome. This kiosk is out of order; please use the machine next to the entrance, or ask a member of staff for help.",
+    ]
+
+    static func main() async throws {
+        let arguments = CommandLine.arguments.dropFirst()
+        var configuration = EspeakEngine.Configuration()
+        if let index = arguments.firstIndex(of: "--chunk-ms"), let value = Int(arguments[arguments.index(after: index)]) {
+            configuration.chunkMilliseconds = value
+        }
+        let engine = try await EspeakEngine(configuration: configuration) { SimpleResolver(voices: $0) }
+        if arguments.contains("--calibrate-pitch") {
+            try await calibratePitch(engine)
+        } else {
+            let rounds = arguments.first.flatMap(Int.init) ?? 20
+            print("chunks after the first: \(configuration.chunkMilliseconds) ms")
+            try await benchmark(engine, rounds: rounds)
+        }
+    }
+
+    struct Totals {
+        var firstChunks: [Double] = []
+        var audioSeconds = 0.0
+        var cpuSeconds = 0.0
+        var wallSeconds = 0.0
+    }
+
+    static func benchmark(_ engine: EspeakEngine, rounds: Int) async throws {
+        let voice = "gmw/en"
+        let sampleRate = Double(engine.format.sampleRate)
+        var raw = Totals()
+        var rawVoicePerUtterance = Totals()
+        var rawSSML = Totals()
+        let markup = try corpus.map { try engine.espeakMarkup(for: Utterance($0)) }
+        var speakd = Totals()
+        // Warm-up: dictionaries loaded, caches filled, for both paths.
+        _ = try await engine.runExclusively {
+            RawEspeak.prepare(voice: voice)
+            for text in corpus { _ = RawEspeak.synthesize(text) }
+        }
+        for text in corpus { for try await _ in engine.render(Utterance(text)) {} }
+
+        for _ in 0..<rounds {
+            let rawRound = try await engine.runExclusively { () -> Totals in
+                var totals = Totals()
+                RawEspeak.prepare(voice: voice)
+                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+                for text in corpus {
+                    let run = RawEspeak.synthesize(text)
+                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
+                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
+                }
+                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+                return totals
+            }
+            raw.add(rawRound)
+
+            let reloadRound = try await engine.runExclusively { () -> Totals in
+                var totals = Totals()
+                RawEspeak.prepare(voice: voice)
+                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+                for text in corpus {
+                    RawEspeak.setVoice(voice)
+                    let run = RawEspeak.synthesize(text)
+                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
+                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
+                }
+                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+                return totals
+            }
+            rawVoicePerUtterance.add(reloadRound)
+
+            let ssmlRound = try await engine.runExclusively { () -> Totals in
+                var totals = Totals()
+                RawEspeak.prepare(voice: voice)
+                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+                for text in markup {
+                    let run = RawEspeak.synthesize(text, ssml: true)
+                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
+                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
+                }
+                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+                return totals
+            }
+            rawSSML.add(ssmlRound)
+
+            // The engine reloads its voice after `runExclusively`: render one utterance first so
+            // the round measures steady state, as a daemon speaking one voice sees it.
+            for try await _ in engine.render(Utterance("Ready.")) {}
+            var round = Totals()
+            let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+            for text in corpus {
+                let start = Clock.monotonicNanoseconds()
+                var iterator = engine.render(Utterance(text)).makeAsyncIterator()
+                var first: UInt64?
+                var samples = 0
+                while let chunk = try await iterator.next() {
+                    if first == nil { first = Clock.monotonicNanoseconds() }
+                    samples += chunk.samples.count
+                }
+                round.firstChunks.append(Double((first ?? start) - start) / 1e6)
+                round.audioSeconds += Double(samples) / sampleRate
+            }
+            round.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+            round.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+            speakd.add(round)
+        }
+
+        print("speakd-engine-bench: \(rounds) rounds × \(corpus.count) utterances, voice \(voice), \(Int(sampleRate)) Hz")
+        print("")
+        print(row("path", "first chunk median ms", "p90 ms", "audio s / CPU s", "audio s / wall s"))
+        for (name, totals) in [("raw libespeak-ng", raw), ("raw + voice set per utterance", rawVoicePerUtterance), ("raw, engine's SSML", rawSSML), ("EspeakEngine", speakd)] {
+            print(row(
+                name, format(median(totals.firstChunks), 3), format(percentile(totals.firstChunks, 0.9), 3),
+                format(totals.audioSeconds / totals.cpuSeconds, 0), format(totals.audioSeconds / totals.wallSeconds, 0)))
+        }
+        print("")
+        let throughput = (speakd.audioSeconds / speakd.cpuSeconds) / (raw.audioSeconds / raw.cpuSeconds)
+        let firstChunkDelta = median(speakd.firstChunks) - median(raw.firstChunks)
+        print("rendering ratio EspeakEngine / raw (audio s per CPU s): \(format(throughput, 3))  (goal ≥ 0.9)")
+        print("first chunk EspeakEngine − raw, medians: \(format(firstChunkDelta, 3)) ms  (goal ≤ 0.5 ms)")
+        print("audio per round: raw \(format(raw.audioSeconds / Double(rounds), 2)) s, EspeakEngine \(format(speakd.audioSeconds / Double(rounds), 2)) s")
+    }
+
+    /// Prints espeak-ng's pitch parameter → median F0 ratio (relative to 50) for several voices.
+    static func calibratePitch(_ engine: EspeakEngine) async throws {
+        let samples: [(voice: String, text: String)] = [
+            ("gmw/en", "The next train to the city centre departs from platform four."),
+            ("gmw/en-US", "The next train to the city centre departs from platform four."),
+            ("roa/pt", "O próximo comboio para Lisboa parte da linha quatro."),
+            ("roa/es", "El próximo tren para Madrid sale del andén cuatro."),
+        ]
+        let parameters = Array(stride(from: 0, through: 100, by: 5))
+        let sampleRate = engine.format.sampleRate
+        var ratios: [Int: [Double]] = [:]
+        for (voice, text) in samples {
+            let f0s = try await engine.runExclusively { () -> [Int: Double] in
+                var result: [Int: Double] = [:]
+                for parameter in parameters {
+                    RawEspeak.prepare(voice: voice, pitch: parameter)
+                    let run = RawEspeak.synthesize(text, keepSamples: true)
+                    result[parameter] = AudioAnalysis(samples: run.samples, sampleRate: sampleRate).medianF0()
+                }
+                return result
+            }
+            guard let base = f0s[50] else { continue }
+            print("\(voice): F0 at 50 = \(format(base, 1)) Hz")
+            for parameter in parameters {
+                guard let f0 = f0s[parameter] else { continue }
+                ratios[parameter, default: []].append(f0 / base)
+                print("  \(parameter): \(format(f0, 1)) Hz  ×\(format(f0 / base, 3))")
+            }
+        }
+        print("\nmean ratio per parameter (PitchCalibration.table):")
+        let rows = parameters.compactMap { parameter -> String? in
+            guard let values = ratios[parameter], !values.isEmpty else { return nil }
+            return "(\(parameter), \(format(values.reduce(0, +) / Double(values.count), 3)))"
+        }
+        print(rows.joined(separator: ", "))
+    }
+
+    static func row(_ columns: String...) -> String {
+        columns.enumerated().map { index, column in
+            let width = index == 0 ? 32 : 22
+            return column.padding(toLength: max(width, column.count), withPad: " ", startingAt: 0)
+        }.joined()
+    }
+
+    static func format(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+
+    static func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * fraction + 0.5))]
+    }
+}
+
+extension EngineBenchmark.Totals {
+    mutating func add(_ other: Self) {
+        firstChunks += other.firstChunks
+        audioSeconds += other.audioSeconds
+        cpuSeconds += other.cpuSeconds
+        wallSeconds += other.wallSeconds
+    }
+}
+
+/// Picks espeak-ng's own voice for a tag: exact match, then the language alone; `en` by default.
+struct SimpleResolver: VoiceResolving {
+    let voices: [VoiceInfo]
+
+    func voice(for tag: LanguageTag?) throws(SpeechInputError) -> VoiceInfo {
+        let wanted = (tag?.canonical ?? "en").lowercased()
+        let language = String(wanted.split(separator: "-").first ?? "")
+        if let voice = voices.first(where: { $0.languages.contains { $0.lowercased() == wanted } })
+            ?? voices.first(where: { $0.languages.contains { $0.lowercased() == language } })
+        {
+            return voice
+        }
+        throw .notFound(field: "language", "no voice for '\(wanted)'")
+    }
+}

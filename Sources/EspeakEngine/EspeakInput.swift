@@ -1,0 +1,194 @@
+import SpeechModel
+
+/// An utterance as libespeak-ng takes it: the base voice and parameters to set before synthesis,
+/// and SSML for the text with every span's attributes.
+///
+/// User text never reaches espeak-ng as markup: `escape(_:)` turns it into character data that
+/// cannot open a tag, an entity, an embedded command (`\u{01}`) or phoneme input (`[[`).
+struct EspeakInput: Sendable, Hashable {
+    /// The voice to load with `espeak_SetVoiceByName` (`gmw/en`, `roa/pt+speakd-kiosk`).
+    var voice: String
+    /// Base speaking rate, words per minute.
+    var rate: Int
+    /// Base volume, espeak-ng's 0–200 scale (100 normal).
+    var volume: Int
+    /// The SSML document to synthesise (with `espeakSSML | espeakPHONEMES`).
+    var ssml: String
+    /// True when a span switches to another voice inside the document.
+    var switchesVoice: Bool
+    /// The voice used for each span, in span order.
+    var spanVoices: [VoiceInfo]
+
+    /// espeak-ng's normal rate, which `rate` 1.0 means.
+    static let normalWordsPerMinute = 175.0
+
+    /// Builds the input for `utterance`, resolving every span's language with `resolver`.
+    ///
+    /// - Parameters:
+    ///   - defaultPunctuation: whether punctuation is spoken in spans that do not say.
+    ///   - variant: the espeak variant for voices that name none (`speakd-kiosk`).
+    static func make(
+        _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?
+    ) throws(SpeechInputError) -> EspeakInput {
+        try utterance.validate()
+        let spans = utterance.resolvedSpans
+        var voices: [VoiceInfo] = []
+        var phonemes: [String?] = []
+        for (index, span) in spans.enumerated() {
+            // A language inherited from the utterance is the utterance's field, not the span's.
+            let languageField = utterance.spans[index].attributes.language == nil ? "language" : "spans[\(index)].language"
+            do {
+                voices.append(try resolver.voice(for: span.attributes.language))
+            } catch {
+                throw error.field == nil
+                    ? .notFound(field: languageField, error.message)
+                    : error.renamed(from: "language", to: languageField)
+            }
+            if let ipa = span.attributes.ipa {
+                let ipaField = utterance.spans[index].attributes.ipa == nil ? "ipa" : "spans[\(index)].ipa"
+                do {
+                    phonemes.append(try IPATranscriber.espeakPhonemes(ipa))
+                } catch {
+                    throw error.renamed(from: "ipa", to: ipaField)
+                }
+            } else {
+                phonemes.append(nil)
+            }
+        }
+        let names = voices.map { voice in
+            let chosen = voice.variant ?? variant
+            return chosen.map { "\(voice.identifier)+\($0)" } ?? voice.identifier
+        }
+        let baseVoice = names.first ?? voices.first?.identifier ?? ""
+        let baseRate = spans.first?.attributes.rate ?? 1
+        let baseVolume = spans.first?.attributes.volume ?? 1
+        let boundaries = sentenceStarts(in: spans.map(\.text))
+
+        var ssml = "<speak><s>"
+        var offset = 0
+        for (index, span) in spans.enumerated() {
+            let attributes = span.attributes
+            if index > 0, boundaries.contains(offset) {
+                ssml += "</s><s>"
+            }
+            ssml += "<mark name=\"\(index)\"/>"
+            var open = ""
+            var close = ""
+            if names[index] != baseVoice {
+                open += "<voice name=\"\(escape(names[index]))\">"
+                close = "</voice>" + close
+            }
+            var prosody: [String] = []
+            if let pitch = attributes.pitch, pitch != 1 {
+                prosody.append("pitch=\"\(PitchCalibration.espeakPitch(for: pitch))\"")
+            }
+            if let rate = attributes.rate, rate != baseRate {
+                prosody.append("rate=\"\(Int((rate / baseRate * 100).rounded()))%\"")
+            }
+            if let volume = attributes.volume, volume != baseVolume {
+                prosody.append("volume=\"\(Int((volume * 100).rounded()))\"")
+            }
+            if !prosody.isEmpty {
+                open += "<prosody \(prosody.joined(separator: " "))>"
+                close = "</prosody>" + close
+            }
+            if attributes.punctuation ?? defaultPunctuation {
+                open += "<tts:style field=\"punctuation\" mode=\"all\">"
+                close = "</tts:style>" + close
+            }
+            if let phonemes = phonemes[index] {
+                // The display text is replaced by its pronunciation; phoneme input ends at `]]`,
+                // which the transcriber never produces.
+                ssml += open + " [[\(phonemes)]] " + close
+            } else {
+                if attributes.spellOut == true {
+                    open += "<say-as interpret-as=\"characters\">"
+                    close = "</say-as>" + close
+                }
+                // Split the span where a sentence starts, so each sentence is its own <s>.
+                var pieceStart = span.text.startIndex
+                var position = offset
+                for characterIndex in span.text.indices {
+                    if position != offset, boundaries.contains(position) {
+                        let piece = span.text[pieceStart..<characterIndex]
+                        ssml += open + escape(piece) + close + "</s><s>"
+                        pieceStart = characterIndex
+                    }
+                    position += 1
+                }
+                ssml += open + escape(span.text[pieceStart...]) + close
+            }
+            offset += span.text.count
+            if let pause = span.pauseAfter, pause > 0 {
+                ssml += "<break time=\"\(Int((pause * 1000).rounded()))ms\"/>"
+            }
+        }
+        ssml += "</s></speak>"
+        return EspeakInput(
+            voice: baseVoice,
+            rate: Int((normalWordsPerMinute * baseRate).rounded()),
+            volume: Int((baseVolume * 100).rounded()),
+            ssml: ssml,
+            switchesVoice: Set(names).count > 1,
+            spanVoices: voices)
+    }
+
+    /// Character offsets (over the concatenated span texts) where a new sentence begins: after
+    /// sentence-final punctuation and the whitespace that follows it.
+    static func sentenceStarts(in texts: [String]) -> Set<Int> {
+        let characters = Array(texts.joined())
+        var starts: Set<Int> = []
+        var index = 0
+        while index < characters.count {
+            if ".!?…。！？".contains(characters[index]) {
+                var next = index + 1
+                while next < characters.count, ".!?…。！？\"'”’)".contains(characters[next]) { next += 1 }
+                var afterSpace = next
+                while afterSpace < characters.count, characters[afterSpace].isWhitespace { afterSpace += 1 }
+                if afterSpace > next, afterSpace < characters.count { starts.insert(afterSpace) }
+                index = max(next, index + 1)
+            } else {
+                index += 1
+            }
+        }
+        return starts
+    }
+
+    /// `text` as SSML character data that espeak-ng speaks and never obeys.
+    ///
+    /// - `& < > " '` become entities, so no tag or entity can be opened.
+    /// - C0 and C1 control characters and DEL become spaces: espeak-ng reads `\u{01}` as the start of
+    ///   an embedded command (`\u{01}90P` sets the pitch) even in SSML mode.
+    /// - `[` is followed by a space: with phoneme input enabled, `[[` starts raw phonemes, and
+    ///   espeak-ng decodes entities before looking for it, so `&#91;&#91;` would not help.
+    static func escape<S: StringProtocol>(_ text: S) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&apos;"
+            case "[": output += "[ "
+            case "\t", "\n", "\r": output.unicodeScalars.append(scalar)
+            case "\u{00}"..."\u{1F}", "\u{7F}"..."\u{9F}": output += " "
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+}
+
+extension SpeechInputError {
+    /// The same error with its field `old` (or a field ending in `.old`) called `new`.
+    fileprivate func renamed(from old: String, to new: String) -> SpeechInputError {
+        guard let field, field == old || field.hasSuffix(".\(old)") else { return self }
+        switch kind {
+        case "outOfRange", "malformed": return .malformed(field: new, message)
+        case "unsupported": return .unsupported(field: new, message)
+        default: return .notFound(field: new, message)
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import CEspeakNG
+import Foundation
+import SpeechModel
+import Synchronization
+
+/// One rendering in flight: where its chunks go and whether its consumer has gone away.
+///
+/// The synth callback reaches it through `user_data`; it holds only thread-safe state
+/// (an `AsyncThrowingStream` continuation and an atomic flag).
+final class RenderContext: Sendable {
+    let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
+    private let cancelled = Atomic<Bool>(false)
+    /// Audio positions (ms) of `<mark name="N"/>` events, keyed by N; only the espeak thread writes them.
+    let marks = Mutex<[Int: Int]>([:])
+
+    /// Samples synthesised but not yet yielded; only the espeak thread touches them.
+    private let pending = Mutex<[Int16]>([])
+    /// Chunks after the first are coalesced to at least this many samples.
+    private let coalescedSamples: Int
+    private let yieldedFirst = Atomic<Bool>(false)
+    /// Samples espeak-ng produced for this rendering so far.
+    let producedSamples = Atomic<Int>(0)
+
+    init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation, coalescedSamples: Int) {
+        self.continuation = continuation
+        self.coalescedSamples = coalescedSamples
+    }
+
+    /// Passes synthesised samples on: the first block at once (time to first sound), later ones
+    /// in blocks of `coalescedSamples`, because waking the consumer for every 50 ms block that
+    /// espeak-ng produces costs more CPU than synthesising it.
+    func deliver(_ samples: UnsafeBufferPointer<CShort>) {
+        producedSamples.add(samples.count, ordering: .relaxed)
+        if !yieldedFirst.load(ordering: .relaxed) {
+            yieldedFirst.store(true, ordering: .relaxed)
+            continuation.yield(PCMChunk(samples: Array(samples)))
+            return
+        }
+        let ready: [Int16]? = pending.withLock { buffer in
+            buffer.append(contentsOf: samples)
+            guard buffer.count >= coalescedSamples else { return nil }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return buffer
+        }
+        if let ready { continuation.yield(PCMChunk(samples: ready)) }
+    }
+
+    /// Yields whatever is still pending; called when synthesis has ended.
+    func flush() {
+        let rest = pending.withLock { buffer in
+            defer { buffer.removeAll() }
+            return buffer
+        }
+        if !rest.isEmpty { continuation.yield(PCMChunk(samples: rest)) }
+    }
+
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// Makes the synth callback abort the synthesis at its next call.
+    func cancel() { cancelled.store(true, ordering: .releasing) }
+}
+
+/// The synth callback: forwards each block of samples to the rendering's stream as it is produced.
+///
+/// A plain C function: it captures nothing and finds its rendering through `user_data`.
+/// Returning 1 makes espeak-ng abort the synthesis (no end event follows).
+private func espeakSynthCallback(
+    _ samples: UnsafeMutablePointer<CShort>?, _ count: CInt, _ events: UnsafeMutablePointer<espeak_EVENT>?
+) -> CInt {
+    guard let events, let userData = events.pointee.user_data else { return 0 }
+    let context = Unmanaged<RenderContext>.fromOpaque(userData).takeUnretainedValue()
+    if context.isCancelled { return 1 }
+    var event = events
+    while event.pointee.type != espeakEVENT_LIST_TERMINATED {
+        if event.pointee.type == espeakEVENT_MARK, let name = event.pointee.id.name, let index = Int(String(cString: name)) {
+            let position = Int(event.pointee.audio_position)
+            context.marks.withLock { $0[index] = position }
+        }
+        event += 1
+    }
+    if let samples, count > 0 {
+        context.deliver(UnsafeBufferPointer(start: samples, count: Int(count)))
+    }
+    return context.isCancelled ? 1 : 0
+}
+
+/// libespeak-ng's process-global state, as seen from the espeak thread: which data directory it
+/// was initialised with and which voice is loaded. Only ever used on `EspeakThread`.
+final class EspeakSession {
+    private(set) var dataPath: String?
+    private(set) var sampleRate = 22050
+    private var bufferMilliseconds = 50
+
+    /// The data directory libespeak-ng picks when given none.
+    func defaultDataPath() -> String {
+        espeak_ng_InitializePath(nil)
+        var path: UnsafePointer<CChar>?
+        _ = espeak_Info(&path)
+        let found = path.map { String(cString: $0) } ?? "/usr/share/espeak-ng-data"
+        // The next `prepare` must initialise again: the path global now points at the default.
+        dataPath = nil
+        return found
+    }
+
+    /// Initialises libespeak-ng with the data at `path`, unless it already is.
+    func prepare(dataPath path: String, bufferMilliseconds: Int) throws(EspeakError) {
+        if dataPath == path, self.bufferMilliseconds == bufferMilliseconds { return }
+        dataPath = nil
+        espeak_ng_InitializePath(path)
+        var context: espeak_ng_ERROR_CONTEXT?
+        let status = espeak_ng_Initialize(&context)
+        espeak_ng_ClearErrorContext(&context)
+        try EspeakError.check(status, "initialise with data at \(path)")
+        try EspeakError.check(
+            espeak_ng_InitializeOutput(ENOUTPUT_MODE_SYNCHRONOUS, CInt(bufferMilliseconds), nil),
+            "initialise synchronous output")
+        espeak_SetSynthCallback(espeakSynthCallback)
+        sampleRate = Int(espeak_ng_GetSampleRate())
+        dataPath = path
+        self.bufferMilliseconds = bufferMilliseconds
+    }
+
+    /// Loads `voice` (`roa/pt`, `gmw/en+speakd-kiosk`).
+    func setVoice(_ voice: String) throws(EspeakError) {
+        try EspeakError.check(espeak_ng_SetVoiceByName(voice), "set voice \(voice)")
+    }
+
+    /// Reinstalls the engine's synth callback, after code that called libespeak-ng directly.
+    func restore() {
+        espeak_SetSynthCallback(espeakSynthCallback)
+    }
+
+    /// Sets a synthesis parameter to an absolute value.
+    func set(_ parameter: espeak_PARAMETER, _ value: Int) throws(EspeakError) {
+        try EspeakError.check(espeak_ng_SetParameter(parameter, CInt(value), 0), "set parameter \(parameter.rawValue) to \(value)")
+    }
+
+    /// Synthesises `text` (UTF-8, with `flags`), feeding `context`'s stream from the callback.
+    /// Returns false when the consumer cancelled and synthesis was aborted.
+    func synthesize(_ text: String, flags: Int32, context: RenderContext) throws(EspeakError) -> Bool {
+        let unmanaged = Unmanaged.passRetained(context)
+        defer { unmanaged.release() }
+        let status = text.withCString { pointer in
+            espeak_ng_Synthesize(
+                pointer, strlen(pointer) + 1, 0, POS_CHARACTER, 0,
+                UInt32(bitPattern: flags) | UInt32(espeakCHARS_UTF8), nil, unmanaged.toOpaque())
+        }
+        if context.isCancelled {
+            // An aborted synthesis leaves its unspoken text and samples queued inside espeak-ng,
+            // and they would open the next utterance: clear them (this resets the parameters,
+            // which every rendering sets again anyway).
+            _ = espeak_ng_Cancel()
+            return false
+        }
+        try EspeakError.check(status, "synthesise")
+        return true
+    }
+
+    /// The voices in the data directory.
+    func listVoices() -> [(identifier: String, name: String, languages: [String])] {
+        guard let list = espeak_ListVoices(nil) else { return [] }
+        var voices: [(identifier: String, name: String, languages: [String])] = []
+        var index = 0
+        while let voice = list[index] {
+            index += 1
+            let identifier = voice.pointee.identifier.map { String(cString: $0) } ?? ""
+            let name = voice.pointee.name.map { String(cString: $0) } ?? identifier
+            var languages: [String] = []
+            if var cursor = voice.pointee.languages {
+                // Pairs of (priority byte, NUL-terminated name), ended by a zero priority byte.
+                while cursor.pointee != 0 {
+                    cursor += 1
+                    let language = String(cString: cursor)
+                    languages.append(language)
+                    cursor += strlen(cursor) + 1
+                }
+            }
+            voices.append((identifier, name, languages))
+        }
+        return voices
+    }
+}
