@@ -1,0 +1,100 @@
+import Foundation
+import SpeechModel
+
+/// Which sink to play through, as written on the command line or in configuration:
+/// `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
+public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
+    /// The first that works: PulseAudio if a server answers, else ALSA `default`.
+    case auto
+    /// The PulseAudio (or pipewire-pulse) server libpulse finds, `PULSE_SERVER` first.
+    case pulse
+    /// An ALSA PCM device.
+    case alsa(device: String)
+    /// A WAV file.
+    case wav(path: String)
+    /// Discard the audio.
+    case null
+
+    /// Parses `auto|pulse|alsa[:DEVICE]|wav:PATH|null`; keywords are case-insensitive.
+    /// - Throws: `AudioOutputError` naming the value when it does not parse.
+    public init(parsing value: String) throws(AudioOutputError) {
+        let (keyword, argument): (Substring, Substring?) =
+            if let colon = value.firstIndex(of: ":") {
+                (value[..<colon], value[value.index(after: colon)...])
+            } else {
+                (value[...], nil)
+            }
+        switch (keyword.lowercased(), argument) {
+        case ("auto", nil): self = .auto
+        case ("pulse", nil): self = .pulse
+        case ("null", nil): self = .null
+        case ("alsa", nil): self = .alsa(device: "default")
+        case ("alsa", let device?) where !device.isEmpty: self = .alsa(device: String(device))
+        case ("alsa", _):
+            throw .invalidSpec(value, "audio sink '\(value)' names no ALSA device; expected alsa or alsa:DEVICE")
+        case ("wav", let path?) where !path.isEmpty: self = .wav(path: String(path))
+        case ("wav", _):
+            throw .invalidSpec(value, "audio sink '\(value)' needs a file; expected wav:PATH")
+        case ("auto", _), ("pulse", _), ("null", _):
+            throw .invalidSpec(value, "audio sink '\(value)' takes no argument; expected \(keyword.lowercased())")
+        default:
+            throw .invalidSpec(
+                value, "unknown audio sink '\(value)'; expected auto, pulse, alsa[:DEVICE], wav:PATH or null")
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .auto: "auto"
+        case .pulse: "pulse"
+        case .alsa(let device): "alsa:\(device)"
+        case .wav(let path): "wav:\(path)"
+        case .null: "null"
+        }
+    }
+
+    /// Makes the sink this spec names.
+    ///
+    /// `auto` opens each candidate to see that it works and returns the first that does, already
+    /// open; when none does it throws, naming each candidate and its error, rather than falling
+    /// back to silence. The other specs return a sink that opens on first use.
+    /// - Parameters:
+    ///   - format: the sample format the sink will be given.
+    ///   - options: latency and time limits for device sinks.
+    ///   - environment: where `PULSE_SERVER` is read from.
+    public func makeSink(
+        format: AudioFormat,
+        options: AudioSinkOptions = AudioSinkOptions(),
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws(AudioOutputError) -> any ReopenableAudioSink {
+        let server = environment["PULSE_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+        switch self {
+        case .pulse:
+            return PulseAudioSink(format: format, server: server, options: options)
+        case .alsa(let device):
+            return ALSASink(device: device, format: format, options: options)
+        case .wav(let path):
+            return WAVFileSink(path: path, format: format, options: options)
+        case .null:
+            return NullSink(format: format, pacing: .realTime(buffer: options.targetLatency))
+        case .auto:
+            let candidates: [any ReopenableAudioSink] = [
+                PulseAudioSink(format: format, server: server, options: options),
+                ALSASink(device: "default", format: format, options: options),
+            ]
+            var failures: [String] = []
+            for sink in candidates {
+                do {
+                    try await sink.reopen()
+                    return sink
+                } catch let error as AudioOutputError {
+                    failures.append("\(sink.name): \(error.message)")
+                } catch {
+                    failures.append("\(sink.name): \(error)")
+                }
+                await sink.close()
+            }
+            throw .noDevice(sink: "auto", "no audio output works (\(failures.joined(separator: "; ")))")
+        }
+    }
+}

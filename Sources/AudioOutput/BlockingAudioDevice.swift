@@ -1,0 +1,23 @@
+/// The blocking calls of one opened device: the C-call boundary of every threaded sink.
+///
+/// Only the sink's own device thread calls these, one call at a time, so implementations need no
+/// locking. Any call may block; the sink bounds how long it waits for one (`AudioSinkOptions`).
+/// Tests put a device that blocks on purpose behind this protocol to prove a wedged device
+/// cannot hang a caller.
+protocol BlockingAudioDevice: AnyObject {
+    /// Blocks until the device has taken all of `bytes` (whole frames).
+    func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError)
+
+    /// Blocks until everything written has been played, or returns early once `interrupted()`
+    /// is true (a flush or cancel is waiting behind it).
+    func drain(until interrupted: () -> Bool) throws(AudioOutputError)
+
+    /// Discards what was written but not yet played.
+    func flush() throws(AudioOutputError)
+
+    /// Releases the device without playing what is left.
+    func close()
+}
+
+/// Opens a device; runs on the sink's device thread, within `AudioSinkOptions.openTimeout`.
+typealias BlockingAudioDeviceOpener = @Sendable () throws(AudioOutputError) -> any BlockingAudioDevice

@@ -1,0 +1,259 @@
+import SpeechModel
+import Synchronization
+
+/// The engine behind every device sink: a `BlockingAudioDevice` driven from its own thread,
+/// with an async API that returns or throws within bounded time.
+///
+/// Writes are cut into short pieces so a flush or cancel never waits behind a long write. Each
+/// device call has a time limit; when one overruns, the thread is abandoned (it cleans up and
+/// exits whenever the call returns) and the sink fails fast with `blocked` until it has; after
+/// that the next call opens the device afresh on a new thread.
+final class DeviceSink: Sendable {
+    let name: String
+    let format: AudioFormat
+    private let options: AudioSinkOptions
+    private let pieceBytes: Int
+    private let open: BlockingAudioDeviceOpener
+    private let state = Mutex(State())
+
+    private struct State {
+        var thread: DeviceThread?
+        /// A thread given up on because a call overran; it still holds its device.
+        var stuck: DeviceThread?
+        var lastError: AudioOutputError?
+    }
+
+    /// - Parameters:
+    ///   - piece: the longest slice of audio handed to the device in one call.
+    ///   - open: opens the device; called on the device thread.
+    init(
+        name: String, format: AudioFormat, options: AudioSinkOptions,
+        piece: Duration = .milliseconds(10), open: @escaping BlockingAudioDeviceOpener
+    ) {
+        self.name = name
+        self.format = format
+        self.options = options
+        self.pieceBytes = max(format.bytesPerFrame, format.byteCount(for: piece))
+        self.open = open
+    }
+
+    deinit {
+        state.withLock { $0.thread?.stop() }
+    }
+
+    /// False after a failed call until one succeeds, and while a timed-out call still blocks.
+    var isAvailable: Bool {
+        state.withLock { state in
+            if let stuck = state.stuck, !stuck.hasExited { return false }
+            return state.lastError == nil
+        }
+    }
+
+    /// The error that made the sink unavailable, if any.
+    var lastError: AudioOutputError? { state.withLock { $0.lastError } }
+
+    func write(_ chunk: PCMChunk) async throws {
+        guard !chunk.samples.isEmpty else { return }
+        let samples = chunk.samples
+        let pieceBytes = pieceBytes
+        try await perform(interruptible: true) { thread, generation throws(AudioOutputError) in
+            let device = try thread.openDevice()
+            var failure: AudioOutputError?
+            samples.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    // A flush or cancel arrived: the rest of this chunk is not wanted.
+                    guard thread.currentGeneration == generation else { return }
+                    let end = min(offset + pieceBytes, bytes.count)
+                    let piece = UnsafeRawBufferPointer(rebasing: bytes[offset..<end])
+                    do throws(AudioOutputError) {
+                        try thread.timed("write", limit: self.options.callTimeout) { () throws(AudioOutputError) in
+                            try device.write(piece)
+                        }
+                    } catch {
+                        failure = error
+                        return
+                    }
+                    offset = end
+                }
+            }
+            if let failure { throw failure }
+        }
+    }
+
+    func drain() async throws {
+        try await perform(interruptible: true) { thread, generation throws(AudioOutputError) in
+            guard let device = thread.openedDevice else { return }
+            try thread.timed("drain", limit: self.options.callTimeout) { () throws(AudioOutputError) in
+                try device.drain(until: { thread.currentGeneration != generation })
+            }
+        }
+    }
+
+    func flush() async throws {
+        // Stop the running write at its next piece before queueing the flush behind it.
+        state.withLock { $0.thread?.interrupt() }
+        try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
+            guard let device = thread.openedDevice else { return }
+            try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
+                try device.flush()
+            }
+        }
+    }
+
+    /// Opens the device now (closing it first if open), to probe it or recover after a failure.
+    func reopen() async throws {
+        try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
+            thread.closeDevice(limit: self.options.callTimeout)
+            _ = try thread.openDevice()
+        }
+    }
+
+    func close() async {
+        let thread = state.withLock { state -> DeviceThread? in
+            defer { state.thread = nil }
+            return state.thread
+        }
+        guard let thread else { return }
+        thread.interrupt()
+        try? await perform(on: thread, interruptible: false) { thread, _ throws(AudioOutputError) in
+            thread.closeDevice(limit: self.options.callTimeout)
+        }
+        thread.stop()
+    }
+
+    // MARK: Running jobs with a time limit
+
+    private func currentThread() throws(AudioOutputError) -> DeviceThread {
+        try state.withLock { (state) throws(AudioOutputError) -> DeviceThread in
+            if let stuck = state.stuck {
+                guard stuck.hasExited else { throw .blocked(sink: name) }
+                state.stuck = nil
+            }
+            if let thread = state.thread { return thread }
+            let thread = DeviceThread(sinkName: name, openTimeout: options.openTimeout, open: open)
+            state.thread = thread
+            return thread
+        }
+    }
+
+    private func perform(
+        interruptible: Bool,
+        _ body: @escaping @Sendable (DeviceThread, UInt64) throws(AudioOutputError) -> Void
+    ) async throws {
+        let thread: DeviceThread
+        do {
+            thread = try currentThread()
+        } catch {
+            record(.failure(error))
+            throw error
+        }
+        try await perform(on: thread, interruptible: interruptible, body)
+    }
+
+    private func perform(
+        on thread: DeviceThread, interruptible: Bool,
+        _ body: @escaping @Sendable (DeviceThread, UInt64) throws(AudioOutputError) -> Void
+    ) async throws {
+        if interruptible { try Task.checkCancellation() }
+        let generation = thread.currentGeneration
+        let pending = PendingCall()
+        thread.enqueue(
+            DeviceThread.Job(
+                run: { thread in
+                    // Cancelled or timed out while queued: the caller has gone.
+                    guard !pending.isResolved else { return }
+                    do throws(AudioOutputError) {
+                        try body(thread, generation)
+                        pending.resolve(.success(()))
+                    } catch {
+                        // The device may be gone (server restarted, unplugged): open it afresh next time.
+                        thread.closeDevice(limit: self.options.callTimeout)
+                        pending.resolve(.failure(error))
+                    }
+                },
+                fail: { pending.resolve(.failure($0)) }
+            ))
+
+        let watchdog = Task { [options] in
+            let interval = min(options.callTimeout, options.openTimeout) / 4
+            while !pending.isResolved {
+                try await Task.sleep(for: min(interval, .milliseconds(50)))
+                if let overdue = thread.overdueCall() {
+                    let error = AudioOutputError.timedOut(sink: self.name, operation: overdue.name, limit: overdue.limit)
+                    self.abandon(thread, error: error)
+                    pending.resolve(.failure(error))
+                }
+            }
+        }
+        defer { watchdog.cancel() }
+
+        let result: Result<Void, any Error>
+        if interruptible {
+            result = await withTaskCancellationHandler {
+                await pending.result
+            } onCancel: {
+                thread.interrupt()
+                pending.resolve(.failure(CancellationError()))
+            }
+        } else {
+            result = await pending.result
+        }
+        record(result)
+        try result.get()
+    }
+
+    private func record(_ result: Result<Void, any Error>) {
+        state.withLock { state in
+            switch result {
+            case .success: state.lastError = nil
+            case .failure(let error as AudioOutputError): state.lastError = error
+            case .failure: break
+            }
+        }
+    }
+
+    private func abandon(_ thread: DeviceThread, error: AudioOutputError) {
+        state.withLock { state in
+            if state.thread === thread { state.thread = nil }
+            state.stuck = thread
+        }
+        thread.abandon(failingQueuedWith: error)
+    }
+}
+
+/// The outcome of one job, delivered once to one waiting task, by whichever comes first: the
+/// device thread, the watchdog or cancellation.
+final class PendingCall: Sendable {
+    private struct State {
+        var result: Result<Void, any Error>?
+        var waiter: CheckedContinuation<Result<Void, any Error>, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    var isResolved: Bool { state.withLock { $0.result != nil } }
+
+    func resolve(_ result: Result<Void, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<Void, any Error>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: result)
+    }
+
+    var result: Result<Void, any Error> {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Result<Void, any Error>? in
+                    if let result = state.result { return result }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+}

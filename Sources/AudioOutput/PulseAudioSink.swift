@@ -1,0 +1,132 @@
+import CPulseSimple
+import Foundation
+import SpeechModel
+
+/// Plays through a PulseAudio server, or PipeWire through `pipewire-pulse`, with the simple API.
+///
+/// The stream asks for a small target latency (`AudioSinkOptions.targetLatency`), so a flush
+/// silences within about that much. The stream stays open between announcements (idle hardware
+/// swallows the first syllable of a fresh stream); when the server goes away the next write
+/// connects again.
+public final class PulseAudioSink: ReopenableAudioSink {
+    public let format: AudioFormat
+    /// The server string (`unix:/run/user/1000/pulse/native`); nil uses libpulse's own lookup
+    /// (`PULSE_SERVER`, client.conf, the session's socket).
+    public let server: String?
+    private let core: DeviceSink
+
+    public var name: String { core.name }
+
+    /// - Parameters:
+    ///   - format: the sample format of every chunk written.
+    ///   - server: the server to connect to; nil for libpulse's default lookup.
+    ///   - device: the server's sink to play on; nil for its default sink.
+    ///   - streamName: the stream name the server shows.
+    ///   - options: latency and time limits.
+    public init(
+        format: AudioFormat, server: String? = nil, device: String? = nil,
+        streamName: String = "announcements", options: AudioSinkOptions = AudioSinkOptions()
+    ) {
+        self.format = format
+        self.server = server
+        let name = device.map { "pulse:\($0)" } ?? "pulse"
+        self.core = DeviceSink(name: name, format: format, options: options) { () throws(AudioOutputError) in
+            try PulseAudioDevice(
+                sinkName: name, server: server, device: device, streamName: streamName,
+                format: format, options: options)
+        }
+    }
+
+    public var isAvailable: Bool { core.isAvailable }
+    public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
+    public func drain() async throws { try await core.drain() }
+    public func flush() async throws { try await core.flush() }
+    public func reopen() async throws { try await core.reopen() }
+    public func close() async { await core.close() }
+}
+
+/// One `pa_simple` playback stream.
+final class PulseAudioDevice: BlockingAudioDevice {
+    private let stream: OpaquePointer
+    private let sinkName: String
+    /// Below this much audio left, drain hands over to `pa_simple_drain`.
+    private let drainStepMicroseconds: UInt64
+
+    init(
+        sinkName: String, server: String?, device: String?, streamName: String,
+        format: AudioFormat, options: AudioSinkOptions
+    ) throws(AudioOutputError) {
+        self.sinkName = sinkName
+        guard format.channels >= 1, format.channels <= Int(PA_CHANNELS_MAX), format.sampleRate > 0 else {
+            throw .unsupportedFormat(sink: sinkName, "PulseAudio cannot play \(format)")
+        }
+        var spec = pa_sample_spec(
+            format: PA_SAMPLE_S16LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channels))
+        let piece = UInt32(format.byteCount(for: .milliseconds(10)))
+        // Small tlength keeps little audio queued in the server, so a flush is heard at once;
+        // a prebuf of one piece starts playback as soon as the first piece arrives.
+        var attributes = pa_buffer_attr(
+            maxlength: UInt32.max,
+            tlength: UInt32(max(format.byteCount(for: options.targetLatency), Int(2 * piece))),
+            prebuf: piece,
+            minreq: UInt32.max,
+            fragsize: UInt32.max)
+        var error: Int32 = 0
+        guard
+            let stream = pa_simple_new(
+                server, options.applicationName, PA_STREAM_PLAYBACK, device, streamName,
+                &spec, nil, &attributes, &error)
+        else {
+            let place = server.map { " (server \($0))" } ?? ""
+            throw .openFailed(sink: sinkName, Self.message(error) + place)
+        }
+        self.stream = stream
+        self.drainStepMicroseconds = 5_000
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        var error: Int32 = 0
+        if pa_simple_write(stream, base, bytes.count, &error) < 0 {
+            throw .writeFailed(sink: sinkName, Self.message(error))
+        }
+    }
+
+    func drain(until interrupted: () -> Bool) throws(AudioOutputError) {
+        // pa_simple_drain cannot be interrupted, so wait out most of the buffer in short steps
+        // and leave it only the last few milliseconds.
+        var previous = UInt64.max
+        var unchanged = 0
+        while !interrupted() {
+            var error: Int32 = 0
+            let latency = pa_simple_get_latency(stream, &error)
+            if latency == UInt64.max { throw .drainFailed(sink: sinkName, Self.message(error)) }
+            if latency <= drainStepMicroseconds { break }
+            // Not moving: playback has not started (less than prebuf queued); drain starts it.
+            unchanged = latency >= previous ? unchanged + 1 : 0
+            if unchanged >= 3 { break }
+            previous = latency
+            usleep(UInt32(min(latency / 2, drainStepMicroseconds)))
+        }
+        if interrupted() { return }
+        var error: Int32 = 0
+        if pa_simple_drain(stream, &error) < 0 {
+            throw .drainFailed(sink: sinkName, Self.message(error))
+        }
+    }
+
+    func flush() throws(AudioOutputError) {
+        var error: Int32 = 0
+        if pa_simple_flush(stream, &error) < 0 {
+            throw .flushFailed(sink: sinkName, Self.message(error))
+        }
+    }
+
+    func close() {
+        pa_simple_free(stream)
+    }
+
+    private static func message(_ code: Int32) -> String {
+        pa_strerror(code).map { String(cString: $0) } ?? "PulseAudio error \(code)"
+    }
+}

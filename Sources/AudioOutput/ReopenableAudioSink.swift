@@ -1,0 +1,16 @@
+import SpeechModel
+
+/// An `AudioSink` in front of a device that can fail and come back: what a daemon needs to
+/// report health and reconnect with its own backoff.
+public protocol ReopenableAudioSink: AudioSink {
+    /// The sample format every written chunk must be in.
+    var format: AudioFormat { get }
+
+    /// False after a failed call until a call succeeds again, and while a device call that timed
+    /// out still blocks. A sink that has not been used yet counts as available.
+    var isAvailable: Bool { get }
+
+    /// Opens the device now (closing it first if open), to probe it or to recover after a
+    /// failure. Throws `AudioOutputError` when it does not open.
+    func reopen() async throws
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Synchronization
+
+/// Records what a `PulseAudioServer`'s null sink plays, from its monitor source, with `parec`.
+///
+/// `start` returns only once data flows (the capture file grows): `parec` takes about a second
+/// to deliver its first block, and anything played before that would be lost. While recording,
+/// a watcher thread notes when each block of the file arrived, so a test can tell when a given
+/// recorded sample was played (`playedAt(frame:)`) and measure latencies against its own clock.
+public final class MonitorRecorder: Sendable {
+    public let file: URL
+    public let sampleRate: Int
+    public let channels: Int
+    /// The `parec` process's PID.
+    public let pid: pid_t
+    private let process: Process
+    /// (when a size was first seen, the file's size in frames then), in order.
+    private let arrivals = Mutex<[(ContinuousClock.Instant, Int)]>([])
+    private let watching = Atomic<Bool>(true)
+
+    /// Starts `parec` on `server`'s monitor and returns once recorded data flows.
+    /// - Parameters:
+    ///   - server: the server whose null sink to record.
+    ///   - timeout: how long to wait for data.
+    public static func start(_ server: PulseAudioServer, timeout: Duration = .seconds(10)) async throws
+        -> MonitorRecorder
+    {
+        let file = server.directory.appendingPathComponent("monitor-\(UUID().uuidString.prefix(8)).raw")
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        let output = try FileHandle(forWritingTo: file)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/parec")
+        process.arguments = [
+            "--device=\(server.monitorSource)", "--latency-msec=20", "--format=s16le",
+            "--rate=\(server.sampleRate)", "--channels=\(server.channels)", "--raw",
+        ]
+        process.environment = server.clientProcessEnvironment
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? output.close()
+        let recorder = MonitorRecorder(
+            file: file, sampleRate: server.sampleRate, channels: server.channels, process: process)
+        let deadline = ContinuousClock.now + timeout
+        while recorder.recordedFrames == 0 {
+            guard process.isRunning else {
+                throw PulseAudioServer.Failure(description: "parec exited with status \(process.terminationStatus)")
+            }
+            if ContinuousClock.now > deadline {
+                _ = await recorder.stop()
+                throw PulseAudioServer.Failure(description: "parec recorded nothing within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return recorder
+    }
+
+    private init(file: URL, sampleRate: Int, channels: Int, process: Process) {
+        self.file = file
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.process = process
+        self.pid = process.processIdentifier
+        let watcher = Thread { [weak self] in
+            var last = 0
+            while let recorder = self, recorder.watching.load(ordering: .acquiring) {
+                last = recorder.noteArrival(after: last)
+                usleep(500)
+            }
+        }
+        watcher.name = "MonitorRecorder watcher"
+        watcher.start()
+    }
+
+    deinit {
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+
+    /// Frames in the capture file so far.
+    public var recordedFrames: Int {
+        var status = stat()
+        guard stat(file.path, &status) == 0 else { return 0 }
+        return Int(status.st_size) / (2 * channels)
+    }
+
+    /// The samples recorded so far.
+    public func samplesSoFar() -> [Int16] {
+        Self.samples(from: (try? Data(contentsOf: file)) ?? Data())
+    }
+
+    /// When recorded frame `frame` was played at the sink, by the test's clock: the arrival time
+    /// of the block holding it, less the time the rest of that block took to play. Nil when the
+    /// frame has not arrived.
+    public func playedAt(frame: Int) -> ContinuousClock.Instant? {
+        arrivals.withLock { arrivals in
+            guard let arrival = arrivals.first(where: { $0.1 > frame }) else { return nil }
+            let rest = Double(arrival.1 - 1 - frame) / Double(sampleRate)
+            return arrival.0 - .microseconds(Int64(rest * 1e6))
+        }
+    }
+
+    /// Ends `parec` by its PID and returns everything recorded (interleaved s16).
+    public func stop() async -> [Int16] {
+        // Let the last blocks arrive before ending the capture.
+        try? await Task.sleep(for: .milliseconds(60))
+        if process.isRunning {
+            kill(pid, SIGTERM)
+            let deadline = ContinuousClock.now + .seconds(1)
+            while process.isRunning && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
+        watching.store(false, ordering: .releasing)
+        let samples = samplesSoFar()
+        try? FileManager.default.removeItem(at: file)
+        return samples
+    }
+
+    /// Notes the time when the file has grown past `last` frames; returns the frames now.
+    private func noteArrival(after last: Int) -> Int {
+        let frames = recordedFrames
+        if frames > last {
+            let now = ContinuousClock.now
+            arrivals.withLock { $0.append((now, frames)) }
+        }
+        return max(frames, last)
+    }
+
+    static func samples(from data: Data) -> [Int16] {
+        let count = data.count / 2
+        var samples = [Int16](repeating: 0, count: count)
+        samples.withUnsafeMutableBytes { buffer in
+            _ = data.copyBytes(to: buffer.bindMemory(to: UInt8.self), count: count * 2)
+        }
+        return samples.map { Int16(littleEndian: $0) }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+
+/// A private PulseAudio server for tests: one null sink, a Unix socket in its own directory, and
+/// its own runtime, state and home directories, so tests never touch another server.
+///
+/// Started in the foreground of its own process (not system mode, which root would otherwise
+/// need) with exactly the modules a test needs. Clients reach it with `environment`
+/// (`PULSE_SERVER`, `PULSE_CLIENTCONFIG`); what is played can be recorded from
+/// `monitorSource` with `MonitorRecorder`. Every signal goes to the server's PID.
+public final class PulseAudioServer: Sendable {
+    /// The directory holding the socket, runtime, state and home directories and the log.
+    public let directory: URL
+    /// The null sink's name; its monitor is `monitorSource`.
+    public let sinkName: String
+    public let sampleRate: Int
+    public let channels: Int
+    /// The server process's PID.
+    public let pid: pid_t
+    private let process: Process
+
+    /// `unix:DIR/native`, for `PULSE_SERVER` or `PulseAudioSink(server:)`.
+    public var serverString: String { "unix:\(directory.path)/native" }
+    /// The source that carries everything played on the sink.
+    public var monitorSource: String { "\(sinkName).monitor" }
+    /// The client configuration: no autospawn, no shared memory (which fails in containers).
+    public var clientConfigPath: String { Self.clientConfig.path }
+
+    /// What a client process needs to talk to this server and only this server.
+    public var environment: [String: String] {
+        [
+            "PULSE_SERVER": serverString,
+            "PULSE_CLIENTCONFIG": clientConfigPath,
+            "PULSE_RUNTIME_PATH": directory.appendingPathComponent("runtime").path,
+            "PULSE_STATE_PATH": directory.appendingPathComponent("state").path,
+            "HOME": directory.appendingPathComponent("home").path,
+        ]
+    }
+
+    /// A client environment: this process's, with `environment` laid over it.
+    public var clientProcessEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.merging(environment) { _, server in server }
+    }
+
+    /// What went wrong starting or talking to the server.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts a server and returns once its socket answers.
+    /// - Parameters:
+    ///   - sinkName: the null sink's name.
+    ///   - sampleRate: the null sink's rate; espeak-ng renders 22050 Hz.
+    ///   - channels: the null sink's channels.
+    ///   - timeout: how long to wait for the socket to answer.
+    ///   - directory: where to put the socket and state; a new temporary directory when nil.
+    ///     Pass a stopped server's `directory` to restart it on the same socket.
+    public static func start(
+        sinkName: String = "speakd_test", sampleRate: Int = 22050, channels: Int = 1,
+        timeout: Duration = .seconds(15), directory: URL? = nil
+    ) async throws -> PulseAudioServer {
+        useClientConfigInThisProcess()
+        let directory = directory ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("speakd-pulse-\(UUID().uuidString.prefix(8))")
+        for name in ["runtime", "state", "home"] {
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent(name), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let socket = directory.appendingPathComponent("native").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/pulseaudio")
+        process.arguments = [
+            "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit", "--use-pid-file=no",
+            "--log-target=stderr",
+            "-L", "module-native-protocol-unix socket=\(socket) auth-anonymous=1",
+            "-L", "module-null-sink sink_name=\(sinkName) rate=\(sampleRate) channels=\(channels)",
+            "-L", "module-always-sink",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PULSE_SERVER"] = nil
+        environment["PULSE_RUNTIME_PATH"] = directory.appendingPathComponent("runtime").path
+        environment["PULSE_STATE_PATH"] = directory.appendingPathComponent("state").path
+        environment["HOME"] = directory.appendingPathComponent("home").path
+        environment["PULSE_CLIENTCONFIG"] = clientConfig.path
+        process.environment = environment
+        let log = directory.appendingPathComponent("pulseaudio.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let logHandle = try FileHandle(forWritingTo: log)
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try? logHandle.close()
+
+        let server = PulseAudioServer(
+            directory: directory, sinkName: sinkName, sampleRate: sampleRate, channels: channels,
+            process: process)
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if !process.isRunning {
+                let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                throw Failure(description: "pulseaudio exited with status \(process.terminationStatus): \(text)")
+            }
+            if FileManager.default.fileExists(atPath: socket), await server.answers() { return server }
+            if ContinuousClock.now > deadline {
+                await server.stop()
+                throw Failure(description: "pulseaudio did not answer on \(socket) within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    private init(directory: URL, sinkName: String, sampleRate: Int, channels: Int, process: Process) {
+        self.directory = directory
+        self.sinkName = sinkName
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.process = process
+        self.pid = process.processIdentifier
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            kill(pid, SIGCONT)
+        }
+    }
+
+    /// True when `pactl info` gets an answer from the server.
+    public func answers() async -> Bool {
+        (try? await run("/usr/bin/pactl", ["info"]).status) == 0
+    }
+
+    /// Runs a PulseAudio client program against this server; returns its status and output.
+    public func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = clientProcessEnvironment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = try pipe.fileHandleForReading.readToEnd() ?? Data()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Freezes the server (SIGSTOP): clients block as on a wedged device.
+    public func suspend() {
+        kill(pid, SIGSTOP)
+    }
+
+    /// Lets a suspended server run again (SIGCONT).
+    public func resume() {
+        kill(pid, SIGCONT)
+    }
+
+    /// Ends the server by its PID (SIGTERM, then SIGKILL after a second) and removes its
+    /// directory unless `keepDirectory` (to restart on the same socket).
+    public func stop(keepDirectory: Bool = false) async {
+        if process.isRunning {
+            kill(pid, SIGTERM)
+            kill(pid, SIGCONT)
+            let deadline = ContinuousClock.now + .seconds(1)
+            while process.isRunning && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            if process.isRunning { kill(pid, SIGKILL) }
+            while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+        if !keepDirectory { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    // MARK: The client configuration
+
+    /// One client configuration for the whole test process. libpulse reads `PULSE_CLIENTCONFIG`
+    /// from the environment when a client connects, so in-process sinks need it set; setting it
+    /// once, before any client runs, avoids changing the environment while libpulse reads it.
+    private static let clientConfig: URL = {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("speakd-pulse-client-\(getpid()).conf")
+        let text = "autospawn = no\nenable-shm = no\nenable-memfd = no\n"
+        _ = FileManager.default.createFile(atPath: url.path, contents: Data(text.utf8))
+        setenv("PULSE_CLIENTCONFIG", url.path, 1)
+        return url
+    }()
+
+    /// Points this process's PulseAudio clients at the test client configuration (no autospawn,
+    /// no shared memory). Called by `start`; idempotent.
+    public static func useClientConfigInThisProcess() {
+        _ = clientConfig
+    }
+}
