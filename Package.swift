@@ -11,11 +11,16 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "speak", targets: ["speak"]),
+        .executable(name: "speakd", targets: ["speakd"]),
         .library(name: "SpeechModel", targets: ["SpeechModel"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // C libraries: one system-library target each, resolved through pkg-config.
@@ -84,6 +89,31 @@ let package = Package(
             path: "Benchmarks/EngineBenchmark",
             swiftSettings: swiftSettings
         ),
+        // The only module that imports the HTTP framework: routes, SSE, TCP + Unix-socket listeners.
+        .target(
+            name: "SpeakServer",
+            dependencies: [
+                "SpeakAPI", "SpeechModel", "AnnouncementQueue",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Builds and runs the daemon: configuration, wiring, services, signals, systemd readiness.
+        .target(
+            name: "SpeakDaemon",
+            dependencies: [
+                "SpeakServer", "SpeakAPI", "SpeechModel", "AnnouncementQueue", "EspeakEngine", "AudioOutput",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "speakd", dependencies: ["SpeakDaemon"], swiftSettings: swiftSettings),
 
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
@@ -111,6 +141,24 @@ let package = Package(
         .testTarget(
             name: "AnnouncementQueueTests",
             dependencies: ["AnnouncementQueue"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakServerTests",
+            dependencies: [
+                "SpeakServer", "SpeakAPI", "AnnouncementQueue",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakDaemonTests",
+            dependencies: [
+                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,1 +1,471 @@
+import Foundation
+import Logging
 import SpeechModel
+
+/// Speaks announcements one at a time, by priority, and sends exactly one `finished` event for
+/// every announcement it accepts.
+///
+/// | new \ speaking | nothing | low | default | high |
+/// |---|---|---|---|---|
+/// | `low` | speak | wait | wait | wait |
+/// | `default`, `queue: true` | speak | wait | wait | wait |
+/// | `default`, `queue: false` | speak | interrupt | interrupt | wait, first after the high |
+/// | `high` | speak | interrupt | interrupt | wait |
+///
+/// Waiting announcements are spoken high before default before low, first come first served
+/// within a priority, except that a `queue: false` default goes to the front of the defaults
+/// (the newest interrupting announcement is the one the client wants heard now).
+///
+/// Nothing is spoken until `run()` is called; `shutdown()` (or cancelling the task running
+/// `run()`) finishes everything with `shutdown` and ends the event streams.
+public actor AnnouncementQueue {
+    /// The default number of waiting announcements.
+    public static let defaultCapacity = 64
+
+    private struct Speaking {
+        var pending: PendingAnnouncement
+        var startedAt: Date
+        var task: Task<Void, Never>?
+        /// Set by the first cancel, interrupt or shutdown; it is the reason it finishes with.
+        var stopReason: FinishReason?
+    }
+
+    private enum Phase {
+        case open
+        case shuttingDown
+        case closed
+    }
+
+    /// The most announcements that may wait (the speaking one is not counted).
+    public nonisolated let capacity: Int
+
+    private let speaker: any AnnouncementSpeaker
+    private let clock: any Clock<Duration>
+    private let logger: Logger
+    private let broadcaster: EventBroadcaster
+    private let finishedMemory: Int
+
+    private var phase = Phase.open
+    private var runners = 0
+    private var waiting = WaitingList()
+    private var speaking: Speaking?
+    private var isSpeakerReady = true
+    private var availabilityWait: Task<Void, Never>?
+    private var acceptedCount: UInt64 = 0
+
+    private var finished: [String: AnnouncementStatus] = [:]
+    /// Ids in `finished`, oldest first, so the memory stays bounded.
+    private var finishedOrder: [String] = []
+    private var finishWaiters: [String: [UInt64: CheckedContinuation<AnnouncementEvent?, Never>]] = [:]
+    private var nextWaiterToken: UInt64 = 0
+    private var closedWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Creates a queue; it speaks nothing until `run()` is called.
+    /// - Parameters:
+    ///   - speaker: plays announcements.
+    ///   - capacity: how many announcements may wait, at least 0 (validate user input first).
+    ///   - clock: times `expiresAfter`.
+    ///   - eventHistory: how many recent events `events(after:)` can replay.
+    ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream ends.
+    ///   - finishedMemory: how many finished announcements `status(id:)` and `finished(id:)` remember.
+    ///   - logger: where the queue logs, at info and below.
+    public init(
+        speaker: any AnnouncementSpeaker,
+        capacity: Int = AnnouncementQueue.defaultCapacity,
+        clock: any Clock<Duration> = ContinuousClock(),
+        eventHistory: Int = 1024,
+        subscriberBuffer: Int = 256,
+        finishedMemory: Int = 1024,
+        logger: Logger = Logger(label: "speakd.queue")
+    ) {
+        precondition(capacity >= 0, "capacity must not be negative")
+        self.speaker = speaker
+        self.capacity = capacity
+        self.clock = clock
+        self.broadcaster = EventBroadcaster(historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer)
+        self.finishedMemory = max(0, finishedMemory)
+        self.logger = logger
+    }
+
+    // MARK: Running
+
+    /// Speaks announcements until the queue shuts down, then returns.
+    ///
+    /// Cancelling the calling task shuts the queue down. It satisfies swift-service-lifecycle's
+    /// `Service.run()` as it is (`extension AnnouncementQueue: @retroactive Service {}`); to shut
+    /// down gracefully, run it inside `withGracefulShutdownHandler` and call `shutdown()` there.
+    public func run() async {
+        guard phase == .open else { return await untilClosed() }
+        runners += 1
+        logger.debug("announcement queue running", metadata: ["queue.capacity": "\(capacity)"])
+        promote()
+        await withTaskCancellationHandler {
+            await untilClosed()
+        } onCancel: {
+            Task { await self.shutdown() }
+        }
+    }
+
+    /// Finishes the speaking and every waiting announcement with `shutdown`, refuses new ones,
+    /// and ends the event streams after those events; returns once the speaker has stopped.
+    public func shutdown() async {
+        guard phase == .open else { return await untilClosed() }
+        phase = .shuttingDown
+        logger.info("announcement queue shutting down", metadata: ["queue.waiting": "\(waiting.count)"])
+        availabilityWait?.cancel()
+        availabilityWait = nil
+        for pending in waiting.removeAll() {
+            finish(pending, reason: .shutdown)
+        }
+        if speaking != nil {
+            stopSpeaking(reason: .shutdown)
+        } else {
+            close()
+        }
+        await untilClosed()
+    }
+
+    /// True while `run()` is active and the queue has not begun shutting down.
+    public var isRunning: Bool { runners > 0 && phase == .open }
+
+    /// False between a speaker failure and the speaker becoming available again.
+    public var isSpeakerAvailable: Bool { isSpeakerReady }
+
+    // MARK: Submitting and cancelling
+
+    /// Accepts an announcement, or refuses it without any event.
+    ///
+    /// When the queue is full, the newest waiting announcement of the lowest priority below the
+    /// new one's is discarded (`finished`, `discarded`) to make room; with none lower, it throws.
+    /// - Parameter request: the announcement; `expiresAfter` is checked here.
+    /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
+    /// - Throws: `AnnouncementQueueError.queueFull`, `.shuttingDown`, or `.invalidValue` naming the field.
+    public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> Submission {
+        guard phase == .open else { throw .shuttingDown }
+        try request.validate()
+        let startsNow = speaking == nil && canStart
+        if !startsNow && waiting.count >= capacity {
+            guard let victim = waiting.displacementCandidate(below: request.priority) else {
+                logger.debug("announcement refused, queue full", metadata: ["queue.capacity": "\(capacity)"])
+                throw .queueFull(capacity: capacity)
+            }
+            _ = waiting.remove(id: victim.id)
+            finish(victim, reason: .discarded)
+        }
+
+        acceptedCount += 1
+        let announcement = Announcement(
+            id: makeID(), utterance: request.utterance, priority: request.priority, queue: request.queue,
+            expiresAfter: request.expiresAfter)
+        var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount, queuedAt: Date())
+        publish(.queued, pending)
+        if let seconds = request.expiresAfter, !startsNow {
+            pending.expiry = expiryTimer(id: announcement.id, after: seconds)
+        }
+        waiting.insert(pending)
+
+        if let current = speaking, current.stopReason == nil, interrupts(announcement, current.pending.announcement) {
+            logger.debug(
+                "announcement interrupts",
+                metadata: ["announcement.id": "\(announcement.id)", "announcement.interrupted": "\(current.pending.id)"])
+            stopSpeaking(reason: .interrupted)
+        }
+        promote()
+
+        if speaking?.pending.id == announcement.id {
+            return Submission(id: announcement.id, state: .speaking, position: 0)
+        }
+        return Submission(id: announcement.id, state: .waiting, position: position(ofWaiting: announcement.id) ?? 0)
+    }
+
+    /// Cancels one announcement, waiting or speaking; a speaking one stops at once.
+    /// - Returns: true when this call cancelled it; false for an unknown id, or one that has
+    ///   finished or is already stopping for another reason.
+    @discardableResult
+    public func cancel(id: String) -> Bool {
+        if let current = speaking, current.pending.id == id {
+            guard current.stopReason == nil else { return false }
+            stopSpeaking(reason: .cancelled)
+            return true
+        }
+        guard let pending = waiting.remove(id: id) else { return false }
+        finish(pending, reason: .cancelled)
+        return true
+    }
+
+    /// Cancels the speaking and every waiting announcement.
+    /// - Returns: how many this call cancelled.
+    @discardableResult
+    public func cancelAll() -> Int {
+        var count = 0
+        if let current = speaking, current.stopReason == nil {
+            stopSpeaking(reason: .cancelled)
+            count += 1
+        }
+        for pending in waiting.removeAll() {
+            finish(pending, reason: .cancelled)
+            count += 1
+        }
+        return count
+    }
+
+    // MARK: Looking
+
+    /// The speaking and the waiting announcements, in the order they will be spoken.
+    public func snapshot() -> [AnnouncementStatus] {
+        var result: [AnnouncementStatus] = []
+        if let current = speaking {
+            result.append(status(of: current))
+        }
+        let offset = result.count
+        for (index, pending) in waiting.items.enumerated() {
+            result.append(status(of: pending, position: offset + index))
+        }
+        return result
+    }
+
+    /// One announcement: waiting, speaking, or recently finished; nil when unknown or forgotten.
+    public func status(id: String) -> AnnouncementStatus? {
+        if let current = speaking, current.pending.id == id {
+            return status(of: current)
+        }
+        if let index = waiting.index(of: id) {
+            return status(of: waiting.items[index], position: index + (speaking == nil ? 0 : 1))
+        }
+        return finished[id]
+    }
+
+    /// Waits for the `finished` event of `id`.
+    /// - Returns: the event (at once when it has finished already); nil for an unknown or
+    ///   forgotten id, or when the calling task is cancelled first.
+    public func finished(id: String) async -> AnnouncementEvent? {
+        if let status = finished[id] {
+            return status.finished
+        }
+        guard speaking?.pending.id == id || waiting.index(of: id) != nil else { return nil }
+        let token = nextWaiterToken
+        nextWaiterToken += 1
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                finishWaiters[id, default: [:]][token] = continuation
+            }
+        } onCancel: {
+            Task { await self.abandonFinishWait(id: id, token: token) }
+        }
+    }
+
+    /// Events after sequence number `after` still in history, then live events, until shutdown.
+    ///
+    /// Never blocks the queue: a subscriber that leaves more than its buffer unread has its
+    /// stream ended, and resumes by subscribing again with the last sequence it saw.
+    /// - Parameter after: the last sequence seen (SSE `Last-Event-ID`); nil for live events only.
+    public nonisolated func events(after: UInt64? = nil) -> AsyncStream<SequencedEvent> {
+        broadcaster.subscribe(after: after)
+    }
+
+    /// The sequence number of the newest event sent, 0 before the first.
+    public nonisolated var lastEventSequence: UInt64 { broadcaster.lastSequence }
+
+    // MARK: Scheduling
+
+    private var canStart: Bool { phase == .open && runners > 0 && isSpeakerReady }
+
+    private func interrupts(_ new: Announcement, _ current: Announcement) -> Bool {
+        guard current.priority < .high else { return false }
+        switch new.priority {
+        case .high: return true
+        case .default: return !new.queue
+        case .low: return false
+        }
+    }
+
+    /// Starts the next waiting announcement when the speaker is free.
+    private func promote() {
+        guard speaking == nil, canStart, var next = waiting.popFirst() else { return }
+        next.expiry?.cancel()
+        next.expiry = nil
+        let announcement = next.announcement
+        speaking = Speaking(pending: next, startedAt: Date())
+        publish(.started, next)
+        logger.debug("announcement started", metadata: ["announcement.id": "\(announcement.id)"])
+        let speaker = self.speaker
+        speaking?.task = Task {
+            let result: Result<SpeechOutcome, any Error>
+            do {
+                result = .success(try await speaker.speak(announcement))
+            } catch {
+                result = .failure(error)
+            }
+            self.speakingEnded(id: announcement.id, result: result)
+        }
+    }
+
+    private func stopSpeaking(reason: FinishReason) {
+        guard var current = speaking, current.stopReason == nil else { return }
+        current.stopReason = reason
+        speaking = current
+        current.task?.cancel()
+    }
+
+    private func speakingEnded(id: String, result: Result<SpeechOutcome, any Error>) {
+        guard let current = speaking, current.pending.id == id else { return }
+        speaking = nil
+        switch (current.stopReason, result) {
+        case (let reason?, _):
+            finish(current.pending, reason: reason, startedAt: current.startedAt)
+        case (nil, .success(let outcome)):
+            finish(current.pending, reason: .completed, startedAt: current.startedAt, voice: outcome.voice)
+        case (nil, .failure(let error)):
+            let detail = String(describing: error)
+            logger.info(
+                "announcement failed; waiting for the speaker",
+                metadata: ["announcement.id": "\(id)", "error": "\(detail)"])
+            finish(current.pending, reason: .failed, startedAt: current.startedAt, detail: detail)
+            waitForSpeaker()
+        }
+        if phase == .shuttingDown {
+            close()
+        } else {
+            promote()
+        }
+    }
+
+    private func waitForSpeaker() {
+        guard phase == .open else { return }
+        isSpeakerReady = false
+        availabilityWait?.cancel()
+        let speaker = self.speaker
+        availabilityWait = Task {
+            await speaker.waitUntilAvailable()
+            self.speakerAvailable()
+        }
+    }
+
+    private func speakerAvailable() {
+        guard phase == .open, !isSpeakerReady else { return }
+        availabilityWait = nil
+        isSpeakerReady = true
+        logger.info("speaker available again", metadata: ["queue.waiting": "\(waiting.count)"])
+        promote()
+    }
+
+    private func expiryTimer(id: String, after seconds: Double) -> Task<Void, Never> {
+        let clock = self.clock
+        return Task {
+            do {
+                try await clock.sleep(for: .seconds(seconds))
+            } catch {
+                return
+            }
+            self.expire(id: id)
+        }
+    }
+
+    private func expire(id: String) {
+        guard let pending = waiting.remove(id: id) else { return }
+        finish(pending, reason: .expired)
+    }
+
+    // MARK: Events
+
+    @discardableResult
+    private func publish(
+        _ type: AnnouncementEvent.Kind, _ pending: PendingAnnouncement, success: Bool? = nil,
+        reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
+    ) -> AnnouncementEvent {
+        let event = AnnouncementEvent(
+            type: type, id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
+            timestamp: Date(), success: success, reason: reason, voice: voice, detail: detail)
+        broadcaster.publish(event)
+        return event
+    }
+
+    /// Sends the one `finished` event of an announcement that has left the waiting list or the speaker.
+    private func finish(
+        _ pending: PendingAnnouncement, reason: FinishReason, startedAt: Date? = nil, voice: String? = nil,
+        detail: String? = nil
+    ) {
+        pending.expiry?.cancel()
+        let event = publish(
+            .finished, pending, success: reason == .completed, reason: reason, voice: voice, detail: detail)
+        logger.debug(
+            "announcement finished", metadata: ["announcement.id": "\(pending.id)", "announcement.reason": "\(reason)"])
+        remember(
+            AnnouncementStatus(
+                id: pending.id, text: event.text, priority: pending.priority, queue: pending.announcement.queue,
+                state: .finished, position: nil, queuedAt: pending.queuedAt,
+                startedAt: startedAt,
+                expiresAt: expiresAt(pending), finished: event))
+        if let waiters = finishWaiters.removeValue(forKey: pending.id) {
+            for continuation in waiters.values { continuation.resume(returning: event) }
+        }
+    }
+
+    private func remember(_ status: AnnouncementStatus) {
+        guard finishedMemory > 0 else { return }
+        finished[status.id] = status
+        finishedOrder.append(status.id)
+        if finishedOrder.count > finishedMemory {
+            let forgotten = finishedOrder.removeFirst()
+            finished[forgotten] = nil
+        }
+    }
+
+    private func abandonFinishWait(id: String, token: UInt64) {
+        finishWaiters[id]?.removeValue(forKey: token)?.resume(returning: nil)
+        if finishWaiters[id]?.isEmpty == true { finishWaiters[id] = nil }
+    }
+
+    private func close() {
+        phase = .closed
+        broadcaster.finish()
+        for waiters in finishWaiters.values {
+            for continuation in waiters.values { continuation.resume(returning: nil) }
+        }
+        finishWaiters = [:]
+        let waiters = closedWaiters
+        closedWaiters = []
+        for continuation in waiters { continuation.resume() }
+        logger.info("announcement queue shut down")
+    }
+
+    private func untilClosed() async {
+        guard phase != .closed else { return }
+        await withCheckedContinuation { closedWaiters.append($0) }
+    }
+
+    // MARK: Helpers
+
+    private func status(of current: Speaking) -> AnnouncementStatus {
+        var status = status(of: current.pending, position: 0)
+        status.state = .speaking
+        status.startedAt = current.startedAt
+        return status
+    }
+
+    private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
+        AnnouncementStatus(
+            id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
+            queue: pending.announcement.queue, state: .waiting, position: position, queuedAt: pending.queuedAt,
+            expiresAt: expiresAt(pending))
+    }
+
+    private func expiresAt(_ pending: PendingAnnouncement) -> Date? {
+        pending.announcement.expiresAfter.map { pending.queuedAt.addingTimeInterval($0) }
+    }
+
+    private func position(ofWaiting id: String) -> Int? {
+        waiting.index(of: id).map { $0 + (speaking == nil ? 0 : 1) }
+    }
+
+    /// Twelve hex digits: short enough to type, random so ids from before a restart do not collide.
+    private func makeID() -> String {
+        while true {
+            let id = String(UInt64.random(in: 0..<(1 << 48)), radix: 16)
+            let padded = String(repeating: "0", count: 12 - id.count) + id
+            if finished[padded] == nil && speaking?.pending.id != padded && waiting.index(of: padded) == nil {
+                return padded
+            }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/// Why the queue refused an announcement. Only the server maps these to HTTP statuses.
+public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
+    private enum Code: Hashable {
+        case queueFull
+        case shuttingDown
+        case invalidValue
+    }
+
+    private let code: Code
+    /// A sentence for the client.
+    public let message: String
+    /// The request field at fault, when one is.
+    public let field: String?
+
+    private init(_ code: Code, message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    /// The queue is full and holds nothing of lower priority to displace (HTTP 429).
+    public static var queueFull: Self { .queueFull(capacity: nil) }
+
+    static func queueFull(capacity: Int?) -> Self {
+        let limit = capacity.map { " (\($0) waiting)" } ?? ""
+        return Self(.queueFull, message: "the announcement queue is full\(limit) and holds nothing of lower priority")
+    }
+
+    /// The queue is shutting down and takes no more announcements (HTTP 503).
+    public static var shuttingDown: Self { Self(.shuttingDown, message: "the announcement queue is shutting down") }
+
+    /// A request value is out of range (HTTP 422); `field` names it.
+    public static func invalidValue(field: String, message: String) -> Self {
+        Self(.invalidValue, message: message, field: field)
+    }
+
+    /// Same kind of error; the message and field are not compared.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// True when `self` is `invalidValue`, whatever the field.
+    public var isInvalidValue: Bool { code == .invalidValue }
+
+    public var description: String { message }
+}

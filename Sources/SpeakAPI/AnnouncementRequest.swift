@@ -1,0 +1,55 @@
+import SpeechModel
+
+/// The body of `POST /v1/announcements`: an utterance plus how the queue should treat it.
+///
+/// On the wire this is one flat JSON object: the utterance fields (`text` or `spans`, `ssml`,
+/// `language`, `pitch`, …) next to `priority`, `queue` and `expiresAfter`.
+public struct AnnouncementRequest: Sendable, Hashable, Codable {
+    /// What to say.
+    public var utterance: Utterance
+    /// How urgently it wants to be heard; `default` when absent.
+    public var priority: AnnouncementPriority
+    /// `false` interrupts a speaking announcement of lower or equal, non-high priority.
+    public var queue: Bool
+    /// Seconds it may wait before it starts; nil waits for ever.
+    public var expiresAfter: Double?
+
+    /// - Parameters:
+    ///   - utterance: what to say.
+    ///   - priority: how urgently it wants to be heard.
+    ///   - queue: `false` to interrupt (Apple's non-queued announcement).
+    ///   - expiresAfter: seconds it may wait before it starts.
+    public init(
+        utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
+        expiresAfter: Double? = nil
+    ) {
+        self.utterance = utterance
+        self.priority = priority
+        self.queue = queue
+        self.expiresAfter = expiresAfter
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case priority, queue, expiresAfter
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
+        queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
+        expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
+        if let expiresAfter, !(expiresAfter.isFinite && expiresAfter >= 0) {
+            throw SpeechInputError.malformed(
+                field: "expiresAfter", "\(expiresAfter) is not a number of seconds ≥ 0")
+        }
+        utterance = try UtteranceCoding.decode(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try UtteranceCoding.encode(utterance, to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(queue, forKey: .queue)
+        try container.encodeIfPresent(expiresAfter, forKey: .expiresAfter)
+    }
+}

@@ -1,0 +1,53 @@
+/// The body of every error response: `{"error": {"code", "message", "field"}}`.
+public struct ErrorResponse: Sendable, Hashable, Codable, Error, CustomStringConvertible {
+    /// What went wrong, in machine- and human-readable form.
+    public struct Detail: Sendable, Hashable, Codable {
+        /// A stable name for the kind of problem (`outOfRange`, `queueFull`, …).
+        public var code: String
+        public var message: String
+        /// The wire-format name of the offending field (`spans[1].pitch`), when there is one.
+        public var field: String?
+
+        public init(code: String, message: String, field: String? = nil) {
+            self.code = code
+            self.message = message
+            self.field = field
+        }
+    }
+
+    public var error: Detail
+
+    public init(code: String, message: String, field: String? = nil) {
+        self.error = Detail(code: code, message: message, field: field)
+    }
+
+    public var description: String {
+        if let field = error.field { return "\(field): \(error.message)" }
+        return error.message
+    }
+}
+
+extension ErrorResponse {
+    /// Stable error codes; the 422 codes are `SpeechInputError.kind` values
+    /// (`outOfRange`, `malformed`, `unsupported`, `notFound`).
+    public enum Code {
+        /// 400: the body is not JSON, or not the expected shape.
+        public static let malformedRequest = "malformedRequest"
+        /// 413: the body, the text or the number of spans is over the configured limit.
+        public static let tooLarge = "tooLarge"
+        /// 404: no announcement has that id (or it left the history).
+        public static let unknownAnnouncement = "unknownAnnouncement"
+        /// 404: no such route.
+        public static let notFound = "notFound"
+        /// 405: the route does not take that method.
+        public static let methodNotAllowed = "methodNotAllowed"
+        /// 429: the queue is full and nothing of lower priority can be displaced.
+        public static let queueFull = "queueFull"
+        /// 503: the audio sink is unavailable.
+        public static let audioUnavailable = "audioUnavailable"
+        /// 503: the service is shutting down.
+        public static let shuttingDown = "shuttingDown"
+        /// 500: an unexpected failure.
+        public static let internalError = "internalError"
+    }
+}

@@ -1,0 +1,65 @@
+/// The body of `GET /healthz`: 200 when `status` is `ok`, 503 otherwise.
+public struct HealthReport: Sendable, Hashable, Codable {
+    /// The state of one component.
+    public enum State: String, Sendable, Hashable, Codable {
+        case ok
+        /// Not usable now; the daemon keeps retrying.
+        case unavailable
+    }
+
+    /// The speech engine.
+    public struct Engine: Sendable, Hashable, Codable {
+        public var state: State
+        /// The engine's own name and version (`espeak-ng 1.51`), when known.
+        public var name: String?
+        public var detail: String?
+
+        public init(state: State, name: String? = nil, detail: String? = nil) {
+            self.state = state
+            self.name = name
+            self.detail = detail
+        }
+    }
+
+    /// The audio sink announcements are played on.
+    public struct Audio: Sendable, Hashable, Codable {
+        public var state: State
+        /// What the sink plays to (`pulse`, `alsa:default`, `null`).
+        public var sink: String
+        /// Why it is unavailable, the last error it reported.
+        public var detail: String?
+
+        public init(state: State, sink: String, detail: String? = nil) {
+            self.state = state
+            self.sink = sink
+            self.detail = detail
+        }
+    }
+
+    /// The queue's occupancy.
+    public struct Queue: Sendable, Hashable, Codable {
+        /// Announcements waiting (not counting the one speaking).
+        public var waiting: Int
+        public var speaking: Bool
+        public var capacity: Int
+
+        public init(waiting: Int, speaking: Bool, capacity: Int) {
+            self.waiting = waiting
+            self.speaking = speaking
+            self.capacity = capacity
+        }
+    }
+
+    /// `ok` when every component is, otherwise `unavailable`.
+    public var status: State
+    public var engine: Engine
+    public var audio: Audio
+    public var queue: Queue?
+
+    public init(engine: Engine, audio: Audio, queue: Queue? = nil) {
+        self.status = engine.state == .ok && audio.state == .ok ? .ok : .unavailable
+        self.engine = engine
+        self.audio = audio
+        self.queue = queue
+    }
+}

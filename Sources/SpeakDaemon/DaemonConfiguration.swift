@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+import SpeakServer
+
+/// Everything `speakd` can be told, after flags, environment, config file and defaults are merged
+/// (in that order of precedence).
+public struct DaemonConfiguration: Sendable, Hashable {
+    /// The Unix socket path, or nil for no Unix listener.
+    public var socketPath: String?
+    /// The TCP listener, or nil for none.
+    public var http: ListenAddress?
+    /// The audio sink: `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
+    public var audio: String
+    /// A directory of voice overrides and variants, replacing the built-in `Voices/`.
+    public var voicesDirectory: String?
+    /// The most announcements that may wait at once.
+    public var maxQueue: Int
+    /// The browser origin allowed to call the API, or nil for no CORS.
+    public var corsOrigin: String?
+    /// The language of utterances that name none.
+    public var defaultLanguage: String
+    /// The language used when a requested one resolves to no voice; nil makes that an error.
+    public var fallbackLanguage: String?
+    /// Request limits.
+    public var maxBodyBytes: Int
+    public var maxTextLength: Int
+    public var maxSpans: Int
+    /// How often idle event streams send a heartbeat comment.
+    public var heartbeatSeconds: Double
+    /// How many past events the queue keeps for `Last-Event-ID` resume.
+    public var eventHistory: Int
+    public var logLevel: Logger.Level
+
+    /// The built-in defaults; `environment` decides the default socket path.
+    public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfiguration {
+        DaemonConfiguration(
+            socketPath: defaultSocketPath(environment: environment),
+            http: .tcp(host: "127.0.0.1", port: 7770),
+            audio: "auto",
+            voicesDirectory: nil,
+            maxQueue: 32,
+            corsOrigin: nil,
+            defaultLanguage: "en",
+            fallbackLanguage: nil,
+            maxBodyBytes: 64 * 1024,
+            maxTextLength: 5_000,
+            maxSpans: 100,
+            heartbeatSeconds: 15,
+            eventHistory: 256,
+            logLevel: .info)
+    }
+
+    /// `$RUNTIME_DIRECTORY/speakd.sock` under systemd (`RuntimeDirectory=speakd`), `/run/speakd/speakd.sock`
+    /// for root, otherwise `$XDG_RUNTIME_DIR/speakd/speakd.sock` (a user session).
+    public static func defaultSocketPath(environment: [String: String]) -> String {
+        if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, !runtime.isEmpty {
+            return "\(runtime)/speakd.sock"
+        }
+        if getuid() != 0, let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty {
+            return "\(xdg)/speakd/speakd.sock"
+        }
+        return "/run/speakd/speakd.sock"
+    }
+
+    /// The server settings these values give.
+    public var serverSettings: ServerSettings {
+        ServerSettings(
+            maxBodyBytes: maxBodyBytes, maxTextLength: maxTextLength, maxSpans: maxSpans,
+            heartbeatInterval: .milliseconds(Int(heartbeatSeconds * 1000)), corsOrigin: corsOrigin)
+    }
+
+    /// The listeners these values give, Unix socket first.
+    public var listenAddresses: [ListenAddress] {
+        (socketPath.map { [.unixSocket(path: $0)] } ?? []) + (http.map { [$0] } ?? [])
+    }
+}

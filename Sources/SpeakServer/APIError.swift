@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SpeakAPI
+import SpeechModel
+
+/// An error the API reports to its client: an HTTP status and the JSON error body.
+///
+/// Every failure a route can meet is mapped here, so the status codes of the DESIGN live in one place.
+public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
+    public let status: HTTPResponse.Status
+    public let body: ErrorResponse
+
+    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+        self.status = status
+        self.body = ErrorResponse(code: code, message: message, field: field)
+    }
+
+    public var description: String { "\(status.code) \(body)" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let data = (try? WireFormat.encoder().encode(body)) ?? Data()
+        var headers: HTTPFields = [.contentType: WireFormat.jsonContentType]
+        if status == .tooManyRequests { headers[.retryAfter] = "1" }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// 400: the body is not valid JSON or not an object of the expected shape.
+    static func malformed(_ message: String, field: String? = nil) -> APIError {
+        APIError(status: .badRequest, code: ErrorResponse.Code.malformedRequest, message: message, field: field)
+    }
+
+    /// 413: over a configured limit.
+    static func tooLarge(_ message: String, field: String? = nil) -> APIError {
+        APIError(status: .contentTooLarge, code: ErrorResponse.Code.tooLarge, message: message, field: field)
+    }
+
+    /// 422: a value that is well-formed JSON but cannot be spoken.
+    static func invalid(_ error: SpeechInputError) -> APIError {
+        APIError(status: .unprocessableContent, code: error.kind, message: error.message, field: error.field)
+    }
+
+    /// 503: no audio to play on.
+    static func audioUnavailable(_ detail: String?) -> APIError {
+        APIError(
+            status: .serviceUnavailable, code: ErrorResponse.Code.audioUnavailable,
+            message: "the audio sink is unavailable" + (detail.map { ": \($0)" } ?? ""))
+    }
+
+    /// The mapping of the queue's refusals.
+    static func scheduling(_ error: SchedulingError) -> APIError {
+        if error.isQueueFull {
+            return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
+        }
+        if error.isUnknownAnnouncement {
+            return APIError(status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
+        }
+        return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
+    }
+
+    /// Maps a failure to decode a request body: JSON syntax is 400, a value of the wrong type
+    /// or a bad speech value is 422 naming the field.
+    static func decoding(_ error: any Error) -> APIError {
+        switch error {
+        case let error as SpeechInputError:
+            return .invalid(error)
+        case let error as APIError:
+            return error
+        case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
+            return .malformed("the body is not valid JSON: \(underlyingMessage(context))")
+        case DecodingError.dataCorrupted(let context):
+            return invalidValue(context.codingPath, context.debugDescription)
+        case DecodingError.typeMismatch(let type, let context):
+            if context.codingPath.isEmpty {
+                return .malformed("the body must be a JSON object")
+            }
+            return invalidValue(context.codingPath, "expected \(describe(type))")
+        case DecodingError.valueNotFound(let type, let context):
+            return invalidValue(context.codingPath, "expected \(describe(type)), found null")
+        case DecodingError.keyNotFound(let key, let context):
+            return invalidValue(context.codingPath + [key], "is required")
+        default:
+            return .malformed("the body could not be read: \(error)")
+        }
+    }
+
+    private static func invalidValue(_ path: [any CodingKey], _ message: String) -> APIError {
+        APIError(
+            status: .unprocessableContent, code: "invalidValue", message: message, field: fieldName(path))
+    }
+
+    /// `spans[1].pitch` from a coding path.
+    static func fieldName(_ path: [any CodingKey]) -> String {
+        var name = ""
+        for key in path {
+            if let index = key.intValue {
+                name += "[\(index)]"
+            } else {
+                name += name.isEmpty ? key.stringValue : ".\(key.stringValue)"
+            }
+        }
+        return name
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Double.Type, is Float.Type, is Int.Type: "a number"
+        default:
+            "\(type)".contains("Priority") ? "one of high, default, low" : "a value of type \(type)"
+        }
+    }
+
+    private static func underlyingMessage(_ context: DecodingError.Context) -> String {
+        if let underlying = context.underlyingError as NSError?,
+            let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String
+        {
+            return detail
+        }
+        return context.debugDescription
+    }
+}

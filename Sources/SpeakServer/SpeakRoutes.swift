@@ -1,0 +1,265 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SpeakAPI
+import SpeechModel
+
+/// The handlers behind the routes of `SpeakServer.buildRouter()`.
+struct SpeakRoutes: Sendable {
+    let server: SpeakServer
+
+    private var scheduler: any AnnouncementScheduling { server.scheduler }
+
+    // MARK: Announcements
+
+    @Sendable func post(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let body: AnnouncementRequest
+        do {
+            body = try await decodeRequest(request)
+            try await validate(body.utterance)
+        } catch let error as APIError {
+            server.metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")
+            throw error
+        }
+        let wait = try boolQuery(request, "wait")
+        let health = await server.health.health()
+        guard health.audio.state == .ok else {
+            server.metrics.countRefused("audio_unavailable")
+            throw APIError.audioUnavailable(health.audio.detail)
+        }
+        let announcement = Announcement(
+            id: UUID().uuidString.lowercased(), utterance: body.utterance, priority: body.priority,
+            queue: body.queue, expiresAfter: body.expiresAfter)
+        let accepted: AnnouncementAccepted
+        do {
+            accepted = try await scheduler.submit(announcement)
+        } catch {
+            server.metrics.countRefused(error.isQueueFull ? "queue_full" : "shutting_down")
+            throw APIError.scheduling(error)
+        }
+        server.metrics.countAccepted(body.priority)
+        if wait {
+            let finished: AnnouncementEvent
+            do {
+                finished = try await scheduler.finished(id: accepted.id)
+            } catch {
+                throw APIError.scheduling(error)
+            }
+            return try json(finished, status: .ok)
+        }
+        var response = try json(accepted, status: .accepted)
+        response.headers[.location] = "/v1/announcements/\(accepted.id)"
+        return response
+    }
+
+    @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        try json(AnnouncementList(announcements: await scheduler.snapshot()))
+    }
+
+    @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        guard let status = await scheduler.status(id: id) else {
+            throw APIError.scheduling(.unknownAnnouncement(id))
+        }
+        return try json(status)
+    }
+
+    @Sendable func cancel(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let id = try context.parameters.require("id")
+        let cancelled: Bool
+        do {
+            cancelled = try await scheduler.cancel(id: id)
+        } catch {
+            throw APIError.scheduling(error)
+        }
+        return try json(CancelResult(cancelled: cancelled ? [id] : []))
+    }
+
+    @Sendable func cancelAll(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        try json(CancelResult(cancelled: await scheduler.cancelAll()))
+    }
+
+    // MARK: Events
+
+    @Sendable func events(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let after = try lastEventID(request)
+        let events = await scheduler.events(after: after)
+        let heartbeat = server.settings.heartbeatInterval
+        let metrics = server.metrics
+        let logger = context.logger
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream; charset=utf-8",
+            .cacheControl: "no-cache",
+            HTTPField.Name("X-Accel-Buffering")!: "no",
+        ]
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                metrics.eventStreamOpened()
+                defer { metrics.eventStreamClosed() }
+                // Sent at once so the client sees the stream is open before the first event.
+                try await writer.write(ByteBuffer(string: "retry: 1000\n" + ServerSentEvent.comment("speakd events")))
+                let (frames, continuation) = AsyncStream.makeStream(of: String.self)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await sequenced in events {
+                            do {
+                                continuation.yield(try ServerSentEvent(sequenced.event, sequence: sequenced.sequence).encoded)
+                            } catch {
+                                logger.error("event could not be encoded", metadata: ["speakd.error": "\(error)"])
+                            }
+                        }
+                        continuation.finish()
+                    }
+                    group.addTask {
+                        while true {
+                            try await Task.sleep(for: heartbeat)
+                            continuation.yield(ServerSentEvent.comment("heartbeat"))
+                        }
+                    }
+                    for await frame in frames {
+                        try await writer.write(ByteBuffer(string: frame))
+                    }
+                    group.cancelAll()
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    // MARK: Speech, voices, health, metrics
+
+    @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let body = try await decodeRequest(request)
+        try await validate(body.utterance)
+        var samples: [Int16] = []
+        do {
+            for try await chunk in server.renderer.render(body.utterance) {
+                samples.append(contentsOf: chunk.samples)
+            }
+        } catch let error as SpeechInputError {
+            throw APIError.invalid(error)
+        }
+        server.metrics.countRender()
+        let wav = WAVFile.encode(samples, format: server.renderer.format)
+        return Response(
+            status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.count)],
+            body: .init(byteBuffer: ByteBuffer(bytes: wav)))
+    }
+
+    @Sendable func voices(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        try json(VoiceList(voices: try await server.renderer.voices()))
+    }
+
+    @Sendable func healthz(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let report = await currentHealth()
+        return try json(report, status: report.status == .ok ? .ok : .serviceUnavailable)
+    }
+
+    @Sendable func metricsPage(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let report = await currentHealth()
+        let gauges = HealthGauges(
+            waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
+            capacity: report.queue?.capacity ?? scheduler.capacity, sink: report.audio.sink,
+            audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok)
+        let text = server.metrics.exposition(health: gauges)
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    // MARK: Helpers
+
+    private func currentHealth() async -> HealthReport {
+        var report = await server.health.health()
+        let snapshot = await scheduler.snapshot()
+        let speaking = snapshot.contains { $0.state == .speaking }
+        report.queue = HealthReport.Queue(
+            waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: scheduler.capacity)
+        return report
+    }
+
+    /// Reads the body up to the configured limit and decodes it, enforcing the text and span limits.
+    private func decodeRequest(_ request: Request) async throws -> AnnouncementRequest {
+        let limit = server.settings.maxBodyBytes
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw APIError.tooLarge("the body is \(length) bytes; the limit is \(limit)")
+        }
+        var body = ByteBuffer()
+        for try await part in request.body {
+            guard body.readableBytes + part.readableBytes <= limit else {
+                throw APIError.tooLarge("the body is over the limit of \(limit) bytes")
+            }
+            var part = part
+            body.writeBuffer(&part)
+        }
+        guard body.readableBytes > 0 else {
+            throw APIError.malformed("the body is empty; expected a JSON object with text or spans")
+        }
+        let decoded: AnnouncementRequest
+        do {
+            decoded = try WireFormat.decoder().decode(AnnouncementRequest.self, from: Data(buffer: body))
+        } catch {
+            throw APIError.decoding(error)
+        }
+        let settings = server.settings
+        if decoded.utterance.spans.count > settings.maxSpans {
+            throw APIError.tooLarge(
+                "\(decoded.utterance.spans.count) spans; the limit is \(settings.maxSpans)", field: "spans")
+        }
+        let length = decoded.utterance.text.count
+        if length > settings.maxTextLength {
+            let field = decoded.utterance.spans.count == 1 ? "text" : "spans"
+            throw APIError.tooLarge("the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
+        }
+        return decoded
+    }
+
+    private func validate(_ utterance: Utterance) async throws {
+        do {
+            try utterance.validate()
+            try await server.renderer.validate(utterance)
+        } catch {
+            throw APIError.invalid(error)
+        }
+    }
+
+    private func boolQuery(_ request: Request, _ name: String) throws -> Bool {
+        guard let value = request.uri.queryParameters[name[...]] else { return false }
+        switch value.lowercased() {
+        case "", "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default:
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "'\(value)' is not true or false", field: name)
+        }
+    }
+
+    /// The resume point: the `Last-Event-ID` header, or `?after=` for clients that cannot set headers.
+    private func lastEventID(_ request: Request) throws -> UInt64? {
+        if let header = request.headers[.lastEventID] {
+            let trimmed = header.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { return nil }
+            guard let sequence = UInt64(trimmed) else {
+                throw APIError.malformed("'\(header)' is not an event id", field: "Last-Event-ID")
+            }
+            return sequence
+        }
+        if let query = request.uri.queryParameters["after"] {
+            guard let sequence = UInt64(query) else {
+                throw APIError(
+                    status: .unprocessableContent, code: "invalidValue",
+                    message: "'\(query)' is not an event id", field: "after")
+            }
+            return sequence
+        }
+        return nil
+    }
+
+    private func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try WireFormat.encoder().encode(value)
+        return Response(
+            status: status, headers: [.contentType: WireFormat.jsonContentType],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

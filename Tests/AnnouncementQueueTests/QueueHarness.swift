@@ -1,0 +1,124 @@
+import AnnouncementQueue
+import SpeechModel
+import Synchronization
+
+/// Every event the queue sent, collected as it arrives, with ways to wait for one.
+final class EventRecorder: Sendable {
+    private struct State {
+        var events: [SequencedEvent] = []
+        var waiters: [(predicate: @Sendable ([SequencedEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
+            []
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+
+    init(_ stream: AsyncStream<SequencedEvent>) {
+        Task {
+            for await event in stream {
+                self.record(event)
+            }
+            self.end()
+        }
+    }
+
+    var events: [AnnouncementEvent] { state.withLock { $0.events.map(\.event) } }
+    var sequenced: [SequencedEvent] { state.withLock { $0.events } }
+    var ended: Bool { state.withLock { $0.ended } }
+
+    /// The finished events, in order.
+    var finished: [AnnouncementEvent] { events.filter { $0.type == .finished } }
+
+    func finished(_ id: String) -> AnnouncementEvent? {
+        events.first { $0.type == .finished && $0.id == id }
+    }
+
+    /// Returns once `predicate` holds for the events so far (or the stream ended).
+    func wait(until predicate: @escaping @Sendable ([SequencedEvent]) -> Bool) async {
+        await withCheckedContinuation { continuation in
+            state.withLock { state in
+                if state.ended || predicate(state.events) {
+                    continuation.resume()
+                } else {
+                    state.waiters.append((predicate, continuation))
+                }
+            }
+        }
+    }
+
+    /// Returns once `id` has a `finished` event, and that event.
+    @discardableResult
+    func waitForFinished(_ id: String) async -> AnnouncementEvent? {
+        await wait { events in events.contains { $0.event.type == .finished && $0.event.id == id } }
+        return finished(id)
+    }
+
+    /// Returns once `count` events have arrived.
+    func waitForCount(_ count: Int) async {
+        await wait { $0.count >= count }
+    }
+
+    /// Returns once the stream has ended.
+    func waitForEnd() async {
+        await wait { _ in false }
+    }
+
+    private func record(_ event: SequencedEvent) {
+        state.withLock { state in
+            state.events.append(event)
+            let events = state.events
+            state.waiters.removeAll { waiter in
+                guard waiter.predicate(events) else { return false }
+                waiter.continuation.resume()
+                return true
+            }
+        }
+    }
+
+    private func end() {
+        state.withLock { state in
+            state.ended = true
+            for waiter in state.waiters { waiter.continuation.resume() }
+            state.waiters = []
+        }
+    }
+}
+
+/// A running queue with a fake speaker, a manual clock and an event recorder.
+struct QueueHarness {
+    let speaker = FakeSpeaker()
+    let clock = ManualClock()
+    let queue: AnnouncementQueue
+    let recorder: EventRecorder
+    let runner: Task<Void, Never>
+
+    init(capacity: Int = 16, running: Bool = true) async {
+        queue = AnnouncementQueue(speaker: speaker, capacity: capacity, clock: clock)
+        recorder = EventRecorder(queue.events(after: 0))
+        let queue = self.queue
+        runner = running ? Task { await queue.run() } : Task {}
+        if running {
+            while !(await queue.isRunning) {
+                await Task.yield()
+            }
+        }
+    }
+
+    /// Submits plain text.
+    @discardableResult
+    func submit(
+        _ text: String, priority: AnnouncementPriority = .default, queue interrupting: Bool = true,
+        expiresAfter: Double? = nil
+    ) async throws -> Submission {
+        try await queue.submit(
+            AnnouncementRequest(
+                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter))
+    }
+
+    /// Shuts the queue down and waits for `run()` to return.
+    func tearDown() async {
+        await queue.shutdown()
+        await runner.value
+        await recorder.waitForEnd()
+    }
+}
