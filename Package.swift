@@ -81,7 +81,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(name: "speak", dependencies: ["SpeakCLI"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "speak",
+            dependencies: ["SpeakCLI", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // EspeakEngine against raw libespeak-ng, measured in the same run (build with -c release).
         .executableTarget(
             name: "speakd-engine-bench",
