@@ -1,5 +1,6 @@
 import CALSA
 import Foundation
+import Logging
 import SpeechModel
 
 /// Plays straight to an ALSA device (`default`, `hw:0,0`, `plughw:1`, …), for kiosks without a
@@ -18,13 +19,23 @@ public final class ALSASink: ReopenableAudioSink {
     /// - Parameters:
     ///   - device: the ALSA PCM name.
     ///   - format: the sample format of every chunk written.
+    ///   - configuration: ALSA configuration text added to the system's before `device` is
+    ///     looked up, to define a PCM without editing asound.conf
+    ///     (`pcm.kiosk { type pulse server "unix:/run/kiosk/pulse/native" }`).
     ///   - options: latency and time limits.
-    public init(device: String = "default", format: AudioFormat, options: AudioSinkOptions = AudioSinkOptions()) {
+    ///   - logger: where failures and recoveries are reported.
+    public init(
+        device: String = "default", format: AudioFormat, configuration: String? = nil,
+        options: AudioSinkOptions = AudioSinkOptions(),
+        logger: Logger = Logger(label: "speakd.audio")
+    ) {
         self.device = device
         self.format = format
         let name = "alsa:\(device)"
-        self.core = DeviceSink(name: name, format: format, options: options) { () throws(AudioOutputError) in
-            try ALSADevice(sinkName: name, device: device, format: format, options: options)
+        self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
+            () throws(AudioOutputError) in
+            try ALSADevice(
+                sinkName: name, device: device, format: format, configuration: configuration, options: options)
         }
     }
 
@@ -39,25 +50,42 @@ public final class ALSASink: ReopenableAudioSink {
 /// One open ALSA playback PCM, in non-blocking mode.
 final class ALSADevice: BlockingAudioDevice {
     private let pcm: OpaquePointer
+    /// The configuration the PCM was opened from, when it was given its own; kept until close.
+    private let configuration: OpaquePointer?
     private let sinkName: String
     private let bytesPerFrame: Int
     /// How long one wait for room or for the drain may take; past it the device is wedged.
     private let waitLimit: Duration
 
-    init(sinkName: String, device: String, format: AudioFormat, options: AudioSinkOptions) throws(AudioOutputError) {
+    init(
+        sinkName: String, device: String, format: AudioFormat, configuration text: String?,
+        options: AudioSinkOptions
+    ) throws(AudioOutputError) {
         self.sinkName = sinkName
         self.bytesPerFrame = format.bytesPerFrame
-        self.waitLimit = options.callTimeout
+        // Shorter than the sink's own limit, so the device's answer arrives before the watchdog's.
+        self.waitLimit = options.callTimeout * 3 / 4
+        let configuration = try text.map { (text) throws(AudioOutputError) in
+            try Self.configuration(adding: text, sinkName: sinkName)
+        }
         var handle: OpaquePointer?
-        var status = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+        var status =
+            if let configuration {
+                snd_pcm_open_lconf(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK, configuration)
+            } else {
+                snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+            }
         guard status >= 0, let handle else {
+            if let configuration { snd_config_delete(configuration) }
             throw .openFailed(sink: sinkName, "\(device): \(Self.message(status))")
         }
+        self.configuration = configuration
         status = snd_pcm_set_params(
             handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, UInt32(format.channels),
             UInt32(format.sampleRate), 1, UInt32(clamping: options.targetLatency.microseconds))
         guard status >= 0 else {
             snd_pcm_close(handle)
+            if let configuration { snd_config_delete(configuration) }
             throw .unsupportedFormat(sink: sinkName, "\(device) cannot play \(format): \(Self.message(status))")
         }
         self.pcm = handle
@@ -76,7 +104,7 @@ final class ALSADevice: BlockingAudioDevice {
             if count == -Int(EAGAIN) {
                 let ready = snd_pcm_wait(pcm, Int32(clamping: waitLimit.microseconds / 1000))
                 if ready == 0 {
-                    throw .writeFailed(sink: sinkName, "the device took no audio for \(waitLimit)")
+                    throw .timedOut(sink: sinkName, operation: "write (waiting for room)", limit: waitLimit)
                 }
                 if ready < 0 { try recover(from: ready) }
                 continue
@@ -115,6 +143,33 @@ final class ALSADevice: BlockingAudioDevice {
 
     func close() {
         snd_pcm_close(pcm)
+        if let configuration { snd_config_delete(configuration) }
+    }
+
+    /// A copy of the system's ALSA configuration with `text` loaded on top.
+    private static func configuration(adding text: String, sinkName: String) throws(AudioOutputError) -> OpaquePointer {
+        var system: OpaquePointer?
+        var status = snd_config_update_ref(&system)
+        guard status >= 0, let system else {
+            throw .openFailed(sink: sinkName, "cannot read the ALSA configuration: \(message(status))")
+        }
+        defer { snd_config_unref(system) }
+        var copy: OpaquePointer?
+        status = snd_config_copy(&copy, system)
+        guard status >= 0, let copy else {
+            throw .openFailed(sink: sinkName, "cannot copy the ALSA configuration: \(message(status))")
+        }
+        var input: OpaquePointer?
+        status = text.withCString { snd_input_buffer_open(&input, $0, -1) }
+        if status >= 0, let input {
+            status = snd_config_load(copy, input)
+            snd_input_close(input)
+        }
+        guard status >= 0 else {
+            snd_config_delete(copy)
+            throw .openFailed(sink: sinkName, "bad ALSA configuration: \(message(status))")
+        }
+        return copy
     }
 
     /// Recovers from an underrun or a suspend; other errors are fatal for this handle.

@@ -1,8 +1,17 @@
 import Foundation
+import Logging
 import SpeechModel
 
 /// Which sink to play through, as written on the command line or in configuration:
 /// `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
+///
+/// A system service has no desktop session, so on a kiosk it reaches audio one of three ways:
+/// - as a user service of the kiosk user: `pulse` finds the session's PipeWire (through
+///   pipewire-pulse) or PulseAudio at `$XDG_RUNTIME_DIR/pulse/native`;
+/// - through a system-wide sound server: `pulse` with `PULSE_SERVER=unix:/run/pulse/native`, the
+///   service user in the server's access group (`pulse-access`);
+/// - with no sound server: `alsa:DEVICE` (`alsa:hw:0,0`, `alsa:plughw:CARD=…`), the service user
+///   in group `audio`. Nothing else may hold the device.
 public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     /// The first that works: PulseAudio if a server answers, else ALSA `default`.
     case auto
@@ -62,25 +71,29 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     ///   - format: the sample format the sink will be given.
     ///   - options: latency and time limits for device sinks.
     ///   - environment: where `PULSE_SERVER` is read from.
+    ///   - autoALSADevice: the ALSA device `auto` tries when PulseAudio does not answer.
+    ///   - logger: where the sink reports failures and recoveries.
     public func makeSink(
         format: AudioFormat,
         options: AudioSinkOptions = AudioSinkOptions(),
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        autoALSADevice: String = "default",
+        logger: Logger = Logger(label: "speakd.audio")
     ) async throws(AudioOutputError) -> any ReopenableAudioSink {
         let server = environment["PULSE_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
         switch self {
         case .pulse:
-            return PulseAudioSink(format: format, server: server, options: options)
+            return PulseAudioSink(format: format, server: server, options: options, logger: logger)
         case .alsa(let device):
-            return ALSASink(device: device, format: format, options: options)
+            return ALSASink(device: device, format: format, options: options, logger: logger)
         case .wav(let path):
-            return WAVFileSink(path: path, format: format, options: options)
+            return WAVFileSink(path: path, format: format, options: options, logger: logger)
         case .null:
             return NullSink(format: format, pacing: .realTime(buffer: options.targetLatency))
         case .auto:
             let candidates: [any ReopenableAudioSink] = [
-                PulseAudioSink(format: format, server: server, options: options),
-                ALSASink(device: "default", format: format, options: options),
+                PulseAudioSink(format: format, server: server, options: options, logger: logger),
+                ALSASink(device: autoALSADevice, format: format, options: options, logger: logger),
             ]
             var failures: [String] = []
             for sink in candidates {

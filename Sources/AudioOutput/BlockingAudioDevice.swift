@@ -5,6 +5,11 @@
 /// Tests put a device that blocks on purpose behind this protocol to prove a wedged device
 /// cannot hang a caller.
 protocol BlockingAudioDevice: AnyObject {
+    /// Waits until `count` more bytes can be written without blocking, or until `interrupted()`
+    /// is true. Devices whose writes block long otherwise use this so a flush need not wait
+    /// behind a write; the others return at once.
+    func waitForRoom(_ count: Int, until interrupted: () -> Bool) throws(AudioOutputError)
+
     /// Blocks until the device has taken all of `bytes` (whole frames).
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError)
 
@@ -17,6 +22,10 @@ protocol BlockingAudioDevice: AnyObject {
 
     /// Releases the device without playing what is left.
     func close()
+}
+
+extension BlockingAudioDevice {
+    func waitForRoom(_ count: Int, until interrupted: () -> Bool) throws(AudioOutputError) {}
 }
 
 /// Opens a device; runs on the sink's device thread, within `AudioSinkOptions.openTimeout`.

@@ -1,3 +1,4 @@
+import Logging
 import SpeechModel
 import Synchronization
 
@@ -8,12 +9,13 @@ import Synchronization
 /// device call has a time limit; when one overruns, the thread is abandoned (it cleans up and
 /// exits whenever the call returns) and the sink fails fast with `blocked` until it has; after
 /// that the next call opens the device afresh on a new thread.
-final class DeviceSink: Sendable {
+final class DeviceSink: ReopenableAudioSink {
     let name: String
     let format: AudioFormat
     private let options: AudioSinkOptions
     private let pieceBytes: Int
     private let open: BlockingAudioDeviceOpener
+    private let logger: Logger
     private let state = Mutex(State())
 
     private struct State {
@@ -28,9 +30,13 @@ final class DeviceSink: Sendable {
     ///   - open: opens the device; called on the device thread.
     init(
         name: String, format: AudioFormat, options: AudioSinkOptions,
-        piece: Duration = .milliseconds(10), open: @escaping BlockingAudioDeviceOpener
+        piece: Duration = .milliseconds(10), logger: Logger = Logger(label: "speakd.audio"),
+        open: @escaping BlockingAudioDeviceOpener
     ) {
         self.name = name
+        var logger = logger
+        logger[metadataKey: "audio.sink"] = "\(name)"
+        self.logger = logger
         self.format = format
         self.options = options
         self.pieceBytes = max(format.bytesPerFrame, format.byteCount(for: piece))
@@ -68,6 +74,8 @@ final class DeviceSink: Sendable {
                     let piece = UnsafeRawBufferPointer(rebasing: bytes[offset..<end])
                     do throws(AudioOutputError) {
                         try thread.timed("write", limit: self.options.callTimeout) { () throws(AudioOutputError) in
+                            try device.waitForRoom(piece.count, until: { thread.currentGeneration != generation })
+                            guard thread.currentGeneration == generation else { return }
                             try device.write(piece)
                         }
                     } catch {
@@ -82,6 +90,8 @@ final class DeviceSink: Sendable {
     }
 
     func drain() async throws {
+        // Nothing was written since the sink was made or closed.
+        guard state.withLock({ $0.thread != nil || $0.stuck != nil }) else { return }
         try await perform(interruptible: true) { thread, generation throws(AudioOutputError) in
             guard let device = thread.openedDevice else { return }
             try thread.timed("drain", limit: self.options.callTimeout) { () throws(AudioOutputError) in
@@ -92,7 +102,11 @@ final class DeviceSink: Sendable {
 
     func flush() async throws {
         // Stop the running write at its next piece before queueing the flush behind it.
-        state.withLock { $0.thread?.interrupt() }
+        let idle = state.withLock { state in
+            state.thread?.interrupt()
+            return state.thread == nil && state.stuck == nil
+        }
+        guard !idle else { return }
         try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
             guard let device = thread.openedDevice else { return }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
@@ -167,9 +181,10 @@ final class DeviceSink: Sendable {
                         try body(thread, generation)
                         pending.resolve(.success(()))
                     } catch {
-                        // The device may be gone (server restarted, unplugged): open it afresh next time.
-                        thread.closeDevice(limit: self.options.callTimeout)
                         pending.resolve(.failure(error))
+                        // The device may be gone (server restarted, unplugged): open it afresh
+                        // next time. Closing may block too, so the caller has its answer first.
+                        thread.closeDevice(limit: self.options.callTimeout)
                     }
                 },
                 fail: { pending.resolve(.failure($0)) }
@@ -180,9 +195,9 @@ final class DeviceSink: Sendable {
             while !pending.isResolved {
                 try await Task.sleep(for: min(interval, .milliseconds(50)))
                 if let overdue = thread.overdueCall() {
-                    let error = AudioOutputError.timedOut(sink: self.name, operation: overdue.name, limit: overdue.limit)
-                    self.abandon(thread, error: error)
-                    pending.resolve(.failure(error))
+                    let error = AudioOutputError.timedOut(
+                        sink: self.name, operation: overdue.name, limit: overdue.limit)
+                    self.abandon(thread, error: error, answering: pending)
                 }
             }
         }
@@ -204,21 +219,42 @@ final class DeviceSink: Sendable {
     }
 
     private func record(_ result: Result<Void, any Error>) {
-        state.withLock { state in
+        let change = state.withLock { state -> (failed: AudioOutputError?, recovered: Bool) in
             switch result {
-            case .success: state.lastError = nil
-            case .failure(let error as AudioOutputError): state.lastError = error
-            case .failure: break
+            case .success:
+                defer { state.lastError = nil }
+                return (nil, state.lastError != nil)
+            case .failure(let error as AudioOutputError):
+                // Report a failure once, not on every fast-failing call after it.
+                defer { state.lastError = error }
+                return (state.lastError == error ? nil : error, false)
+            case .failure:
+                return (nil, false)
             }
+        }
+        if let failed = change.failed {
+            logger.info(
+                "audio sink failed", metadata: ["audio.error": "\(failed.message)", "audio.kind": "\(failed.kind)"])
+        }
+        if change.recovered {
+            logger.info("audio sink works again")
         }
     }
 
-    private func abandon(_ thread: DeviceThread, error: AudioOutputError) {
+    /// Gives up on a thread whose call overran: later calls fail fast until it exits.
+    private func abandon(_ thread: DeviceThread, error: AudioOutputError, answering pending: PendingCall) {
+        logger.info(
+            "audio device call overran its limit; leaving its thread behind",
+            metadata: ["audio.error": "\(error.message)"])
         state.withLock { state in
             if state.thread === thread { state.thread = nil }
             state.stuck = thread
         }
+        // Answer before interrupting: an interrupted job finishes early and would answer success.
+        pending.resolve(.failure(error))
         thread.abandon(failingQueuedWith: error)
+        // Ends any wait loop the thread is in, so only a call stuck in the device keeps it.
+        thread.interrupt()
     }
 }
 

@@ -52,8 +52,9 @@ final class DeviceThread: @unchecked Sendable {
     func enqueue(_ job: Job) {
         condition.lock()
         if abandoned || exited || stopping {
+            let stuck = abandoned
             condition.unlock()
-            job.fail(.blocked(sink: sinkName))
+            job.fail(stuck ? .blocked(sink: sinkName) : .openFailed(sink: sinkName, "the sink was closed meanwhile"))
             return
         }
         jobs.append(job)

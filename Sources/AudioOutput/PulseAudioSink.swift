@@ -1,5 +1,6 @@
 import CPulseSimple
 import Foundation
+import Logging
 import SpeechModel
 
 /// Plays through a PulseAudio server, or PipeWire through `pipewire-pulse`, with the simple API.
@@ -23,14 +24,17 @@ public final class PulseAudioSink: ReopenableAudioSink {
     ///   - device: the server's sink to play on; nil for its default sink.
     ///   - streamName: the stream name the server shows.
     ///   - options: latency and time limits.
+    ///   - logger: where failures and recoveries are reported.
     public init(
         format: AudioFormat, server: String? = nil, device: String? = nil,
-        streamName: String = "announcements", options: AudioSinkOptions = AudioSinkOptions()
+        streamName: String = "announcements", options: AudioSinkOptions = AudioSinkOptions(),
+        logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.format = format
         self.server = server
         let name = device.map { "pulse:\($0)" } ?? "pulse"
-        self.core = DeviceSink(name: name, format: format, options: options) { () throws(AudioOutputError) in
+        self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
+            () throws(AudioOutputError) in
             try PulseAudioDevice(
                 sinkName: name, server: server, device: device, streamName: streamName,
                 format: format, options: options)
@@ -49,8 +53,11 @@ public final class PulseAudioSink: ReopenableAudioSink {
 final class PulseAudioDevice: BlockingAudioDevice {
     private let stream: OpaquePointer
     private let sinkName: String
-    /// Below this much audio left, drain hands over to `pa_simple_drain`.
-    private let drainStepMicroseconds: UInt64
+    /// How often drain and the wait for room look at the stream's latency.
+    private let pollMicroseconds: UInt64
+    /// Audio queued ahead of playback that a write waits to fall below.
+    private let targetLatencyMicroseconds: UInt64
+    private let bytesPerSecond: UInt64
 
     init(
         sinkName: String, server: String?, device: String?, streamName: String,
@@ -81,7 +88,23 @@ final class PulseAudioDevice: BlockingAudioDevice {
             throw .openFailed(sink: sinkName, Self.message(error) + place)
         }
         self.stream = stream
-        self.drainStepMicroseconds = 5_000
+        self.pollMicroseconds = 2_000
+        self.targetLatencyMicroseconds = UInt64(max(options.targetLatency.microseconds, 20_000))
+        self.bytesPerSecond = UInt64(format.sampleRate * format.bytesPerFrame)
+    }
+
+    func waitForRoom(_ count: Int, until interrupted: () -> Bool) throws(AudioOutputError) {
+        // pa_simple_write blocks until the server asks for more, which it does in minreq steps;
+        // a flush queued behind it would wait that long. Waiting here in short polls instead
+        // lets an interrupt through within one poll.
+        let needed = UInt64(count) * 1_000_000 / bytesPerSecond
+        while !interrupted() {
+            var error: Int32 = 0
+            let latency = pa_simple_get_latency(stream, &error)
+            if latency == UInt64.max { throw .writeFailed(sink: sinkName, Self.message(error)) }
+            if latency + needed <= targetLatencyMicroseconds { return }
+            usleep(UInt32(min(latency + needed - targetLatencyMicroseconds, pollMicroseconds)))
+        }
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {
@@ -101,12 +124,17 @@ final class PulseAudioDevice: BlockingAudioDevice {
             var error: Int32 = 0
             let latency = pa_simple_get_latency(stream, &error)
             if latency == UInt64.max { throw .drainFailed(sink: sinkName, Self.message(error)) }
-            if latency <= drainStepMicroseconds { break }
+            if latency <= pollMicroseconds && latency < previous {
+                // Playing and nearly done: wait out the rest by the server's clock. Waiting for
+                // pa_simple_drain's answer adds up to one sink block on top.
+                usleep(UInt32(latency))
+                return
+            }
             // Not moving: playback has not started (less than prebuf queued); drain starts it.
             unchanged = latency >= previous ? unchanged + 1 : 0
             if unchanged >= 3 { break }
             previous = latency
-            usleep(UInt32(min(latency / 2, drainStepMicroseconds)))
+            usleep(UInt32(min(latency / 2, pollMicroseconds)))
         }
         if interrupted() { return }
         var error: Int32 = 0

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SpeechModel
 import Synchronization
 
@@ -19,13 +20,19 @@ public final class WAVFileSink: ReopenableAudioSink {
     ///   - path: the file to write.
     ///   - format: the sample format of every chunk written.
     ///   - options: time limits (a file on a stuck network mount blocks too).
-    public init(path: String, format: AudioFormat, options: AudioSinkOptions = AudioSinkOptions()) {
+    ///   - logger: where failures and recoveries are reported.
+    public init(
+        path: String, format: AudioFormat, options: AudioSinkOptions = AudioSinkOptions(),
+        logger: Logger = Logger(label: "speakd.audio")
+    ) {
         self.path = path
         self.format = format
         let name = "wav:\(path)"
         let written = WAVFileDevice.Progress()
         // Files take whole chunks: there is no playback to interrupt between pieces.
-        self.core = DeviceSink(name: name, format: format, options: options, piece: .seconds(3600)) {
+        self.core = DeviceSink(
+            name: name, format: format, options: options, piece: .seconds(3600), logger: logger
+        ) {
             () throws(AudioOutputError) in
             try WAVFileDevice(sinkName: name, path: path, format: format, progress: written)
         }
@@ -104,8 +111,12 @@ final class WAVFileDevice: BlockingAudioDevice {
         var header = [UInt8]()
         header.reserveCapacity(Self.headerSize)
         func append(_ text: String) { header.append(contentsOf: Array(text.utf8)) }
-        func append32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { header.append(contentsOf: $0) } }
-        func append16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { header.append(contentsOf: $0) } }
+        func append32(_ value: Int) {
+            withUnsafeBytes(of: UInt32(value).littleEndian) { header.append(contentsOf: $0) }
+        }
+        func append16(_ value: Int) {
+            withUnsafeBytes(of: UInt16(value).littleEndian) { header.append(contentsOf: $0) }
+        }
         append("RIFF")
         append32(36 + dataBytes)
         append("WAVE")

@@ -13,7 +13,7 @@ public final class MonitorRecorder: Sendable {
     public let channels: Int
     /// The `parec` process's PID.
     public let pid: pid_t
-    private let process: Process
+    private let process: ChildProcess
     /// (when a size was first seen, the file's size in frames then), in order.
     private let arrivals = Mutex<[(ContinuousClock.Instant, Int)]>([])
     private let watching = Atomic<Bool>(true)
@@ -27,25 +27,19 @@ public final class MonitorRecorder: Sendable {
     {
         let file = server.directory.appendingPathComponent("monitor-\(UUID().uuidString.prefix(8)).raw")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)
-        let output = try FileHandle(forWritingTo: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/parec")
-        process.arguments = [
-            "--device=\(server.monitorSource)", "--latency-msec=20", "--format=s16le",
-            "--rate=\(server.sampleRate)", "--channels=\(server.channels)", "--raw",
-        ]
-        process.environment = server.clientProcessEnvironment
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? output.close()
+        let process = try ChildProcess(
+            "/usr/bin/parec",
+            [
+                "--device=\(server.monitorSource)", "--latency-msec=20", "--format=s16le",
+                "--rate=\(server.sampleRate)", "--channels=\(server.channels)", "--raw", file.path,
+            ],
+            environment: server.clientProcessEnvironment)
         let recorder = MonitorRecorder(
             file: file, sampleRate: server.sampleRate, channels: server.channels, process: process)
         let deadline = ContinuousClock.now + timeout
         while recorder.recordedFrames == 0 {
-            guard process.isRunning else {
-                throw PulseAudioServer.Failure(description: "parec exited with status \(process.terminationStatus)")
+            if let status = process.exitStatus {
+                throw PulseAudioServer.Failure(description: "parec exited with status \(status)")
             }
             if ContinuousClock.now > deadline {
                 _ = await recorder.stop()
@@ -56,12 +50,12 @@ public final class MonitorRecorder: Sendable {
         return recorder
     }
 
-    private init(file: URL, sampleRate: Int, channels: Int, process: Process) {
+    private init(file: URL, sampleRate: Int, channels: Int, process: ChildProcess) {
         self.file = file
         self.sampleRate = sampleRate
         self.channels = channels
         self.process = process
-        self.pid = process.processIdentifier
+        self.pid = process.pid
         let watcher = Thread { [weak self] in
             var last = 0
             while let recorder = self, recorder.watching.load(ordering: .acquiring) {
@@ -71,10 +65,6 @@ public final class MonitorRecorder: Sendable {
         }
         watcher.name = "MonitorRecorder watcher"
         watcher.start()
-    }
-
-    deinit {
-        if process.isRunning { kill(pid, SIGKILL) }
     }
 
     /// Frames in the capture file so far.
@@ -89,29 +79,36 @@ public final class MonitorRecorder: Sendable {
         Self.samples(from: (try? Data(contentsOf: file)) ?? Data())
     }
 
-    /// When recorded frame `frame` was played at the sink, by the test's clock: the arrival time
-    /// of the block holding it, less the time the rest of that block took to play. Nil when the
-    /// frame has not arrived.
+    /// When recorded frame `frame` was played at the sink, by the test's clock; nil when it has
+    /// not arrived yet.
+    ///
+    /// The null sink renders on its own clock, a block at a time, when the block is due, and the
+    /// monitor passes each block on as it is rendered: so the first new frame of every arrival was
+    /// due no later than the moment it arrived. The earliest such bound over the whole recording
+    /// fixes the sink's clock against ours (to within the smallest delivery delay, well under a
+    /// millisecond here), and frame `n` plays `n / rate` seconds after frame 0.
     public func playedAt(frame: Int) -> ContinuousClock.Instant? {
         arrivals.withLock { arrivals in
-            guard let arrival = arrivals.first(where: { $0.1 > frame }) else { return nil }
-            let rest = Double(arrival.1 - 1 - frame) / Double(sampleRate)
-            return arrival.0 - .microseconds(Int64(rest * 1e6))
+            guard let last = arrivals.last, last.1 > frame else { return nil }
+            var previousFrames = 0
+            var origin: ContinuousClock.Instant?
+            for (time, frames) in arrivals {
+                let bound = time - .microseconds(Int64(Double(previousFrames) / Double(sampleRate) * 1e6))
+                origin = origin.map { min($0, bound) } ?? bound
+                previousFrames = frames
+            }
+            return origin.map { $0 + .microseconds(Int64(Double(frame) / Double(sampleRate) * 1e6)) }
         }
     }
+
+    /// Every noted arrival: (time, frames in the file then).
+    public var arrivalLog: [(ContinuousClock.Instant, Int)] { arrivals.withLock { $0 } }
 
     /// Ends `parec` by its PID and returns everything recorded (interleaved s16).
     public func stop() async -> [Int16] {
         // Let the last blocks arrive before ending the capture.
         try? await Task.sleep(for: .milliseconds(60))
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            let deadline = ContinuousClock.now + .seconds(1)
-            while process.isRunning && ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            if process.isRunning { kill(pid, SIGKILL) }
-        }
+        await process.terminate()
         watching.store(false, ordering: .releasing)
         let samples = samplesSoFar()
         try? FileManager.default.removeItem(at: file)

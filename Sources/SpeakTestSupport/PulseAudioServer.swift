@@ -3,7 +3,7 @@ import Foundation
 /// A private PulseAudio server for tests: one null sink, a Unix socket in its own directory, and
 /// its own runtime, state and home directories, so tests never touch another server.
 ///
-/// Started in the foreground of its own process (not system mode, which root would otherwise
+/// Started in the foreground of its own process group (not system mode, which root would otherwise
 /// need) with exactly the modules a test needs. Clients reach it with `environment`
 /// (`PULSE_SERVER`, `PULSE_CLIENTCONFIG`); what is played can be recorded from
 /// `monitorSource` with `MonitorRecorder`. Every signal goes to the server's PID.
@@ -16,7 +16,7 @@ public final class PulseAudioServer: Sendable {
     public let channels: Int
     /// The server process's PID.
     public let pid: pid_t
-    private let process: Process
+    private let process: ChildProcess
 
     /// `unix:DIR/native`, for `PULSE_SERVER` or `PulseAudioSink(server:)`.
     public var serverString: String { "unix:\(directory.path)/native" }
@@ -59,7 +59,9 @@ public final class PulseAudioServer: Sendable {
         timeout: Duration = .seconds(15), directory: URL? = nil
     ) async throws -> PulseAudioServer {
         useClientConfigInThisProcess()
-        let directory = directory ?? FileManager.default.temporaryDirectory
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("speakd-pulse-\(UUID().uuidString.prefix(8))")
         for name in ["runtime", "state", "home"] {
             try FileManager.default.createDirectory(
@@ -67,39 +69,32 @@ public final class PulseAudioServer: Sendable {
                 attributes: [.posixPermissions: 0o700])
         }
         let socket = directory.appendingPathComponent("native").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/pulseaudio")
-        process.arguments = [
-            "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit", "--use-pid-file=no",
-            "--log-target=stderr",
-            "-L", "module-native-protocol-unix socket=\(socket) auth-anonymous=1",
-            "-L", "module-null-sink sink_name=\(sinkName) rate=\(sampleRate) channels=\(channels)",
-            "-L", "module-always-sink",
-        ]
         var environment = ProcessInfo.processInfo.environment
         environment["PULSE_SERVER"] = nil
         environment["PULSE_RUNTIME_PATH"] = directory.appendingPathComponent("runtime").path
         environment["PULSE_STATE_PATH"] = directory.appendingPathComponent("state").path
         environment["HOME"] = directory.appendingPathComponent("home").path
         environment["PULSE_CLIENTCONFIG"] = clientConfig.path
-        process.environment = environment
         let log = directory.appendingPathComponent("pulseaudio.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: log)
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try? logHandle.close()
+        let process = try ChildProcess(
+            "/usr/bin/pulseaudio",
+            [
+                "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit", "--use-pid-file=no",
+                "--log-target=stderr",
+                "-L", "module-native-protocol-unix socket=\(socket) auth-anonymous=1",
+                "-L", "module-null-sink sink_name=\(sinkName) rate=\(sampleRate) channels=\(channels)",
+                "-L", "module-always-sink",
+            ],
+            environment: environment, output: log.path)
 
         let server = PulseAudioServer(
             directory: directory, sinkName: sinkName, sampleRate: sampleRate, channels: channels,
             process: process)
         let deadline = ContinuousClock.now + timeout
         while true {
-            if !process.isRunning {
+            if let status = process.exitStatus {
                 let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                throw Failure(description: "pulseaudio exited with status \(process.terminationStatus): \(text)")
+                throw Failure(description: "pulseaudio exited with status \(status): \(text)")
             }
             if FileManager.default.fileExists(atPath: socket), await server.answers() { return server }
             if ContinuousClock.now > deadline {
@@ -110,66 +105,48 @@ public final class PulseAudioServer: Sendable {
         }
     }
 
-    private init(directory: URL, sinkName: String, sampleRate: Int, channels: Int, process: Process) {
+    private init(directory: URL, sinkName: String, sampleRate: Int, channels: Int, process: ChildProcess) {
         self.directory = directory
         self.sinkName = sinkName
         self.sampleRate = sampleRate
         self.channels = channels
         self.process = process
-        self.pid = process.processIdentifier
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            kill(pid, SIGCONT)
-        }
+        self.pid = process.pid
     }
 
     /// True when `pactl info` gets an answer from the server.
     public func answers() async -> Bool {
-        (try? await run("/usr/bin/pactl", ["info"]).status) == 0
+        (try? await run("/usr/bin/pactl", ["info"], timeout: .seconds(2))) == 0
     }
 
-    /// Runs a PulseAudio client program against this server; returns its status and output.
-    public func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = clientProcessEnvironment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = try pipe.fileHandleForReading.readToEnd() ?? Data()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(5)) }
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// Runs a PulseAudio client program against this server and returns its exit status, or
+    /// nil when it did not finish within `timeout` (it is killed). Output goes to `client.log`
+    /// in the server's directory.
+    public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(10)) async throws
+        -> Int32?
+    {
+        let process = try ChildProcess(
+            executable, arguments, environment: clientProcessEnvironment,
+            output: directory.appendingPathComponent("client.log").path)
+        if let status = await process.wait(timeout: timeout) { return status }
+        await process.terminate(grace: .zero)
+        return nil
     }
 
     /// Freezes the server (SIGSTOP): clients block as on a wedged device.
     public func suspend() {
-        kill(pid, SIGSTOP)
+        process.send(SIGSTOP)
     }
 
     /// Lets a suspended server run again (SIGCONT).
     public func resume() {
-        kill(pid, SIGCONT)
+        process.send(SIGCONT)
     }
 
     /// Ends the server by its PID (SIGTERM, then SIGKILL after a second) and removes its
     /// directory unless `keepDirectory` (to restart on the same socket).
     public func stop(keepDirectory: Bool = false) async {
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            kill(pid, SIGCONT)
-            let deadline = ContinuousClock.now + .seconds(1)
-            while process.isRunning && ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            if process.isRunning { kill(pid, SIGKILL) }
-            while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        }
+        await process.terminate()
         if !keepDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 

@@ -26,7 +26,8 @@ public struct WAVReader: Sendable {
             throw Failure(description: "\(url.path): not a RIFF/WAVE file")
         }
         guard u32(4) == bytes.count - 8 else {
-            throw Failure(description: "\(url.path): RIFF size \(u32(4)) but the file has \(bytes.count - 8) bytes after it")
+            throw Failure(
+                description: "\(url.path): RIFF size \(u32(4)) but the file has \(bytes.count - 8) bytes after it")
         }
         var offset = 12
         var format: (channels: Int, rate: Int)?

@@ -1,0 +1,116 @@
+import Foundation
+import Synchronization
+
+/// A child process for tests, started with `posix_spawn` in its own process group and reaped
+/// with `waitpid`, and only ever signalled by its PID.
+///
+/// Foundation's `Process` was not used because, in the test runner here, it never noticed its
+/// children exit (they stayed zombies and `isRunning` stayed true); polling `waitpid` does not
+/// depend on signal delivery.
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    public let executable: String
+    private let status = Mutex<Int32?>(nil)
+
+    /// What went wrong starting a process.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts `executable` with `arguments` and exactly `environment`.
+    /// - Parameter output: a file that receives standard output and error (appended); nil for
+    ///   /dev/null. Standard input is /dev/null.
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String], output: String? = nil
+    ) throws {
+        self.executable = executable
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Its own process group keeps terminal signals away from it; a clean signal mask and
+        // default handlers keep the test runner's settings out of it.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else {
+            throw Failure(description: "cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        self.pid = pid
+    }
+
+    deinit {
+        if isRunning {
+            kill(pid, SIGKILL)
+            kill(pid, SIGCONT)
+            var code: Int32 = 0
+            waitpid(pid, &code, 0)
+        }
+    }
+
+    /// True until the process has exited (and been reaped).
+    public var isRunning: Bool { exitStatus == nil }
+
+    /// The exit status (or 128 + signal), once the process has exited.
+    public var exitStatus: Int32? {
+        status.withLock { status in
+            if status == nil {
+                var code: Int32 = 0
+                if waitpid(pid, &code, WNOHANG) == pid {
+                    let signal = code & 0x7f
+                    status = signal == 0 ? (code >> 8) & 0xff : 128 + signal
+                }
+            }
+            return status
+        }
+    }
+
+    /// Sends `signal` to the process by its PID, unless it has already been reaped.
+    public func send(_ signal: Int32) {
+        status.withLock { status in
+            if status == nil { kill(pid, signal) }
+        }
+    }
+
+    /// Waits up to `timeout` for the process to exit; returns its status, or nil if it still runs.
+    public func wait(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let status = exitStatus { return status }
+            if ContinuousClock.now > deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Ends the process: SIGTERM (and SIGCONT, should it be stopped), then SIGKILL after `grace`.
+    public func terminate(grace: Duration = .seconds(1)) async {
+        send(SIGTERM)
+        send(SIGCONT)
+        if await wait(timeout: grace) == nil {
+            send(SIGKILL)
+            _ = await wait(timeout: .seconds(10))
+        }
+    }
+}
