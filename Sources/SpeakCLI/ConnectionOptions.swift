@@ -19,7 +19,8 @@ struct ConnectionOptions: ParsableArguments {
 
     /// True when the user named a daemon on the command line or in the environment.
     func isExplicit(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
-        socket != nil || http != nil || environment["SPEAKD_SOCKET"] != nil || environment["SPEAKD_HTTP"] != nil
+        socket != nil || http != nil || environment["SPEAKD_SOCKET"]?.isEmpty == false
+            || environment["SPEAKD_HTTP"]?.isEmpty == false
     }
 
     /// The places to look for a daemon, in order.
