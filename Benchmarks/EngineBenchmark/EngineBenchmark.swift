@@ -24,7 +24,12 @@ struct EngineBenchmark {
             configuration.chunkMilliseconds = value
         }
         let engine = try await EspeakEngine(configuration: configuration) { SimpleResolver(voices: $0) }
-        if arguments.contains("--calibrate-pitch") {
+        if arguments.contains("--engine-only") {
+            // For profilers: the engine's path alone, for a while.
+            for _ in 0..<200 {
+                for text in corpus { for try await _ in engine.render(Utterance(text)) {} }
+            }
+        } else if arguments.contains("--calibrate-pitch") {
             try await calibratePitch(engine)
         } else {
             let rounds = arguments.first.flatMap(Int.init) ?? 20
@@ -40,104 +45,108 @@ struct EngineBenchmark {
         var wallSeconds = 0.0
     }
 
+    /// The corpus with its second half raised in pitch: two spans, so the engine sends SSML.
+    static var attributedCorpus: [Utterance] {
+        corpus.map { text in
+            let words = text.split(separator: " ", omittingEmptySubsequences: false)
+            let half = words.count / 2
+            return Utterance(spans: [
+                Span(words[..<half].joined(separator: " ") + " "),
+                Span(words[half...].joined(separator: " "), attributes: SpeechAttributes(pitch: 1.2)),
+            ])
+        }
+    }
+
+    /// Raw libespeak-ng over `inputs` (text, whether SSML), on the espeak thread.
+    static func rawRound(
+        _ engine: EspeakEngine, voice: String, inputs: [(text: String, isMarkup: Bool)], setVoiceEach: Bool = false
+    ) async throws -> Totals {
+        let sampleRate = Double(engine.format.sampleRate)
+        return try await engine.runExclusively { () -> Totals in
+            var totals = Totals()
+            RawEspeak.prepare(voice: voice)
+            let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+            for input in inputs {
+                if setVoiceEach { RawEspeak.setVoice(voice) }
+                let run = RawEspeak.synthesize(input.text, ssml: input.isMarkup)
+                totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
+                totals.audioSeconds += Double(run.sampleCount) / sampleRate
+            }
+            totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+            totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+            return totals
+        }
+    }
+
+    /// EspeakEngine over `utterances`, timed from `render` to the first chunk in the consumer.
+    static func engineRound(_ engine: EspeakEngine, utterances: [Utterance]) async throws -> Totals {
+        let sampleRate = Double(engine.format.sampleRate)
+        // The engine reloads its voice after `runExclusively`: render one utterance first so
+        // the round measures steady state, as a daemon speaking one voice sees it.
+        for try await _ in engine.render(Utterance("Ready.")) {}
+        var totals = Totals()
+        let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
+        for utterance in utterances {
+            let start = Clock.monotonicNanoseconds()
+            var iterator = engine.render(utterance).makeAsyncIterator()
+            var first: UInt64?
+            var samples = 0
+            while let chunk = try await iterator.next() {
+                if first == nil { first = Clock.monotonicNanoseconds() }
+                samples += chunk.samples.count
+            }
+            totals.firstChunks.append(Double((first ?? start) - start) / 1e6)
+            totals.audioSeconds += Double(samples) / sampleRate
+        }
+        totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
+        totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
+        return totals
+    }
+
     static func benchmark(_ engine: EspeakEngine, rounds: Int) async throws {
         let voice = "gmw/en"
-        let sampleRate = Double(engine.format.sampleRate)
-        var raw = Totals()
-        var rawVoicePerUtterance = Totals()
-        var rawSSML = Totals()
-        let markup = try corpus.map { try engine.espeakMarkup(for: Utterance($0)) }
-        var speakd = Totals()
+        let plain = corpus.map { Utterance($0) }
+        let attributed = attributedCorpus
+        let plainText = corpus.map { (text: $0, isMarkup: false) }
+        let plainInputs = try plain.map { try engine.espeakInput(for: $0) }
+        let attributedInputs = try attributed.map { try engine.espeakInput(for: $0) }
+        var raw = Totals(), rawVoiceEach = Totals(), rawPlainInputs = Totals(), speakd = Totals()
+        var rawAttributed = Totals(), speakdAttributed = Totals()
         // Warm-up: dictionaries loaded, caches filled, for both paths.
-        _ = try await engine.runExclusively {
-            RawEspeak.prepare(voice: voice)
-            for text in corpus { _ = RawEspeak.synthesize(text) }
-        }
-        for text in corpus { for try await _ in engine.render(Utterance(text)) {} }
+        _ = try await rawRound(engine, voice: voice, inputs: plainText)
+        _ = try await engineRound(engine, utterances: plain + attributed)
 
         for _ in 0..<rounds {
-            let rawRound = try await engine.runExclusively { () -> Totals in
-                var totals = Totals()
-                RawEspeak.prepare(voice: voice)
-                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
-                for text in corpus {
-                    let run = RawEspeak.synthesize(text)
-                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
-                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
-                }
-                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
-                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
-                return totals
-            }
-            raw.add(rawRound)
-
-            let reloadRound = try await engine.runExclusively { () -> Totals in
-                var totals = Totals()
-                RawEspeak.prepare(voice: voice)
-                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
-                for text in corpus {
-                    RawEspeak.setVoice(voice)
-                    let run = RawEspeak.synthesize(text)
-                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
-                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
-                }
-                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
-                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
-                return totals
-            }
-            rawVoicePerUtterance.add(reloadRound)
-
-            let ssmlRound = try await engine.runExclusively { () -> Totals in
-                var totals = Totals()
-                RawEspeak.prepare(voice: voice)
-                let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
-                for text in markup {
-                    let run = RawEspeak.synthesize(text, ssml: true)
-                    totals.firstChunks.append(Double((run.firstChunk ?? run.start) - run.start) / 1e6)
-                    totals.audioSeconds += Double(run.sampleCount) / sampleRate
-                }
-                totals.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
-                totals.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
-                return totals
-            }
-            rawSSML.add(ssmlRound)
-
-            // The engine reloads its voice after `runExclusively`: render one utterance first so
-            // the round measures steady state, as a daemon speaking one voice sees it.
-            for try await _ in engine.render(Utterance("Ready.")) {}
-            var round = Totals()
-            let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
-            for text in corpus {
-                let start = Clock.monotonicNanoseconds()
-                var iterator = engine.render(Utterance(text)).makeAsyncIterator()
-                var first: UInt64?
-                var samples = 0
-                while let chunk = try await iterator.next() {
-                    if first == nil { first = Clock.monotonicNanoseconds() }
-                    samples += chunk.samples.count
-                }
-                round.firstChunks.append(Double((first ?? start) - start) / 1e6)
-                round.audioSeconds += Double(samples) / sampleRate
-            }
-            round.cpuSeconds = Double(Clock.processCPUNanoseconds() - cpu) / 1e9
-            round.wallSeconds = Double(Clock.monotonicNanoseconds() - wall) / 1e9
-            speakd.add(round)
+            raw.add(try await rawRound(engine, voice: voice, inputs: plainText))
+            rawVoiceEach.add(try await rawRound(engine, voice: voice, inputs: plainText, setVoiceEach: true))
+            rawPlainInputs.add(try await rawRound(engine, voice: voice, inputs: plainInputs))
+            speakd.add(try await engineRound(engine, utterances: plain))
+            rawAttributed.add(try await rawRound(engine, voice: voice, inputs: attributedInputs))
+            speakdAttributed.add(try await engineRound(engine, utterances: attributed))
         }
 
-        print("speakd-engine-bench: \(rounds) rounds × \(corpus.count) utterances, voice \(voice), \(Int(sampleRate)) Hz")
+        let sampleRate = engine.format.sampleRate
+        print("speakd-engine-bench: \(rounds) rounds × \(corpus.count) utterances, voice \(voice), \(sampleRate) Hz")
         print("")
         print(row("path", "first chunk median ms", "p90 ms", "audio s / CPU s", "audio s / wall s"))
-        for (name, totals) in [("raw libespeak-ng", raw), ("raw + voice set per utterance", rawVoicePerUtterance), ("raw, engine's SSML", rawSSML), ("EspeakEngine", speakd)] {
+        let rows = [
+            ("raw libespeak-ng, plain text", raw), ("raw, voice set per utterance", rawVoiceEach),
+            ("raw, the engine's input", rawPlainInputs), ("EspeakEngine", speakd),
+            ("raw, engine's SSML (2 spans)", rawAttributed), ("EspeakEngine (2 spans)", speakdAttributed),
+        ]
+        for (name, totals) in rows {
             print(row(
                 name, format(median(totals.firstChunks), 3), format(percentile(totals.firstChunks, 0.9), 3),
                 format(totals.audioSeconds / totals.cpuSeconds, 0), format(totals.audioSeconds / totals.wallSeconds, 0)))
         }
         print("")
-        let throughput = (speakd.audioSeconds / speakd.cpuSeconds) / (raw.audioSeconds / raw.cpuSeconds)
-        let firstChunkDelta = median(speakd.firstChunks) - median(raw.firstChunks)
-        print("rendering ratio EspeakEngine / raw (audio s per CPU s): \(format(throughput, 3))  (goal ≥ 0.9)")
-        print("first chunk EspeakEngine − raw, medians: \(format(firstChunkDelta, 3)) ms  (goal ≤ 0.5 ms)")
-        print("audio per round: raw \(format(raw.audioSeconds / Double(rounds), 2)) s, EspeakEngine \(format(speakd.audioSeconds / Double(rounds), 2)) s")
+        func report(_ label: String, _ engine: Totals, _ raw: Totals) {
+            let throughput = (engine.audioSeconds / engine.cpuSeconds) / (raw.audioSeconds / raw.cpuSeconds)
+            let firstChunkDelta = median(engine.firstChunks) - median(raw.firstChunks)
+            print("\(label): rendering ratio (audio s per CPU s) \(format(throughput, 3)) (goal ≥ 0.9), first chunk median \(format(firstChunkDelta, 3)) ms over raw (goal ≤ 0.5 ms)")
+        }
+        report("plain utterances, EspeakEngine / raw plain text", speakd, raw)
+        report("two-span utterances, EspeakEngine / raw with the same SSML", speakdAttributed, rawAttributed)
     }
 
     /// Prints espeak-ng's pitch parameter → median F0 ratio (relative to 50) for several voices.

@@ -7,32 +7,57 @@ import Foundation
 /// one would need root. Instead this builds a directory of symbolic links mirroring the system
 /// data, whose `voices/!v/` also holds the extra variants, and espeak-ng is initialised with it.
 enum EspeakDataOverlay {
-    /// Builds (or rebuilds) the overlay in `directory` over `systemData` with the variant files
-    /// found in `variants`; returns the overlay's path.
+    /// Builds the overlay in `directory` over `systemData` with the variant files found in
+    /// `variants`, or refreshes its variants when it exists; returns the overlay's path.
+    ///
+    /// An existing overlay is never taken down: another engine of this process may be reading it.
     static func build(systemData: String, variants: String, in directory: URL) throws(EspeakError) -> String {
         let files = FileManager.default
         let system = URL(fileURLWithPath: systemData, isDirectory: true)
         let root = directory
+        let variantDirectory = root.appendingPathComponent("voices/!v", isDirectory: true)
         do {
-            if files.fileExists(atPath: root.path) { try files.removeItem(at: root) }
-            try files.createDirectory(at: root, withIntermediateDirectories: true)
-            try link(contentsOf: system, into: root, except: "voices")
-            let voices = root.appendingPathComponent("voices", isDirectory: true)
-            try files.createDirectory(at: voices, withIntermediateDirectories: true)
-            try link(contentsOf: system.appendingPathComponent("voices", isDirectory: true), into: voices, except: "!v")
-            let variantDirectory = voices.appendingPathComponent("!v", isDirectory: true)
-            try files.createDirectory(at: variantDirectory, withIntermediateDirectories: true)
-            try link(contentsOf: system.appendingPathComponent("voices/!v", isDirectory: true), into: variantDirectory, except: nil)
+            if !files.fileExists(atPath: variantDirectory.path) {
+                // Built aside and renamed into place, so a half-built overlay is never seen.
+                let staging = root.deletingLastPathComponent().appendingPathComponent(".\(root.lastPathComponent)-\(UUID().uuidString)")
+                try files.createDirectory(at: staging, withIntermediateDirectories: true)
+                try link(contentsOf: system, into: staging, except: "voices")
+                let voices = staging.appendingPathComponent("voices", isDirectory: true)
+                try files.createDirectory(at: voices, withIntermediateDirectories: true)
+                try link(contentsOf: system.appendingPathComponent("voices", isDirectory: true), into: voices, except: "!v")
+                let stagedVariants = voices.appendingPathComponent("!v", isDirectory: true)
+                try files.createDirectory(at: stagedVariants, withIntermediateDirectories: true)
+                try link(contentsOf: system.appendingPathComponent("voices/!v", isDirectory: true), into: stagedVariants, except: nil)
+                if files.fileExists(atPath: root.path) { try files.removeItem(at: root) }
+                try files.moveItem(at: staging, to: root)
+            }
             for name in try files.contentsOfDirectory(atPath: variants) where !name.hasPrefix(".") && !name.contains(".") {
                 let source = URL(fileURLWithPath: variants).appendingPathComponent(name)
                 let target = variantDirectory.appendingPathComponent(name)
-                if files.fileExists(atPath: target.path) { try files.removeItem(at: target) }
-                try files.copyItem(at: source, to: target)
+                // Replaced by rename, so espeak-ng never reads a half-written variant.
+                let staged = variantDirectory.appendingPathComponent(".\(name)-\(UUID().uuidString)")
+                try files.copyItem(at: source, to: staged)
+                if rename(staged.path, target.path) != 0 {
+                    throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target.path])
+                }
             }
         } catch {
             throw .dataDirectory("build data directory \(root.path) over \(systemData) with variants from \(variants)", "\(error)")
         }
         return root.path
+    }
+
+    /// Removes overlays left in `directory` by processes that have exited (`speakd-espeak-PID-…`).
+    static func removeStale(in directory: URL) {
+        let files = FileManager.default
+        guard let names = try? files.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix("speakd-espeak-") {
+            let parts = name.split(separator: "-")
+            guard parts.count >= 3, let pid = Int32(parts[2]), pid != getpid() else { continue }
+            if kill(pid, 0) != 0, errno == ESRCH {
+                try? files.removeItem(at: directory.appendingPathComponent(name))
+            }
+        }
     }
 
     private static func link(contentsOf source: URL, into target: URL, except excluded: String?) throws {

@@ -35,7 +35,7 @@ public final class EspeakEngine: SpeechRenderer {
         public init(
             dataPath: String? = nil, variantsDirectory: String? = nil, runtimeDirectory: String? = nil,
             variant: String? = nil, speaksPunctuation: Bool = false, bufferMilliseconds: Int = 50,
-            chunkMilliseconds: Int = 200
+            chunkMilliseconds: Int = 1000
         ) {
             self.dataPath = dataPath
             self.variantsDirectory = variantsDirectory
@@ -49,7 +49,9 @@ public final class EspeakEngine: SpeechRenderer {
 
     /// A whole rendering, with where each span's audio starts.
     public struct Rendering: Sendable {
+        /// Every sample of the utterance, in `format`.
         public var samples: [Int16]
+        /// The engine's format (s16 mono at espeak-ng's rate).
         public var format: AudioFormat
         /// Start of each span's audio in seconds, in span order (nil if espeak-ng reported none).
         public var spanStarts: [Double?]
@@ -57,7 +59,9 @@ public final class EspeakEngine: SpeechRenderer {
         public var spanVoices: [VoiceInfo]
     }
 
+    /// s16 mono at espeak-ng's sample rate (22050 Hz for its own voices).
     public let format: AudioFormat
+    /// The configuration the engine was made with.
     public let configuration: Configuration
     /// The data directory espeak-ng is initialised with (the private overlay when there are variants).
     public let dataPath: String
@@ -96,6 +100,7 @@ public final class EspeakEngine: SpeechRenderer {
             // One overlay per process and configuration: a later engine must not pull the
             // directory from under an earlier one with different variants.
             let key = String(UInt64(bitPattern: Int64((dataPath + "\u{0}" + variants).hashValue)), radix: 36)
+            EspeakDataOverlay.removeStale(in: runtime)
             let directory = runtime.appendingPathComponent("speakd-espeak-\(getpid())-\(key)", isDirectory: true)
             dataPath = try EspeakDataOverlay.build(systemData: dataPath, variants: variants, in: directory)
         }
@@ -108,7 +113,7 @@ public final class EspeakEngine: SpeechRenderer {
         let voices = rawVoices.map { voice in
             VoiceInfo(
                 identifier: voice.identifier, name: voice.name,
-                languages: voice.languages.compactMap { EspeakLanguageName.bcp47($0)?.canonical })
+                languages: voice.languages.compactMap(EspeakLanguageName.bcp47).uniqued())
         }
         self.configuration = configuration
         self.dataPath = path
@@ -121,9 +126,22 @@ public final class EspeakEngine: SpeechRenderer {
             metadata: ["espeak.data": "\(path)", "espeak.voices": "\(voices.count)", "espeak.rate": "\(sampleRate)"])
     }
 
+    /// Initialises espeak-ng with `configuration` and resolves languages with `voiceResolver`.
+    ///
+    /// - Throws: `EspeakError` when the data is missing or unreadable.
+    public convenience init(
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "speakd.espeak"),
+        voiceResolver: any VoiceResolving
+    ) async throws {
+        try await self.init(configuration: configuration, logger: logger) { _ in voiceResolver }
+    }
+
     /// The voices espeak-ng offers, with the BCP 47 tags each serves.
     public func voices() async throws -> [VoiceInfo] { voiceList }
 
+    /// Checks ranges, resolves every span's language and converts its IPA, without rendering;
+    /// the error names the field (`spans[1].language`).
     public func validate(_ utterance: Utterance) async throws(SpeechInputError) {
         _ = try input(for: utterance)
     }
@@ -133,11 +151,16 @@ public final class EspeakEngine: SpeechRenderer {
         try input(for: utterance).spanVoices
     }
 
-    /// The espeak-ng SSML that `utterance` becomes (for diagnostics and benchmarks).
-    public func espeakMarkup(for utterance: Utterance) throws(SpeechInputError) -> String {
-        try input(for: utterance).ssml
+    /// The text espeak-ng is given for `utterance` (for diagnostics and benchmarks): SSML, or
+    /// plain text for a single span that needs no markup.
+    public func espeakInput(for utterance: Utterance) throws(SpeechInputError) -> (text: String, isMarkup: Bool) {
+        let input = try input(for: utterance)
+        return (input.text, input.isMarkup)
     }
 
+    /// Renders `utterance`: the first chunk (about 50 ms) as soon as espeak-ng has it, later
+    /// ones every `chunkMilliseconds` of audio. Cancelling the consuming task or dropping the
+    /// stream aborts the synthesis; a bad input fails the stream before any chunk.
     public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
         render(utterance, marks: nil)
     }
@@ -162,7 +185,7 @@ public final class EspeakEngine: SpeechRenderer {
     ///
     /// espeak-ng is initialised with this engine's data directory when `body` starts. `body` may
     /// set its own synth callback, voice and parameters, but must not initialise espeak-ng again;
-    /// the engine restores its callback afterwards and sets its voice for every utterance.
+    /// the engine restores its callback and reloads its voice afterwards.
     public func runExclusively<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
@@ -173,20 +196,20 @@ public final class EspeakEngine: SpeechRenderer {
         }
     }
 
-    private func input(for utterance: Utterance) throws(SpeechInputError) -> EspeakInput {
+    private func input(for utterance: Utterance, marks: Bool = false) throws(SpeechInputError) -> EspeakInput {
         try EspeakInput.make(
             utterance, resolver: voiceResolver, defaultPunctuation: configuration.speaksPunctuation,
-            variant: configuration.variant)
+            variant: configuration.variant, marks: marks)
     }
 
     private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error> {
         let input: EspeakInput
         do {
-            input = try self.input(for: utterance)
+            input = try self.input(for: utterance, marks: marks != nil)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
-        return stream(for: input, flags: Int32(espeakSSML | espeakPHONEMES), marks: marks)
+        return stream(for: input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: marks)
     }
 
     private func stream(
@@ -207,21 +230,21 @@ public final class EspeakEngine: SpeechRenderer {
             guard !context.isCancelled else { return }
             do throws(EspeakError) {
                 try session.prepare(dataPath: path, bufferMilliseconds: buffer)
-                // Loading the voice every time costs under 1% (measured by the benchmark) and
-                // undoes whatever an earlier utterance's SSML or an aborted synthesis left behind.
                 try session.setVoice(input.voice)
-                // espeak_Cancel and SSML reset parameters: set every one for every utterance.
+                // espeak_Cancel and SSML change parameters: set every one for every utterance.
                 try session.set(espeakRATE, input.rate)
                 try session.set(espeakVOLUME, input.volume)
                 try session.set(espeakPITCH, 50)
                 try session.set(espeakRANGE, 50)
-                let finished = try session.synthesize(input.ssml, flags: flags | Int32(espeakENDPAUSE), context: context)
+                let finished = try session.synthesize(input.text, flags: flags | Int32(espeakENDPAUSE), context: context)
                 if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
+                if input.switchesVoice { session.invalidateVoice() }
                 if finished { context.flush() }
                 lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !finished))
                 marks?.set(context.marks.withLock { $0 })
                 continuation.finish()
             } catch {
+                session.invalidateVoice()
                 continuation.finish(throwing: error)
             }
         }
@@ -229,13 +252,10 @@ public final class EspeakEngine: SpeechRenderer {
     }
 }
 
-/// A value shared between the espeak thread and the engine's callers.
-final class Locked<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-
-    init(_ value: Value) { storage = Mutex(value) }
-
-    func set(_ value: Value) { storage.withLock { $0 = value } }
-
-    var value: Value { storage.withLock { $0 } }
+extension Array where Element: Hashable {
+    /// The elements in order, each only the first time it occurs.
+    fileprivate func uniqued() -> [Element] {
+        var seen: Set<Element> = []
+        return filter { seen.insert($0).inserted }
+    }
 }

@@ -8,8 +8,6 @@ public struct EspeakError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         /// A status returned by an `espeak_ng_*` call.
         case status(UInt32)
-        /// A call of the classic API returned `EE_INTERNAL_ERROR` / `EE_BUFFER_FULL` / `EE_NOT_FOUND`.
-        case classic(Int32)
         /// The engine could not prepare its private data directory.
         case dataDirectory
     }
@@ -45,15 +43,6 @@ public struct EspeakError: Error, Sendable, Hashable, CustomStringConvertible {
     static func check(_ status: espeak_ng_STATUS, _ operation: @autoclosure () -> String) throws(EspeakError) {
         guard status != ENS_OK else { return }
         throw EspeakError(.status(status.rawValue), operation: operation(), message: message(for: status))
-    }
-
-    static func check(_ result: espeak_ERROR, _ operation: @autoclosure () -> String) throws(EspeakError) {
-        switch result {
-        case EE_OK: return
-        case EE_BUFFER_FULL: throw EspeakError(.classic(result.rawValue), operation: operation(), message: "buffer full")
-        case EE_NOT_FOUND: throw EspeakError(.classic(result.rawValue), operation: operation(), message: "not found")
-        default: throw EspeakError(.classic(result.rawValue), operation: operation(), message: "internal error")
-        }
     }
 
     static func dataDirectory(_ operation: String, _ message: String) -> EspeakError {

@@ -3,6 +3,16 @@ import SpeechModel
 /// An utterance as libespeak-ng takes it: the base voice and parameters to set before synthesis,
 /// and SSML for the text with every span's attributes.
 ///
+/// What espeak-ng 1.51 was found to obey, and what the document therefore uses: the base voice is
+/// set by name before synthesis; a span in another voice is wrapped in `<voice name="roa/pt">`
+/// (the voice identifier, with `+variant`; `<lang>` is ignored and `xml:lang` would go through
+/// espeak's own language matcher, which the resolver replaces); pitch and volume as absolute
+/// `<prosody>` values; a span's rate relative to the base rate (`<prosody rate>` absolute values
+/// run faster than the same words-per-minute parameter); `<tts:style field="punctuation">`;
+/// `<say-as interpret-as="characters">`; `<break time>`; `[[…]]` phonemes; and `<s>` around each
+/// sentence when there are several spans, because prosody changes leak across sentence
+/// boundaries without it.
+///
 /// User text never reaches espeak-ng as markup: `escape(_:)` turns it into character data that
 /// cannot open a tag, an entity, an embedded command (`\u{01}`) or phoneme input (`[[`).
 struct EspeakInput: Sendable, Hashable {
@@ -12,8 +22,10 @@ struct EspeakInput: Sendable, Hashable {
     var rate: Int
     /// Base volume, espeak-ng's 0–200 scale (100 normal).
     var volume: Int
-    /// The SSML document to synthesise (with `espeakSSML | espeakPHONEMES`).
-    var ssml: String
+    /// The text to synthesise: an SSML document when `isMarkup` (synthesised with
+    /// `espeakSSML | espeakPHONEMES`), otherwise plain text (synthesised with neither).
+    var text: String
+    var isMarkup: Bool
     /// True when a span switches to another voice inside the document.
     var switchesVoice: Bool
     /// The voice used for each span, in span order.
@@ -27,8 +39,10 @@ struct EspeakInput: Sendable, Hashable {
     /// - Parameters:
     ///   - defaultPunctuation: whether punctuation is spoken in spans that do not say.
     ///   - variant: the espeak variant for voices that name none (`speakd-kiosk`).
+    ///   - marks: whether each span starts with `<mark name="INDEX"/>`, so its audio position is reported.
     static func make(
-        _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?
+        _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?,
+        marks: Bool = false
     ) throws(SpeechInputError) -> EspeakInput {
         try utterance.validate()
         let spans = utterance.resolvedSpans
@@ -59,19 +73,48 @@ struct EspeakInput: Sendable, Hashable {
             let chosen = voice.variant ?? variant
             return chosen.map { "\(voice.identifier)+\($0)" } ?? voice.identifier
         }
-        let baseVoice = names.first ?? voices.first?.identifier ?? ""
+        // An utterance without spans still needs a voice for espeak-ng to be set up with.
+        let baseVoice: String
+        if let first = names.first {
+            baseVoice = first
+        } else {
+            let voice: VoiceInfo
+            do {
+                voice = try resolver.voice(for: utterance.defaults.language)
+            } catch {
+                throw error.field == nil ? .notFound(field: "language", error.message) : error
+            }
+            baseVoice = (voice.variant ?? variant).map { "\(voice.identifier)+\($0)" } ?? voice.identifier
+        }
         let baseRate = spans.first?.attributes.rate ?? 1
         let baseVolume = spans.first?.attributes.volume ?? 1
+        // One span with nothing for markup to say is passed as plain text: espeak-ng renders it
+        // with less CPU (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
+        // as text. Only the control characters need replacing.
+        if !marks, spans.count == 1, let span = spans.first, span.attributes.ipa == nil,
+            span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
+            (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0
+        {
+            return EspeakInput(
+                voice: baseVoice, rate: Int((normalWordsPerMinute * baseRate).rounded()),
+                volume: Int((baseVolume * 100).rounded()), text: plain(span.text), isMarkup: false,
+                switchesVoice: false, spanVoices: voices)
+        }
         let boundaries = sentenceStarts(in: spans.map(\.text))
 
-        var ssml = "<speak><s>"
+        // Sentences are wrapped in <s> only when spans make it matter: espeak-ng 1.51 carries
+        // prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
+        let sentences = spans.count > 1
+        var ssml = sentences ? "<speak><s>" : "<speak>"
         var offset = 0
         for (index, span) in spans.enumerated() {
             let attributes = span.attributes
-            if index > 0, boundaries.contains(offset) {
+            if sentences, index > 0, boundaries.contains(offset) {
                 ssml += "</s><s>"
             }
-            ssml += "<mark name=\"\(index)\"/>"
+            if marks {
+                ssml += "<mark name=\"\(index)\"/>"
+            }
             var open = ""
             var close = ""
             if names[index] != baseVoice {
@@ -101,7 +144,8 @@ struct EspeakInput: Sendable, Hashable {
                 // which the transcriber never produces.
                 ssml += open + " [[\(phonemes)]] " + close
             } else {
-                if attributes.spellOut == true {
+                let spellsOut = attributes.spellOut == true
+                if spellsOut {
                     open += "<say-as interpret-as=\"characters\">"
                     close = "</say-as>" + close
                 }
@@ -109,26 +153,27 @@ struct EspeakInput: Sendable, Hashable {
                 var pieceStart = span.text.startIndex
                 var position = offset
                 for characterIndex in span.text.indices {
-                    if position != offset, boundaries.contains(position) {
+                    if sentences, position != offset, boundaries.contains(position) {
                         let piece = span.text[pieceStart..<characterIndex]
-                        ssml += open + escape(piece) + close + "</s><s>"
+                        ssml += open + content(piece, spellsOut: spellsOut) + close + "</s><s>"
                         pieceStart = characterIndex
                     }
                     position += 1
                 }
-                ssml += open + escape(span.text[pieceStart...]) + close
+                ssml += open + content(span.text[pieceStart...], spellsOut: spellsOut) + close
             }
             offset += span.text.count
             if let pause = span.pauseAfter, pause > 0 {
                 ssml += "<break time=\"\(Int((pause * 1000).rounded()))ms\"/>"
             }
         }
-        ssml += "</s></speak>"
+        ssml += sentences ? "</s></speak>" : "</speak>"
         return EspeakInput(
             voice: baseVoice,
             rate: Int((normalWordsPerMinute * baseRate).rounded()),
             volume: Int((baseVolume * 100).rounded()),
-            ssml: ssml,
+            text: ssml,
+            isMarkup: true,
             switchesVoice: Set(names).count > 1,
             spanVoices: voices)
     }
@@ -152,6 +197,30 @@ struct EspeakInput: Sendable, Hashable {
             }
         }
         return starts
+    }
+
+    /// `text` as plain input: C0 and C1 control characters and DEL become spaces, because
+    /// espeak-ng reads `\u{01}` as the start of an embedded command (`\u{01}90P` sets the pitch).
+    static func plain(_ text: String) -> String {
+        var output = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\t", "\n", "\r": output.append(scalar)
+            case "\u{00}"..."\u{1F}", "\u{7F}"..."\u{9F}": output.append(" ")
+            default: output.append(scalar)
+            }
+        }
+        return String(output)
+    }
+
+    /// A span's text as SSML character data; spelled out, its characters are spaced apart,
+    /// because espeak-ng 1.51 reads `<say-as interpret-as="characters">07402</say-as>` as
+    /// "zero seven comma four zero two" but `0 7 4 0 2` as the five digit names.
+    static func content<S: StringProtocol>(_ text: S, spellsOut: Bool) -> String {
+        guard spellsOut else { return escape(text) }
+        return text.split(whereSeparator: \.isWhitespace)
+            .map { word in word.map { escape(String($0)) }.joined(separator: " ") }
+            .joined(separator: " ")
     }
 
     /// `text` as SSML character data that espeak-ng speaks and never obeys.

@@ -7,9 +7,15 @@ import SpeechModel
 /// espeak-ng writes every subtag in lower case, puts scripts after regions, and uses dialect
 /// names that are not registered BCP 47 variants (`nyc`); those become private-use subtags.
 enum EspeakLanguageName {
-    /// The BCP 47 form of `name`, or nil when it cannot be made into a well-formed tag.
-    static func bcp47(_ name: String) -> LanguageTag? {
-        let subtags = name.split(separator: "-").map { $0.lowercased() }
+    /// The canonical BCP 47 form of `name`, or nil when it cannot be made into a well-formed tag.
+    static func bcp47(_ name: String) -> String? {
+        var subtags = name.split(separator: "-").map { $0.lowercased() }
+        // An extended language subtag (`zh-yue`) is canonically the language itself (`yue`).
+        if subtags.count > 1, (2...3).contains(subtags[0].count), subtags[1].count == 3,
+            subtags[1].allSatisfy({ $0.isASCII && $0.isLetter })
+        {
+            subtags.removeFirst()
+        }
         guard let language = subtags.first else { return nil }
         var script: String?
         var region: String?
@@ -39,10 +45,13 @@ enum EspeakLanguageName {
             }
         }
         var parts = [language]
-        if let script { parts.append(script) }
-        if let region { parts.append(region) }
+        if let script { parts.append(script.prefix(1).uppercased() + script.dropFirst()) }
+        if let region { parts.append(region.uppercased()) }
         parts += variants
+        // Private-use subtags keep espeak-ng's lower case.
         if !privateUse.isEmpty { parts += ["x"] + privateUse }
-        return try? LanguageTag(parts.joined(separator: "-"))
+        let tag = parts.joined(separator: "-")
+        guard (try? LanguageTag(tag)) != nil else { return nil }
+        return tag
     }
 }

@@ -3,63 +3,6 @@ import Foundation
 import SpeechModel
 import Synchronization
 
-/// One rendering in flight: where its chunks go and whether its consumer has gone away.
-///
-/// The synth callback reaches it through `user_data`; it holds only thread-safe state
-/// (an `AsyncThrowingStream` continuation and an atomic flag).
-final class RenderContext: Sendable {
-    let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
-    private let cancelled = Atomic<Bool>(false)
-    /// Audio positions (ms) of `<mark name="N"/>` events, keyed by N; only the espeak thread writes them.
-    let marks = Mutex<[Int: Int]>([:])
-
-    /// Samples synthesised but not yet yielded; only the espeak thread touches them.
-    private let pending = Mutex<[Int16]>([])
-    /// Chunks after the first are coalesced to at least this many samples.
-    private let coalescedSamples: Int
-    private let yieldedFirst = Atomic<Bool>(false)
-    /// Samples espeak-ng produced for this rendering so far.
-    let producedSamples = Atomic<Int>(0)
-
-    init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation, coalescedSamples: Int) {
-        self.continuation = continuation
-        self.coalescedSamples = coalescedSamples
-    }
-
-    /// Passes synthesised samples on: the first block at once (time to first sound), later ones
-    /// in blocks of `coalescedSamples`, because waking the consumer for every 50 ms block that
-    /// espeak-ng produces costs more CPU than synthesising it.
-    func deliver(_ samples: UnsafeBufferPointer<CShort>) {
-        producedSamples.add(samples.count, ordering: .relaxed)
-        if !yieldedFirst.load(ordering: .relaxed) {
-            yieldedFirst.store(true, ordering: .relaxed)
-            continuation.yield(PCMChunk(samples: Array(samples)))
-            return
-        }
-        let ready: [Int16]? = pending.withLock { buffer in
-            buffer.append(contentsOf: samples)
-            guard buffer.count >= coalescedSamples else { return nil }
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return buffer
-        }
-        if let ready { continuation.yield(PCMChunk(samples: ready)) }
-    }
-
-    /// Yields whatever is still pending; called when synthesis has ended.
-    func flush() {
-        let rest = pending.withLock { buffer in
-            defer { buffer.removeAll() }
-            return buffer
-        }
-        if !rest.isEmpty { continuation.yield(PCMChunk(samples: rest)) }
-    }
-
-    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
-
-    /// Makes the synth callback abort the synthesis at its next call.
-    func cancel() { cancelled.store(true, ordering: .releasing) }
-}
-
 /// The synth callback: forwards each block of samples to the rendering's stream as it is produced.
 ///
 /// A plain C function: it captures nothing and finds its rendering through `user_data`.
@@ -90,6 +33,7 @@ final class EspeakSession {
     private(set) var dataPath: String?
     private(set) var sampleRate = 22050
     private var bufferMilliseconds = 50
+    private var loadedVoice: String?
 
     /// The data directory libespeak-ng picks when given none.
     func defaultDataPath() -> String {
@@ -106,6 +50,7 @@ final class EspeakSession {
     func prepare(dataPath path: String, bufferMilliseconds: Int) throws(EspeakError) {
         if dataPath == path, self.bufferMilliseconds == bufferMilliseconds { return }
         dataPath = nil
+        loadedVoice = nil
         espeak_ng_InitializePath(path)
         var context: espeak_ng_ERROR_CONTEXT?
         let status = espeak_ng_Initialize(&context)
@@ -120,14 +65,25 @@ final class EspeakSession {
         self.bufferMilliseconds = bufferMilliseconds
     }
 
-    /// Loads `voice` (`roa/pt`, `gmw/en+speakd-kiosk`).
+    /// Loads `voice` (`roa/pt`, `gmw/en+speakd-kiosk`) unless it is known to be loaded.
+    ///
+    /// Loading re-reads the voice and dictionary files (about 4% of the CPU time of a short
+    /// announcement), so it is skipped when the previous utterance ended normally on this voice.
     func setVoice(_ voice: String) throws(EspeakError) {
+        if loadedVoice == voice { return }
+        loadedVoice = nil
         try EspeakError.check(espeak_ng_SetVoiceByName(voice), "set voice \(voice)")
+        loadedVoice = voice
     }
+
+    /// Forgets the loaded voice: after an aborted synthesis, an SSML voice switch, an error or
+    /// direct use of libespeak-ng, espeak-ng may be left on another voice.
+    func invalidateVoice() { loadedVoice = nil }
 
     /// Reinstalls the engine's synth callback, after code that called libespeak-ng directly.
     func restore() {
         espeak_SetSynthCallback(espeakSynthCallback)
+        loadedVoice = nil
     }
 
     /// Sets a synthesis parameter to an absolute value.
@@ -150,6 +106,7 @@ final class EspeakSession {
             // and they would open the next utterance: clear them (this resets the parameters,
             // which every rendering sets again anyway).
             _ = espeak_ng_Cancel()
+            loadedVoice = nil
             return false
         }
         try EspeakError.check(status, "synthesise")

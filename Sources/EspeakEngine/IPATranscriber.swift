@@ -69,7 +69,10 @@ public enum IPATranscriber {
             }
         }
         let words = output.split(separator: " ")
-        guard !words.isEmpty else { throw .malformed(field: "ipa", "'\(ipa)' contains no phonemes") }
+        // Stress and length marks alone are no pronunciation.
+        guard words.contains(where: { $0.contains { !"',:~".contains($0) } }) else {
+            throw .malformed(field: "ipa", "'\(ipa)' contains no phonemes")
+        }
         return words.joined(separator: " ")
     }
 }

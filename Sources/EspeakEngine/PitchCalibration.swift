@@ -11,6 +11,10 @@ import Foundation
 /// voices. The inverse is interpolated linearly in log F0 between table rows, so it is strictly
 /// increasing; requests outside what the voice reaches are clamped to the ends. espeak-ng takes
 /// whole numbers, so the parameter is rounded (one step is about 1% of F0).
+///
+/// SSML's relative form is no F0 percentage in espeak-ng 1.51: `<prosody pitch="+40%">` sets the
+/// parameter to 50 × 1.4 = 70, which measures ×1.22, not ×1.4. That is why the engine writes
+/// absolute parameter values taken from this table.
 public enum PitchCalibration {
     // (espeak pitch parameter, F0 relative to parameter 50), increasing in both columns.
     // Measured 2026-11-21 with espeak-ng 1.51 (voices gmw/en, gmw/en-US, roa/pt, roa/es; per-voice

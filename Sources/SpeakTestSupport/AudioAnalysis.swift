@@ -6,10 +6,14 @@
 public struct AudioAnalysis: Sendable {
     /// A stretch of sound between two silences, in seconds from the start.
     public struct Segment: Sendable, Hashable, CustomStringConvertible {
+        /// Where the sound starts, in seconds.
         public var start: Double
+        /// Where the sound ends, in seconds.
         public var end: Double
+        /// Length in seconds.
         public var duration: Double { end - start }
 
+        /// A segment from `start` to `end` seconds.
         public init(start: Double, end: Double) {
             self.start = start
             self.end = end
@@ -32,7 +36,9 @@ public struct AudioAnalysis: Sendable {
         public var f0: Double
     }
 
+    /// 16-bit mono samples.
     public let samples: [Int16]
+    /// Samples per second.
     public let sampleRate: Int
 
     /// Analyses `samples`, taken at `sampleRate` Hz.

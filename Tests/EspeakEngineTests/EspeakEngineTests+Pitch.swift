@@ -48,8 +48,8 @@ extension EspeakEngineTests {
         }
         let ratios = try (0..<3).map { try f0(raised, raisedStarts, $0) / f0(plain, plainStarts, $0) }
         #expect(abs(ratios[0] - 1) <= 0.05, "span before the change: ×\(ratios[0])")
-        #expect(abs(ratios[1] / 1.4 - 1) <= 0.08, "raised span: ×\(ratios[1])")
-        #expect(abs(ratios[2] - 1) <= 0.08, "span after the change: ×\(ratios[2])")
+        #expect(abs(ratios[1] / 1.4 - 1) <= 0.05, "raised span: ×\(ratios[1])")
+        #expect(abs(ratios[2] - 1) <= 0.05, "span after the change: ×\(ratios[2])")
         // No clause break was inserted: the sentence takes as long as without the change.
         #expect(abs(raised.audio.soundingDuration() / plain.audio.soundingDuration() - 1) <= 0.05)
         #expect(raised.audio.longestInnerSilence() < plain.audio.longestInnerSilence() + 0.05)
@@ -57,20 +57,29 @@ extension EspeakEngineTests {
 
     @Test func spansAcrossSentencesEachKeepTheirPitch() async throws {
         let engine = try await Engines.engine()
-        let texts = ["Platform four. ", "The train is delayed. ", "Thank you."]
-        let plain = try await engine.renderAll(Utterance(spans: texts.map { Span($0) }))
-        let mixed = try await engine.renderAll(
-            Utterance(spans: [
-                Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(pitch: 1.3)),
-                Span(texts[2], attributes: SpeechAttributes(pitch: 0.8)),
-            ]))
-        let plainStarts = try plain.spanStarts.map { try #require($0) }
-        let mixedStarts = try mixed.spanStarts.map { try #require($0) }
-        func f0(_ rendering: EspeakEngine.Rendering, _ starts: [Double], _ span: Int) throws -> Double {
-            let end = span + 1 < starts.count ? starts[span + 1] : rendering.audio.duration
-            return try #require(rendering.audio.medianF0(from: starts[span], to: end))
+        let texts = ["Platform four is closed today. ", "The train to the airport is delayed. ", "Thank you for travelling with us today."]
+        let plain = Utterance(spans: texts.map { Span($0) })
+        let mixed = Utterance(spans: [
+            Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(pitch: 1.3)),
+            Span(texts[2], attributes: SpeechAttributes(pitch: 0.8)),
+        ])
+        /// Each span's median F0, averaged over three renderings: espeak-ng's output varies by
+        /// about 2% from one rendering to the next.
+        func spanF0(_ utterance: Utterance) async throws -> [Double] {
+            var sums = [Double](repeating: 0, count: 3)
+            for _ in 0..<3 {
+                let rendering = try await engine.renderAll(utterance)
+                let starts = try rendering.spanStarts.map { try #require($0) }
+                for span in 0..<3 {
+                    let end = span + 1 < starts.count ? starts[span + 1] : rendering.audio.duration
+                    sums[span] += try #require(rendering.audio.medianF0(from: starts[span], to: end)) / 3
+                }
+            }
+            return sums
         }
-        let ratios = try (0..<3).map { try f0(mixed, mixedStarts, $0) / f0(plain, plainStarts, $0) }
+        let plainF0 = try await spanF0(plain)
+        let mixedF0 = try await spanF0(mixed)
+        let ratios = (0..<3).map { mixedF0[$0] / plainF0[$0] }
         #expect(abs(ratios[0] - 1) <= 0.05, "×\(ratios[0])")
         #expect(abs(ratios[1] / 1.3 - 1) <= 0.05, "×\(ratios[1])")
         #expect(abs(ratios[2] / 0.8 - 1) <= 0.05, "×\(ratios[2])")

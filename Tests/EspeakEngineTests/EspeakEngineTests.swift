@@ -122,3 +122,66 @@ struct EspeakEngineTests {
         #expect(record.producedSamples == rendering.samples.count)
     }
 }
+
+extension EspeakEngineTests {
+    @Test func aMissingVariantsDirectoryIsAnError() async throws {
+        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-runtime-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: runtime) }
+        do {
+            _ = try await EspeakEngine(configuration: .init(variantsDirectory: "/nonexistent/variants", runtimeDirectory: runtime.path)) {
+                TestVoiceResolver(voices: $0)
+            }
+            Issue.record("an engine with a missing variants directory was created")
+        } catch let error as EspeakError {
+            #expect(error.description.contains("/nonexistent/variants"))
+        }
+    }
+
+    @Test func variantsAreServedFromAPrivateDataDirectory() async throws {
+        let engine = try await Engines.engine()
+        #expect(engine.dataPath.hasPrefix(FileManager.default.temporaryDirectory.path))
+        let variant = URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/speakd-kiosk")
+        let installed = try String(contentsOf: variant, encoding: .utf8)
+        let source = try String(contentsOf: URL(fileURLWithPath: Engines.variantsDirectory).appendingPathComponent("speakd-kiosk"), encoding: .utf8)
+        #expect(installed == source)
+        // espeak-ng's own variants stay available next to the project's.
+        #expect(FileManager.default.fileExists(atPath: URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/m3").path))
+    }
+}
+
+extension EspeakEngineTests {
+    @Test func concurrentRendersTakeTurnsOnTheEspeakThread() async throws {
+        let engine = try await Engines.engine()
+        let texts = ["Platform one.", "The next train departs from platform two.", "Gate three is now closed, thank you."]
+        var alone: [Double] = []
+        for text in texts { alone.append(try await engine.renderAll(Utterance(text)).audio.soundingDuration()) }
+        let together = try await withThrowingTaskGroup(of: (Int, Double).self) { group in
+            for (index, text) in texts.enumerated() {
+                group.addTask { (index, try await engine.renderAll(Utterance(text)).audio.soundingDuration()) }
+            }
+            var durations = [Double](repeating: 0, count: texts.count)
+            for try await (index, duration) in group { durations[index] = duration }
+            return durations
+        }
+        for index in texts.indices {
+            #expect(abs(together[index] - alone[index]) < 0.05, "\(texts[index]): \(together[index]) s vs \(alone[index]) s")
+        }
+    }
+
+    @Test func anEmptyUtteranceEnds() async throws {
+        let engine = try await Engines.engine()
+        let rendering = try await engine.renderAll(Utterance(""))
+        #expect(rendering.audio.soundingDuration() == 0)
+    }
+}
+
+extension EspeakEngineTests {
+    @Test func anUtteranceWithoutSpansEnds() async throws {
+        let engine = try await Engines.engine()
+        let rendering = try await engine.renderAll(Utterance(spans: [], defaults: SpeechAttributes(language: tag("pt-PT"))))
+        #expect(rendering.audio.soundingDuration() == 0)
+        await #expect(throws: SpeechInputError.self) {
+            try await engine.validate(Utterance(spans: [], defaults: SpeechAttributes(language: tag("xx"))))
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import SpeechModel
+import Synchronization
+
+/// One rendering in flight: where its chunks go and whether its consumer has gone away.
+///
+/// The synth callback reaches it through `user_data`; it holds only thread-safe state
+/// (an `AsyncThrowingStream` continuation and an atomic flag).
+final class RenderContext: Sendable {
+    let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
+    private let cancelled = Atomic<Bool>(false)
+    /// Audio positions (ms) of `<mark name="N"/>` events, keyed by N; only the espeak thread writes them.
+    let marks = Mutex<[Int: Int]>([:])
+
+    /// Samples synthesised but not yet yielded; only the espeak thread touches them.
+    private let pending = Mutex<[Int16]>([])
+    /// Chunks after the first are coalesced to at least this many samples.
+    private let coalescedSamples: Int
+    private let yieldedFirst = Atomic<Bool>(false)
+    /// Samples espeak-ng produced for this rendering so far.
+    let producedSamples = Atomic<Int>(0)
+
+    init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation, coalescedSamples: Int) {
+        self.continuation = continuation
+        self.coalescedSamples = coalescedSamples
+    }
+
+    /// Passes synthesised samples on: the first block at once (time to first sound), later ones
+    /// in blocks of `coalescedSamples`, because waking the consumer for every 50 ms block that
+    /// espeak-ng produces costs more CPU than synthesising it.
+    func deliver(_ samples: UnsafeBufferPointer<CShort>) {
+        producedSamples.add(samples.count, ordering: .relaxed)
+        if !yieldedFirst.load(ordering: .relaxed) {
+            yieldedFirst.store(true, ordering: .relaxed)
+            continuation.yield(PCMChunk(samples: Array(samples)))
+            return
+        }
+        let ready: [Int16]? = pending.withLock { buffer in
+            buffer.append(contentsOf: samples)
+            guard buffer.count >= coalescedSamples else { return nil }
+            defer { buffer.removeAll(keepingCapacity: true) }
+            return buffer
+        }
+        if let ready { continuation.yield(PCMChunk(samples: ready)) }
+    }
+
+    /// Yields whatever is still pending; called when synthesis has ended.
+    func flush() {
+        let rest = pending.withLock { buffer in
+            defer { buffer.removeAll() }
+            return buffer
+        }
+        if !rest.isEmpty { continuation.yield(PCMChunk(samples: rest)) }
+    }
+
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// Makes the synth callback abort the synthesis at its next call.
+    func cancel() { cancelled.store(true, ordering: .releasing) }
+}

@@ -1,0 +1,93 @@
+import SpeechModel
+import Testing
+
+@testable import EspeakEngine
+
+extension EspeakEngineTests {
+    @Test func voicesCarryCanonicalBCP47Tags() async throws {
+        let engine = try await Engines.engine()
+        let voices = try await engine.voices()
+        #expect(voices.count > 100)
+        #expect(voices.allSatisfy { !$0.languages.isEmpty && !$0.identifier.isEmpty })
+        let tags = Set(voices.flatMap(\.languages))
+        for expected in ["en-GB", "en-GB-scotland", "en-US", "es-419", "pt-BR", "pt", "cmn", "yue", "en-GB-x-rp", "en-US-x-nyc"] {
+            #expect(tags.contains(expected), "no voice serves \(expected) in \(tags.sorted())")
+        }
+        #expect(voices.first { $0.identifier == "roa/pt" }?.languages.first == "pt")
+        for tag in tags {
+            #expect((try? LanguageTag(tag)) != nil, "\(tag) is not a well-formed tag")
+        }
+    }
+
+    @Test(
+        "espeak-ng language names become BCP 47",
+        arguments: [
+            ("en-gb-scotland", "en-GB-scotland"), ("es-419", "es-419"), ("pt-br", "pt-BR"), ("cmn", "cmn"),
+            ("yue", "yue"), ("en-us-nyc", "en-US-x-nyc"), ("en-gb-x-rp", "en-GB-x-rp"),
+            ("chr-US-Qaaa-x-west", "chr-Qaaa-US-x-west"), ("cmn-latn-pinyin", "cmn-Latn-pinyin"),
+            ("fa-latn", "fa-Latn"), ("vi-vn-x-central", "vi-VN-x-central"), ("en-029", "en-029"), ("zh-yue", "yue"),
+        ])
+    func languageNames(espeak: String, bcp47: String) {
+        #expect(EspeakLanguageName.bcp47(espeak) == bcp47)
+    }
+
+    @Test func validateNamesTheField() async throws {
+        let engine = try await Engines.engine()
+        func field(_ utterance: Utterance) async -> String? {
+            do {
+                try await engine.validate(utterance)
+                return nil
+            } catch {
+                return error.field ?? "(none)"
+            }
+        }
+        #expect(await field(Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(pitch: 3))])) == "spans[1].pitch")
+        #expect(await field(Utterance("a", defaults: SpeechAttributes(rate: 0.1))) == "rate")
+        #expect(await field(Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(language: tag("xx-YY")))])) == "spans[1].language")
+        #expect(await field(Utterance("a", defaults: SpeechAttributes(language: tag("xx")))) == "language")
+        #expect(await field(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))])) == "spans[0].ipa")
+        #expect(await field(Utterance(spans: [Span("Olá", attributes: SpeechAttributes(language: tag("pt-PT"), ipa: "oˈla"))])) == nil)
+        do {
+            try await engine.validate(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))]))
+        } catch {
+            #expect(error.kind == "unsupported")
+            #expect(error.message.contains("'ʘ'"))
+        }
+        // Rendering an invalid utterance fails before any chunk, with the same error.
+        var chunks = 0
+        do {
+            for try await _ in engine.render(Utterance(spans: [Span("a", attributes: SpeechAttributes(volume: 2))])) { chunks += 1 }
+            Issue.record("an out-of-range volume rendered")
+        } catch let error as SpeechInputError {
+            #expect(error.field == "spans[0].volume")
+        }
+        #expect(chunks == 0)
+    }
+
+    @Test(
+        "IPA becomes espeak-ng phonemes",
+        arguments: [
+            ("həˈloʊ", "h@'loU"), ("/ˈwɔːtə/", "'wO:t@"), ("θɪŋk ðæt", "TINk Dat"), ("ˈtʃɜːtʃ", "'tS3:tS"),
+            ("liʒˈboɐ", "liZ'bo6"), ("ˈmɐ̃j̃", "'m6~j~"), ("ɐ̃", "6~"), ("ã", "a~"), ("ˌsɛ̃tɾu", ",sE~tru"), ("ˈd͡ʒɒb", "'dZ0b"),
+        ])
+    func ipaTable(ipa: String, espeak: String) throws {
+        #expect(try IPATranscriber.espeakPhonemes(ipa) == espeak)
+    }
+
+    @Test func unsupportedIPAIsAnError() {
+        #expect(throws: SpeechInputError.self) { try IPATranscriber.espeakPhonemes("ʘ") }
+        do {
+            _ = try IPATranscriber.espeakPhonemes("kaʘ")
+        } catch {
+            #expect(error.field == "ipa")
+            #expect(error.message.contains("'ʘ'") && error.message.contains("U+0298"))
+        }
+        #expect(throws: SpeechInputError.self) { try IPATranscriber.espeakPhonemes("ˈ ") }
+    }
+
+    @Test func sentencesAreFoundAcrossSpans() {
+        let starts = EspeakInput.sentenceStarts(in: ["Platform four. ", "Thank you! Bye", ", now"])
+        // "Platform four. " is 15 characters; "Thank you! " 11 more.
+        #expect(starts == [15, 26])
+    }
+}
