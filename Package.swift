@@ -81,7 +81,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(name: "speak", dependencies: ["SpeakCLI"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "speak",
+            dependencies: ["SpeakCLI", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        // EspeakEngine against raw libespeak-ng, measured in the same run (build with -c release).
+        .executableTarget(
+            name: "speakd-engine-bench",
+            dependencies: ["EspeakEngine", "CEspeakNG", "SpeechModel", "SpeakTestSupport"],
+            path: "Benchmarks/EngineBenchmark",
+            swiftSettings: swiftSettings
+        ),
         // The only module that imports the HTTP framework: routes, SSE, TCP + Unix-socket listeners.
         .target(
             name: "SpeakServer",
@@ -107,13 +118,6 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "speakd", dependencies: ["SpeakDaemon"], swiftSettings: swiftSettings),
-        // EspeakEngine against raw libespeak-ng, measured in the same run (build with -c release).
-        .executableTarget(
-            name: "speakd-engine-bench",
-            dependencies: ["EspeakEngine", "CEspeakNG", "SpeechModel", "SpeakTestSupport"],
-            path: "Benchmarks/EngineBenchmark",
-            swiftSettings: swiftSettings
-        ),
 
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(

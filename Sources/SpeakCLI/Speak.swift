@@ -1,13 +1,47 @@
 import ArgumentParser
+import Foundation
 
 /// `speak`: post an announcement to the daemon, or speak it in-process when none runs.
 public struct Speak: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "speak",
-        abstract: "Speak text through speakd, or in-process when no daemon is running."
+        abstract: "Speak text through speakd, or in-process when no daemon is running.",
+        discussion: """
+            Exit status: 0 when the speech succeeded (with --wait: was spoken to the end), \
+            1 when it did not, 2 for invalid input.
+            """,
+        subcommands: [Say.self, Voices.self, Events.self, Cancel.self, Status.self],
+        defaultSubcommand: Say.self
     )
 
     public init() {}
 
-    public func run() async throws {}
+    /// Parses `arguments`, runs the command and returns the exit status; messages go to standard error.
+    public static func run(arguments: [String]) async -> Int32 {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return 0
+        } catch let failure as SpeakFailure {
+            printError("speak: \(failure.message)")
+            return failure.exitStatus
+        } catch {
+            let status = exitCode(for: error)
+            if status == .success {
+                print(fullMessage(for: error))
+                return 0
+            }
+            printError(fullMessage(for: error))
+            // Usage and validation errors are invalid input: exit 2, as the contract says.
+            return status == .validationFailure ? 2 : status.rawValue
+        }
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
 }

@@ -18,18 +18,26 @@ public final class ChildProcess: Sendable {
     }
 
     /// Starts `executable` with `arguments` and exactly `environment`.
-    /// - Parameter output: a file that receives standard output and error (appended); nil for
-    ///   /dev/null. Standard input is /dev/null.
+    /// - Parameters:
+    ///   - output: a file that receives standard output (appended), and standard error too unless
+    ///     `errorOutput` is given; nil for /dev/null.
+    ///   - errorOutput: a separate file for standard error (appended).
+    ///   - input: a file read as standard input; nil for /dev/null.
     public init(
-        _ executable: String, _ arguments: [String], environment: [String: String], output: String? = nil
+        _ executable: String, _ arguments: [String], environment: [String: String], output: String? = nil,
+        errorOutput: String? = nil, input: String? = nil
     ) throws {
         self.executable = executable
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, input ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let errorOutput {
+            posix_spawn_file_actions_addopen(&actions, 2, errorOutput, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import SpeakAPI
+
+/// How the CLI finds the daemon.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The daemon's Unix socket (default: $SPEAKD_SOCKET, then $XDG_RUNTIME_DIR/speakd/speakd.sock, then /run/speakd/speakd.sock).", valueName: "path"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("The daemon's TCP address instead of its socket (default: $SPEAKD_HTTP).", valueName: "host:port"))
+    var http: String?
+
+    func validate() throws {
+        if let http { _ = try Self.tcpEndpoint(http, flag: "--http") }
+        if socket != nil, http != nil {
+            throw ValidationError("--socket and --http name two daemons; give one")
+        }
+    }
+
+    /// True when the user named a daemon on the command line or in the environment.
+    func isExplicit(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        socket != nil || http != nil || environment["SPEAKD_SOCKET"]?.isEmpty == false
+            || environment["SPEAKD_HTTP"]?.isEmpty == false
+    }
+
+    /// The places to look for a daemon, in order.
+    func candidates(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> [SpeakEndpoint] {
+        if let socket { return [.unixSocket(path: socket)] }
+        if let http { return [try Self.tcpEndpoint(http, flag: "--http")] }
+        if let socket = environment["SPEAKD_SOCKET"], !socket.isEmpty { return [.unixSocket(path: socket)] }
+        if let http = environment["SPEAKD_HTTP"], !http.isEmpty { return [try Self.tcpEndpoint(http, flag: "SPEAKD_HTTP")] }
+        var defaults: [SpeakEndpoint] = []
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            defaults.append(.unixSocket(path: runtime + "/speakd/speakd.sock"))
+        }
+        defaults.append(.unixSocket(path: "/run/speakd/speakd.sock"))
+        return defaults
+    }
+
+    /// Parses `host:port` (`[::1]:7770` for IPv6).
+    static func tcpEndpoint(_ text: String, flag: String) throws -> SpeakEndpoint {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65535).contains(port)
+        else {
+            throw ValidationError("\(flag) \(text): expected HOST:PORT with a port from 1 to 65535")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw ValidationError("\(flag) \(text): the host is empty") }
+        return .tcp(host: host, port: port)
+    }
+
+    /// The daemon named by these options, or the first default one that answers; nil when none does.
+    func reachableDaemon() async throws -> SpeakHTTPClient? {
+        for endpoint in try candidates() {
+            let probe = SpeakHTTPClient(endpoint: endpoint, timeout: .seconds(2))
+            if (try? await probe.send("GET", "/healthz")) != nil {
+                return SpeakHTTPClient(endpoint: endpoint)
+            }
+        }
+        return nil
+    }
+
+    /// The daemon these options name; an error when it cannot be reached.
+    func requireDaemon() async throws -> SpeakHTTPClient {
+        guard let client = try await reachableDaemon() else {
+            let tried = try candidates().map(\.description).joined(separator: ", ")
+            throw SpeakFailure.daemonUnreachable("no speakd answers at \(tried)")
+        }
+        return client
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import SpeakAPI
+
+extension Speak {
+    /// `speak events`: follow the daemon's event stream.
+    struct Events: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the daemon's announcement events (queued, started, finished) as JSON lines.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        @Option(help: "Resume after this event id (replays what the daemon still remembers).")
+        var after: String?
+
+        @Option(help: "Stop after this many events.")
+        var count: Int?
+
+        func validate() throws {
+            if let count, count < 1 { throw ValidationError("--count \(count): must be at least 1") }
+        }
+
+        func run() async throws {
+            let client = try await connection.requireDaemon()
+            var seen = 0
+            for try await message in client.events(lastEventID: after) {
+                FileHandle.standardOutput.write(Data((message.data + "\n").utf8))
+                seen += 1
+                if let count, seen >= count { break }
+            }
+        }
+    }
+
+    /// `speak cancel ID|--all`.
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Cancel one announcement, or all of them.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        @Flag(help: "Cancel every announcement, speaking and waiting.")
+        var all = false
+
+        @Argument(help: "The announcement's id.")
+        var id: String?
+
+        func validate() throws {
+            switch (all, id) {
+            case (true, .some): throw ValidationError("give an id or --all, not both")
+            case (false, .none): throw ValidationError("missing announcement id (or --all)")
+            default: break
+            }
+        }
+
+        func run() async throws {
+            let client = try await connection.requireDaemon()
+            let path = all ? "/v1/announcements" : "/v1/announcements/\(Self.escapePath(id ?? ""))"
+            try await client.send("DELETE", path).printBody(orFailWith: "cancel")
+        }
+
+        static func escapePath(_ id: String) -> String {
+            id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? id
+        }
+    }
+
+    /// `speak status`: the daemon's health and queue.
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the daemon's health and its queue.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        func run() async throws {
+            let client = try await connection.requireDaemon()
+            print("daemon: \(client.endpoint)")
+            let health = try await client.send("GET", "/healthz")
+            print("health: \(String(decoding: health.body, as: UTF8.self))")
+            try await client.send("GET", "/v1/announcements").printBody(orFailWith: "status")
+        }
+    }
+}
+
+extension SpeakHTTPResponse {
+    /// Prints the body; a non-2xx status becomes a failure carrying the daemon's error message.
+    func printBody(orFailWith action: String) throws {
+        try checkStatus(action)
+        print(String(decoding: body, as: UTF8.self))
+    }
+
+    /// A non-2xx status as a failure: invalid input (exit 2) for 400, 413 and 422, else exit 1.
+    func checkStatus(_ action: String) throws {
+        guard !(200..<300).contains(status) else { return }
+        let message = "\(action): \(error?.description ?? "the daemon answered \(status)")"
+        throw [400, 413, 422].contains(status)
+            ? SpeakFailure.invalidInput(message) : SpeakFailure.notCompleted(message)
+    }
+}

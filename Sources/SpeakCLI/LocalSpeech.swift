@@ -1,0 +1,93 @@
+import ArgumentParser
+import AudioOutput
+import EspeakEngine
+import Foundation
+import SpeechModel
+
+/// Speech in the `speak` process itself, for machines where no daemon runs.
+enum LocalSpeech {
+    /// Parses an audio sink spec; the error names where it came from.
+    static func sinkSpec(_ value: String, flag: String) throws -> AudioSinkSpec {
+        do {
+            return try AudioSinkSpec(parsing: value)
+        } catch {
+            throw ValidationError("\(flag) \(value): \(error.message)")
+        }
+    }
+
+    /// An engine over the discovered voices directory; bad input is reported as such.
+    static func engine() async throws -> EspeakEngine {
+        do {
+            return try await EspeakEngine(voices: VoicesDirectory.discover())
+        } catch {
+            throw SpeakFailure.notCompleted("the speech engine did not start: \(error)")
+        }
+    }
+
+    /// Checks `utterance` against the engine's voices (an unknown language is invalid input).
+    private static func prepare(_ utterance: Utterance, on engine: EspeakEngine) async throws {
+        do {
+            try await engine.validate(utterance)
+        } catch {
+            throw SpeakFailure.invalidInput(Self.describe(error))
+        }
+    }
+
+    /// Renders `utterance` into a WAV file.
+    static func render(_ utterance: Utterance, toWAV path: String) async throws {
+        let engine = try await engine()
+        try await prepare(utterance, on: engine)
+        let sink = WAVFileSink(path: path, format: engine.format)
+        do {
+            try await AudioPlayback().play(engine.render(utterance), format: engine.format, on: sink)
+            await sink.close()
+        } catch {
+            await sink.close()
+            throw SpeakFailure.notCompleted("--output \(path): \(error)")
+        }
+    }
+
+    /// Speaks `utterance` on the sink `spec` names and returns its finished event.
+    static func speak(
+        _ utterance: Utterance, priority: AnnouncementPriority, on spec: AudioSinkSpec
+    ) async throws -> AnnouncementEvent {
+        let engine = try await engine()
+        try await prepare(utterance, on: engine)
+        let voice = try? engine.voiceResolver.voice(for: utterance.defaults.language)
+        func finished(_ reason: FinishReason, detail: String? = nil) -> AnnouncementEvent {
+            AnnouncementEvent(
+                type: .finished, id: "local", text: utterance.text, priority: priority, timestamp: Date(),
+                success: reason == .completed, reason: reason, voice: voice?.identifier, detail: detail)
+        }
+        let sink: any ReopenableAudioSink
+        do {
+            sink = try await spec.makeSink(format: engine.format)
+        } catch {
+            return finished(.failed, detail: "\(error)")
+        }
+        do {
+            try await AudioPlayback().play(engine.render(utterance), format: engine.format, on: sink)
+            await sink.close()
+            return finished(.completed)
+        } catch {
+            await sink.close()
+            return finished(error is CancellationError ? .cancelled : .failed, detail: "\(error)")
+        }
+    }
+
+    /// One line of JSON, as the daemon's events read.
+    static func json(_ event: AnnouncementEvent) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(event), as: UTF8.self)
+    }
+
+    private static func describe(_ error: SpeechInputError) -> String {
+        // A plain-text utterance's language comes from --lang; spans name their own fields.
+        if error.field == "language" {
+            return "--lang: \(error.message)"
+        }
+        return error.description
+    }
+}

@@ -1,0 +1,164 @@
+import ArgumentParser
+import Foundation
+import SpeakAPI
+import SpeechModel
+
+extension Speak {
+    /// `speak [options] [TEXT…]`: the default command.
+    struct Say: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Speak TEXT (or standard input): through the daemon when one answers, else in-process.",
+            discussion: """
+                Examples:
+                  speak --pitch 1.4 --lang pt-PT "Olá, bom dia"
+                  speak --output hello.wav "Hello"
+                  speak --ssml '<speak>Platform <say-as interpret-as="characters">7</say-as></speak>'
+                  echo '{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT"}]}' | speak --json -
+                """
+        )
+
+        @OptionGroup var speech: SpeechOptions
+
+        @Option(help: "How urgent: high, default or low.")
+        var priority: AnnouncementPriority = .default
+
+        @Flag(help: "Interrupt a speaking default or low announcement (the wire format's queue: false).")
+        var interrupt = false
+
+        @Flag(help: "Wait until it finished; print its finished event; exit 1 unless it was spoken to the end.")
+        var wait = false
+
+        @Option(help: ArgumentHelp("Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
+        var expiresAfter: Double?
+
+        @Option(help: ArgumentHelp("Write the speech to a WAV file instead of playing it.", valueName: "file.wav"))
+        var output: String?
+
+        @Option(help: ArgumentHelp("Read an utterance in the wire format (JSON) from FILE, or - for standard input.", valueName: "file"))
+        var json: String?
+
+        @Flag(help: "TEXT is SSML (speak, voice, prosody, say-as characters, break, s, p).")
+        var ssml = false
+
+        @Flag(help: "Speak in-process even when a daemon is running.")
+        var local = false
+
+        @Option(help: ArgumentHelp("In-process audio: auto, pulse, alsa[:DEVICE], wav:PATH or null (default: $SPEAKD_AUDIO or auto).", valueName: "sink"))
+        var audio: String?
+
+        @OptionGroup var connection: ConnectionOptions
+
+        @Argument(help: "The text to speak; standard input when none is given.")
+        var text: [String] = []
+
+        func validate() throws {
+            if json != nil, !text.isEmpty {
+                throw ValidationError("--json reads the utterance from a file; give no TEXT with it")
+            }
+            if json != nil, ssml {
+                throw ValidationError("--json and --ssml are two input formats; give one")
+            }
+            if let expiresAfter, !(expiresAfter > 0 && expiresAfter.isFinite) {
+                throw ValidationError("--expires-after \(expiresAfter): must be a positive number of seconds")
+            }
+            if let output, !output.lowercased().hasSuffix(".wav") {
+                throw ValidationError("--output \(output): the file name must end in .wav")
+            }
+            if let audio { _ = try LocalSpeech.sinkSpec(audio, flag: "--audio") }
+        }
+
+        func run() async throws {
+            let utterance = try readUtterance()
+            if let output {
+                try await LocalSpeech.render(utterance, toWAV: output)
+                return
+            }
+            if !local, let daemon = try await connection.reachableDaemon() {
+                try await speakThroughDaemon(daemon, utterance)
+                return
+            }
+            if !local, connection.isExplicit() {
+                let tried = try connection.candidates().map(\.description).joined(separator: ", ")
+                throw SpeakFailure.daemonUnreachable("no speakd answers at \(tried)")
+            }
+            let sink = try LocalSpeech.sinkSpec(
+                audio ?? ProcessInfo.processInfo.environment["SPEAKD_AUDIO"] ?? "auto",
+                flag: audio == nil ? "SPEAKD_AUDIO" : "--audio")
+            let finished = try await LocalSpeech.speak(utterance, priority: priority, on: sink)
+            if wait { print(try LocalSpeech.json(finished)) }
+            guard finished.success == true else {
+                throw SpeakFailure.notCompleted(finished.detail ?? "speech did not complete")
+            }
+        }
+
+        /// Posts the announcement; with `--wait`, prints its finished event and fails unless it succeeded.
+        private func speakThroughDaemon(_ daemon: SpeakHTTPClient, _ utterance: Utterance) async throws {
+            let request = AnnouncementRequest(
+                utterance: utterance, priority: priority, queue: !interrupt, expiresAfter: expiresAfter)
+            let response = try await daemon.send(
+                "POST", wait ? "/v1/announcements?wait=true" : "/v1/announcements", json: request)
+            try response.checkStatus("speakd at \(daemon.endpoint)")
+            guard wait else {
+                let accepted = try response.decode(AnnouncementAccepted.self)
+                print("\(accepted.id) \(accepted.state.rawValue) position \(accepted.position)")
+                return
+            }
+            print(String(decoding: response.body, as: UTF8.self))
+            let finished = try response.decode(AnnouncementEvent.self)
+            guard finished.success == true else {
+                throw SpeakFailure.notCompleted(
+                    "\(finished.id) finished \(finished.reason?.rawValue ?? "unsuccessfully")"
+                        + (finished.detail.map { ": \($0)" } ?? ""))
+            }
+        }
+
+        /// The utterance from `--json`, `--ssml` or plain text, with the flags as its defaults.
+        func readUtterance() throws -> Utterance {
+            let defaults = try speech.attributes()
+            var utterance: Utterance
+            if let json {
+                let data = try Self.read(json == "-" ? nil : json, what: "--json")
+                do {
+                    utterance = try Utterance.decode(json: data)
+                } catch {
+                    throw SpeakFailure.invalidInput("--json \(json): \(error)")
+                }
+                utterance.defaults = defaults.inheriting(from: utterance.defaults)
+            } else {
+                let source = text.isEmpty
+                    ? String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)
+                    : text.joined(separator: " ")
+                guard !source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                    throw SpeakFailure.invalidInput("nothing to speak: give TEXT or write it to standard input")
+                }
+                if ssml {
+                    do {
+                        utterance = try Utterance(ssml: source)
+                    } catch {
+                        throw SpeakFailure.invalidInput("--ssml: \(error)")
+                    }
+                    utterance.defaults = defaults.inheriting(from: utterance.defaults)
+                } else {
+                    utterance = Utterance(source, defaults: defaults)
+                }
+            }
+            do {
+                try utterance.validate(limits: .default)
+            } catch {
+                throw SpeakFailure.invalidInput("\(error)")
+            }
+            return utterance
+        }
+
+        private static func read(_ path: String?, what: String) throws -> Data {
+            do {
+                if let path { return try Data(contentsOf: URL(fileURLWithPath: path)) }
+                return FileHandle.standardInput.readDataToEndOfFile()
+            } catch {
+                throw SpeakFailure.invalidInput("\(what) \(path ?? "-"): cannot read: \(error.localizedDescription)")
+            }
+        }
+    }
+}
+
+extension AnnouncementPriority: ExpressibleByArgument {}

@@ -1,0 +1,130 @@
+import ArgumentParser
+import Foundation
+import SpeakAPI
+import SpeechModel
+import Testing
+
+@testable import SpeakCLI
+
+/// Flags are parsed and validated by the parser, and bad values are named in the message.
+@Suite struct ParsingTests {
+    @Test func defaultCommandTakesTextAndFlags() throws {
+        let command = try Speak.parseAsRoot(["--pitch", "1.4", "--lang", "pt-PT", "--no-punctuation", "Olá", "bom dia"])
+        let say = try #require(command as? Speak.Say)
+        let utterance = try say.readUtterance()
+        #expect(utterance.text == "Olá bom dia")
+        #expect(utterance.defaults.pitch == 1.4)
+        #expect(utterance.defaults.language?.canonical == "pt-PT")
+        #expect(utterance.defaults.punctuation == false)
+        #expect(say.priority == .default)
+        #expect(!say.interrupt)
+    }
+
+    @Test func flagsBecomeUtteranceDefaultsAndRequestFields() throws {
+        let command = try Speak.parseAsRoot([
+            "--punctuation", "--spell-out", "--rate", "1.5", "--volume", "0.5", "--priority", "high",
+            "--interrupt", "--wait", "--expires-after", "10", "07402",
+        ])
+        let say = try #require(command as? Speak.Say)
+        let defaults = try say.readUtterance().defaults
+        #expect(defaults.punctuation == true)
+        #expect(defaults.spellOut == true)
+        #expect(defaults.rate == 1.5)
+        #expect(defaults.volume == 0.5)
+        #expect(say.priority == .high)
+        #expect(say.interrupt)
+        #expect(say.wait)
+        #expect(say.expiresAfter == 10)
+    }
+
+    @Test(arguments: [
+        (["--pitch", "3", "hi"], "--pitch 3"),
+        (["--pitch=-0.5", "hi"], "--pitch -0.5"),
+        (["--rate", "0.1", "hi"], "--rate 0.1"),
+        (["--volume", "1.5", "hi"], "--volume 1.5"),
+        (["--lang", "en-", "hi"], "--lang en-"),
+        (["--lang", "en_GB", "x"], "--lang en_GB"),
+        (["--priority", "urgent", "hi"], "urgent"),
+        (["--audio", "speakers", "hi"], "--audio speakers"),
+        (["--output", "x.mp3", "hi"], "--output x.mp3"),
+        (["--expires-after", "0", "hi"], "--expires-after 0"),
+        (["--http", "localhost", "hi"], "--http localhost"),
+        (["--json", "-", "--ssml"], "--json and --ssml"),
+        (["cancel"], "missing announcement id"),
+        (["cancel", "--all", "abc"], "not both"),
+    ])
+    func invalidInputNamesTheFlagAndValue(arguments: [String], expected: String) {
+        #expect(throws: (any Error).self) { try Speak.parseAsRoot(arguments) }
+        do {
+            _ = try Speak.parseAsRoot(arguments)
+        } catch {
+            let message = Speak.fullMessage(for: error)
+            #expect(message.contains(expected), "\(arguments): \(message)")
+            #expect(Speak.exitCode(for: error) == .validationFailure)
+        }
+    }
+
+    @Test func invalidInputExitsTwo() async {
+        #expect(await Speak.run(arguments: ["--pitch", "3", "hi"]) == 2)
+        #expect(await Speak.run(arguments: ["--lang", "en-", "hi"]) == 2)
+        #expect(await Speak.run(arguments: ["--no-such-flag"]) == 2)
+    }
+
+    @Test func helpListsTheFlagsAndExitsZero() async {
+        let help = Speak.helpMessage(for: Speak.Say.self)
+        for flag in [
+            "--pitch", "--lang", "--punctuation", "--no-punctuation", "--spell-out", "--rate", "--volume",
+            "--priority", "--interrupt", "--wait", "--output", "--socket", "--json", "--ssml",
+        ] {
+            #expect(help.contains(flag), "help lacks \(flag)")
+        }
+        let root = Speak.helpMessage()
+        for subcommand in ["voices", "events", "cancel", "status"] {
+            #expect(root.contains(subcommand))
+        }
+        #expect(await Speak.run(arguments: ["--help"]) == 0)
+    }
+
+    @Test func ssmlAndJSONInputsParse() throws {
+        let ssml = try #require(
+            try Speak.parseAsRoot(["--ssml", "<speak>Platform <say-as interpret-as=\"characters\">7</say-as></speak>"])
+                as? Speak.Say)
+        let fromSSML = try ssml.readUtterance()
+        #expect(fromSSML.spans.contains { $0.attributes.spellOut == true && $0.text == "7" })
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
+        try Data(#"{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT","pitch":1.2}],"rate":1.1}"#.utf8)
+            .write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let json = try #require(try Speak.parseAsRoot(["--json", file.path, "--pitch", "0.9"]) as? Speak.Say)
+        let fromJSON = try json.readUtterance()
+        #expect(fromJSON.spans.count == 2)
+        #expect(fromJSON.spans[1].attributes.language?.canonical == "pt-PT")
+        #expect(fromJSON.defaults.rate == 1.1)
+        #expect(fromJSON.defaults.pitch == 0.9)
+    }
+
+    @Test func badJSONNamesTheField() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
+        try Data(#"{"spans":[{"text":"a"},{"text":"b","pitch":7}]}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let json = try #require(try Speak.parseAsRoot(["--json", file.path]) as? Speak.Say)
+        #expect {
+            try json.readUtterance()
+        } throws: { error in
+            "\(error)".contains("spans[1].pitch")
+        }
+    }
+
+    @Test func daemonEndpointsFollowFlagsThenEnvironmentThenDefaults() throws {
+        let none = try #require(try Speak.parseAsRoot(["hi"]) as? Speak.Say).connection
+        #expect(
+            try none.candidates(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"]) == [
+                .unixSocket(path: "/run/user/1000/speakd/speakd.sock"), .unixSocket(path: "/run/speakd/speakd.sock"),
+            ])
+        #expect(try none.candidates(environment: ["SPEAKD_SOCKET": "/tmp/s.sock"]) == [.unixSocket(path: "/tmp/s.sock")])
+        #expect(try none.candidates(environment: ["SPEAKD_HTTP": "127.0.0.1:7770"]) == [.tcp(host: "127.0.0.1", port: 7770)])
+        let flag = try #require(try Speak.parseAsRoot(["--http", "[::1]:8080", "hi"]) as? Speak.Say).connection
+        #expect(try flag.candidates(environment: ["SPEAKD_SOCKET": "/tmp/s.sock"]) == [.tcp(host: "::1", port: 8080)])
+    }
+}
