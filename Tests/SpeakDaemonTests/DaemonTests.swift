@@ -129,12 +129,19 @@ struct DaemonTests {
                     "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText), priority: priority))
                 ids.append(try accepted.decode(AnnouncementAccepted.self).id)
             }
-            // "high" interrupts the first; wait until it speaks.
+            // A client waiting for its announcement gets the `shutdown` finish too.
+            async let waited = client.send(
+                "POST", "/v1/announcements?wait=true",
+                json: AnnouncementRequest(utterance: Utterance("waiting client"), priority: .low))
+            // "high" interrupts the first; wait until it speaks and the waiting client is queued.
             var finished: [String: FinishReason] = [:]
-            while let message = try await events.next() {
+            var highStarted = false
+            var clientQueued = false
+            while !(highStarted && clientQueued), let message = try await events.next() {
                 let event = try message.announcementEvent()
                 if event.type == .finished { finished[event.id] = event.reason }
-                if event.type == .started, event.id == ids[2] { break }
+                if event.type == .started, event.id == ids[2] { highStarted = true }
+                if event.type == .queued, event.text == "waiting client" { clientQueued = true }
             }
             let stopping = ContinuousClock.now
             await daemon.shutdown()
@@ -142,8 +149,13 @@ struct DaemonTests {
                 let event = try message.announcementEvent()
                 if event.type == .finished { finished[event.id] = event.reason }
             }
+            let waitedEvent = try await waited.decode(AnnouncementEvent.self)
+            #expect(waitedEvent.text == "waiting client")
+            #expect(waitedEvent.reason == .shutdown)
+            #expect(waitedEvent.success == false)
             try await group.waitForAll()
             #expect(ContinuousClock.now - stopping < .seconds(5))
+            finished[waitedEvent.id] = nil
             #expect(finished == [ids[0]: .interrupted, ids[1]: .shutdown, ids[2]: .shutdown])
         }
         #expect(!FileManager.default.fileExists(atPath: configuration.socketPath!))
