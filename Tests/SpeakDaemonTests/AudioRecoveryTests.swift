@@ -77,4 +77,38 @@ struct AudioRecoveryTests {
             #expect(try again.decode(AnnouncementEvent.self).reason == .completed)
         }
     }
+
+    /// No sound server when the daemon starts: it starts anyway, reports 503, and picks the
+    /// server up once it appears.
+    @Test(.timeLimit(.minutes(2))) func pulseMissingAtStart() async throws {
+        let pulseDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-pulse-\(UUID().uuidString.prefix(8))")
+        let started = Mutex<PulseAudioServer?>(nil)
+        defer {
+            let server = started.withLock { $0 }
+            Task { await server?.stop() }
+        }
+        PulseAudioServer.useClientConfigInThisProcess()
+        let environment = ["PULSE_SERVER": "unix:\(pulseDirectory.path)/native"]
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withDaemon(testConfiguration(directory, audio: "pulse"), environment: environment) { _, unix, tcp in
+            let sick = try await tcp.send("GET", "/healthz")
+            #expect(sick.status == 503)
+            #expect(try sick.decode(HealthReport.self).audio.sink == "pulse")
+            let refused = try await unix.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("Too early")))
+            #expect(refused.status == 503)
+
+            let server = try await PulseAudioServer.start(directory: pulseDirectory)
+            started.withLock { $0 = server }
+            var healthy = false
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !healthy, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                healthy = try await tcp.send("GET", "/healthz").status == 200
+            }
+            #expect(healthy)
+            let spoken = try await unix.send("POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Now it works")))
+            #expect(try spoken.decode(AnnouncementEvent.self).reason == .completed)
+        }
+    }
 }
