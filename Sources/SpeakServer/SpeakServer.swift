@@ -79,6 +79,7 @@ public struct SpeakServer: Sendable {
                     exposedHeaders: ["Location"],
                     maxAge: .seconds(600)))
         }
+        router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         let routes = SpeakRoutes(server: self)
         router.post("/v1/announcements", use: routes.post)
