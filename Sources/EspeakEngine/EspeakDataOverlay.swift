@@ -7,11 +7,17 @@ import Foundation
 /// one would need root. Instead this builds a directory of symbolic links mirroring the system
 /// data, whose `voices/!v/` also holds the extra variants, and espeak-ng is initialised with it.
 enum EspeakDataOverlay {
+    /// Serialises builds in this process: two engines with the same variants share one overlay,
+    /// and one must not replace it while the other builds or reads it.
+    private static let building = NSLock()
+
     /// Builds the overlay in `directory` over `systemData` with the variant files found in
     /// `variants`, or refreshes its variants when it exists; returns the overlay's path.
     ///
     /// An existing overlay is never taken down: another engine of this process may be reading it.
     static func build(systemData: String, variants: String, in directory: URL) throws(EspeakError) -> String {
+        building.lock()
+        defer { building.unlock() }
         let files = FileManager.default
         let system = URL(fileURLWithPath: systemData, isDirectory: true)
         let root = directory

@@ -60,7 +60,7 @@ extension EspeakEngine {
     ///   - fallback: the language used when a tag resolves to nothing; nil makes that an error.
     ///   - configuration: the rest of the engine's set-up; its `variantsDirectory` is taken from
     ///     `voices` when it has none.
-    ///   - logger: where the engine logs; dangling overrides are reported here.
+    ///   - logger: where the engine logs; overrides naming voices that are not installed are reported here.
     public convenience init(
         voices: VoicesDirectory?, defaultLanguage: LanguageTag? = nil, fallback: LanguageTag? = nil,
         configuration: Configuration = Configuration(), logger: Logger = Logger(label: "speakd.espeak")
@@ -74,8 +74,8 @@ extension EspeakEngine {
             let catalog = VoiceCatalog(
                 voices: espeakVoices, overrides: overrides, defaultLanguage: defaultLanguage, fallback: fallback)
             for entry in catalog.danglingOverrides {
-                logger.info(
-                    "override names a voice espeak-ng does not have; skipped",
+                logger.warning(
+                    "voice override names a voice espeak-ng does not have; skipped",
                     metadata: ["voices.tag": "\(entry.tag)", "voices.voice": "\(entry.voice)"])
             }
             return catalog

@@ -119,45 +119,29 @@ public func buildDaemon(
         group: ServiceGroup(configuration: groupConfiguration))
 }
 
-/// Starts espeak-ng with the configured voices: `DIR/overrides` (else the built-in table) and
-/// `DIR/variants`.
+/// Starts espeak-ng with the configured voices directory (`--voices`, else the one
+/// `VoicesDirectory.discover` finds, else the built-in overrides): `DIR/overrides` and `DIR/variants`.
 private func makeEngine(
     _ configuration: DaemonConfiguration, environment: [String: String], logger: Logger
 ) async throws -> EspeakEngine {
-    var overrides = VoiceOverrides.builtIn
-    var variants: String?
+    let voices: VoicesDirectory?
     if let directory = configuration.voicesDirectory {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw DaemonStartError(description: "--voices: '\(directory)' is not a directory")
         }
-        let overridesFile = URL(fileURLWithPath: directory).appendingPathComponent("overrides")
-        if FileManager.default.fileExists(atPath: overridesFile.path) {
-            do {
-                overrides = try VoiceOverrides(contentsOf: overridesFile)
-            } catch {
-                throw DaemonStartError(description: "--voices: \(error)")
-            }
-        }
-        let variantsDirectory = URL(fileURLWithPath: directory).appendingPathComponent("variants").path
-        if FileManager.default.fileExists(atPath: variantsDirectory) { variants = variantsDirectory }
+        voices = VoicesDirectory(URL(fileURLWithPath: directory))
+    } else {
+        voices = VoicesDirectory.discover(environment: environment)
     }
     let defaultLanguage = try LanguageTag(configuration.defaultLanguage)
     let fallback = try configuration.fallbackLanguage.map { language throws(SpeechInputError) in try LanguageTag(language) }
-    let chosenOverrides = overrides
     let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init)
-    let engine = try await EspeakEngine(
-        configuration: .init(variantsDirectory: variants, runtimeDirectory: runtime),
-        logger: logger
-    ) { voices in
-        VoiceCatalog(voices: voices, overrides: chosenOverrides, defaultLanguage: defaultLanguage, fallback: fallback)
+    do {
+        return try await EspeakEngine(
+            voices: voices, defaultLanguage: defaultLanguage, fallback: fallback,
+            configuration: .init(runtimeDirectory: runtime), logger: logger)
+    } catch let error as VoiceOverridesError {
+        throw DaemonStartError(description: "--voices: \(error)")
     }
-    if let catalog = engine.voiceResolver as? VoiceCatalog {
-        for entry in catalog.danglingOverrides {
-            logger.warning(
-                "voice override names a voice espeak-ng does not have",
-                metadata: ["speakd.tag": "\(entry.tag)", "speakd.voice": "\(entry.voice)"])
-        }
-    }
-    return engine
 }
