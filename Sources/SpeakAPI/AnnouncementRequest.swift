@@ -42,11 +42,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             throw SpeechInputError.malformed(
                 field: "expiresAfter", "\(expiresAfter) is not a number of seconds ≥ 0")
         }
-        utterance = try UtteranceCoding.decode(from: decoder)
+        utterance = try Utterance(from: decoder)
     }
 
     public func encode(to encoder: any Encoder) throws {
-        try UtteranceCoding.encode(utterance, to: encoder)
+        try utterance.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(priority, forKey: .priority)
         try container.encode(queue, forKey: .queue)

@@ -65,13 +65,13 @@ public struct AnnouncementList: Sendable, Hashable, Codable {
     }
 }
 
-/// The body of `DELETE /v1/announcements[/{id}]`: the ids that were cancelled by this request.
+/// The body of `DELETE /v1/announcements[/{id}]`: how many announcements this request cancelled.
 ///
-/// An announcement that had already finished is not cancelled again, so its id is absent.
+/// An announcement that had already finished (or was already stopping) is not counted.
 public struct CancelResult: Sendable, Hashable, Codable {
-    public var cancelled: [String]
+    public var cancelled: Int
 
-    public init(cancelled: [String]) {
+    public init(cancelled: Int) {
         self.cancelled = cancelled
     }
 }

@@ -1,3 +1,4 @@
+import AudioOutput
 import Foundation
 import Logging
 import SpeakServer
@@ -154,9 +155,9 @@ public enum ConfigurationLoader {
 
     private static func audioSpec(_ value: Sourced) throws(ConfigurationError) -> String {
         do {
-            _ = try AudioSinkFactory.parse(value.value)
+            _ = try AudioSinkSpec(parsing: value.value)
         } catch {
-            throw .invalid(origin: value.origin, value: value.value, reason: error.description)
+            throw .invalid(origin: value.origin, value: value.value, reason: error.message)
         }
         return value.value
     }

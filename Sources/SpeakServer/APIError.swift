@@ -52,14 +52,17 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         if error.isQueueFull {
             return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
         }
+        if error.isInvalidValue {
+            return APIError(status: .unprocessableContent, code: "invalidValue", message: error.message, field: error.field)
+        }
         if error.isUnknownAnnouncement {
             return APIError(status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
         }
         return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
     }
 
-    /// Maps a failure to decode a request body: JSON syntax is 400, a value of the wrong type
-    /// or a bad speech value is 422 naming the field.
+    /// Maps a failure to decode a request body: JSON syntax or a body that is not an object is
+    /// 400; a value of the wrong type or a bad speech value is 422 naming the field.
     static func decoding(_ error: any Error) -> APIError {
         switch error {
         case let error as SpeechInputError:
@@ -68,47 +71,15 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
             return error
         case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
             return .malformed("the body is not valid JSON: \(underlyingMessage(context))")
-        case DecodingError.dataCorrupted(let context):
-            return invalidValue(context.codingPath, context.debugDescription)
-        case DecodingError.typeMismatch(let type, let context):
-            if context.codingPath.isEmpty {
-                return .malformed("the body must be a JSON object")
+        case DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty:
+            return .malformed("the body must be a JSON object")
+        case let error as DecodingError:
+            if case .dataCorrupted(let context) = error, context.codingPath.last?.stringValue == "priority" {
+                return .invalid(.malformed(field: "priority", "expected one of high, default, low"))
             }
-            return invalidValue(context.codingPath, "expected \(describe(type))")
-        case DecodingError.valueNotFound(let type, let context):
-            return invalidValue(context.codingPath, "expected \(describe(type)), found null")
-        case DecodingError.keyNotFound(let key, let context):
-            return invalidValue(context.codingPath + [key], "is required")
+            return .invalid(SpeechInputError.from(error))
         default:
             return .malformed("the body could not be read: \(error)")
-        }
-    }
-
-    private static func invalidValue(_ path: [any CodingKey], _ message: String) -> APIError {
-        APIError(
-            status: .unprocessableContent, code: "invalidValue", message: message, field: fieldName(path))
-    }
-
-    /// `spans[1].pitch` from a coding path.
-    static func fieldName(_ path: [any CodingKey]) -> String {
-        var name = ""
-        for key in path {
-            if let index = key.intValue {
-                name += "[\(index)]"
-            } else {
-                name += name.isEmpty ? key.stringValue : ".\(key.stringValue)"
-            }
-        }
-        return name
-    }
-
-    private static func describe(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        case is Bool.Type: "true or false"
-        case is Double.Type, is Float.Type, is Int.Type: "a number"
-        default:
-            "\(type)".contains("Priority") ? "one of high, default, low" : "a value of type \(type)"
         }
     }
 

@@ -62,7 +62,7 @@ public final class SpeakMetrics: Sendable {
     }
 
     /// Counts every event of `events` until it ends; run it for the life of the queue.
-    public func observe(_ events: AsyncStream<SequencedEvent>) async {
+    public func observe(_ events: AsyncStream<SequencedAnnouncementEvent>) async {
         for await event in events {
             record(event.event)
         }

@@ -27,21 +27,18 @@ struct SpeakRoutes: Sendable {
             server.metrics.countRefused("audio_unavailable")
             throw APIError.audioUnavailable(health.audio.detail)
         }
-        let announcement = Announcement(
-            id: UUID().uuidString.lowercased(), utterance: body.utterance, priority: body.priority,
-            queue: body.queue, expiresAfter: body.expiresAfter)
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await scheduler.submit(announcement)
+            accepted = try await scheduler.accept(body)
         } catch {
-            server.metrics.countRefused(error.isQueueFull ? "queue_full" : "shutting_down")
+            server.metrics.countRefused(error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
             throw APIError.scheduling(error)
         }
         server.metrics.countAccepted(body.priority)
         if wait {
             let finished: AnnouncementEvent
             do {
-                finished = try await scheduler.finished(id: accepted.id)
+                finished = try await scheduler.waitForFinish(id: accepted.id)
             } catch {
                 throw APIError.scheduling(error)
             }
@@ -53,12 +50,12 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(AnnouncementList(announcements: await scheduler.snapshot()))
+        try json(AnnouncementList(announcements: await scheduler.announcementList()))
     }
 
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        guard let status = await scheduler.status(id: id) else {
+        guard let status = await scheduler.announcementStatus(id: id) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }
         return try json(status)
@@ -68,22 +65,22 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         let cancelled: Bool
         do {
-            cancelled = try await scheduler.cancel(id: id)
+            cancelled = try await scheduler.cancelAnnouncement(id: id)
         } catch {
             throw APIError.scheduling(error)
         }
-        return try json(CancelResult(cancelled: cancelled ? [id] : []))
+        return try json(CancelResult(cancelled: cancelled ? 1 : 0))
     }
 
     @Sendable func cancelAll(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(CancelResult(cancelled: await scheduler.cancelAll()))
+        try json(CancelResult(cancelled: await scheduler.cancelEveryAnnouncement()))
     }
 
     // MARK: Events
 
     @Sendable func events(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let after = try lastEventID(request)
-        let events = await scheduler.events(after: after)
+        let events = await scheduler.eventStream(after: after)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger
@@ -171,7 +168,7 @@ struct SpeakRoutes: Sendable {
 
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
-        let snapshot = await scheduler.snapshot()
+        let snapshot = await scheduler.announcementList()
         let speaking = snapshot.contains { $0.state == .speaking }
         report.queue = HealthReport.Queue(
             waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: scheduler.capacity)

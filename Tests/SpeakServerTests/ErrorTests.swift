@@ -26,24 +26,27 @@ struct ErrorTests {
         BadRequest(name: "array", body: "[1, 2]", status: .badRequest, code: "malformedRequest"),
         BadRequest(name: "no text", body: #"{"pitch": 1.0}"#, status: .unprocessableContent, code: "malformed", field: "text"),
         BadRequest(name: "text and spans", body: #"{"text": "a", "spans": [{"text": "b"}]}"#, status: .unprocessableContent, code: "malformed", field: "spans"),
-        BadRequest(name: "text not a string", body: #"{"text": 5}"#, status: .unprocessableContent, code: "invalidValue", field: "text"),
+        BadRequest(name: "text not a string", body: #"{"text": 5}"#, status: .unprocessableContent, code: "malformed", field: "text"),
         BadRequest(name: "pitch out of range", body: #"{"text": "a", "pitch": 3.5}"#, status: .unprocessableContent, code: "outOfRange", field: "pitch"),
         BadRequest(name: "span pitch out of range", body: #"{"spans": [{"text": "a"}, {"text": "b", "pitch": -1}]}"#, status: .unprocessableContent, code: "outOfRange", field: "spans[1].pitch"),
         BadRequest(name: "rate out of range", body: #"{"text": "a", "rate": 9}"#, status: .unprocessableContent, code: "outOfRange", field: "rate"),
-        BadRequest(name: "volume not a number", body: #"{"text": "a", "volume": "loud"}"#, status: .unprocessableContent, code: "invalidValue", field: "volume"),
+        BadRequest(name: "volume not a number", body: #"{"text": "a", "volume": "loud"}"#, status: .unprocessableContent, code: "malformed", field: "volume"),
         BadRequest(name: "malformed language", body: #"{"text": "a", "language": "en_GB!"}"#, status: .unprocessableContent, code: "malformed", field: "language"),
         BadRequest(name: "language without a voice", body: #"{"text": "a", "language": "xx"}"#, status: .unprocessableContent, code: "notFound", field: "language"),
         BadRequest(name: "span language without a voice", body: #"{"spans": [{"text": "a"}, {"text": "b", "language": "tlh"}]}"#, status: .unprocessableContent, code: "notFound", field: "spans[1].language"),
-        BadRequest(name: "unknown priority", body: #"{"text": "a", "priority": "urgent"}"#, status: .unprocessableContent, code: "invalidValue", field: "priority"),
-        BadRequest(name: "queue not a bool", body: #"{"text": "a", "queue": "no"}"#, status: .unprocessableContent, code: "invalidValue", field: "queue"),
+        BadRequest(name: "unknown priority", body: #"{"text": "a", "priority": "urgent"}"#, status: .unprocessableContent, code: "malformed", field: "priority"),
+        BadRequest(name: "queue not a bool", body: #"{"text": "a", "queue": "no"}"#, status: .unprocessableContent, code: "malformed", field: "queue"),
         BadRequest(name: "negative expiry", body: #"{"text": "a", "expiresAfter": -3}"#, status: .unprocessableContent, code: "malformed", field: "expiresAfter"),
+        BadRequest(name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed", field: "text"),
+        BadRequest(name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
+        BadRequest(name: "unsupported SSML element", body: #"{"ssml": "<speak><audio src='x'/></speak>"}"#, status: .unprocessableContent, code: "unsupported", field: "ssml"),
         BadRequest(name: "span without text", body: #"{"spans": [{"pitch": 1}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].text"),
     ]
 
-    @Test(arguments: badBodies)
+    @Test(.timeLimit(.minutes(1)), arguments: badBodies)
     func badBodyIsRefused(_ bad: BadRequest) async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             for route in ["/v1/announcements", "/v1/speech"] {
                 let response = try await client.execute(uri: route, method: .post, body: ByteBuffer(string: bad.body))
                 #expect(response.status == bad.status, "\(route)")
@@ -53,13 +56,13 @@ struct ErrorTests {
                 #expect(error.field == bad.field, "\(route): \(error.message)")
                 #expect(!error.message.isEmpty)
             }
-            #expect(await harness.scheduler.snapshot().isEmpty)
+            #expect(await harness.running.scheduler.announcementList().isEmpty)
         }
     }
 
-    @Test func bodyOverLimitIs413() async throws {
+    @Test(.timeLimit(.minutes(1))) func bodyOverLimitIs413() async throws {
         let harness = Harness(settings: ServerSettings(maxBodyBytes: 100))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let text = String(repeating: "a", count: 200)
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "\#(text)"}"#))
@@ -68,9 +71,9 @@ struct ErrorTests {
         }
     }
 
-    @Test func textOverLimitIs413NamingText() async throws {
+    @Test(.timeLimit(.minutes(1))) func textOverLimitIs413NamingText() async throws {
         let harness = Harness(settings: ServerSettings(maxTextLength: 10))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "eleven char"}"#))
             #expect(response.status == .contentTooLarge)
@@ -83,9 +86,9 @@ struct ErrorTests {
         }
     }
 
-    @Test func spansOverLimitIs413NamingSpans() async throws {
+    @Test(.timeLimit(.minutes(1))) func spansOverLimitIs413NamingSpans() async throws {
         let harness = Harness(settings: ServerSettings(maxSpans: 2))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/speech", method: .post,
                 body: jsonBody(#"{"spans": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}"#))
@@ -94,9 +97,9 @@ struct ErrorTests {
         }
     }
 
-    @Test func unknownIdIs404() async throws {
+    @Test(.timeLimit(.minutes(1))) func unknownIdIs404() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             for method in [HTTPRequest.Method.get, .delete] {
                 let response = try await client.execute(uri: "/v1/announcements/no-such-id", method: method)
                 #expect(response.status == .notFound)
@@ -108,19 +111,19 @@ struct ErrorTests {
         }
     }
 
-    @Test func unknownRouteIs404JSON() async throws {
+    @Test(.timeLimit(.minutes(1))) func unknownRouteIs404JSON() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(uri: "/v2/nothing", method: .get)
             #expect(response.status == .notFound)
             #expect(try decode(ErrorResponse.self, response).error.code == "notFound")
         }
     }
 
-    @Test func fullQueueIs429() async throws {
-        let harness = Harness(scheduler: ScriptedScheduler(capacity: 2))
-        try await harness.app.test(.router) { client in
-            for _ in 0..<2 {
+    @Test(.timeLimit(.minutes(1))) func fullQueueIs429() async throws {
+        let harness = Harness(capacity: 2)
+        try await harness.test { client in
+            for _ in 0..<3 {
                 let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
                 #expect(response.status == .accepted)
             }
@@ -128,39 +131,39 @@ struct ErrorTests {
             #expect(refused.status == .tooManyRequests)
             #expect(refused.headers[.retryAfter] == "1")
             #expect(try decode(ErrorResponse.self, refused).error.code == "queueFull")
-            #expect(await harness.scheduler.snapshot().count == 2)
+            #expect(await harness.running.scheduler.announcementList().count == 3)
         }
     }
 
-    @Test func audioUnavailableIs503() async throws {
+    @Test(.timeLimit(.minutes(1))) func audioUnavailableIs503() async throws {
         let harness = Harness()
         harness.health.setAudio(up: false)
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .serviceUnavailable)
             let error = try decode(ErrorResponse.self, response).error
             #expect(error.code == "audioUnavailable")
             #expect(error.message.contains("the sink went away"))
-            #expect(await harness.scheduler.snapshot().isEmpty)
+            #expect(await harness.running.scheduler.announcementList().isEmpty)
             // Rendering to WAV needs no audio.
             let speech = try await client.execute(uri: "/v1/speech", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(speech.status == .ok)
         }
     }
 
-    @Test func shuttingDownIs503() async throws {
+    @Test(.timeLimit(.minutes(1))) func shuttingDownIs503() async throws {
         let harness = Harness()
-        harness.scheduler.shutdown()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
+            await harness.running.queue.shutdown()
             let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .serviceUnavailable)
             #expect(try decode(ErrorResponse.self, response).error.code == "shuttingDown")
         }
     }
 
-    @Test func badWaitValueIs422() async throws {
+    @Test(.timeLimit(.minutes(1))) func badWaitValueIs422() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements?wait=maybe", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .unprocessableContent)

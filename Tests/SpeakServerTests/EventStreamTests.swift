@@ -9,24 +9,22 @@ import Testing
 
 @Suite("Event stream")
 struct EventStreamTests {
-    /// Two announcements, the first completed, then a shutdown that finishes the second and ends the stream.
+    /// Two announcements: the first completes, then a shutdown finishes the second and ends the streams.
     private func history(_ harness: Harness, client: some TestClientProtocol) async throws -> [String] {
-        var ids: [String] = []
-        for text in ["first", "second"] {
-            let response = try await client.execute(
-                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "\#(text)"}"#))
-            ids.append(try decode(AnnouncementAccepted.self, response).id)
-        }
-        harness.scheduler.finish(ids[0], reason: .completed)
-        harness.scheduler.shutdown()
-        return ids
+        let first = try await harness.post(client, #"{"text": "first"}"#)
+        let second = try await harness.post(client, #"{"text": "second"}"#)
+        harness.running.speaker.complete(first)
+        try await harness.running.waitUntilSpoken(2)
+        await harness.running.queue.shutdown()
+        return [first, second]
     }
 
     @Test(.timeLimit(.minutes(1))) func framesCarryTypeSequenceAndJSON() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let ids = try await history(harness, client: client)
-            let response = try await client.execute(uri: "/v1/events", method: .get)
+            let response = try await client.execute(
+                uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "0"])
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "text/event-stream; charset=utf-8")
             #expect(response.headers[.cacheControl] == "no-cache")
@@ -36,23 +34,26 @@ struct EventStreamTests {
 
             var parser = ServerSentEventParser()
             let messages = parser.feed(Array(buffer: response.body))
-            #expect(messages.map(\.event) == ["queued", "queued", "finished", "finished"])
-            #expect(messages.map(\.id) == ["1", "2", "3", "4"])
+            #expect(messages.map(\.id) == (1...messages.count).map { String($0) })
             let events = try messages.map { try $0.announcementEvent() }
-            #expect(events.map(\.id) == [ids[0], ids[1], ids[0], ids[1]])
-            #expect(events[2].success == true)
-            #expect(events[2].reason == .completed)
-            #expect(events[3].success == false)
-            #expect(events[3].reason == .shutdown)
-            #expect(events[3].text == "second")
-            #expect(events[3].priority == .default)
+            #expect(messages.map(\.event) == events.map(\.type.rawValue))
+            let summary = events.map { "\($0.type.rawValue) \($0.id == ids[0] ? "first" : "second")" }
+            #expect(summary == [
+                "queued first", "started first", "queued second", "finished first", "started second", "finished second",
+            ])
+            #expect(events[3].success == true)
+            #expect(events[3].reason == .completed)
+            #expect(events[5].success == false)
+            #expect(events[5].reason == .shutdown)
+            #expect(events[5].text == "second")
+            #expect(events[5].priority == .default)
         }
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [("Last-Event-ID", "2"), ("query", "2")])
+    @Test(.timeLimit(.minutes(1)), arguments: [("Last-Event-ID", "4"), ("query", "4")])
     func resumesAfterLastEventID(_ how: (String, String)) async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let ids = try await history(harness, client: client)
             let response: TestResponse
             if how.0 == "query" {
@@ -63,14 +64,15 @@ struct EventStreamTests {
             }
             var parser = ServerSentEventParser()
             let messages = parser.feed(Array(buffer: response.body))
-            #expect(messages.map(\.id) == ["3", "4"])
-            #expect(try messages.map { try $0.announcementEvent().id } == [ids[0], ids[1]])
+            #expect(messages.map(\.id) == ["5", "6"])
+            #expect(messages.map(\.event) == ["started", "finished"])
+            #expect(try messages.map { try $0.announcementEvent().id } == [ids[1], ids[1]])
         }
     }
 
-    @Test func malformedLastEventIDIs400() async throws {
+    @Test(.timeLimit(.minutes(1))) func malformedLastEventIDIs400() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "yesterday"])
             #expect(response.status == .badRequest)

@@ -40,10 +40,11 @@ func withRunningFront<T: Sendable>(
 struct ListenerTests {
     @Test(.timeLimit(.minutes(1))) func liveOverTCP() async throws {
         let harness = Harness()
+        try await harness.running.waitUntilRunning()
         let listener = SpeakListener(
             address: .tcp(host: "127.0.0.1", port: 0), responder: harness.server.buildRouter().buildResponder(),
             logger: Logger(label: "test"))
-        let front = SpeakFront(listeners: [listener]) { harness.scheduler.shutdown() }
+        let front = SpeakFront(listeners: [listener]) { await harness.running.shutdown() }
         try await withRunningFront(front) { bound in
             guard case .tcp(let host, let port) = bound[0] else { Issue.record("not TCP"); return }
             #expect(port != 0)
@@ -78,10 +79,11 @@ struct ListenerTests {
         #expect(FileManager.default.fileExists(atPath: path))
 
         let harness = Harness()
+        try await harness.running.waitUntilRunning()
         let listener = SpeakListener(
             address: .unixSocket(path: path), responder: harness.server.buildRouter().buildResponder(),
             logger: Logger(label: "test"))
-        let front = SpeakFront(listeners: [listener]) { harness.scheduler.shutdown() }
+        let front = SpeakFront(listeners: [listener]) { await harness.running.shutdown() }
         try await withRunningFront(front) { _ in
             var info = stat()
             #expect(lstat(path, &info) == 0)
@@ -104,10 +106,12 @@ struct ListenerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("speakd.sock").path
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: path))
+        let harness = Harness()
         let listener = SpeakListener(
-            address: .unixSocket(path: path), responder: Harness().server.buildRouter().buildResponder(),
+            address: .unixSocket(path: path), responder: harness.server.buildRouter().buildResponder(),
             logger: Logger(label: "test"))
         await #expect(throws: ListenerError.self) { try await listener.run() }
+        await harness.running.shutdown()
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep me")
     }
 
@@ -117,22 +121,25 @@ struct ListenerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("speakd.sock").path
         let harness = Harness(settings: ServerSettings(heartbeatInterval: .milliseconds(50)))
+        try await harness.running.waitUntilRunning()
         let listener = SpeakListener(
             address: .unixSocket(path: path), responder: harness.server.buildRouter().buildResponder(),
             logger: Logger(label: "test"))
-        let front = SpeakFront(listeners: [listener]) { harness.scheduler.shutdown() }
+        let front = SpeakFront(listeners: [listener]) { await harness.running.shutdown() }
         let client = SpeakHTTPClient(endpoint: .unixSocket(path: path), timeout: .seconds(10))
         let group = ServiceGroup(configuration: .init(services: [front], logger: Logger(label: "test")))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             _ = try await front.waitUntilListening()
 
-            var events = client.events().makeAsyncIterator()
+            var events = client.events(lastEventID: "0").makeAsyncIterator()
             let accepted = try await client.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("live")))
             let id = try accepted.decode(AnnouncementAccepted.self).id
             let queued = try #require(try await events.next())
             #expect(queued.event == "queued")
             #expect(try queued.announcementEvent().id == id)
+            let started = try #require(try await events.next())
+            #expect(started.event == "started")
 
             // Heartbeats are comments: the parser skips them, so prove them on the raw wire.
             let raw = try await rawStream(path: path, for: .milliseconds(300))

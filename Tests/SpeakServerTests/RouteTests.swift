@@ -8,17 +8,36 @@ import SpeechModel
 import Testing
 
 struct Harness {
-    let scheduler: ScriptedScheduler
+    let running: RunningQueue
     let health = SwitchableHealth()
     let server: SpeakServer
 
-    init(scheduler: ScriptedScheduler = ScriptedScheduler(), settings: ServerSettings = ServerSettings()) {
-        self.scheduler = scheduler
-        self.server = SpeakServer(scheduler: scheduler, renderer: ToneRenderer(), health: health, settings: settings)
+    init(capacity: Int = 4, autoComplete: Bool = false, settings: ServerSettings = ServerSettings()) {
+        running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
+        server = SpeakServer(scheduler: running.scheduler, renderer: ToneRenderer(), health: health, settings: settings)
     }
 
     var app: some ApplicationProtocol {
         Application(router: server.buildRouter())
+    }
+
+    /// Runs `body` against the router with a running queue, then shuts the queue down.
+    func test(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        try await running.waitUntilRunning()
+        do {
+            try await app.test(.router) { client in try await body(client) }
+        } catch {
+            await running.shutdown()
+            throw error
+        }
+        await running.shutdown()
+    }
+
+    /// Posts `json` to `/v1/announcements` and returns the accepted id.
+    func post(_ client: some TestClientProtocol, _ json: String) async throws -> String {
+        let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(json))
+        #expect(response.status == .accepted)
+        return try decode(AnnouncementAccepted.self, response).id
     }
 }
 
@@ -30,42 +49,51 @@ func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T 
 
 @Suite("Routes")
 struct RouteTests {
-    @Test func postQueuesAnnouncement() async throws {
+    @Test(.timeLimit(.minutes(1))) func postQueuesAnnouncement() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
-            let response = try await client.execute(
+        try await harness.test { client in
+            let first = try await client.execute(
                 uri: "/v1/announcements", method: .post,
                 body: jsonBody(#"{"text": "Next train to Lisboa", "language": "en-GB", "priority": "high"}"#))
-            #expect(response.status == .accepted)
-            #expect(response.headers[.contentType] == WireFormat.jsonContentType)
-            let accepted = try decode(AnnouncementAccepted.self, response)
-            #expect(accepted.state == .queued)
-            #expect(accepted.position == 1)
-            #expect(response.headers[.location] == "/v1/announcements/\(accepted.id)")
+            #expect(first.status == .accepted)
+            #expect(first.headers[.contentType] == WireFormat.jsonContentType)
+            let speaking = try decode(AnnouncementAccepted.self, first)
+            #expect(speaking.state == .speaking)
+            #expect(speaking.position == 0)
+            #expect(first.headers[.location] == "/v1/announcements/\(speaking.id)")
 
-            let status = try await client.execute(uri: "/v1/announcements/\(accepted.id)", method: .get)
+            let second = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "Platform 4", "priority": "low"}"#))
+            let waiting = try decode(AnnouncementAccepted.self, second)
+            #expect(waiting.state == .queued)
+            #expect(waiting.position == 1)
+
+            let status = try await client.execute(uri: "/v1/announcements/\(speaking.id)", method: .get)
             #expect(status.status == .ok)
             let announcement = try decode(AnnouncementStatus.self, status)
             #expect(announcement.text == "Next train to Lisboa")
             #expect(announcement.priority == .high)
-            #expect(announcement.state == .queued)
+            #expect(announcement.state == .speaking)
+
+            let list = try decode(AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
+            #expect(list.announcements.map(\.id) == [speaking.id, waiting.id])
+            #expect(list.announcements.map(\.state) == [.speaking, .queued])
         }
     }
 
-    @Test func postWithSpansKeepsAttributes() async throws {
+    @Test(.timeLimit(.minutes(1))) func postWithSpansKeepsText() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let body = #"{"spans": [{"text": "Next train to "}, {"text": "Lisboa", "language": "pt-PT", "pitch": 1.2}], "queue": false, "expiresAfter": 30}"#
-            let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(body))
-            #expect(response.status == .accepted)
+            _ = try await harness.post(client, body)
             let list = try decode(AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
             #expect(list.announcements.map(\.text) == ["Next train to Lisboa"])
         }
     }
 
     @Test(.timeLimit(.minutes(1))) func waitReturnsFinishedEvent() async throws {
-        let harness = Harness(scheduler: ScriptedScheduler(finishImmediately: .completed))
-        try await harness.app.test(.router) { client in
+        let harness = Harness(autoComplete: true)
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements?wait=true", method: .post, body: jsonBody(#"{"text": "Doors closing"}"#))
             #expect(response.status == .ok)
@@ -74,54 +102,53 @@ struct RouteTests {
             #expect(event.text == "Doors closing")
             #expect(event.success == true)
             #expect(event.reason == .completed)
+            #expect(event.voice == "tone")
         }
     }
 
     @Test(.timeLimit(.minutes(1))) func waitReportsUnsuccessfulFinish() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             async let waited = client.execute(
                 uri: "/v1/announcements?wait=1", method: .post, body: jsonBody(#"{"text": "Mind the gap"}"#))
-            // Cancel it from a second request once it is queued.
-            var id: String?
-            while id == nil {
-                id = await harness.scheduler.snapshot().first?.id
-                if id == nil { try await Task.sleep(for: .milliseconds(5)) }
-            }
-            let cancel = try await client.execute(uri: "/v1/announcements/\(id!)", method: .delete)
-            #expect(try decode(CancelResult.self, cancel).cancelled == [id!])
+            try await harness.running.waitUntilSpoken(1)
+            let id = harness.running.speaker.spoken[0]
+            let cancel = try await client.execute(uri: "/v1/announcements/\(id)", method: .delete)
+            #expect(try decode(CancelResult.self, cancel).cancelled == 1)
             let event = try decode(AnnouncementEvent.self, try await waited)
+            #expect(event.id == id)
             #expect(event.success == false)
             #expect(event.reason == .cancelled)
         }
     }
 
-    @Test func cancelOneAndAll() async throws {
+    @Test(.timeLimit(.minutes(1))) func cancelOneAndAll() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             var ids: [String] = []
             for text in ["one", "two", "three"] {
-                let response = try await client.execute(
-                    uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "\#(text)"}"#))
-                ids.append(try decode(AnnouncementAccepted.self, response).id)
+                ids.append(try await harness.post(client, #"{"text": "\#(text)"}"#))
             }
-            let one = try await client.execute(uri: "/v1/announcements/\(ids[0])", method: .delete)
+            let one = try await client.execute(uri: "/v1/announcements/\(ids[1])", method: .delete)
             #expect(one.status == .ok)
-            #expect(try decode(CancelResult.self, one).cancelled == [ids[0]])
-            let again = try await client.execute(uri: "/v1/announcements/\(ids[0])", method: .delete)
-            #expect(try decode(CancelResult.self, again).cancelled == [])
+            #expect(try decode(CancelResult.self, one).cancelled == 1)
+            let again = try await client.execute(uri: "/v1/announcements/\(ids[1])", method: .delete)
+            #expect(again.status == .ok)
+            #expect(try decode(CancelResult.self, again).cancelled == 0)
             let all = try await client.execute(uri: "/v1/announcements", method: .delete)
-            #expect(try decode(CancelResult.self, all).cancelled == [ids[1], ids[2]])
-            let finished = try decode(AnnouncementStatus.self, try await client.execute(uri: "/v1/announcements/\(ids[1])", method: .get))
-            #expect(finished.state == .finished)
-            #expect(finished.reason == .cancelled)
-            #expect(finished.success == false)
+            #expect(try decode(CancelResult.self, all).cancelled == 2)
+            for id in ids {
+                let finished = try decode(AnnouncementStatus.self, try await client.execute(uri: "/v1/announcements/\(id)", method: .get))
+                #expect(finished.state == .finished)
+                #expect(finished.reason == .cancelled)
+                #expect(finished.success == false)
+            }
         }
     }
 
-    @Test func speechRendersWAV() async throws {
+    @Test(.timeLimit(.minutes(1))) func speechRendersWAVWithoutQueueing() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/speech", method: .post,
                 body: jsonBody(#"{"spans": [{"text": "a"}, {"text": "b", "pitch": 0.8}]}"#))
@@ -133,13 +160,14 @@ struct RouteTests {
             #expect(String(decoding: bytes[8..<12], as: UTF8.self) == "WAVE")
             let rate = bytes[24..<28].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
             #expect(rate == 22_050)
-            #expect(await harness.scheduler.snapshotIsEmpty)
+            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(harness.running.speaker.spoken.isEmpty)
         }
     }
 
-    @Test func voicesAreListed() async throws {
+    @Test(.timeLimit(.minutes(1))) func voicesAreListed() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(uri: "/v1/voices", method: .get)
             #expect(response.status == .ok)
             let voices = try decode(VoiceList.self, response).voices
@@ -148,58 +176,69 @@ struct RouteTests {
         }
     }
 
-    @Test func healthFollowsAudio() async throws {
+    @Test(.timeLimit(.minutes(1))) func healthFollowsAudio() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
+            _ = try await harness.post(client, #"{"text": "one"}"#)
+            _ = try await harness.post(client, #"{"text": "two"}"#)
             let healthy = try await client.execute(uri: "/healthz", method: .get)
             #expect(healthy.status == .ok)
             let report = try decode(HealthReport.self, healthy)
             #expect(report.status == .ok)
-            #expect(report.queue?.capacity == 4)
+            #expect(report.queue == HealthReport.Queue(waiting: 1, speaking: true, capacity: 4))
             harness.health.setAudio(up: false)
             let sick = try await client.execute(uri: "/healthz", method: .get)
             #expect(sick.status == .serviceUnavailable)
             let sickReport = try decode(HealthReport.self, sick)
+            #expect(sickReport.status == .unavailable)
             #expect(sickReport.audio.state == .unavailable)
             #expect(sickReport.audio.detail == "the sink went away")
         }
     }
 
-    @Test func metricsCountAcceptedRefusedAndFinished() async throws {
-        let harness = Harness(scheduler: ScriptedScheduler(capacity: 1))
-        try await harness.app.test(.router) { client in
-            let accepted = try await client.execute(
-                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "one", "priority": "low"}"#))
-            let id = try decode(AnnouncementAccepted.self, accepted).id
+    @Test(.timeLimit(.minutes(1))) func metricsCountAcceptedRefusedAndFinished() async throws {
+        let harness = Harness(capacity: 1)
+        try await harness.test { client in
+            let observer = Task { await harness.server.metrics.observe(await harness.running.scheduler.eventStream(after: 0)) }
+            defer { observer.cancel() }
+            let first = try await harness.post(client, #"{"text": "one", "priority": "low"}"#)
+            _ = try await harness.post(client, #"{"text": "two", "priority": "low"}"#)
             let refused = try await client.execute(
-                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "two"}"#))
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "three", "priority": "low"}"#))
             #expect(refused.status == .tooManyRequests)
-            harness.scheduler.finish(id, reason: .interrupted)
-            let finishedEvent = try #require(await harness.scheduler.events(after: 1).first { _ in true })
-            harness.server.metrics.record(finishedEvent.event)
-
-            let page = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+            _ = try await harness.post(client, #"{"text": "four", "priority": "high"}"#)
+            // "four" interrupted "one" and displaced "two": wait for both finished events to be counted.
+            var page = ""
+            while !page.contains(#"speakd_announcements_finished_total{reason="discarded",success="false"} 1"#)
+                || !page.contains(#"speakd_announcements_finished_total{reason="interrupted",success="false"} 1"#)
+            {
+                try await Task.sleep(for: .milliseconds(5))
+                page = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+            }
             #expect(page.contains("# TYPE speakd_announcements_accepted_total counter"))
-            #expect(page.contains(#"speakd_announcements_accepted_total{priority="low"} 1"#))
+            #expect(page.contains(#"speakd_announcements_accepted_total{priority="low"} 2"#))
+            #expect(page.contains(#"speakd_announcements_accepted_total{priority="high"} 1"#))
             #expect(page.contains(#"speakd_announcements_refused_total{reason="queue_full"} 1"#))
-            #expect(page.contains(#"speakd_announcements_finished_total{reason="interrupted",success="false"} 1"#))
-            #expect(page.contains("speakd_queue_waiting 0"))
+            #expect(page.contains("speakd_queue_speaking 1"))
+            #expect(page.contains("speakd_queue_capacity 1"))
             #expect(page.contains(#"speakd_http_responses_total{code="429"} 1"#))
+            #expect(page.contains(#"speakd_audio_up{sink="null"} 1"#))
+            #expect(await harness.running.scheduler.announcementStatus(id: first)?.reason == .interrupted)
         }
     }
 
-    @Test func corsIsOffByDefault() async throws {
+    @Test(.timeLimit(.minutes(1))) func corsIsOffByDefault() async throws {
         let harness = Harness()
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/voices", method: .get, headers: [.origin: "http://kiosk.local"])
             #expect(response.headers[.accessControlAllowOrigin] == nil)
         }
     }
 
-    @Test func corsPreflightForKioskOrigin() async throws {
+    @Test(.timeLimit(.minutes(1))) func corsPreflightForKioskOrigin() async throws {
         let harness = Harness(settings: ServerSettings(corsOrigin: "http://kiosk.local:8080"))
-        try await harness.app.test(.router) { client in
+        try await harness.test { client in
             let preflight = try await client.execute(
                 uri: "/v1/announcements", method: .options,
                 headers: [.origin: "http://kiosk.local:8080", .accessControlRequestMethod: "POST"])
@@ -219,11 +258,5 @@ struct RouteTests {
             #expect(error.status == .notFound)
             #expect(error.headers[.accessControlAllowOrigin] == "http://kiosk.local:8080")
         }
-    }
-}
-
-extension ScriptedScheduler {
-    var snapshotIsEmpty: Bool {
-        get async { await snapshot().isEmpty }
     }
 }

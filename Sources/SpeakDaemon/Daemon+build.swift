@@ -1,0 +1,157 @@
+import AnnouncementQueue
+import AudioOutput
+import EspeakEngine
+import Foundation
+import Logging
+import ServiceLifecycle
+import SpeakServer
+import SpeechModel
+import UnixSignals
+
+/// A built daemon: every part wired, ready to `run()`.
+public struct Daemon: Sendable {
+    public let configuration: DaemonConfiguration
+    public let queue: AnnouncementQueue
+    public let audio: AudioSupervisor
+    public let server: SpeakServer
+    public let front: SpeakFront
+    let group: ServiceGroup
+
+    /// Runs until graceful shutdown (SIGTERM, SIGINT or `shutdown()`) has finished.
+    public func run() async throws {
+        try await group.run()
+    }
+
+    /// Waits until every listener accepts connections; returns the bound addresses.
+    public func waitUntilReady() async throws -> [ListenAddress] {
+        try await front.waitUntilListening()
+    }
+
+    /// Starts graceful shutdown, as SIGTERM does.
+    public func shutdown() async {
+        await group.triggerGracefulShutdown()
+    }
+}
+
+/// A failure while building the daemon (voices, engine); the message says what to fix.
+public struct DaemonStartError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Builds the daemon from its configuration: engine, audio, queue, server, listeners, services.
+///
+/// - Parameters:
+///   - configuration: the merged configuration.
+///   - environment: where `NOTIFY_SOCKET`, `PULSE_SERVER` and `RUNTIME_DIRECTORY` are read.
+///   - logger: the daemon's logger.
+///   - gracefulShutdownSignals: the signals that shut down gracefully.
+///   - renderer: the renderer; nil starts espeak-ng with the configured voices.
+///   - makeSink: makes the audio sink; nil makes the one `configuration.audio` names.
+public func buildDaemon(
+    _ configuration: DaemonConfiguration,
+    environment: [String: String] = ProcessInfo.processInfo.environment,
+    logger: Logger = Logger(label: "speakd"),
+    gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+    renderer givenRenderer: (any SpeechRenderer)? = nil,
+    makeSink: AudioSupervisor.MakeSink? = nil
+) async throws -> Daemon {
+    let renderer: any SpeechRenderer
+    if let givenRenderer {
+        renderer = givenRenderer
+    } else {
+        renderer = try await makeEngine(configuration, environment: environment, logger: logger)
+    }
+    let spec = try AudioSinkSpec(parsing: configuration.audio)
+    let format = renderer.format
+    let audio = AudioSupervisor(
+        spec: spec.description,
+        makeSink: makeSink ?? { try await spec.makeSink(format: format, environment: environment) },
+        logger: logger)
+    if await !audio.connect() {
+        logger.warning(
+            "audio unavailable at start; retrying in the background",
+            metadata: ["speakd.audio": "\(spec)", "speakd.error": "\(audio.status.detail ?? "")"])
+    }
+
+    let engine = renderer as? EspeakEngine
+    let speaker = EngineSpeaker(
+        renderer: renderer, audio: audio,
+        voiceName: { utterance in (try? engine?.voices(for: utterance))?.first?.identifier },
+        logger: logger)
+    let queue = AnnouncementQueue(
+        speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
+        logger: logger)
+    let server = SpeakServer(
+        scheduler: queue, renderer: renderer,
+        health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio),
+        settings: configuration.serverSettings, logger: logger)
+    let responder = server.buildRouter().buildResponder()
+    let listeners = configuration.listenAddresses.map { SpeakListener(address: $0, responder: responder, logger: logger) }
+    let front = SpeakFront(listeners: listeners) {
+        logger.info("listeners closed; finishing announcements")
+        await queue.shutdown()
+    }
+
+    var groupConfiguration = ServiceGroupConfiguration(
+        services: [
+            .init(service: QueueService(queue: queue), successTerminationBehavior: .ignore, serviceName: "queue"),
+            .init(service: audio, successTerminationBehavior: .ignore, serviceName: "audio"),
+            .init(
+                service: MetricsObserver(metrics: server.metrics, queue: queue), successTerminationBehavior: .ignore,
+                serviceName: "metrics"),
+            .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
+            .init(
+                service: SystemdReadiness(front: front, notifier: SystemdNotifier(environment: environment), logger: logger),
+                successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "systemd"),
+        ],
+        gracefulShutdownSignals: gracefulShutdownSignals,
+        logger: logger)
+    // systemd's default stop timeout is 90 s, but a kiosk wants to be gone within 5.
+    groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(4_500)
+    return Daemon(
+        configuration: configuration, queue: queue, audio: audio, server: server, front: front,
+        group: ServiceGroup(configuration: groupConfiguration))
+}
+
+/// Starts espeak-ng with the configured voices: `DIR/overrides` (else the built-in table) and
+/// `DIR/variants`.
+private func makeEngine(
+    _ configuration: DaemonConfiguration, environment: [String: String], logger: Logger
+) async throws -> EspeakEngine {
+    var overrides = VoiceOverrides.builtIn
+    var variants: String?
+    if let directory = configuration.voicesDirectory {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw DaemonStartError(description: "--voices: '\(directory)' is not a directory")
+        }
+        let overridesFile = URL(fileURLWithPath: directory).appendingPathComponent("overrides")
+        if FileManager.default.fileExists(atPath: overridesFile.path) {
+            do {
+                overrides = try VoiceOverrides(contentsOf: overridesFile)
+            } catch {
+                throw DaemonStartError(description: "--voices: \(error)")
+            }
+        }
+        let variantsDirectory = URL(fileURLWithPath: directory).appendingPathComponent("variants").path
+        if FileManager.default.fileExists(atPath: variantsDirectory) { variants = variantsDirectory }
+    }
+    let defaultLanguage = try LanguageTag(configuration.defaultLanguage)
+    let fallback = try configuration.fallbackLanguage.map { language throws(SpeechInputError) in try LanguageTag(language) }
+    let chosenOverrides = overrides
+    let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+    let engine = try await EspeakEngine(
+        configuration: .init(variantsDirectory: variants, runtimeDirectory: runtime),
+        logger: logger
+    ) { voices in
+        VoiceCatalog(voices: voices, overrides: chosenOverrides, defaultLanguage: defaultLanguage, fallback: fallback)
+    }
+    if let catalog = engine.voiceResolver as? VoiceCatalog {
+        for entry in catalog.danglingOverrides {
+            logger.warning(
+                "voice override names a voice espeak-ng does not have",
+                metadata: ["speakd.tag": "\(entry.tag)", "speakd.voice": "\(entry.voice)"])
+        }
+    }
+    return engine
+}

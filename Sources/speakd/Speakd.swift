@@ -1,0 +1,9 @@
+import SpeakDaemon
+
+/// Reads the configuration and runs the daemon; everything else lives in `SpeakDaemon`.
+@main
+struct Speakd {
+    static func main() async {
+        await SpeakdCommand.main()
+    }
+}

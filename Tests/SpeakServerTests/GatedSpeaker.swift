@@ -1,0 +1,97 @@
+import AnnouncementQueue
+import Foundation
+import SpeakServer
+import SpeechModel
+import Synchronization
+
+/// A speaker whose announcements finish when the test says so (or at once with `autoComplete`).
+/// Only the timing is scripted; the real queue does the scheduling.
+final class GatedSpeaker: AnnouncementSpeaker {
+    private struct State {
+        var spoken: [String] = []
+        var gates: [String: CheckedContinuation<Void, Never>] = [:]
+        var released: Set<String> = []
+    }
+
+    let autoComplete: Bool
+    private let state = Mutex(State())
+
+    init(autoComplete: Bool = false) {
+        self.autoComplete = autoComplete
+    }
+
+    /// Ids in the order they started speaking.
+    var spoken: [String] { state.withLock { $0.spoken } }
+
+    func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
+        state.withLock { $0.spoken.append(announcement.id) }
+        if autoComplete { return SpeechOutcome(voice: "tone") }
+        let id = announcement.id
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state in
+                    if state.released.contains(id) || Task.isCancelled { return true }
+                    state.gates[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let gate = state.withLock { state in
+                state.released.insert(id)
+                return state.gates.removeValue(forKey: id)
+            }
+            gate?.resume()
+        }
+        try Task.checkCancellation()
+        return SpeechOutcome(voice: "tone")
+    }
+
+    /// Lets the speaking announcement `id` finish as played to the end.
+    func complete(_ id: String) {
+        let gate = state.withLock { state in
+            state.released.insert(id)
+            return state.gates.removeValue(forKey: id)
+        }
+        gate?.resume()
+    }
+
+    func waitUntilAvailable() async {}
+}
+
+/// A running `AnnouncementQueue` driven by a `GatedSpeaker`.
+final class RunningQueue: Sendable {
+    let speaker: GatedSpeaker
+    let queue: AnnouncementQueue
+    private let runner: Task<Void, Never>
+
+    init(capacity: Int = 4, autoComplete: Bool = false) {
+        speaker = GatedSpeaker(autoComplete: autoComplete)
+        let queue = AnnouncementQueue(speaker: speaker, capacity: capacity)
+        self.queue = queue
+        runner = Task { await queue.run() }
+    }
+
+    var scheduler: any AnnouncementScheduling { queue }
+
+    /// Waits until `run()` is active, so a first announcement starts speaking at once.
+    func waitUntilRunning() async throws {
+        while await !queue.isRunning {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// Waits until the queue has handed `count` announcements to the speaker.
+    func waitUntilSpoken(_ count: Int) async throws {
+        while speaker.spoken.count < count {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    func shutdown() async {
+        await queue.shutdown()
+        await runner.value
+    }
+
+    deinit { runner.cancel() }
+}
