@@ -6,6 +6,9 @@ import Testing
 
 /// The real `speakd` playing to a private PulseAudio null sink whose monitor is recorded, with an
 /// event stream followed from before the first announcement.
+///
+/// A test that fails early leaves the processes to their owners' deinitialisers, which end them
+/// by PID.
 struct AudibleDaemon {
     let pulse: PulseAudioServer
     let recorder: MonitorRecorder
@@ -36,11 +39,17 @@ struct AudibleDaemon {
     var unix: SpeakHTTPClient { daemon.unixClient }
     var tcp: SpeakHTTPClient { daemon.tcpClient }
 
-    /// Stops the daemon (SIGTERM), the recorder and the audio server; returns what was recorded.
+    /// Stops the daemon (SIGTERM), then the recorder and the audio server; returns what was
+    /// recorded. The event stream is followed until the daemon closes it, so the `shutdown`
+    /// events of whatever was still queued are in `events` too.
     func stop() async -> Recording {
+        if daemon.isRunning {
+            let (status, _) = await daemon.stop()
+            #expect(status == 0, "speakd exited with \(String(describing: status)); log:\n\(daemon.log)")
+        }
+        _ = await events.wait(timeout: .seconds(5)) { _ in events.hasEnded }
         events.stop()
         let samples = await recorder.stop()
-        if daemon.isRunning { await daemon.stop() }
         let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
         await pulse.stop()
         return recording

@@ -37,6 +37,7 @@ extension SpeakdIntegration {
             #expect(finished.text == "Doors closing")
             // It went through the daemon, not the in-process fallback.
             #expect(speakd.events.events.filter { $0.type == .finished }.map(\.id) == [finished.id])
+            expectExactlyOneFinished([finished.id], in: speakd.events.events)
             #expect(recording.segments().count == 1, "heard \(recording.segments())")
         }
 
@@ -46,9 +47,11 @@ extension SpeakdIntegration {
             let waiting = try startSpeak(speakd, ["--wait", Self.longText])
             let started = try #require(await speakd.events.wait { $0.contains { $0.type == .started } } ? speakd.events.events.first { $0.type == .started } : nil)
             try await Task.sleep(for: .milliseconds(500))
-            _ = try await speakd.accept(announcement("Platform change", priority: .high), via: speakd.tcp)
+            let interrupter = try await speakd.accept(announcement("Platform change", priority: .high), via: speakd.tcp)
             let result = try await waiting.wait(timeout: .seconds(30))
+            #expect(await speakd.events.waitForFinished([interrupter]))
             _ = await speakd.stop()
+            expectExactlyOneFinished([started.id, interrupter], in: speakd.events.events)
 
             #expect(result.status == 1, "stdout: \(result.standardOutput) stderr: \(result.standardError)")
             let finished = try finishedEvent(in: result.standardOutput)
@@ -111,6 +114,7 @@ extension SpeakdIntegration {
             let printed = try lines.map { try WireFormat.decoder().decode(AnnouncementEvent.self, from: Data($0.utf8)) }
             #expect(printed.map(\.type) == [.queued, .started, .finished])
             #expect(printed.allSatisfy { $0.id == id })
+            expectExactlyOneFinished([id], in: speakd.events.events)
         }
 
         @Test("speak status shows the daemon, its health and its queue")
@@ -129,6 +133,8 @@ extension SpeakdIntegration {
             let list = try WireFormat.decoder().decode(AnnouncementList.self, from: Data(listLine.utf8))
             #expect(list.announcements.map(\.id) == [speaking, waiting])
             #expect(list.announcements.map(\.state) == [.speaking, .queued])
+            // Stopping the daemon finished both.
+            expectExactlyOneFinished([speaking, waiting], in: speakd.events.events)
         }
     }
 }

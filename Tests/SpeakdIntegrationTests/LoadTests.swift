@@ -59,8 +59,11 @@ extension SpeakdIntegration {
                             let queue = Double.random(in: 0..<1, using: &random) < 0.7
                             // Unique text per post: refused posts are recognised by it on the event stream.
                             let text = "Gate \(client) number \(number)"
-                            let response = try await post(
-                                ["text": text, "priority": priority.rawValue, "queue": queue], via: http)
+                            var body: [String: Any] = ["text": text, "priority": priority.rawValue, "queue": queue]
+                            if Double.random(in: 0..<1, using: &random) < 0.2 {
+                                body["expiresAfter"] = Double.random(in: 0.2...1.5, using: &random)
+                            }
+                            let response = try await post(body, via: http)
                             switch response.status {
                             case 202:
                                 let id = try response.decode(AnnouncementAccepted.self).id
