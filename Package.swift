@@ -112,6 +112,7 @@ let package = Package(
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeechModel", "AnnouncementQueue", "EspeakEngine", "AudioOutput",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -158,18 +159,21 @@ let package = Package(
         .testTarget(
             name: "SpeakServerTests",
             dependencies: [
-                "SpeakServer", "SpeakAPI", "AnnouncementQueue",
+                "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeechModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakTestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakTestSupport", "SpeechModel", "AudioOutput",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -18,9 +18,26 @@ import SpeechModel
 ///
 /// Nothing is spoken until `run()` is called; `shutdown()` (or cancelling the task running
 /// `run()`) finishes everything with `shutdown` and ends the event streams.
+///
+/// Every accepted announcement gets `queued`, then `started` when it is handed to the speaker,
+/// then exactly one `finished`. Decisions where the contract leaves room:
+/// - The reason of a speaking announcement is fixed by the first cancel, interrupt or shutdown;
+///   its `finished` event is sent once the speaker has actually stopped (the sink is silent),
+///   with `success: false` even if the speaker happened to play the last sample meanwhile.
+/// - An interrupter waits, at the head of the list, until the interrupted one has stopped, so
+///   the speaker is never asked to speak two announcements at once.
+/// - A full queue displaces the newest waiting announcement of the lowest priority that is
+///   below the new one's, so a `high` displaces a waiting `low` before any `default`.
+/// - After `speak` throws, nothing starts until `waitUntilAvailable()` returns; meanwhile new
+///   announcements are accepted and wait, and expiry timers keep running.
+/// - A speaker that has not stopped `stopTimeout` after being cancelled is given up on: the
+///   announcement finishes with its reason and the speaker is treated as failed.
 public actor AnnouncementQueue {
     /// The default number of waiting announcements.
     public static let defaultCapacity = 64
+
+    /// The default time a cancelled speaker gets to stop.
+    public static let defaultStopTimeout = Duration.seconds(2)
 
     private struct Speaking {
         var pending: PendingAnnouncement
@@ -28,6 +45,8 @@ public actor AnnouncementQueue {
         var task: Task<Void, Never>?
         /// Set by the first cancel, interrupt or shutdown; it is the reason it finishes with.
         var stopReason: FinishReason?
+        /// Gives up on a speaker that does not stop within `stopTimeout` of being cancelled.
+        var watchdog: Task<Void, Never>?
     }
 
     private enum Phase {
@@ -44,6 +63,7 @@ public actor AnnouncementQueue {
     private let logger: Logger
     private let broadcaster: EventBroadcaster
     private let finishedMemory: Int
+    private let stopTimeout: Duration
 
     private var phase = Phase.open
     private var runners = 0
@@ -65,9 +85,13 @@ public actor AnnouncementQueue {
     ///   - speaker: plays announcements.
     ///   - capacity: how many announcements may wait, at least 0 (validate user input first).
     ///   - clock: times `expiresAfter`.
-    ///   - eventHistory: how many recent events `events(after:)` can replay.
-    ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream ends.
+    ///   - eventHistory: how many recent events `events(after:)` can replay, at least 0.
+    ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream
+    ///     ends, at least 1.
     ///   - finishedMemory: how many finished announcements `status(id:)` and `finished(id:)` remember.
+    ///   - stopTimeout: how long a cancelled `speak` may take to return. After that the queue
+    ///     finishes the announcement anyway, treats the speaker as failed and waits for it to be
+    ///     available again, so a wedged device cannot wedge the queue or its shutdown.
     ///   - logger: where the queue logs, at info and below.
     public init(
         speaker: any AnnouncementSpeaker,
@@ -76,6 +100,7 @@ public actor AnnouncementQueue {
         eventHistory: Int = 1024,
         subscriberBuffer: Int = 256,
         finishedMemory: Int = 1024,
+        stopTimeout: Duration = AnnouncementQueue.defaultStopTimeout,
         logger: Logger = Logger(label: "speakd.queue")
     ) {
         precondition(capacity >= 0, "capacity must not be negative")
@@ -84,6 +109,7 @@ public actor AnnouncementQueue {
         self.clock = clock
         self.broadcaster = EventBroadcaster(historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer)
         self.finishedMemory = max(0, finishedMemory)
+        self.stopTimeout = stopTimeout
         self.logger = logger
     }
 
@@ -303,12 +329,37 @@ public actor AnnouncementQueue {
     private func stopSpeaking(reason: FinishReason) {
         guard var current = speaking, current.stopReason == nil else { return }
         current.stopReason = reason
+        let id = current.pending.id
+        let clock = self.clock
+        let timeout = stopTimeout
+        current.watchdog = Task {
+            do {
+                try await clock.sleep(for: timeout)
+            } catch {
+                return
+            }
+            self.speakerDidNotStop(id: id)
+        }
         speaking = current
         current.task?.cancel()
     }
 
+    private func speakerDidNotStop(id: String) {
+        guard let current = speaking, current.pending.id == id, let reason = current.stopReason else { return }
+        speaking = nil
+        let detail = "the speaker did not stop within \(stopTimeout) of being cancelled"
+        logger.info("speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
+        finish(current.pending, reason: reason, startedAt: current.startedAt, detail: detail)
+        if phase == .shuttingDown {
+            close()
+        } else {
+            waitForSpeaker()
+        }
+    }
+
     private func speakingEnded(id: String, result: Result<SpeechOutcome, any Error>) {
         guard let current = speaking, current.pending.id == id else { return }
+        current.watchdog?.cancel()
         speaking = nil
         switch (current.stopReason, result) {
         case (let reason?, _):

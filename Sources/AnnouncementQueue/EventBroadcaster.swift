@@ -19,11 +19,13 @@ public struct SequencedEvent: Sendable, Hashable {
 /// that falls so far behind that its buffer overflows has its stream ended, so it reconnects
 /// with the last sequence it saw and is replayed from history instead of silently missing events.
 final class EventBroadcaster: Sendable {
+    private typealias Continuation = AsyncStream<SequencedEvent>.Continuation
+
     private struct State {
         var nextSequence: UInt64 = 1
         /// Oldest first; trimmed to `historyCapacity` in batches so trimming stays cheap.
         var history: [SequencedEvent] = []
-        var subscribers: [UInt64: AsyncStream<SequencedEvent>.Continuation] = [:]
+        var subscribers: [UInt64: Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var isFinished = false
     }
@@ -31,43 +33,52 @@ final class EventBroadcaster: Sendable {
     let historyCapacity: Int
     let subscriberBuffer: Int
     private let state = Mutex(State())
+    /// Held while handing events to subscribers, so each gets them in sequence order, replay
+    /// first. It is separate from `state` because yielding can wake a consumer's task, which
+    /// takes that task's lock, while a consumer being cancelled holds its task's lock and calls
+    /// the termination handler, which takes `state`: one lock for both would deadlock.
+    private let delivery = Mutex(())
 
     /// - Parameters:
     ///   - historyCapacity: how many recent events a new subscriber can be replayed.
     ///   - subscriberBuffer: how many live events a subscriber may have unread before it is dropped.
     init(historyCapacity: Int, subscriberBuffer: Int) {
-        precondition(historyCapacity >= 0 && subscriberBuffer >= 1)
-        self.historyCapacity = historyCapacity
-        self.subscriberBuffer = subscriberBuffer
+        self.historyCapacity = max(0, historyCapacity)
+        self.subscriberBuffer = max(1, subscriberBuffer)
     }
 
     /// Sends `event` to every subscriber and records it; returns its sequence number.
     @discardableResult
     func publish(_ event: AnnouncementEvent) -> UInt64 {
-        var overflowed: [AsyncStream<SequencedEvent>.Continuation] = []
-        let sequence = state.withLock { state -> UInt64 in
-            let sequenced = SequencedEvent(sequence: state.nextSequence, event: event)
-            state.nextSequence += 1
-            state.history.append(sequenced)
-            if state.history.count >= 2 * historyCapacity + 1 {
-                state.history.removeFirst(state.history.count - historyCapacity)
+        delivery.withLock { _ in
+            let (sequenced, subscribers) = state.withLock { state in
+                let sequenced = SequencedEvent(sequence: state.nextSequence, event: event)
+                state.nextSequence += 1
+                state.history.append(sequenced)
+                if state.history.count >= 2 * historyCapacity + 1 {
+                    state.history.removeFirst(state.history.count - historyCapacity)
+                }
+                return (sequenced, state.subscribers)
             }
-            for (key, continuation) in state.subscribers {
+            var gone: [UInt64] = []
+            for (key, continuation) in subscribers {
                 switch continuation.yield(sequenced) {
                 case .enqueued: break
                 case .dropped:
-                    state.subscribers[key] = nil
-                    overflowed.append(continuation)
+                    gone.append(key)
+                    continuation.finish()
                 case .terminated:
-                    state.subscribers[key] = nil
+                    gone.append(key)
                 @unknown default: break
+                }
+            }
+            if !gone.isEmpty {
+                state.withLock { state in
+                    for key in gone { state.subscribers[key] = nil }
                 }
             }
             return sequenced.sequence
         }
-        // Finishing runs the stream's termination handler, which takes the lock again.
-        for continuation in overflowed { continuation.finish() }
-        return sequence
     }
 
     /// Events after `sequence` still in history, then live ones until `finish()`.
@@ -77,24 +88,29 @@ final class EventBroadcaster: Sendable {
     func subscribe(after sequence: UInt64?) -> AsyncStream<SequencedEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SequencedEvent.self, bufferingPolicy: .bufferingOldest(historyCapacity + subscriberBuffer))
-        let key = state.withLock { state -> UInt64? in
-            if let sequence {
-                for event in state.history where event.sequence > sequence {
-                    continuation.yield(event)
-                }
+        delivery.withLock { _ in
+            let (replay, key) = state.withLock { state -> ([SequencedEvent], UInt64?) in
+                // History may hold up to twice its capacity between trims; replay only what the
+                // buffer is sized for, so a replay never overflows it.
+                let replay = sequence.map { sequence in
+                    Array(state.history.suffix(historyCapacity).filter { $0.sequence > sequence })
+                } ?? []
+                guard !state.isFinished else { return (replay, nil) }
+                let key = state.nextSubscriber
+                state.nextSubscriber += 1
+                state.subscribers[key] = continuation
+                return (replay, key)
             }
-            guard !state.isFinished else { return nil }
-            let key = state.nextSubscriber
-            state.nextSubscriber += 1
-            state.subscribers[key] = continuation
-            return key
-        }
-        guard let key else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: key) }
+            for event in replay {
+                continuation.yield(event)
+            }
+            guard let key else {
+                continuation.finish()
+                return
+            }
+            continuation.onTermination = { [weak self] _ in
+                self?.state.withLock { _ = $0.subscribers.removeValue(forKey: key) }
+            }
         }
         return stream
     }
@@ -106,11 +122,13 @@ final class EventBroadcaster: Sendable {
 
     /// Ends every stream after the events already sent; later subscribers get history only.
     func finish() {
-        let continuations = state.withLock { state in
-            state.isFinished = true
-            defer { state.subscribers = [:] }
-            return Array(state.subscribers.values)
+        delivery.withLock { _ in
+            let continuations = state.withLock { state in
+                state.isFinished = true
+                defer { state.subscribers = [:] }
+                return Array(state.subscribers.values)
+            }
+            for continuation in continuations { continuation.finish() }
         }
-        for continuation in continuations { continuation.finish() }
     }
 }

@@ -33,7 +33,27 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         case priority, queue, expiresAfter
     }
 
+    /// Every key a request body may have: the utterance's and the queue's.
+    public static let keys: Set<String> = [
+        "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
+        "priority", "queue", "expiresAfter",
+    ]
+
+    private struct AnyKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
     public init(from decoder: any Decoder) throws {
+        // A misspelt key ("priorty") would otherwise be ignored without a word.
+        let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            .filter { !Self.keys.contains($0) }.sorted()
+        if let key = unknown.first {
+            throw SpeechInputError.malformed(
+                field: key, "unknown key '\(key)'; a request has \(Self.keys.sorted().joined(separator: ", "))")
+        }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
         queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true

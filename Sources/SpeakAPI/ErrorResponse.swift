@@ -4,10 +4,12 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error, CustomStringCon
     public struct Detail: Sendable, Hashable, Codable {
         /// A stable name for the kind of problem (`outOfRange`, `queueFull`, …).
         public var code: String
+        /// A sentence for a person.
         public var message: String
         /// The wire-format name of the offending field (`spans[1].pitch`), when there is one.
         public var field: String?
 
+        /// - Parameters: see the properties of the same names.
         public init(code: String, message: String, field: String? = nil) {
             self.code = code
             self.message = message
@@ -15,8 +17,13 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error, CustomStringCon
         }
     }
 
+    /// The error.
     public var error: Detail
 
+    /// - Parameters:
+    ///   - code: a stable name for the kind of problem.
+    ///   - message: a sentence for a person.
+    ///   - field: the wire-format name of the offending field.
     public init(code: String, message: String, field: String? = nil) {
         self.error = Detail(code: code, message: message, field: field)
     }

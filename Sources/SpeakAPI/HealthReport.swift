@@ -9,11 +9,14 @@ public struct HealthReport: Sendable, Hashable, Codable {
 
     /// The speech engine.
     public struct Engine: Sendable, Hashable, Codable {
+        /// Whether it works.
         public var state: State
         /// The engine's own name and version (`espeak-ng 1.51`), when known.
         public var name: String?
+        /// Why it is unavailable.
         public var detail: String?
 
+        /// - Parameters: see the properties of the same names.
         public init(state: State, name: String? = nil, detail: String? = nil) {
             self.state = state
             self.name = name
@@ -23,12 +26,14 @@ public struct HealthReport: Sendable, Hashable, Codable {
 
     /// The audio sink announcements are played on.
     public struct Audio: Sendable, Hashable, Codable {
+        /// Whether it works.
         public var state: State
         /// What the sink plays to (`pulse`, `alsa:default`, `null`).
         public var sink: String
         /// Why it is unavailable, the last error it reported.
         public var detail: String?
 
+        /// - Parameters: see the properties of the same names.
         public init(state: State, sink: String, detail: String? = nil) {
             self.state = state
             self.sink = sink
@@ -40,9 +45,12 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public struct Queue: Sendable, Hashable, Codable {
         /// Announcements waiting (not counting the one speaking).
         public var waiting: Int
+        /// Whether one is speaking.
         public var speaking: Bool
+        /// The most that may wait.
         public var capacity: Int
 
+        /// - Parameters: see the properties of the same names.
         public init(waiting: Int, speaking: Bool, capacity: Int) {
             self.waiting = waiting
             self.speaking = speaking
@@ -52,10 +60,14 @@ public struct HealthReport: Sendable, Hashable, Codable {
 
     /// `ok` when every component is, otherwise `unavailable`.
     public var status: State
+    /// The speech engine.
     public var engine: Engine
+    /// The audio sink.
     public var audio: Audio
+    /// The queue; filled in by the server.
     public var queue: Queue?
 
+    /// `status` is `ok` when engine and audio both are.
     public init(engine: Engine, audio: Audio, queue: Queue? = nil) {
         self.status = engine.state == .ok && audio.state == .ok ? .ok : .unavailable
         self.engine = engine

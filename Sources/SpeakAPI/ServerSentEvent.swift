@@ -13,6 +13,7 @@ public struct ServerSentEvent: Sendable, Hashable {
     /// The `data:` field; several lines are joined with `\n`.
     public var data: String
 
+    /// - Parameters: see the properties of the same names.
     public init(event: String? = nil, id: String? = nil, data: String) {
         self.event = event
         self.id = id
@@ -57,6 +58,7 @@ public struct ServerSentEventParser: Sendable {
     private var hasData = false
     private var lastWasCR = false
 
+    /// A parser at the start of a stream.
     public init() {}
 
     /// Feeds `bytes` and returns every message they complete.

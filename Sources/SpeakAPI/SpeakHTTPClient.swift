@@ -20,9 +20,11 @@ public enum SpeakEndpoint: Sendable, Hashable, CustomStringConvertible {
 
 /// A response as `SpeakHTTPClient` reads it.
 public struct SpeakHTTPResponse: Sendable {
+    /// The HTTP status code.
     public var status: Int
     /// Header names in lower case, in the order received.
     public var headers: [(name: String, value: String)]
+    /// The whole body, de-chunked.
     public var body: [UInt8]
 
     /// The first value of header `name` (case-insensitive).
@@ -49,10 +51,14 @@ public struct SpeakHTTPResponse: Sendable {
 /// request per connection (`Connection: close`) keeps this small. Blocking socket calls run on a
 /// thread of their own, never on Swift's cooperative pool.
 public struct SpeakHTTPClient: Sendable {
+    /// Where the daemon listens.
     public let endpoint: SpeakEndpoint
     /// How long a connect, send or receive may block.
     public var timeout: Duration
 
+    /// - Parameters:
+    ///   - endpoint: where the daemon listens.
+    ///   - timeout: how long a connect, send or receive may block.
     public init(endpoint: SpeakEndpoint, timeout: Duration = .seconds(30)) {
         self.endpoint = endpoint
         self.timeout = timeout
@@ -143,6 +149,7 @@ public struct SpeakHTTPClient: Sendable {
 
 /// A failure to talk to the daemon: cannot connect, connection closed early, a malformed response.
 public struct SpeakClientError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
     public let description: String
 
     init(_ description: String) {

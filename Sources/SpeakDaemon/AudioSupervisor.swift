@@ -16,6 +16,7 @@ public final class AudioSupervisor: Service, Sendable {
 
     /// What health reports about audio.
     public struct Status: Sendable, Hashable {
+        /// Whether announcements can be played now.
         public var available: Bool
         /// The sink's name (`pulse`, `alsa:default`), or the spec while no sink exists.
         public var sink: String
@@ -140,7 +141,8 @@ public final class AudioSupervisor: Service, Sendable {
         }
     }
 
-    /// Reconnects with backoff whenever audio is unavailable, until graceful shutdown.
+    /// Reconnects with backoff whenever audio is unavailable, until graceful shutdown; then
+    /// releases the device.
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -158,6 +160,12 @@ public final class AudioSupervisor: Service, Sendable {
                 }
             }
         }
+        let sink = state.withLock { state in
+            state.available = false
+            state.detail = "speakd is shutting down"
+            return state.sink
+        }
+        await sink?.close()
     }
 
     private func waitForFailure() async {

@@ -14,7 +14,7 @@ public enum ConfigurationLoader {
     public static let keys: [String] = [
         "socket", "http", "audio", "voices", "max-queue", "cors-origin", "default-language",
         "fallback-language", "max-body-bytes", "max-text-length", "max-spans", "heartbeat",
-        "event-history", "log-level",
+        "event-history", "lead-in", "log-level",
     ]
 
     /// Where the config file is read from when neither `--config` nor `SPEAKD_CONFIG` names one
@@ -119,6 +119,12 @@ public enum ConfigurationLoader {
                 throw .invalid(origin: value.origin, value: value.value, reason: "expected seconds between 0.01 and 3600")
             }
             configuration.heartbeatSeconds = seconds
+        }
+        if let value = values["lead-in"] {
+            guard let seconds = Double(value.value), seconds.isFinite, (0...1).contains(seconds) else {
+                throw .invalid(origin: value.origin, value: value.value, reason: "expected seconds between 0 and 1")
+            }
+            configuration.leadInSeconds = seconds
         }
         if let value = values["event-history"] { configuration.eventHistory = try integer(value, in: 1...1_000_000) }
         if let value = values["log-level"] {

@@ -10,10 +10,15 @@ import UnixSignals
 
 /// A built daemon: every part wired, ready to `run()`.
 public struct Daemon: Sendable {
+    /// What it was built from.
     public let configuration: DaemonConfiguration
+    /// The announcement queue.
     public let queue: AnnouncementQueue
+    /// The audio sink and its health.
     public let audio: AudioSupervisor
+    /// The routes.
     public let server: SpeakServer
+    /// The listeners.
     public let front: SpeakFront
     let group: ServiceGroup
 
@@ -76,6 +81,7 @@ public func buildDaemon(
     let engine = renderer as? EspeakEngine
     let speaker = EngineSpeaker(
         renderer: renderer, audio: audio,
+        playback: AudioPlayback(leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000))),
         voiceName: { utterance in (try? engine?.voices(for: utterance))?.first?.identifier },
         logger: logger)
     let queue = AnnouncementQueue(

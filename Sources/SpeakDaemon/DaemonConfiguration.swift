@@ -21,14 +21,20 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var defaultLanguage: String
     /// The language used when a requested one resolves to no voice; nil makes that an error.
     public var fallbackLanguage: String?
-    /// Request limits.
+    /// The largest request body, in bytes.
     public var maxBodyBytes: Int
+    /// The longest text of one utterance, in characters.
     public var maxTextLength: Int
+    /// The most spans one utterance may have.
     public var maxSpans: Int
     /// How often idle event streams send a heartbeat comment.
     public var heartbeatSeconds: Double
+    /// Silence played before each announcement, for sound hardware that wakes up late and
+    /// would swallow the first syllable.
+    public var leadInSeconds: Double
     /// How many past events the queue keeps for `Last-Event-ID` resume.
     public var eventHistory: Int
+    /// The lowest level logged.
     public var logLevel: Logger.Level
 
     /// The built-in defaults; `environment` decides the default socket path.
@@ -46,6 +52,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             maxTextLength: 5_000,
             maxSpans: 100,
             heartbeatSeconds: 15,
+            leadInSeconds: 0,
             eventHistory: 256,
             logLevel: .info)
     }

@@ -33,6 +33,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         self.logger = logger
     }
 
+    /// Renders and plays `announcement`; returns once the sink has played it all.
     public func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
         guard let sink = audio.sink else {
             throw AudioUnavailable(detail: audio.status.detail)
@@ -46,6 +47,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         return SpeechOutcome(voice: voiceName(announcement.utterance))
     }
 
+    /// Waits for the audio supervisor to have a working sink.
     public func waitUntilAvailable() async {
         await audio.waitUntilAvailable()
     }

@@ -4,6 +4,7 @@ import Logging
 
 /// `speakd`: the speech announcement daemon.
 public struct SpeakdCommand: AsyncParsableCommand {
+    /// Name, abstract and the discussion of configuration sources in `--help`.
     public static let configuration = CommandConfiguration(
         commandName: "speakd",
         abstract: "Speak announcements one at a time, with espeak-ng, for the apps of a kiosk.",
@@ -17,51 +18,55 @@ public struct SpeakdCommand: AsyncParsableCommand {
             'none' turns off the Unix socket (--socket none) or TCP (--http none).
             """)
 
-    @Option(help: "Config file of 'key = value' lines.")
+    @Option(help: ArgumentHelp("Config file of 'key = value' lines.", valueName: "file"))
     var config: String?
 
-    @Option(help: "Unix socket path, or 'none'. (default: $RUNTIME_DIRECTORY/speakd.sock, else /run/speakd/speakd.sock for root, else $XDG_RUNTIME_DIR/speakd/speakd.sock)")
+    @Option(help: ArgumentHelp("Unix socket path, or 'none'. (default: $RUNTIME_DIRECTORY/speakd.sock, else /run/speakd/speakd.sock for root, else $XDG_RUNTIME_DIR/speakd/speakd.sock)", valueName: "path"))
     var socket: String?
 
-    @Option(help: "TCP listener HOST:PORT, or 'none'. (default: 127.0.0.1:7770)")
+    @Option(help: ArgumentHelp("TCP listener HOST:PORT, or 'none'. (default: 127.0.0.1:7770)", valueName: "host:port"))
     var http: String?
 
-    @Option(help: "Audio sink: auto, pulse, alsa[:DEVICE], wav:PATH or null. (default: auto)")
+    @Option(help: ArgumentHelp("Audio sink: auto, pulse, alsa[:DEVICE], wav:PATH or null. (default: auto)", valueName: "sink"))
     var audio: String?
 
-    @Option(help: "Voices directory with 'overrides' and 'variants/'. (default: the built-in overrides)")
+    @Option(help: ArgumentHelp("Voices directory with 'overrides' and 'variants/'. (default: the built-in overrides)", valueName: "dir"))
     var voices: String?
 
-    @Option(name: .customLong("max-queue"), help: "Most announcements that may wait. (default: 32)")
+    @Option(name: .customLong("max-queue"), help: ArgumentHelp("Most announcements that may wait. (default: 32)", valueName: "n"))
     var maxQueue: String?
 
-    @Option(name: .customLong("cors-origin"), help: "Browser origin allowed to call the API, e.g. http://localhost:8080. (default: none)")
+    @Option(name: .customLong("cors-origin"), help: ArgumentHelp("Browser origin allowed to call the API, e.g. http://localhost:8080. (default: none)", valueName: "origin"))
     var corsOrigin: String?
 
-    @Option(name: .customLong("default-language"), help: "BCP 47 language of utterances that name none. (default: en)")
+    @Option(name: .customLong("default-language"), help: ArgumentHelp("BCP 47 language of utterances that name none. (default: en)", valueName: "tag"))
     var defaultLanguage: String?
 
-    @Option(name: .customLong("fallback-language"), help: "BCP 47 language used when a requested one has no voice. (default: none, an error)")
+    @Option(name: .customLong("fallback-language"), help: ArgumentHelp("BCP 47 language used when a requested one has no voice. (default: none, an error)", valueName: "tag"))
     var fallbackLanguage: String?
 
-    @Option(name: .customLong("max-body-bytes"), help: "Largest request body. (default: 65536)")
+    @Option(name: .customLong("max-body-bytes"), help: ArgumentHelp("Largest request body. (default: 65536)", valueName: "bytes"))
     var maxBodyBytes: String?
 
-    @Option(name: .customLong("max-text-length"), help: "Longest text of one utterance, in characters. (default: 5000)")
+    @Option(name: .customLong("max-text-length"), help: ArgumentHelp("Longest text of one utterance, in characters. (default: 5000)", valueName: "characters"))
     var maxTextLength: String?
 
-    @Option(name: .customLong("max-spans"), help: "Most spans in one utterance. (default: 100)")
+    @Option(name: .customLong("max-spans"), help: ArgumentHelp("Most spans in one utterance. (default: 100)", valueName: "n"))
     var maxSpans: String?
 
-    @Option(help: "Seconds between heartbeat comments on idle event streams. (default: 15)")
+    @Option(help: ArgumentHelp("Seconds between heartbeat comments on idle event streams. (default: 15)", valueName: "seconds"))
     var heartbeat: String?
 
-    @Option(name: .customLong("event-history"), help: "Past events kept for Last-Event-ID resume. (default: 256)")
+    @Option(name: .customLong("lead-in"), help: ArgumentHelp("Seconds of silence before each announcement, for sound hardware that wakes up late. (default: 0)", valueName: "seconds"))
+    var leadIn: String?
+
+    @Option(name: .customLong("event-history"), help: ArgumentHelp("Past events kept for Last-Event-ID resume. (default: 256)", valueName: "n"))
     var eventHistory: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. (default: info)")
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. (default: info)", valueName: "level"))
     var logLevel: String?
 
+    /// Required by ArgumentParser; the options are filled in by parsing.
     public init() {}
 
     /// The flags given, by configuration key.
@@ -71,7 +76,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
             ("cors-origin", corsOrigin), ("default-language", defaultLanguage),
             ("fallback-language", fallbackLanguage), ("max-body-bytes", maxBodyBytes),
             ("max-text-length", maxTextLength), ("max-spans", maxSpans), ("heartbeat", heartbeat),
-            ("event-history", eventHistory), ("log-level", logLevel),
+            ("event-history", eventHistory), ("lead-in", leadIn), ("log-level", logLevel),
         ]
         return Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
     }
@@ -83,6 +88,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
         try ConfigurationLoader.load(flags: flags, configPath: config, environment: environment)
     }
 
+    /// Checks the merged configuration, so a bad value is reported with the usage.
     public func validate() throws {
         do {
             _ = try configuration()
@@ -91,6 +97,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
         }
     }
 
+    /// Builds the daemon and runs it until SIGTERM or SIGINT.
     public func run() async throws {
         let configuration = try configuration()
         let level = configuration.logLevel

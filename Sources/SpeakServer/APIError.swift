@@ -8,9 +8,16 @@ import SpeechModel
 ///
 /// Every failure a route can meet is mapped here, so the status codes of the DESIGN live in one place.
 public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
+    /// The HTTP status.
     public let status: HTTPResponse.Status
+    /// The JSON body.
     public let body: ErrorResponse
 
+    /// - Parameters:
+    ///   - status: the HTTP status.
+    ///   - code: a stable name for the kind of problem.
+    ///   - message: a sentence for a person.
+    ///   - field: the wire-format name of the offending field.
     public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
         self.status = status
         self.body = ErrorResponse(code: code, message: message, field: field)

@@ -3,6 +3,7 @@ import SpeechModel
 
 /// The real queue behind the routes.
 extension Queue: AnnouncementScheduling {
+    /// Submits to the queue; its refusals become `SchedulingError`s.
     public func accept(_ request: AnnouncementRequest) async throws(SchedulingError) -> AnnouncementAccepted {
         let submission: QueueSubmission
         do throws(QueueError) {
@@ -18,23 +19,28 @@ extension Queue: AnnouncementScheduling {
         return AnnouncementAccepted(id: submission.id, state: Self.wireState(submission.state), position: submission.position)
     }
 
+    /// Cancels `id`; an id the queue does not know is `unknownAnnouncement`.
     public func cancelAnnouncement(id: String) async throws(SchedulingError) -> Bool {
         guard status(id: id) != nil else { throw .unknownAnnouncement(id) }
         return cancel(id: id)
     }
 
+    /// Cancels the speaking and every waiting announcement.
     public func cancelEveryAnnouncement() async -> Int {
         cancelAll()
     }
 
+    /// The queue's snapshot in wire form.
     public func announcementList() async -> [SpeakAPI.AnnouncementStatus] {
         snapshot().map(Self.wireStatus)
     }
 
+    /// One announcement in wire form.
     public func announcementStatus(id: String) async -> SpeakAPI.AnnouncementStatus? {
         status(id: id).map(Self.wireStatus)
     }
 
+    /// The queue's events with their sequence numbers.
     public nonisolated func eventStream(after sequence: UInt64?) async -> AsyncStream<SequencedAnnouncementEvent> {
         let events = events(after: sequence)
         return AsyncStream { continuation in
@@ -48,6 +54,7 @@ extension Queue: AnnouncementScheduling {
         }
     }
 
+    /// The `finished` event of `id`, waiting for it if need be.
     public func waitForFinish(id: String) async throws(SchedulingError) -> AnnouncementEvent {
         guard let event = await finished(id: id) else { throw .unknownAnnouncement(id) }
         return event

@@ -41,7 +41,9 @@ public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// A listen address that does not parse.
 public struct ListenAddressError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The text that did not parse.
     public let value: String
+    /// What is wrong with it.
     public let reason: String
 
     public var description: String { "'\(value)' is not a listen address: \(reason)" }

@@ -11,6 +11,7 @@ public struct ServerSettings: Sendable, Hashable {
     /// The one browser origin allowed to call the API (a kiosk page), or nil for no CORS headers.
     public var corsOrigin: String?
 
+    /// - Parameters: see the properties of the same names; the defaults are speakd's.
     public init(
         maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = 5_000, maxSpans: Int = 100,
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil

@@ -7,6 +7,7 @@ import Synchronization
 /// open event streams and waiting requests get their `shutdown` events), then open connections
 /// finish and the listeners stop.
 public struct SpeakFront: Service {
+    /// The listeners, all serving the same router.
     public let listeners: [SpeakListener]
     private let afterListenersClosed: @Sendable () async -> Void
 
@@ -36,7 +37,9 @@ public struct SpeakFront: Service {
                 for listener in listeners {
                     group.addTask { try await listener.run() }
                 }
-                try await group.waitForAll()
+                // The first listener that fails (a port in use) stops the others: `next()`
+                // rethrows at once, and leaving the group cancels the rest.
+                while try await group.next() != nil {}
             }
         } onGracefulShutdown: {
             closing.withLock {

@@ -11,6 +11,7 @@ import Synchronization
 /// A Unix socket's stale file is replaced at start, the new socket gets mode 0660, and the file
 /// is removed when the listener stops.
 public final class SpeakListener: Service, Sendable {
+    /// Where it listens, as configured (port 0 stays 0 here).
     public let address: ListenAddress
     private let responder: RouterResponder<BasicRequestContext>
     private let logger: Logger
@@ -109,12 +110,33 @@ public final class SpeakListener: Service, Sendable {
         }
     }
 
-    /// A stale socket is fine (it is replaced); anything else at the path is a configuration error.
+    /// A stale socket is fine (it is replaced); a live one (another daemon answers) or anything
+    /// that is not a socket is a configuration error.
     private static func checkSocketPath(_ path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
         if info.st_mode & S_IFMT != S_IFSOCK {
             throw ListenerError("\(path) exists and is not a socket; refusing to replace it")
+        }
+        if isListening(path) {
+            throw ListenerError("another process is listening on \(path); refusing to replace its socket")
+        }
+    }
+
+    /// Whether a connection to the socket at `path` is accepted.
+    private static func isListening(_ path: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes + [0]) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
         }
     }
 
@@ -126,6 +148,7 @@ public final class SpeakListener: Service, Sendable {
 
 /// A listener that cannot start.
 public struct ListenerError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
     public let description: String
 
     init(_ description: String) {

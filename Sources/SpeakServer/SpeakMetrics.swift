@@ -18,6 +18,7 @@ public final class SpeakMetrics: Sendable {
 
     private let counters = Mutex(Counters())
 
+    /// Counters at zero.
     public init() {}
 
     func countAccepted(_ priority: AnnouncementPriority) {

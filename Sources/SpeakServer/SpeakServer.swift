@@ -8,11 +8,17 @@ import SpeechModel
 /// The HTTP front of speakd: one router with every route of the API, served by any number of
 /// listeners (TCP, Unix socket).
 public struct SpeakServer: Sendable {
+    /// The announcement queue.
     public let scheduler: any AnnouncementScheduling
+    /// The engine.
     public let renderer: any SpeechRenderer
+    /// Engine and audio state.
     public let health: any HealthReporting
+    /// Limits, heartbeat and CORS.
     public let settings: ServerSettings
+    /// The counters behind `/metrics`.
     public let metrics: SpeakMetrics
+    /// Where request failures are logged.
     public let logger: Logger
 
     /// - Parameters:

@@ -72,13 +72,13 @@ struct AnnouncementQueueTests {
 
         if row.interrupts {
             // The decision is taken inside `submit`, so the speaker's task is already cancelled.
-            #expect(harness.speaker.cancelled == [first.id])
+            try #require(harness.speaker.cancelled == [first.id])
             let finished = await harness.recorder.waitForFinished(first.id)
             #expect(finished?.success == false)
             #expect(finished?.reason == .interrupted)
             await harness.speaker.waitForStarts(2)
         } else {
-            #expect(harness.speaker.cancelled.isEmpty)
+            try #require(harness.speaker.cancelled.isEmpty)
             #expect(await harness.queue.status(id: first.id)?.state == .speaking)
             harness.speaker.complete(first.id)
             let finished = await harness.recorder.waitForFinished(first.id)
@@ -237,9 +237,9 @@ struct AnnouncementQueueTests {
         let expiring = try await harness.submit("expiring", expiresAfter: 5)
         let staying = try await harness.submit("staying")
         await harness.clock.waitForSleepers(1)
-        harness.clock.advance(by: .seconds(4.9))
+        harness.clock.advance(by: .milliseconds(4_900))
         #expect(await harness.queue.status(id: expiring.id)?.state == .waiting)
-        harness.clock.advance(by: .seconds(0.1))
+        harness.clock.advance(by: .milliseconds(100))
         let finished = await harness.recorder.waitForFinished(expiring.id)
         #expect(finished?.reason == .expired)
         #expect(finished?.success == false)
@@ -455,6 +455,52 @@ struct AnnouncementQueueTests {
         #expect(await harness.queue.isSpeakerAvailable == false)
     }
 
+    @Test func speakerThatDoesNotStopIsGivenUpOn() async throws {
+        let harness = await QueueHarness()
+        harness.speaker.ignoresCancellation = true
+        let stuck = try await harness.submit("stuck")
+        await harness.speaker.waitForStarts(1)
+        let urgent = try await harness.submit("urgent", priority: .high)
+        #expect(harness.speaker.cancelled == [stuck.id])
+        await harness.clock.waitForSleepers(1)
+        harness.clock.advance(by: .milliseconds(1_900))
+        #expect(await harness.queue.status(id: stuck.id)?.state == .speaking)
+        harness.clock.advance(by: .milliseconds(100))
+        let finished = await harness.recorder.waitForFinished(stuck.id)
+        #expect(finished?.reason == .interrupted)
+        #expect(finished?.detail?.contains("did not stop") == true)
+
+        // Treated as a failed speaker: the next one waits until it is available again.
+        await harness.speaker.waitForAvailabilityCalls(1)
+        #expect(harness.speaker.started == [stuck.id])
+        harness.speaker.ignoresCancellation = false
+        harness.speaker.becomeAvailable()
+        await harness.speaker.waitForStarts(2)
+        #expect(harness.speaker.started == [stuck.id, urgent.id])
+
+        // When the stuck call returns at last, nothing more is sent for it.
+        harness.speaker.complete(stuck.id)
+        harness.speaker.complete(urgent.id)
+        await harness.recorder.waitForFinished(urgent.id)
+        await harness.tearDown()
+        #expect(harness.recorder.events.filter { $0.id == stuck.id }.map(\.type) == [.queued, .started, .finished])
+    }
+
+    @Test func shutdownDoesNotWaitForeverForAStuckSpeaker() async throws {
+        let harness = await QueueHarness()
+        harness.speaker.ignoresCancellation = true
+        let stuck = try await harness.submit("stuck")
+        await harness.speaker.waitForStarts(1)
+        let shutdown = Task { await harness.queue.shutdown() }
+        await harness.clock.waitForSleepers(1)
+        harness.clock.advance(by: .seconds(2))
+        await shutdown.value
+        await harness.runner.value
+        await harness.recorder.waitForEnd()
+        #expect(harness.recorder.finished(stuck.id)?.reason == .shutdown)
+        harness.speaker.complete(stuck.id)
+    }
+
     // MARK: Status
 
     @Test func statusOfWaitingSpeakingFinishedAndUnknown() async throws {
@@ -487,6 +533,21 @@ struct AnnouncementQueueTests {
         #expect(await harness.queue.status(id: "nope") == nil)
         #expect(await harness.queue.finished(id: "nope") == nil)
         await harness.tearDown()
+    }
+
+    @Test func finishedAnnouncementsAreRememberedBoundedly() async throws {
+        let speaker = FakeSpeaker()
+        let queue = AnnouncementQueue(speaker: speaker, capacity: 10, finishedMemory: 2)
+        var ids: [String] = []
+        for index in 0..<4 {
+            ids.append(try await queue.submit(AnnouncementRequest(utterance: Utterance("\(index)"))).id)
+        }
+        #expect(await queue.cancelAll() == 4)
+        #expect(await queue.status(id: ids[0]) == nil)
+        #expect(await queue.status(id: ids[1]) == nil)
+        #expect(await queue.status(id: ids[2])?.finished?.reason == .cancelled)
+        #expect(await queue.finished(id: ids[3])?.reason == .cancelled)
+        await queue.shutdown()
     }
 
     @Test func finishedWaitReturnsNilWhenItsTaskIsCancelled() async throws {

@@ -1,24 +1,38 @@
 import AnnouncementQueue
 import SpeechModel
 import Synchronization
+import Testing
 
 /// A speaker the test drives: `speak` waits until the test completes or fails it, records
 /// the order things started in, and sees its task being cancelled.
+///
+/// Continuations are always resumed outside the lock: resuming takes the resumed task's lock,
+/// while cancelling a task holds that lock and runs the handlers here, which take this one.
 final class FakeSpeaker: AnnouncementSpeaker {
     struct SpeakFailure: Error, CustomStringConvertible {
         var description: String
     }
+
+    private typealias Waiter = (count: Int, continuation: CheckedContinuation<Void, Never>)
 
     private struct State {
         var started: [String] = []
         var cancelled: [String] = []
         var speaking: [String: CheckedContinuation<SpeechOutcome, any Error>] = [:]
         var cancelledBeforeSuspending: Set<String> = []
-        var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var startWaiters: [Waiter] = []
         var availabilityWaiters: [CheckedContinuation<Void, Never>] = []
         var availabilityCalls = 0
-        var availabilityCallWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var availabilityCallWaiters: [Waiter] = []
         var overlapping = false
+        var ignoresCancellation = false
+
+        /// Takes the waiters whose count has been reached.
+        static func due(_ waiters: inout [Waiter], reached count: Int) -> [CheckedContinuation<Void, Never>] {
+            let due = waiters.filter { $0.count <= count }.map(\.continuation)
+            waiters.removeAll { $0.count <= count }
+            return due
+        }
     }
 
     private let state = Mutex(State())
@@ -27,48 +41,52 @@ final class FakeSpeaker: AnnouncementSpeaker {
         let id = announcement.id
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                state.withLock { state in
+                let (cancelledAlready, due) = state.withLock { state in
                     if !state.speaking.isEmpty { state.overlapping = true }
                     state.started.append(id)
-                    if state.cancelledBeforeSuspending.remove(id) != nil {
+                    let cancelledAlready = state.cancelledBeforeSuspending.remove(id) != nil
+                    if cancelledAlready {
                         state.cancelled.append(id)
-                        continuation.resume(throwing: CancellationError())
                     } else {
                         state.speaking[id] = continuation
                     }
-                    let count = state.started.count
-                    state.startWaiters.removeAll { waiter in
-                        guard waiter.count <= count else { return false }
-                        waiter.continuation.resume()
-                        return true
-                    }
+                    return (cancelledAlready, State.due(&state.startWaiters, reached: state.started.count))
                 }
+                if cancelledAlready { continuation.resume(throwing: CancellationError()) }
+                for waiter in due { waiter.resume() }
             }
         } onCancel: {
-            state.withLock { state in
+            let continuation = state.withLock { state -> CheckedContinuation<SpeechOutcome, any Error>? in
+                if state.ignoresCancellation {
+                    state.cancelled.append(id)
+                    return nil
+                }
                 if let continuation = state.speaking.removeValue(forKey: id) {
                     state.cancelled.append(id)
-                    continuation.resume(throwing: CancellationError())
-                } else {
-                    state.cancelledBeforeSuspending.insert(id)
+                    return continuation
                 }
+                state.cancelledBeforeSuspending.insert(id)
+                return nil
             }
+            continuation?.resume(throwing: CancellationError())
         }
     }
 
     func waitUntilAvailable() async {
         await withCheckedContinuation { continuation in
-            state.withLock { state in
+            let due = state.withLock { state in
                 state.availabilityCalls += 1
                 state.availabilityWaiters.append(continuation)
-                let calls = state.availabilityCalls
-                state.availabilityCallWaiters.removeAll { waiter in
-                    guard waiter.count <= calls else { return false }
-                    waiter.continuation.resume()
-                    return true
-                }
+                return State.due(&state.availabilityCallWaiters, reached: state.availabilityCalls)
             }
+            for waiter in due { waiter.resume() }
         }
+    }
+
+    /// When set, `speak` goes on after its task is cancelled, as a wedged device would.
+    var ignoresCancellation: Bool {
+        get { state.withLock { $0.ignoresCancellation } }
+        set { state.withLock { $0.ignoresCancellation = newValue } }
     }
 
     /// Ids in the order `speak` was called with them.
@@ -82,42 +100,46 @@ final class FakeSpeaker: AnnouncementSpeaker {
     /// True when `speak` was ever called while another call was still running.
     var overlapped: Bool { state.withLock { $0.overlapping } }
 
-    /// Returns once `speak` has been called `count` times in all.
+    /// Returns once `speak` has been called `count` times in all; gives up when the task is
+    /// cancelled, so a test's time limit ends it.
     func waitForStarts(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.started.count >= count {
-                    continuation.resume()
-                } else {
-                    state.startWaiters.append((count, continuation))
-                }
-            }
+        await wait { state, continuation in
+            guard state.started.count < count else { return true }
+            state.startWaiters.append((count, continuation))
+            return false
         }
     }
 
-    /// Returns once `waitUntilAvailable` has been called `count` times in all.
+    /// Returns once `waitUntilAvailable` has been called `count` times in all; gives up when
+    /// the task is cancelled.
     func waitForAvailabilityCalls(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.availabilityCalls >= count {
-                    continuation.resume()
-                } else {
-                    state.availabilityCallWaiters.append((count, continuation))
-                }
-            }
+        await wait { state, continuation in
+            guard state.availabilityCalls < count else { return true }
+            state.availabilityCallWaiters.append((count, continuation))
+            return false
         }
     }
 
     /// Lets `speak` for `id` return normally, as if the sink played its last sample.
     func complete(_ id: String, voice: String? = "en-gb") {
-        let resumed = resume(id, with: .success(SpeechOutcome(voice: voice)))
-        precondition(resumed, "\(id) is not speaking")
+        if !resume(id, with: .success(SpeechOutcome(voice: voice))) {
+            Issue.record("\(id) is not speaking, so it cannot complete")
+        }
     }
 
     /// Makes `speak` for `id` throw, as a lost sink would.
     func fail(_ id: String, message: String) {
-        let resumed = resume(id, with: .failure(SpeakFailure(description: message)))
-        precondition(resumed, "\(id) is not speaking")
+        if !resume(id, with: .failure(SpeakFailure(description: message))) {
+            Issue.record("\(id) is not speaking, so it cannot fail")
+        }
+    }
+
+    /// Resumes `speak` for `id`; false when it is not speaking (it was cancelled, say).
+    @discardableResult
+    func resume(_ id: String, with result: Result<SpeechOutcome, any Error>) -> Bool {
+        guard let continuation = state.withLock({ $0.speaking.removeValue(forKey: id) }) else { return false }
+        continuation.resume(with: result)
+        return true
     }
 
     /// Lets every pending `waitUntilAvailable` return.
@@ -129,11 +151,29 @@ final class FakeSpeaker: AnnouncementSpeaker {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Resumes `speak` for `id`; false when it is not speaking (it was cancelled, say).
-    @discardableResult
-    func resume(_ id: String, with result: Result<SpeechOutcome, any Error>) -> Bool {
-        guard let continuation = state.withLock({ $0.speaking.removeValue(forKey: id) }) else { return false }
-        continuation.resume(with: result)
-        return true
+    /// Suspends unless `register` says the condition holds already (true); on cancellation
+    /// every test waiter is released.
+    private func wait(_ register: @escaping (inout State, CheckedContinuation<Void, Never>) -> Bool) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let holds = state.withLock { register(&$0, continuation) }
+                if holds || Task.isCancelled {
+                    if !holds { releaseTestWaiters() } else { continuation.resume() }
+                }
+            }
+        } onCancel: {
+            releaseTestWaiters()
+        }
+    }
+
+    private func releaseTestWaiters() {
+        let waiters = state.withLock { state in
+            defer {
+                state.startWaiters = []
+                state.availabilityCallWaiters = []
+            }
+            return (state.startWaiters + state.availabilityCallWaiters).map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }

@@ -1,6 +1,9 @@
 import Synchronization
 
 /// A clock that moves only when the test advances it.
+///
+/// Continuations are always resumed outside the lock: resuming takes the resumed task's lock,
+/// while cancelling a task holds that lock and runs the handlers here, which take this one.
 final class ManualClock: Clock {
     struct Instant: InstantProtocol {
         var offset: Duration
@@ -38,55 +41,70 @@ final class ManualClock: Clock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                state.withLock { state in
-                    if state.cancelledEarly.remove(token) != nil {
-                        continuation.resume(throwing: CancellationError())
-                    } else if deadline <= state.now {
-                        continuation.resume()
-                    } else {
-                        state.sleepers[token] = Sleeper(deadline: deadline, continuation: continuation)
-                        let count = state.sleepers.count
-                        state.sleeperWaiters.removeAll { waiter in
-                            guard waiter.count <= count else { return false }
-                            waiter.continuation.resume()
-                            return true
-                        }
-                    }
+                enum Outcome { case cancelled, due, sleeping }
+                let (outcome, waiters) = state.withLock { state -> (Outcome, [CheckedContinuation<Void, Never>]) in
+                    if state.cancelledEarly.remove(token) != nil { return (.cancelled, []) }
+                    if deadline <= state.now { return (.due, []) }
+                    state.sleepers[token] = Sleeper(deadline: deadline, continuation: continuation)
+                    let count = state.sleepers.count
+                    let due = state.sleeperWaiters.filter { $0.count <= count }.map(\.continuation)
+                    state.sleeperWaiters.removeAll { $0.count <= count }
+                    return (.sleeping, due)
                 }
+                switch outcome {
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .due: continuation.resume()
+                case .sleeping: break
+                }
+                for waiter in waiters { waiter.resume() }
             }
         } onCancel: {
-            state.withLock { state in
-                if let sleeper = state.sleepers.removeValue(forKey: token) {
-                    sleeper.continuation.resume(throwing: CancellationError())
-                } else {
-                    state.cancelledEarly.insert(token)
-                }
+            let sleeper = state.withLock { state in
+                let sleeper = state.sleepers.removeValue(forKey: token)
+                if sleeper == nil { state.cancelledEarly.insert(token) }
+                return sleeper
             }
+            sleeper?.continuation.resume(throwing: CancellationError())
         }
     }
 
-    /// Returns once at least `count` sleeps are pending.
+    /// Returns once at least `count` sleeps are pending; gives up when the task is cancelled.
     func waitForSleepers(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.sleepers.count >= count {
-                    continuation.resume()
-                } else {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let holds = state.withLock { state in
+                    guard state.sleepers.count < count else { return true }
                     state.sleeperWaiters.append((count, continuation))
+                    return false
+                }
+                if holds {
+                    continuation.resume()
+                } else if Task.isCancelled {
+                    releaseWaiters()
                 }
             }
+        } onCancel: {
+            releaseWaiters()
         }
     }
 
     /// Moves time on and wakes every sleep whose deadline has come.
     func advance(by duration: Duration) {
-        state.withLock { state in
+        let due = state.withLock { state in
             state.now = state.now.advanced(by: duration)
             let now = state.now
-            for (token, sleeper) in state.sleepers where sleeper.deadline <= now {
-                state.sleepers[token] = nil
-                sleeper.continuation.resume()
-            }
+            let due = state.sleepers.filter { $0.value.deadline <= now }
+            for token in due.keys { state.sleepers[token] = nil }
+            return due.values.map(\.continuation)
         }
+        for continuation in due { continuation.resume() }
+    }
+
+    private func releaseWaiters() {
+        let waiters = state.withLock { state in
+            defer { state.sleeperWaiters = [] }
+            return state.sleeperWaiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }

@@ -34,15 +34,24 @@ final class EventRecorder: Sendable {
     }
 
     /// Returns once `predicate` holds for the events so far (or the stream ended).
+    /// Gives up when the task is cancelled, so a test's time limit ends a wait that never comes true.
+    /// Continuations are resumed outside the lock, as in `FakeSpeaker`.
     func wait(until predicate: @escaping @Sendable ([SequencedEvent]) -> Bool) async {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                if state.ended || predicate(state.events) {
-                    continuation.resume()
-                } else {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let holds = state.withLock { state in
+                    guard !state.ended, !predicate(state.events) else { return true }
                     state.waiters.append((predicate, continuation))
+                    return false
+                }
+                if holds {
+                    continuation.resume()
+                } else if Task.isCancelled {
+                    releaseWaiters()
                 }
             }
+        } onCancel: {
+            releaseWaiters()
         }
     }
 
@@ -64,23 +73,27 @@ final class EventRecorder: Sendable {
     }
 
     private func record(_ event: SequencedEvent) {
-        state.withLock { state in
+        let due = state.withLock { state in
             state.events.append(event)
             let events = state.events
-            state.waiters.removeAll { waiter in
-                guard waiter.predicate(events) else { return false }
-                waiter.continuation.resume()
-                return true
-            }
+            let due = state.waiters.filter { $0.predicate(events) }.map(\.continuation)
+            state.waiters.removeAll { $0.predicate(events) }
+            return due
         }
+        for continuation in due { continuation.resume() }
     }
 
     private func end() {
-        state.withLock { state in
-            state.ended = true
-            for waiter in state.waiters { waiter.continuation.resume() }
-            state.waiters = []
+        state.withLock { $0.ended = true }
+        releaseWaiters()
+    }
+
+    private func releaseWaiters() {
+        let waiters = state.withLock { state in
+            defer { state.waiters = [] }
+            return state.waiters.map(\.continuation)
         }
+        for waiter in waiters { waiter.resume() }
     }
 }
 
@@ -92,8 +105,12 @@ struct QueueHarness {
     let recorder: EventRecorder
     let runner: Task<Void, Never>
 
-    init(capacity: Int = 16, running: Bool = true) async {
-        queue = AnnouncementQueue(speaker: speaker, capacity: capacity, clock: clock)
+    init(
+        capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true
+    ) async {
+        queue = AnnouncementQueue(
+            speaker: speaker, capacity: capacity, clock: clock, eventHistory: eventHistory,
+            subscriberBuffer: subscriberBuffer)
         recorder = EventRecorder(queue.events(after: 0))
         let queue = self.queue
         runner = running ? Task { await queue.run() } : Task {}

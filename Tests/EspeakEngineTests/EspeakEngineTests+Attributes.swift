@@ -194,7 +194,9 @@ extension EspeakEngineTests {
         #expect(spoken.audio.soundingDuration() > plain.audio.soundingDuration() + 0.5)
         let before = try f0(spoken, 0) / f0(plain, 0)
         let after = try f0(spoken, 2) / f0(plain, 2)
-        #expect(abs(before - 1) <= 0.05, "before: ×\(before)")
-        #expect(abs(after - 1) <= 0.05, "after: ×\(after)")
+        // espeak-ng's renderings vary by 1–2%, and a short span's median F0 more; a restarted
+        // intonation contour would start the rest of the sentence clearly higher.
+        #expect(abs(before - 1) <= 0.08, "before: ×\(before)")
+        #expect(abs(after - 1) <= 0.08, "after: ×\(after)")
     }
 }

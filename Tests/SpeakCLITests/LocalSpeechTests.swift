@@ -63,6 +63,56 @@ struct LocalSpeechTests {
         }
     }
 
+    @Test func punctuationAndSpellOutAreHeard() async throws {
+        try await Self.withServer { server in
+            let text = "Gate four, then left; then right."
+            let (_, silent) = try await Self.speakRecorded(["--no-punctuation", text], on: server)
+            let (_, spoken) = try await Self.speakRecorded(["--punctuation", text], on: server)
+            // "comma" and "semicolon" are spoken: clearly longer than the same text without them.
+            #expect(
+                spoken.soundingDuration() > silent.soundingDuration() + 0.4,
+                "punctuation \(spoken.soundingDuration()) s vs none \(silent.soundingDuration()) s")
+
+            // Spelled out, a word becomes its letter names, each on its own: far longer than the word,
+            // and at least as long as the letter names read as one phrase.
+            let (_, spelled) = try await Self.speakRecorded(["--spell-out", "Lisboa"], on: server)
+            let (_, word) = try await Self.speakRecorded(["Lisboa"], on: server)
+            let (_, letters) = try await Self.speakRecorded(["L I S B O A"], on: server)
+            #expect(
+                spelled.soundingDuration() > 2 * word.soundingDuration(),
+                "spelled \(spelled.soundingDuration()) s vs word \(word.soundingDuration()) s")
+            #expect(
+                spelled.soundingDuration() > 0.9 * letters.soundingDuration(),
+                "spelled \(spelled.soundingDuration()) s vs letter names \(letters.soundingDuration()) s")
+        }
+    }
+
+    @Test func portugueseSpanInsideEnglishIsSpokenWithThePortugueseVoice() async throws {
+        try await Self.withServer { server in
+            func spans(_ language: String) -> Data {
+                Data(#"{"spans":[{"text":"Next train to "},{"text":"Lisboa Santa Apolónia","language":"\#(language)"}],"language":"en-GB"}"#.utf8)
+            }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            var heard: [String: AudioAnalysis] = [:]
+            for language in ["pt-PT", "en-GB"] {
+                let file = directory.appendingPathComponent("\(language).json")
+                try spans(language).write(to: file)
+                let (result, audio) = try await Self.speakRecorded(["--json", file.path], on: server)
+                #expect(result.status == 0, "\(result.standardError)")
+                heard[language] = audio
+            }
+            // The same word with Portuguese rules and voice sounds different from its English reading:
+            // the voices differ in F0, and the durations differ too.
+            let portuguese = try #require(heard["pt-PT"]), english = try #require(heard["en-GB"])
+            let f0pt = try #require(portuguese.medianF0()), f0en = try #require(english.medianF0())
+            let durationRatio = portuguese.soundingDuration() / english.soundingDuration()
+            #expect(abs(f0pt / f0en - 1) > 0.03 || abs(durationRatio - 1) > 0.1,
+                "pt-PT span F0 \(f0pt) Hz vs en-GB \(f0en) Hz, duration ratio \(durationRatio)")
+        }
+    }
+
     @Test func readsStandardInputAndWritesWAV() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).wav")
         defer { try? FileManager.default.removeItem(at: file) }

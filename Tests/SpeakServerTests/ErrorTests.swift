@@ -37,6 +37,7 @@ struct ErrorTests {
         BadRequest(name: "unknown priority", body: #"{"text": "a", "priority": "urgent"}"#, status: .unprocessableContent, code: "malformed", field: "priority"),
         BadRequest(name: "queue not a bool", body: #"{"text": "a", "queue": "no"}"#, status: .unprocessableContent, code: "malformed", field: "queue"),
         BadRequest(name: "negative expiry", body: #"{"text": "a", "expiresAfter": -3}"#, status: .unprocessableContent, code: "malformed", field: "expiresAfter"),
+        BadRequest(name: "misspelt key", body: #"{"text": "a", "priorty": "high"}"#, status: .unprocessableContent, code: "malformed", field: "priorty"),
         BadRequest(name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed", field: "text"),
         BadRequest(name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
         BadRequest(name: "unsupported SSML element", body: #"{"ssml": "<speak><audio src='x'/></speak>"}"#, status: .unprocessableContent, code: "unsupported", field: "ssml"),
@@ -57,6 +58,18 @@ struct ErrorTests {
                 #expect(!error.message.isEmpty)
             }
             #expect(await harness.running.scheduler.announcementList().isEmpty)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func expiryBeyondADayIs422() async throws {
+        let harness = Harness()
+        try await harness.test { client in
+            let response = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a", "expiresAfter": 100000}"#))
+            #expect(response.status == .unprocessableContent)
+            let error = try decode(ErrorResponse.self, response).error
+            #expect(error.field == "expiresAfter")
+            #expect(error.message.contains("86400"))
         }
     }
 

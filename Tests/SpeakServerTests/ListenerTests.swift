@@ -115,6 +115,25 @@ struct ListenerTests {
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep me")
     }
 
+    /// A second listener on the path of a live one must not steal its socket.
+    @Test(.timeLimit(.minutes(1))) func refusesToReplaceALiveSocket() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("speakd.sock").path
+        let harness = Harness()
+        try await harness.running.waitUntilRunning()
+        let responder = harness.server.buildRouter().buildResponder()
+        let first = SpeakListener(address: .unixSocket(path: path), responder: responder, logger: Logger(label: "test"))
+        let front = SpeakFront(listeners: [first]) { await harness.running.shutdown() }
+        try await withRunningFront(front) { _ in
+            let second = SpeakListener(address: .unixSocket(path: path), responder: responder, logger: Logger(label: "test"))
+            await #expect(throws: ListenerError.self) { try await second.run() }
+            let client = SpeakHTTPClient(endpoint: .unixSocket(path: path), timeout: .seconds(10))
+            let response = try await client.send("GET", "/v1/voices")
+            #expect(response.status == 200)
+        }
+    }
+
     /// Live events arrive while the stream is open; shutdown delivers the `shutdown` finish and ends it.
     @Test(.timeLimit(.minutes(1))) func eventStreamIsLiveWithHeartbeats() async throws {
         let directory = try temporaryDirectory()

@@ -260,3 +260,29 @@ struct RouteTests {
         }
     }
 }
+
+@Suite("Routes over a live server")
+struct LiveRouteTests {
+    /// The same routes through Hummingbird's live test framework (a real TCP server and client).
+    @Test(.timeLimit(.minutes(1))) func postListCancelOverLiveServer() async throws {
+        let harness = Harness(autoComplete: false)
+        try await harness.running.waitUntilRunning()
+        do {
+            try await harness.app.test(.live) { client in
+                #expect(client.port != nil)
+                let id = try await harness.post(client, #"{"text": "live framework"}"#)
+                let list = try decode(AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
+                #expect(list.announcements.map(\.id) == [id])
+                let cancelled = try await client.execute(uri: "/v1/announcements", method: .delete)
+                #expect(try decode(CancelResult.self, cancelled).cancelled == 1)
+                let bad = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "x", "pitch": 9}"#))
+                #expect(bad.status == .unprocessableContent)
+                #expect(try decode(ErrorResponse.self, bad).error.field == "pitch")
+            }
+        } catch {
+            await harness.running.shutdown()
+            throw error
+        }
+        await harness.running.shutdown()
+    }
+}

@@ -1,0 +1,16 @@
+/// The answer to an accepted `POST /v1/announcements` (status 202).
+public struct AnnouncementAccepted: Sendable, Hashable, Codable {
+    /// The id every later event and request uses.
+    public var id: String
+    /// `speaking` when it started at once, otherwise `queued`.
+    public var state: AnnouncementState
+    /// 0 while speaking; otherwise how many announcements will be spoken before it (1 = next).
+    public var position: Int
+
+    /// - Parameters: see the properties of the same names.
+    public init(id: String, state: AnnouncementState, position: Int) {
+        self.id = id
+        self.state = state
+        self.position = position
+    }
+}

@@ -1,0 +1,26 @@
+import Logging
+import ServiceLifecycle
+import SpeakServer
+
+/// Tells systemd `READY=1` once every listener accepts connections, and `STOPPING=1` when
+/// graceful shutdown begins.
+struct SystemdReadiness: Service {
+    let front: SpeakFront
+    let notifier: SystemdNotifier
+    let logger: Logger
+
+    func run() async throws {
+        let addresses = try await front.waitUntilListening()
+        send("READY=1\nSTATUS=listening on \(addresses.map(\.description).joined(separator: ", "))")
+        try? await gracefulShutdown()
+        send("STOPPING=1")
+    }
+
+    private func send(_ message: String) {
+        do {
+            try notifier.notify(message)
+        } catch {
+            logger.warning("systemd notification failed", metadata: ["speakd.error": "\(error)"])
+        }
+    }
+}

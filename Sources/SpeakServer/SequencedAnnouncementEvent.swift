@@ -1,0 +1,15 @@
+import SpeechModel
+
+/// An event with its position in the queue's event history, used as the SSE `id:`.
+public struct SequencedAnnouncementEvent: Sendable, Hashable {
+    /// Its position in the event history; the SSE `id:`.
+    public var sequence: UInt64
+    /// The event.
+    public var event: AnnouncementEvent
+
+    /// - Parameters: see the properties of the same names.
+    public init(sequence: UInt64, event: AnnouncementEvent) {
+        self.sequence = sequence
+        self.event = event
+    }
+}

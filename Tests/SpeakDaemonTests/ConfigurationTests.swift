@@ -1,0 +1,210 @@
+import ArgumentParser
+import Foundation
+import SpeakDaemon
+import SpeakServer
+import Testing
+
+/// A config file in a fresh temporary directory.
+func configFile(_ contents: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-\(UUID().uuidString.prefix(8)).conf").path
+    try contents.write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+}
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    static let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+
+    @Test func defaults() throws {
+        let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: Self.environment)
+        #expect(configuration.socketPath == "/run/speakd/speakd.sock")
+        #expect(configuration.http == .tcp(host: "127.0.0.1", port: 7770))
+        #expect(configuration.audio == "auto")
+        #expect(configuration.maxQueue == 32)
+        #expect(configuration.corsOrigin == nil)
+        #expect(configuration.defaultLanguage == "en")
+        #expect(configuration.listenAddresses == [.unixSocket(path: "/run/speakd/speakd.sock"), .tcp(host: "127.0.0.1", port: 7770)])
+    }
+
+    /// One setting given in several places: the flag wins over the environment, which wins over the file.
+    @Test(arguments: [
+        (true, true, true, "flag"), (false, true, true, "env"), (false, false, true, "file"), (false, false, false, "default"),
+    ])
+    func precedence(flag: Bool, env: Bool, file: Bool, winner: String) throws {
+        let values = ["flag": "11", "env": "22", "file": "33", "default": "32"]
+        let path = try configFile(file ? "# a kiosk\nmax-queue = 33\naudio = null   # no sound card\n" : "audio = null\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var environment = Self.environment
+        if env { environment["SPEAKD_MAX_QUEUE"] = "22" }
+        let configuration = try ConfigurationLoader.load(
+            flags: flag ? ["max-queue": "11"] : [:], configPath: path, environment: environment)
+        #expect(configuration.maxQueue == Int(values[winner]!))
+        #expect(configuration.audio == "null")
+    }
+
+    @Test func everyKeyHasAnEnvironmentVariable() throws {
+        var environment = Self.environment
+        environment["SPEAKD_SOCKET"] = "/tmp/k.sock"
+        environment["SPEAKD_HTTP"] = "[::1]:8080"
+        environment["SPEAKD_AUDIO"] = "alsa:hw:0"
+        environment["SPEAKD_CORS_ORIGIN"] = "http://kiosk.local:8080/"
+        environment["SPEAKD_FALLBACK_LANGUAGE"] = "EN-gb"
+        environment["SPEAKD_LOG_LEVEL"] = "DEBUG"
+        environment["SPEAKD_HEARTBEAT"] = "0.5"
+        environment["SPEAKD_LEAD_IN"] = "0.1"
+        let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: environment)
+        #expect(configuration.socketPath == "/tmp/k.sock")
+        #expect(configuration.http == .tcp(host: "::1", port: 8080))
+        #expect(configuration.audio == "alsa:hw:0")
+        #expect(configuration.corsOrigin == "http://kiosk.local:8080")
+        #expect(configuration.fallbackLanguage == "en-GB")
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.serverSettings.heartbeatInterval == .milliseconds(500))
+        #expect(configuration.leadInSeconds == 0.1)
+        #expect(ConfigurationLoader.environmentName("max-body-bytes") == "SPEAKD_MAX_BODY_BYTES")
+    }
+
+    @Test func listenersCanBeTurnedOff() throws {
+        let tcpOnly = try ConfigurationLoader.load(flags: ["socket": "none"], configPath: nil, environment: Self.environment)
+        #expect(tcpOnly.listenAddresses == [.tcp(host: "127.0.0.1", port: 7770)])
+        let socketOnly = try ConfigurationLoader.load(flags: ["http": "off"], configPath: nil, environment: Self.environment)
+        #expect(socketOnly.listenAddresses == [.unixSocket(path: "/run/speakd/speakd.sock")])
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.load(flags: ["http": "none", "socket": "none"], configPath: nil, environment: Self.environment)
+        }
+    }
+
+    /// Each bad value is reported with where it came from.
+    @Test(arguments: [
+        (["max-queue": "many"], [String: String](), "--max-queue: 'many' is not valid"),
+        (["max-queue": "0"], [:], "--max-queue: '0' is not valid: expected a whole number 1–100000"),
+        (["http": "localhost"], [:], "--http: 'localhost' is not valid"),
+        (["http": "127.0.0.1:99999"], [:], "'99999' is not a port number"),
+        (["audio": "speakers"], [:], "--audio: 'speakers' is not valid: unknown audio sink 'speakers'"),
+        (["audio": "wav:"], [:], "--audio: 'wav:' is not valid"),
+        (["cors-origin": "kiosk"], [:], "--cors-origin: 'kiosk' is not valid"),
+        (["default-language": "en_GB"], [:], "--default-language: 'en_GB' is not valid"),
+        (["log-level": "loud"], [:], "--log-level: 'loud' is not valid"),
+        ([:], ["SPEAKD_MAX_SPANS": "-1"], "SPEAKD_MAX_SPANS: '-1' is not valid"),
+        (["lead-in": "2"], [:], "--lead-in: '2' is not valid: expected seconds between 0 and 1"),
+        ([:], ["SPEAKD_SOCKET": "speakd.sock"], "SPEAKD_SOCKET: 'speakd.sock' is not valid: expected a path"),
+    ])
+    func badValuesNameTheirSource(flags: [String: String], environment: [String: String], message: String) {
+        do {
+            _ = try ConfigurationLoader.load(
+                flags: flags, configPath: nil, environment: Self.environment.merging(environment) { $1 })
+            Issue.record("expected an error containing \(message)")
+        } catch {
+            #expect(error.description.contains(message), "\(error.description)")
+        }
+    }
+
+    @Test func fileErrorsNameFileAndLine() throws {
+        let unknown = try configFile("audio = null\nmax-qeue = 3\n")
+        defer { try? FileManager.default.removeItem(atPath: unknown) }
+        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(flags: [:], configPath: unknown, environment: [:]) }
+        do {
+            _ = try ConfigurationLoader.load(flags: [:], configPath: unknown, environment: [:])
+        } catch {
+            #expect(error.description.hasPrefix("\(unknown):2: unknown setting 'max-qeue'"))
+        }
+        let malformed = try configFile("\n\naudio null\n")
+        defer { try? FileManager.default.removeItem(atPath: malformed) }
+        do {
+            _ = try ConfigurationLoader.load(flags: [:], configPath: malformed, environment: [:])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description == "\(malformed):3: expected 'key = value', found 'audio null'")
+        }
+        let badValue = try configFile("max-spans = \"lots\"\n")
+        defer { try? FileManager.default.removeItem(atPath: badValue) }
+        do {
+            _ = try ConfigurationLoader.load(flags: [:], configPath: badValue, environment: [:])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.hasPrefix("\(badValue):1: 'lots' is not valid"))
+        }
+        do {
+            _ = try ConfigurationLoader.load(flags: [:], configPath: "/nonexistent/speakd.conf", environment: [:])
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.hasPrefix("cannot read config file /nonexistent/speakd.conf"))
+        }
+    }
+
+    @Test func configFileFromEnvironment() throws {
+        let path = try configFile("http = 127.0.0.1:9000\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let configuration = try ConfigurationLoader.load(
+            flags: [:], configPath: nil, environment: ["SPEAKD_CONFIG": path, "RUNTIME_DIRECTORY": "/run/speakd"])
+        #expect(configuration.http == .tcp(host: "127.0.0.1", port: 9000))
+    }
+
+    @Test func defaultSocketPathFollowsTheEnvironment() {
+        #expect(DaemonConfiguration.defaultSocketPath(environment: ["RUNTIME_DIRECTORY": "/run/speakd:/run/other"]) == "/run/speakd/speakd.sock")
+        if getuid() == 0 {
+            #expect(DaemonConfiguration.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/0"]) == "/run/speakd/speakd.sock")
+        } else {
+            #expect(DaemonConfiguration.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"]) == "/run/user/1000/speakd/speakd.sock")
+        }
+    }
+
+    @Test func commandParsesFlagsAndListsThemInHelp() throws {
+        let command = try SpeakdCommand.parse(["--audio", "null", "--max-queue", "5", "--http", "none", "--socket", "/tmp/x.sock"])
+        let configuration = try command.configuration(environment: Self.environment)
+        #expect(configuration.audio == "null")
+        #expect(configuration.maxQueue == 5)
+        #expect(configuration.listenAddresses == [.unixSocket(path: "/tmp/x.sock")])
+
+        let help = SpeakdCommand.helpMessage()
+        for flag in ["--socket", "--http", "--audio", "--voices", "--max-queue", "--config", "--cors-origin", "--default-language", "--fallback-language"] {
+            #expect(help.contains(flag), "\(flag)")
+        }
+        #expect(help.contains("SPEAKD_"))
+
+        #expect(throws: (any Error).self) {
+            let bad = try SpeakdCommand.parse(["--max-queue", "lots"])
+            try bad.validate()
+        }
+    }
+}
+
+@Suite("Listen addresses")
+struct ListenAddressTests {
+    @Test(arguments: [
+        ("127.0.0.1:7770", ListenAddress.tcp(host: "127.0.0.1", port: 7770)),
+        ("[::1]:80", .tcp(host: "::1", port: 80)),
+        (":9000", .tcp(host: "127.0.0.1", port: 9000)),
+        ("0.0.0.0:0", .tcp(host: "0.0.0.0", port: 0)),
+    ])
+    func parses(_ text: String, _ address: ListenAddress) throws {
+        #expect(try ListenAddress(hostPort: text) == address)
+    }
+
+    @Test(arguments: ["7770", "::1:80", "host:port", "[::1]80", "h:70000"])
+    func rejects(_ text: String) {
+        #expect(throws: ListenAddressError.self) { try ListenAddress(hostPort: text) }
+    }
+}
+
+@Suite("Example config file")
+struct ExampleConfigTests {
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("systemd/speakd.conf")
+
+    /// Every key is in the example, and its values, uncommented, are the built-in defaults.
+    @Test func uncommentedExampleGivesTheDefaults() throws {
+        let text = try String(contentsOf: Self.example, encoding: .utf8)
+        let settings = text.split(separator: "\n").filter { $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ") }
+            .map { String($0.dropFirst()) }
+        let keys = settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) }
+        #expect(Set(keys) == Set(ConfigurationLoader.keys))
+        let path = try configFile(settings.joined(separator: "\n"))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+        var fromExample = try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
+        #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
+        fromExample.voicesDirectory = nil
+        #expect(fromExample == DaemonConfiguration.defaults(environment: environment))
+    }
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Checks the unit files and snippets in this directory with systemd's own tools:
+#   systemd-analyze verify       speakd.service (system) and user/speakd.service (user manager)
+#   systemd-sysusers --root      speakd.sysusers, into a scratch root
+#   systemd-tmpfiles --root      speakd.tmpfiles, into the same scratch root
+# The units name /usr/local/bin/speakd, which verify requires to exist; they are checked as
+# copies with ExecStart pointing at SPEAKD (default: the debug build). Any warning fails.
+#
+# Usage: systemd/verify.sh [PATH-TO-SPEAKD]
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+speakd=${1:-"$here/../.build/debug/speakd"}
+speakd=$(cd "$(dirname "$speakd")" && pwd)/$(basename "$speakd")
+if [ ! -x "$speakd" ]; then
+    echo "verify.sh: $speakd is not an executable; build it first (swift build)" >&2
+    exit 2
+fi
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/system" "$scratch/user" "$scratch/run" "$scratch/root/etc"
+chmod 700 "$scratch/run"
+
+failed=0
+check() {
+    # $1: what is checked; the rest: the command. Fails on a non-zero exit or any output.
+    what=$1
+    shift
+    if ! output=$("$@" 2>&1) || [ -n "$output" ]; then
+        echo "FAIL $what"
+        [ -n "$output" ] && echo "$output" | sed 's/^/    /'
+        failed=1
+    else
+        echo "ok   $what"
+    fi
+}
+
+sed "s#^ExecStart=/usr/local/bin/speakd#ExecStart=$speakd#" "$here/speakd.service" > "$scratch/system/speakd.service"
+sed "s#^ExecStart=/usr/local/bin/speakd#ExecStart=$speakd#" "$here/user/speakd.service" > "$scratch/user/speakd.service"
+check "speakd.service" systemd-analyze verify --man=no "$scratch/system/speakd.service"
+check "user/speakd.service" env XDG_RUNTIME_DIR="$scratch/run" systemd-analyze --user verify --man=no "$scratch/user/speakd.service"
+
+# sysusers adds to the scratch root's group file; the audio group comes from a stock one.
+printf 'audio:x:29:\n' > "$scratch/root/etc/group"
+: > "$scratch/root/etc/passwd"
+check "speakd.sysusers" sh -c "systemd-sysusers --root='$scratch/root' '$here/speakd.sysusers' >/dev/null 2>&1 && grep -q '^speakd:' '$scratch/root/etc/passwd' && grep -q '^audio:.*speakd' '$scratch/root/etc/group'"
+check "speakd.tmpfiles" systemd-tmpfiles --root="$scratch/root" --create "$here/speakd.tmpfiles"
+uid=$(grep '^speakd:' "$scratch/root/etc/passwd" | cut -d: -f3)
+check "/run/speakd is mode 0750, owned by speakd" test "$(stat -c '%a %u' "$scratch/root/run/speakd")" = "750 $uid"
+
+exit $failed
