@@ -28,7 +28,7 @@ extension SpeakdIntegration {
             #expect(speakd.events.events(for: id).map(\.type) == [.queued, .started, .finished])
             let segments = recording.segments()
             try #require(segments.count == 1, "heard \(segments)")
-            #expect(abs(segments[0].duration - reference.soundingDuration) < 0.1, "heard \(segments[0]), rendered \(reference.soundingDuration) s")
+            #expect(abs(segments[0].duration - reference.soundingDuration) < 0.2, "heard \(segments[0]), rendered \(reference.soundingDuration) s")
             expectExactlyOneFinished([id], in: speakd.events.events)
         }
 
@@ -76,10 +76,10 @@ extension SpeakdIntegration {
             // Heard: the low voice until about the moment of the interrupting post, then only the high one.
             let postedAt = try #require(recording.time(of: posted))
             let frames = recording.analysis.pitchTrack()
-            let lowFramesLate = frames.filter { $0.f0 < boundary && $0.time > postedAt + 0.3 }
+            let lowFramesLate = frames.filter { $0.f0 < boundary && $0.time > postedAt + 0.4 }
             let highFrames = frames.filter { $0.f0 >= boundary && $0.time > postedAt }
             #expect(highFrames.count > 20, "the interrupting announcement was not heard after it was posted")
-            #expect(lowFramesLate.count <= max(3, highFrames.count / 20), "the interrupted voice went on: \(lowFramesLate.count) frames after \(postedAt + 0.3) s")
+            #expect(lowFramesLate.count <= max(3, highFrames.count / 20), "the interrupted voice went on: \(lowFramesLate.count) frames after \(postedAt + 0.4) s")
             let segments = recording.segments()
             let firstSound = try #require(segments.first).start
             let heardTotal = recording.totalSoundingTime
@@ -126,7 +126,8 @@ extension SpeakdIntegration {
             try #require(segments.count == 1, "heard \(segments)")
             let lastSound = try #require(recording.playedAt(segments[0].end))
             let silentAfter = (lastSound - cancelledAt).seconds
-            #expect(silentAfter < 0.15, "sound went on \(silentAfter * 1000) ms after the cancel was sent")
+            // The goal is 10 ms (measured by the latency benchmark); this bounds it on two loaded cores.
+            #expect(silentAfter < 0.25, "sound went on \(silentAfter * 1000) ms after the cancel was sent")
             #expect(segments[0].duration < reference.soundingDuration - 1.5, "heard \(segments[0]) of \(reference.soundingDuration) s")
         }
 
@@ -155,7 +156,7 @@ extension SpeakdIntegration {
 
             let segments = recording.segments()
             try #require(segments.count == 1, "heard \(segments)")
-            #expect(abs(segments[0].duration - reference.soundingDuration) < 0.1 + 0.05 * reference.soundingDuration)
+            #expect(abs(segments[0].duration - reference.soundingDuration) < 0.2 + 0.05 * reference.soundingDuration)
         }
 
         @Test("a full queue: a high displaces the newest low (discarded); with nothing lower a post is refused with 429 and no events")
