@@ -91,6 +91,10 @@ struct LatencyBenchmark {
         if !inProcess.isEmpty {
             row("in process: render call → first sample", inProcess, goal: "engine + sink, no daemon")
         }
+        print("")
+        print("Below zero is not a real latency: at a stream's start the null sink rewinds what it had rendered ahead and")
+        print("the monitor does not repeat it, so part of the leading silence never reaches the recording; request →")
+        print("first sample cannot be resolved below about 10 ms this way, against a goal of 2 ms.")
         let early = toFinished.filter { $0.arrival < -0.002 }
         print("")
         print("finished received before the last sample reached the recorder (beyond 2 ms): \(early.count) of \(toFinished.count)")
