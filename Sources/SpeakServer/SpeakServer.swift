@@ -7,6 +7,32 @@ import SpeechModel
 
 /// The HTTP front of speakd: one router with every route of the API, served by any number of
 /// listeners (TCP, Unix socket).
+///
+/// | route | answer |
+/// |---|---|
+/// | `POST /v1/announcements` | 202 `AnnouncementAccepted` (`Location` header); `?wait=true`: 200 with the `finished` event |
+/// | `GET /v1/announcements` | `AnnouncementList`: speaking first, then waiting in speaking order |
+/// | `GET /v1/announcements/{id}` | `AnnouncementStatus`, also for recently finished ones |
+/// | `DELETE /v1/announcements/{id}`, `DELETE /v1/announcements` | `CancelResult` (how many this cancelled) |
+/// | `GET /v1/events` | `text/event-stream`: `event: queued/started/finished`, `id: <sequence>`, `data: <event JSON>` |
+/// | `POST /v1/speech` | `audio/wav`, rendered without queueing or playing |
+/// | `GET /v1/voices` | `VoiceList` |
+/// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
+/// | `GET /metrics` | Prometheus text format |
+///
+/// Decisions the contract leaves open:
+/// - The event stream starts with live events; `Last-Event-ID: N` (or `?after=N`) first replays
+///   the events after N still in the history (`0`: all of it). It opens with `retry: 1000` and a
+///   comment, sends a `: heartbeat` comment when idle, and ends once the queue has shut down.
+/// - While the audio sink is unavailable, new announcements are refused with 503
+///   `audioUnavailable` rather than queued silently; those already waiting stay queued until the
+///   sink is back. `POST /v1/speech` needs no audio and keeps working.
+/// - Errors are `{"error": {"code", "message", "field"}}`: 400 `malformedRequest` (not JSON, not
+///   an object), 413 `tooLarge` (body, text or span count over the limit; `field` is `text` or
+///   `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
+///   `notFound`) or `invalidValue` and the field (`spans[1].pitch`; unknown keys are named too),
+///   404 `unknownAnnouncement` (`field`: `id`) or `notFound` (no such route), 429 `queueFull`
+///   (with `Retry-After: 1`), 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
     /// The announcement queue.
     public let scheduler: any AnnouncementScheduling
@@ -53,6 +79,7 @@ public struct SpeakServer: Sendable {
                     exposedHeaders: ["Location"],
                     maxAge: .seconds(600)))
         }
+        router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         let routes = SpeakRoutes(server: self)
         router.post("/v1/announcements", use: routes.post)
