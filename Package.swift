@@ -119,11 +119,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "speakd", dependencies: ["SpeakDaemon"], swiftSettings: swiftSettings),
+        // The built speakd against a private PulseAudio server: request → sound, sound → finished,
+        // cancel → silence (build with -c release).
+        .executableTarget(
+            name: "speakd-latency-bench",
+            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel", "EspeakEngine", "AudioOutput"],
+            path: "Benchmarks/LatencyBenchmark",
+            swiftSettings: swiftSettings
+        ),
 
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
             name: "SpeakTestSupport",
-            dependencies: ["SpeechModel"],
+            dependencies: ["SpeechModel", "SpeakAPI"],
             swiftSettings: swiftSettings
         ),
 
@@ -167,6 +175,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The built speak and speakd executables, heard through a private PulseAudio server.
+        .testTarget(
+            name: "SpeakdIntegrationTests",
+            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,300 @@
+import AudioOutput
+import EspeakEngine
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+
+/// Measures the built `speakd` against the acceptance figures, by listening to a private
+/// PulseAudio null sink's monitor:
+///
+/// - request → first sample at the sink (short announcement over the Unix socket),
+/// - last sample played → `finished` event received,
+/// - cancel sent → silence at the sink,
+///
+/// and, for comparison, the same engine and sink driven in this process without the daemon.
+/// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `-c release`; `speakd` must sit
+/// beside this executable).
+@main
+struct LatencyBenchmark {
+    static let shortText = "Platform four"
+    static let longText =
+        "Attention please the train now standing at platform nine will be divided at the next station and only the front four coaches continue to the coast"
+    /// A sample counts as sound above this absolute value (about −54 dBFS); the sink's silence is exact zeros.
+    static let soundThreshold: Int16 = 64
+
+    static func main() async throws {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        var repetitions = 20
+        if let index = arguments.firstIndex(of: "--repetitions") {
+            guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else {
+                FileHandle.standardError.write(Data("--repetitions: expected a positive whole number\n".utf8))
+                exit(2)
+            }
+            repetitions = value
+        }
+        let speakdPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("speakd").path
+        guard FileManager.default.isExecutableFile(atPath: speakdPath) else {
+            FileHandle.standardError.write(Data("no speakd beside this executable at \(speakdPath); build it first\n".utf8))
+            exit(1)
+        }
+
+        let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")
+        let recorder = try await MonitorRecorder.start(pulse)
+        let daemon = try await SpeakdProcess.start(executable: speakdPath, audio: "pulse", environment: pulse.environment)
+        let events = EventStreamRecorder(client: daemon.unixClient)
+        try await daemon.waitForEventStreams(1)
+        let bench = LatencyBenchmark(
+            recorder: recorder, daemon: daemon, events: events, verbose: arguments.contains("--verbose"))
+
+        print("speakd latency, \(repetitions) repetitions, PulseAudio null sink recorded from its monitor")
+        let reference = try await bench.render(shortText)
+        print("'\(shortText)': \(String(format: "%.3f", reference.duration)) s rendered, first sound after \(ms(reference.leading)), last sound \(ms(reference.trailing)) before its end")
+
+        // Warm up the engine, the voice and the sink once.
+        _ = try await bench.requestToSound(reference: reference)
+        var toFirstSample: [Bounds] = []
+        var toFinished: [Bounds] = []
+        for _ in 0..<repetitions {
+            let (first, finished) = try await bench.requestToSound(reference: reference)
+            toFirstSample.append(first)
+            toFinished.append(finished)
+        }
+        var toSilence: [Bounds] = []
+        for round in 0..<repetitions {
+            toSilence.append(try await bench.cancelToSilence(after: .milliseconds(600 + 37 * (round % 10))))
+        }
+
+        events.stop()
+        await daemon.stop()
+
+        // The same engine and the same kind of sink, in this process: the floor without HTTP and queue.
+        var inProcess: [Bounds] = []
+        do {
+            inProcess = try await bench.inProcessToSound(pulse: pulse, reference: reference, repetitions: repetitions)
+        } catch {
+            print("in-process comparison failed: \(error)")
+        }
+        _ = await recorder.stop()
+        await pulse.stop()
+
+        print("")
+        print("Each figure twice: 'sink' times frames by the sink clock rebuilt from the recording (early by up to")
+        print("the null sink's render-ahead), 'arrive' by when their block reached the recorder (late by parec's")
+        print("delivery); the truth lies between.")
+        print("")
+        print("figure                                   timing   median      p90      min      max   goal")
+        row("request → first sample at the sink", toFirstSample, goal: "≤ 2 ms median")
+        row("last sample played → finished event", toFinished, goal: "≤ 20 ms, never < 0")
+        row("cancel sent → silence at the sink", toSilence, goal: "≤ 10 ms")
+        if !inProcess.isEmpty {
+            row("in process: render call → first sample", inProcess, goal: "engine + sink, no daemon")
+        }
+        print("")
+        print("Below zero is not a real latency: at a stream's start the null sink rewinds what it had rendered ahead and")
+        print("the monitor does not repeat it, so part of the leading silence never reaches the recording; request →")
+        print("first sample cannot be resolved below about 10 ms this way, against a goal of 2 ms.")
+        let early = toFinished.filter { $0.arrival < -0.002 }
+        print("")
+        print("finished received before the last sample reached the recorder (beyond 2 ms): \(early.count) of \(toFinished.count)")
+        if !inProcess.isEmpty {
+            // The sink's start-of-stream artefacts are the same on both paths, so the difference is
+            // what the daemon (HTTP, queue, event) adds to the raw engine and sink.
+            print(
+                "request → first sample, daemon − in-process engine + sink (medians): "
+                    + ms(median(toFirstSample.map(\.sinkClock)) - median(inProcess.map(\.sinkClock))) + " by sink clock, "
+                    + ms(median(toFirstSample.map(\.arrival)) - median(inProcess.map(\.arrival))) + " by arrival")
+        }
+    }
+
+    let recorder: MonitorRecorder
+    let daemon: SpeakdProcess
+    let events: EventStreamRecorder
+    /// Print each measurement's raw frames.
+    let verbose: Bool
+
+    /// Where sound starts and ends in a rendering.
+    struct Rendered {
+        var duration: Double
+        /// Seconds from the first sample to the first sounding one.
+        var leading: Double
+        /// Seconds from the last sounding sample to the end.
+        var trailing: Double
+    }
+
+    func render(_ text: String) async throws -> Rendered {
+        let response = try await daemon.unixClient.send(
+            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: ["text": text])))
+        guard response.status == 200 else { throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)") }
+        let file = daemon.directory.appendingPathComponent("reference.wav")
+        try Data(response.body).write(to: file)
+        let wav = try WAVReader(contentsOf: file)
+        let first = wav.samples.firstIndex { abs(Int($0)) > Int(Self.soundThreshold) } ?? 0
+        let last = wav.samples.lastIndex { abs(Int($0)) > Int(Self.soundThreshold) } ?? 0
+        let rate = Double(wav.sampleRate)
+        return Rendered(
+            duration: Double(wav.samples.count) / rate, leading: Double(first) / rate,
+            trailing: Double(wav.samples.count - 1 - last) / rate)
+    }
+
+    /// A time measured against the recording, as two bounds.
+    ///
+    /// The null sink renders ahead of its clock (up to its latency) and the monitor passes each
+    /// block on when it is rendered, so `MonitorRecorder.playedAt(frame:)`, which takes every
+    /// arrival as "due no later than now", places frames early by up to that render-ahead; the
+    /// moment the block holding a frame reached the recorder is late by parec's delivery delay
+    /// (up to its 20 ms fragment). The truth lies between the two.
+    ///
+    /// At the start of a stream the sink rewinds what it had rendered ahead to mix the new stream
+    /// in sooner, and the monitor does not repeat what it had already passed on: part of the
+    /// announcement's leading silence never reaches the recording, so "request → first sample"
+    /// can come out below zero. It cannot be resolved below about 10 ms this way; the comparison
+    /// with the engine and sink driven in process cancels these artefacts.
+    struct Bounds {
+        /// With the frame's time from the sink clock that `playedAt(frame:)` rebuilds (early).
+        var sinkClock: Double
+        /// With the frame's time from when its block reached the recorder (late).
+        var arrival: Double
+    }
+
+    /// When the block holding `frame` reached the recorder.
+    func arrivedAt(frame: Int) -> ContinuousClock.Instant? {
+        recorder.arrivalLog.first { $0.1 > frame }?.0
+    }
+
+    func bounds(frame: Int, from start: ContinuousClock.Instant, reversed: Bool = false) throws -> Bounds {
+        guard let early = recorder.playedAt(frame: frame), let late = arrivedAt(frame: frame) else {
+            throw SpeakdProcess.Failure(description: "frame \(frame) is not in the recording")
+        }
+        return reversed
+            ? Bounds(sinkClock: (start - early).seconds, arrival: (start - late).seconds)
+            : Bounds(sinkClock: (early - start).seconds, arrival: (late - start).seconds)
+    }
+
+    /// Posts the short announcement; returns (POST sent → its first sample played,
+    /// its last sample played → finished event received).
+    func requestToSound(reference: Rendered) async throws -> (Bounds, Bounds) {
+        try await waitForSilence()
+        let fromFrame = recorder.recordedFrames
+        let sent = ContinuousClock.now
+        let response = try await daemon.unixClient.send(
+            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: ["text": Self.shortText])))
+        guard response.status == 202 else { throw SpeakdProcess.Failure(description: "POST answered \(response.status)") }
+        let id = try response.decode(AnnouncementAccepted.self).id
+        guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)),
+            finished.event.reason == .completed
+        else { throw SpeakdProcess.Failure(description: "\(id) did not complete") }
+        try await Task.sleep(for: .milliseconds(150))
+        let samples = recorder.samplesSoFar()
+        guard let first = samples[fromFrame...].firstIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }),
+            let last = samples[fromFrame...].lastIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) })
+        else { throw SpeakdProcess.Failure(description: "\(id) was not heard") }
+        if verbose {
+            let log = recorder.arrivalLog
+            if let a = log.first, let b = log.last {
+                let excess = Double(b.1 - a.1) / Double(recorder.sampleRate) - (b.0 - a.0).seconds
+                let sentArrival = log.last { $0.0 <= sent }
+                // Frames beyond elapsed time would mean the recording repeats what a rewind re-rendered.
+                print("frames recorded beyond elapsed time: \(ms(excess)); first sound frame \(first), frames at POST \(sentArrival?.1 ?? -1), leading \(Int(reference.leading * Double(recorder.sampleRate)))")
+            }
+        }
+        // The rendering's own leading and trailing silence are part of the announcement's audio.
+        let rate = Double(recorder.sampleRate)
+        let firstSample = first - Int(reference.leading * rate)
+        let lastSample = last + Int(reference.trailing * rate)
+        return (
+            try bounds(frame: firstSample, from: sent),
+            try bounds(frame: lastSample, from: finished.receivedAt, reversed: true)
+        )
+    }
+
+    /// Starts the long announcement, cancels it after `delay`, returns DELETE sent → last sound played.
+    func cancelToSilence(after delay: Duration) async throws -> Bounds {
+        try await waitForSilence()
+        let fromFrame = recorder.recordedFrames
+        let response = try await daemon.unixClient.send(
+            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: ["text": Self.longText])))
+        let id = try response.decode(AnnouncementAccepted.self).id
+        _ = await events.waitFor(.started, of: id, timeout: .seconds(10))
+        try await Task.sleep(for: delay)
+        let sent = ContinuousClock.now
+        _ = try await daemon.unixClient.send("DELETE", "/v1/announcements/\(id)")
+        guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)), finished.event.reason == .cancelled
+        else { throw SpeakdProcess.Failure(description: "\(id) was not cancelled") }
+        try await Task.sleep(for: .milliseconds(300))
+        let samples = recorder.samplesSoFar()
+        guard let last = samples[fromFrame...].lastIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }) else {
+            throw SpeakdProcess.Failure(description: "\(id) was not heard")
+        }
+        return try bounds(frame: last, from: sent)
+    }
+
+    /// The engine and a PulseAudio sink in this process: render call → first sample played.
+    func inProcessToSound(pulse: PulseAudioServer, reference: Rendered, repetitions: Int) async throws -> [Bounds] {
+        let engine = try await EspeakEngine(configuration: EspeakEngine.Configuration()) { voices in
+            VoiceCatalog(voices: voices, overrides: .builtIn, defaultLanguage: try! LanguageTag("en"), fallback: nil)
+        }
+        let sink = PulseAudioSink(format: engine.format, server: pulse.serverString)
+        try await sink.reopen()
+        let playback = AudioPlayback()
+        var results: [Bounds] = []
+        for round in 0...repetitions {
+            try await waitForSilence()
+            let fromFrame = recorder.recordedFrames
+            let sent = ContinuousClock.now
+            try await playback.play(engine.render(Utterance(Self.shortText)), format: engine.format, on: sink)
+            try await Task.sleep(for: .milliseconds(150))
+            let samples = recorder.samplesSoFar()
+            guard let first = samples[fromFrame...].firstIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }) else {
+                throw SpeakdProcess.Failure(description: "the in-process rendering was not heard")
+            }
+            let measured = try bounds(frame: first - Int(reference.leading * Double(recorder.sampleRate)), from: sent)
+            if round > 0 { results.append(measured) }
+        }
+        await sink.close()
+        return results
+    }
+
+    /// Waits until the last 100 ms recorded are silent, so one measurement does not see the last.
+    func waitForSilence() async throws {
+        let window = recorder.sampleRate / 10
+        for _ in 0..<200 {
+            let samples = recorder.samplesSoFar()
+            if samples.count > window, !samples.suffix(window).contains(where: { abs(Int($0)) > Int(Self.soundThreshold) }) {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw SpeakdProcess.Failure(description: "the sink never fell silent")
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
+
+func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    let index = min(sorted.count - 1, max(0, Int((Double(sorted.count - 1) * p).rounded())))
+    return sorted[index]
+}
+
+func row(_ name: String, _ values: [LatencyBenchmark.Bounds], goal: String) {
+    func cell(_ value: Double) -> String { String(format: "%8.1f", value * 1000) }
+    for (bound, series) in [("sink", values.map(\.sinkClock)), ("arrive", values.map(\.arrival))] {
+        print(
+            (bound == "sink" ? name : "").padding(toLength: 41, withPad: " ", startingAt: 0)
+                + bound.padding(toLength: 6, withPad: " ", startingAt: 0)
+                + "\(cell(median(series)))\(cell(percentile(series, 0.9)))\(cell(series.min() ?? .nan))\(cell(series.max() ?? .nan)) ms"
+                + (bound == "sink" ? "   \(goal)" : ""))
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+/// The real `speakd` playing to a private PulseAudio null sink whose monitor is recorded, with an
+/// event stream followed from before the first announcement.
+///
+/// A test that fails early leaves the processes to their owners' deinitialisers, which end them
+/// by PID.
+struct AudibleDaemon {
+    let pulse: PulseAudioServer
+    let recorder: MonitorRecorder
+    let daemon: SpeakdProcess
+    let events: EventStreamRecorder
+
+    /// Starts the audio server, the recorder, the daemon (`--audio pulse`) and the event stream.
+    static func start(arguments: [String] = []) async throws -> AudibleDaemon {
+        let pulse = try await PulseAudioServer.start()
+        do {
+            let recorder = try await MonitorRecorder.start(pulse)
+            let daemon: SpeakdProcess
+            do {
+                daemon = try await SpeakdProcess.start(audio: "pulse", arguments: arguments, environment: pulse.environment)
+            } catch {
+                _ = await recorder.stop()
+                throw error
+            }
+            let events = EventStreamRecorder(client: daemon.unixClient)
+            try await daemon.waitForEventStreams(1)
+            return AudibleDaemon(pulse: pulse, recorder: recorder, daemon: daemon, events: events)
+        } catch {
+            await pulse.stop()
+            throw error
+        }
+    }
+
+    var unix: SpeakHTTPClient { daemon.unixClient }
+    var tcp: SpeakHTTPClient { daemon.tcpClient }
+
+    /// Stops the daemon (SIGTERM), then the recorder and the audio server; returns what was
+    /// recorded. The event stream is followed until the daemon closes it, so the `shutdown`
+    /// events of whatever was still queued are in `events` too.
+    func stop() async -> Recording {
+        if daemon.isRunning {
+            let (status, _) = await daemon.stop()
+            #expect(status == 0, "speakd exited with \(String(describing: status)); log:\n\(daemon.log)")
+        }
+        _ = await events.wait(timeout: .seconds(5)) { _ in events.hasEnded }
+        events.stop()
+        let samples = await recorder.stop()
+        let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
+        await pulse.stop()
+        return recording
+    }
+
+    /// Posts and expects 202; returns the accepted id.
+    func accept(_ body: [String: Any], via client: SpeakHTTPClient? = nil) async throws -> String {
+        let response = try await post(body, via: client ?? unix)
+        #expect(response.status == 202, "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        return try response.decode(AnnouncementAccepted.self).id
+    }
+
+    /// Renders `body` with `POST /v1/speech` (nothing is played) for reference measurements.
+    func reference(_ body: [String: Any]) async throws -> Rendered {
+        let response = try await unix.send(
+            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: body)))
+        guard response.status == 200 else {
+            throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)")
+        }
+        let file = daemon.directory.appendingPathComponent("reference-\(UUID().uuidString.prefix(8)).wav")
+        try Data(response.body).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let wav = try WAVReader(contentsOf: file)
+        return Rendered(analysis: AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate))
+    }
+}
+
+/// Sends `POST /v1/announcements` with a JSON object body.
+func post(_ body: [String: Any], via client: SpeakHTTPClient, wait: Bool = false) async throws -> SpeakHTTPResponse {
+    try await client.send(
+        "POST", wait ? "/v1/announcements?wait=true" : "/v1/announcements",
+        headers: [("Content-Type", "application/json")],
+        body: Array(try JSONSerialization.data(withJSONObject: body)))
+}
+
+/// One announcement's JSON body.
+func announcement(
+    _ text: String, pitch: Double? = nil, priority: AnnouncementPriority? = nil, queue: Bool? = nil,
+    expiresAfter: Double? = nil
+) -> [String: Any] {
+    var body: [String: Any] = ["text": text]
+    if let pitch { body["pitch"] = pitch }
+    if let priority { body["priority"] = priority.rawValue }
+    if let queue { body["queue"] = queue }
+    if let expiresAfter { body["expiresAfter"] = expiresAfter }
+    return body
+}
+
+/// An utterance as the engine rendered it, without playing it.
+struct Rendered {
+    let analysis: AudioAnalysis
+
+    /// From the first to the last sounding frame, in seconds.
+    var soundingDuration: Double { analysis.soundingDuration(silenceLevel: Recording.silenceLevel) }
+    var medianF0: Double? { analysis.medianF0() }
+    /// Silence before the first sounding frame, in seconds.
+    var leadingSilence: Double {
+        analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).first?.start ?? 0
+    }
+    /// Silence after the last sounding frame, in seconds.
+    var trailingSilence: Double {
+        guard let last = analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).last
+        else { return analysis.duration }
+        return analysis.duration - last.end
+    }
+}
+
+/// What the null sink played, as recorded from its monitor.
+struct Recording {
+    /// RMS of a 10 ms frame below which it counts as silence; espeak's quietest consonants are above it.
+    static let silenceLevel = 0.005
+
+    let analysis: AudioAnalysis
+    let recorder: MonitorRecorder
+
+    init(samples: [Int16], sampleRate: Int, recorder: MonitorRecorder) {
+        analysis = AudioAnalysis(samples: samples, sampleRate: sampleRate)
+        self.recorder = recorder
+    }
+
+    /// The announcements heard: sound separated by at least `minimumSilence` seconds.
+    func segments(minimumSilence: Double = 0.15) -> [AudioAnalysis.Segment] {
+        analysis.soundingSegments(minimumSilence: minimumSilence, silenceLevel: Self.silenceLevel, minimumSound: 0.05)
+    }
+
+    /// Sounding frames only, 10 ms each: total time anything was heard.
+    var totalSoundingTime: Double {
+        analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Self.silenceLevel, minimumSound: 0)
+            .reduce(0) { $0 + $1.duration }
+    }
+
+    /// Median F0 of a segment.
+    func medianF0(_ segment: AudioAnalysis.Segment) -> Double? {
+        analysis.slice(from: segment.start, to: segment.end).medianF0()
+    }
+
+    /// When the sound at `seconds` into the recording was played, by this process's clock.
+    func playedAt(_ seconds: Double) -> ContinuousClock.Instant? {
+        recorder.playedAt(frame: Int(seconds * Double(analysis.sampleRate)))
+    }
+
+    /// The recording's time (seconds from its start) of `instant`.
+    func time(of instant: ContinuousClock.Instant) -> Double? {
+        guard let origin = recorder.playedAt(frame: 0) else { return nil }
+        let offset = instant - origin
+        return Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// Checks that every id in `accepted` has exactly one `finished` event and nothing else has any.
+func expectExactlyOneFinished(_ accepted: some Collection<String>, in events: [AnnouncementEvent], sourceLocation: SourceLocation = #_sourceLocation) {
+    var finishedCount: [String: Int] = [:]
+    for event in events where event.type == .finished { finishedCount[event.id, default: 0] += 1 }
+    for id in accepted {
+        #expect(finishedCount[id] == 1, "announcement \(id) has \(finishedCount[id] ?? 0) finished events", sourceLocation: sourceLocation)
+    }
+    let strangers = Set(finishedCount.keys).subtracting(accepted)
+    #expect(strangers.isEmpty, "finished events for ids never accepted: \(strangers)", sourceLocation: sourceLocation)
+}
