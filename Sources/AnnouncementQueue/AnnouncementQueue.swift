@@ -168,7 +168,11 @@ public actor AnnouncementQueue {
     /// - Throws: `AnnouncementQueueError.queueFull`, `.shuttingDown`, or `.invalidValue` naming the field.
     public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> Submission {
         guard phase == .open else { throw .shuttingDown }
-        try request.validate()
+        do throws(SpeechInputError) {
+            try request.validate()
+        } catch {
+            throw .invalidValue(field: error.field ?? "expiresAfter", message: error.message)
+        }
         let startsNow = speaking == nil && canStart
         if !startsNow && waiting.count >= capacity {
             guard let victim = waiting.displacementCandidate(below: request.priority) else {

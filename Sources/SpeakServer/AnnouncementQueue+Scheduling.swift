@@ -7,10 +7,7 @@ extension Queue: AnnouncementScheduling {
     public func accept(_ request: AnnouncementRequest) async throws(SchedulingError) -> AnnouncementAccepted {
         let submission: QueueSubmission
         do throws(QueueError) {
-            submission = try submit(
-                QueueRequest(
-                    utterance: request.utterance, priority: request.priority, queue: request.queue,
-                    expiresAfter: request.expiresAfter))
+            submission = try submit(request)
         } catch {
             if error == QueueError.queueFull { throw .queueFull(capacity: capacity) }
             if error == QueueError.shuttingDown { throw .shuttingDown }

@@ -1,10 +1,9 @@
 import AnnouncementQueue
 
-// The queue and the wire format both name an `AnnouncementRequest`, `AnnouncementStatus` and
-// `AnnouncementState`; this file imports only the queue, so these aliases name the queue's types
+// The queue and the wire format both name an `AnnouncementStatus` and `AnnouncementState`;
+// this file imports only the queue, so these aliases name the queue's types
 // unambiguously for the adapter, which imports only the wire types.
 typealias Queue = AnnouncementQueue
-typealias QueueRequest = AnnouncementRequest
 typealias QueueStatus = AnnouncementStatus
 typealias QueueState = AnnouncementState
 typealias QueueError = AnnouncementQueueError
