@@ -166,7 +166,7 @@ public actor AnnouncementQueue {
     /// - Parameter request: the announcement; `expiresAfter` is checked here.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
     /// - Throws: `AnnouncementQueueError.queueFull`, `.shuttingDown`, or `.invalidValue` naming the field.
-    public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> Submission {
+    public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> AnnouncementAccepted {
         guard phase == .open else { throw .shuttingDown }
         do throws(SpeechInputError) {
             try request.validate()
@@ -203,9 +203,9 @@ public actor AnnouncementQueue {
         promote()
 
         if speaking?.pending.id == announcement.id {
-            return Submission(id: announcement.id, state: .speaking, position: 0)
+            return AnnouncementAccepted(id: announcement.id, state: .speaking, position: 0)
         }
-        return Submission(id: announcement.id, state: .waiting, position: position(ofWaiting: announcement.id) ?? 0)
+        return AnnouncementAccepted(id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
     }
 
     /// Cancels one announcement, waiting or speaking; a speaking one stops at once.
@@ -501,7 +501,7 @@ public actor AnnouncementQueue {
     private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
         AnnouncementStatus(
             id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
-            queue: pending.announcement.queue, state: .waiting, position: position, queuedAt: pending.queuedAt,
+            queue: pending.announcement.queue, state: .queued, position: position, queuedAt: pending.queuedAt,
             expiresAt: expiresAt(pending))
     }
 

@@ -98,7 +98,7 @@ struct AnnouncementQueueStressTests {
                         case 10:
                             let snapshot = await queue.snapshot()
                             #expect(snapshot.count <= 7)
-                            #expect(snapshot.dropFirst().allSatisfy { $0.state == .waiting })
+                            #expect(snapshot.dropFirst().allSatisfy { $0.state == .queued })
                         default:
                             let ids = accepted.withLock { $0 }
                             if let id = ids.last {

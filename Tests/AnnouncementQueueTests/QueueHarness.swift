@@ -126,7 +126,7 @@ struct QueueHarness {
     func submit(
         _ text: String, priority: AnnouncementPriority = .default, queue interrupting: Bool = true,
         expiresAfter: Double? = nil
-    ) async throws -> Submission {
+    ) async throws -> AnnouncementAccepted {
         try await queue.submit(
             AnnouncementRequest(
                 utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter))
