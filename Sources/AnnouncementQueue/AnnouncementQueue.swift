@@ -289,7 +289,7 @@ public actor AnnouncementQueue {
     /// Never blocks the queue: a subscriber that leaves more than its buffer unread has its
     /// stream ended, and resumes by subscribing again with the last sequence it saw.
     /// - Parameter after: the last sequence seen (SSE `Last-Event-ID`); nil for live events only.
-    public nonisolated func events(after: UInt64? = nil) -> AsyncStream<SequencedEvent> {
+    public nonisolated func events(after: UInt64? = nil) -> AsyncStream<SequencedAnnouncementEvent> {
         broadcaster.subscribe(after: after)
     }
 

@@ -41,7 +41,7 @@ extension Queue: AnnouncementScheduling {
         return AsyncStream { continuation in
             let relay = Task {
                 for await event in events {
-                    continuation.yield(SequencedAnnouncementEvent(sequence: event.sequence, event: event.event))
+                    continuation.yield(event)
                 }
                 continuation.finish()
             }

@@ -120,7 +120,7 @@ struct AnnouncementQueueStressTests {
         #expect(events.map(\.sequence) == Array(1...UInt64(events.count)))
         #expect(Set(events.map(\.event.id)) == Set(acceptedIDs))
 
-        var byID: [String: [SequencedEvent]] = [:]
+        var byID: [String: [SequencedAnnouncementEvent]] = [:]
         for event in events {
             byID[event.event.id, default: []].append(event)
         }
