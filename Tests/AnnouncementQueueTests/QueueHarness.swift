@@ -37,21 +37,14 @@ final class EventRecorder: Sendable {
     /// Gives up when the task is cancelled, so a test's time limit ends a wait that never comes true.
     /// Continuations are resumed outside the lock, as in `FakeSpeaker`.
     func wait(until predicate: @escaping @Sendable ([SequencedAnnouncementEvent]) -> Bool) async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let holds = state.withLock { state in
-                    guard !state.ended, !predicate(state.events) else { return true }
-                    state.waiters.append((predicate, continuation))
-                    return false
-                }
-                if holds {
-                    continuation.resume()
-                } else if Task.isCancelled {
-                    releaseWaiters()
-                }
+        await cancellableWait { continuation in
+            state.withLock { state in
+                guard !state.ended, !predicate(state.events) else { return true }
+                state.waiters.append((predicate, continuation))
+                return false
             }
-        } onCancel: {
-            releaseWaiters()
+        } release: {
+            self.releaseWaiters()
         }
     }
 
