@@ -166,9 +166,13 @@ public actor AnnouncementQueue {
     /// - Parameter request: the announcement; `expiresAfter` is checked here.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
     /// - Throws: `AnnouncementQueueError.queueFull`, `.shuttingDown`, or `.invalidValue` naming the field.
-    public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> Submission {
+    public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> AnnouncementAccepted {
         guard phase == .open else { throw .shuttingDown }
-        try request.validate()
+        do throws(SpeechInputError) {
+            try request.validate()
+        } catch {
+            throw .invalidValue(field: error.field ?? "expiresAfter", message: error.message)
+        }
         let startsNow = speaking == nil && canStart
         if !startsNow && waiting.count >= capacity {
             guard let victim = waiting.displacementCandidate(below: request.priority) else {
@@ -199,9 +203,9 @@ public actor AnnouncementQueue {
         promote()
 
         if speaking?.pending.id == announcement.id {
-            return Submission(id: announcement.id, state: .speaking, position: 0)
+            return AnnouncementAccepted(id: announcement.id, state: .speaking, position: 0)
         }
-        return Submission(id: announcement.id, state: .waiting, position: position(ofWaiting: announcement.id) ?? 0)
+        return AnnouncementAccepted(id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
     }
 
     /// Cancels one announcement, waiting or speaking; a speaking one stops at once.
@@ -285,7 +289,7 @@ public actor AnnouncementQueue {
     /// Never blocks the queue: a subscriber that leaves more than its buffer unread has its
     /// stream ended, and resumes by subscribing again with the last sequence it saw.
     /// - Parameter after: the last sequence seen (SSE `Last-Event-ID`); nil for live events only.
-    public nonisolated func events(after: UInt64? = nil) -> AsyncStream<SequencedEvent> {
+    public nonisolated func events(after: UInt64? = nil) -> AsyncStream<SequencedAnnouncementEvent> {
         broadcaster.subscribe(after: after)
     }
 
@@ -497,7 +501,7 @@ public actor AnnouncementQueue {
     private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
         AnnouncementStatus(
             id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
-            queue: pending.announcement.queue, state: .waiting, position: position, queuedAt: pending.queuedAt,
+            queue: pending.announcement.queue, state: .queued, position: position, queuedAt: pending.queuedAt,
             expiresAt: expiresAt(pending))
     }
 

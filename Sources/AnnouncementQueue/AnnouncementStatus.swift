@@ -1,30 +1,6 @@
 import Foundation
 import SpeechModel
 
-/// Where an announcement is in its life.
-public enum AnnouncementState: String, Sendable, Hashable, Codable {
-    /// Accepted, waiting for its turn.
-    case waiting
-    /// Handed to the speaker (possibly stopping after a cancel or interrupt).
-    case speaking
-    /// Its `finished` event has been sent.
-    case finished
-}
-
-/// What `submit(_:)` tells the client: `202 {id, state, position}`.
-public struct Submission: Sendable, Hashable {
-    public var id: String
-    public var state: AnnouncementState
-    /// How many announcements will be spoken before it; 0 when it is speaking.
-    public var position: Int
-
-    public init(id: String, state: AnnouncementState, position: Int) {
-        self.id = id
-        self.state = state
-        self.position = position
-    }
-}
-
 /// One announcement as the queue sees it now.
 public struct AnnouncementStatus: Sendable, Hashable {
     public var id: String

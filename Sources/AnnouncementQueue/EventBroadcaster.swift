@@ -1,30 +1,18 @@
 import SpeechModel
 import Synchronization
 
-/// An event with its position in the queue's event stream (the SSE `id:`).
-public struct SequencedEvent: Sendable, Hashable {
-    /// Increases by one with every event the queue sends, starting at 1.
-    public var sequence: UInt64
-    public var event: AnnouncementEvent
-
-    public init(sequence: UInt64, event: AnnouncementEvent) {
-        self.sequence = sequence
-        self.event = event
-    }
-}
-
 /// Fans events out to any number of subscribers and keeps a bounded history for resuming.
 ///
 /// Publishing never waits for a subscriber: each one has a bounded buffer, and a subscriber
 /// that falls so far behind that its buffer overflows has its stream ended, so it reconnects
 /// with the last sequence it saw and is replayed from history instead of silently missing events.
 final class EventBroadcaster: Sendable {
-    private typealias Continuation = AsyncStream<SequencedEvent>.Continuation
+    private typealias Continuation = AsyncStream<SequencedAnnouncementEvent>.Continuation
 
     private struct State {
         var nextSequence: UInt64 = 1
         /// Oldest first; trimmed to `historyCapacity` in batches so trimming stays cheap.
-        var history: [SequencedEvent] = []
+        var history: [SequencedAnnouncementEvent] = []
         var subscribers: [UInt64: Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var isFinished = false
@@ -52,7 +40,7 @@ final class EventBroadcaster: Sendable {
     func publish(_ event: AnnouncementEvent) -> UInt64 {
         delivery.withLock { _ in
             let (sequenced, subscribers) = state.withLock { state in
-                let sequenced = SequencedEvent(sequence: state.nextSequence, event: event)
+                let sequenced = SequencedAnnouncementEvent(sequence: state.nextSequence, event: event)
                 state.nextSequence += 1
                 state.history.append(sequenced)
                 if state.history.count >= 2 * historyCapacity + 1 {
@@ -85,11 +73,11 @@ final class EventBroadcaster: Sendable {
     ///
     /// - Parameter sequence: the last sequence the subscriber saw; nil for live events only,
     ///   0 for the whole history.
-    func subscribe(after sequence: UInt64?) -> AsyncStream<SequencedEvent> {
+    func subscribe(after sequence: UInt64?) -> AsyncStream<SequencedAnnouncementEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
-            of: SequencedEvent.self, bufferingPolicy: .bufferingOldest(historyCapacity + subscriberBuffer))
+            of: SequencedAnnouncementEvent.self, bufferingPolicy: .bufferingOldest(historyCapacity + subscriberBuffer))
         delivery.withLock { _ in
-            let (replay, key) = state.withLock { state -> ([SequencedEvent], UInt64?) in
+            let (replay, key) = state.withLock { state -> ([SequencedAnnouncementEvent], UInt64?) in
                 // History may hold up to twice its capacity between trims; replay only what the
                 // buffer is sized for, so a replay never overflows it.
                 let replay = sequence.map { sequence in

@@ -53,7 +53,7 @@ final class WAVFileDevice: BlockingAudioDevice {
         let dataBytes = Mutex<Int?>(nil)
     }
 
-    static let headerSize = 44
+    static let headerSize = WAVHeader.size
 
     private let descriptor: Int32
     private let sinkName: String
@@ -108,28 +108,7 @@ final class WAVFileDevice: BlockingAudioDevice {
     }
 
     private func patchHeader() throws(AudioOutputError) {
-        var header = [UInt8]()
-        header.reserveCapacity(Self.headerSize)
-        func append(_ text: String) { header.append(contentsOf: Array(text.utf8)) }
-        func append32(_ value: Int) {
-            withUnsafeBytes(of: UInt32(value).littleEndian) { header.append(contentsOf: $0) }
-        }
-        func append16(_ value: Int) {
-            withUnsafeBytes(of: UInt16(value).littleEndian) { header.append(contentsOf: $0) }
-        }
-        append("RIFF")
-        append32(36 + dataBytes)
-        append("WAVE")
-        append("fmt ")
-        append32(16)
-        append16(1)  // PCM
-        append16(format.channels)
-        append32(format.sampleRate)
-        append32(format.sampleRate * format.bytesPerFrame)
-        append16(format.bytesPerFrame)
-        append16(16)
-        append("data")
-        append32(dataBytes)
+        let header = WAVHeader.encode(dataBytes: dataBytes, format: format)
         var failure: AudioOutputError?
         header.withUnsafeBytes { bytes in
             do throws(AudioOutputError) { try writeAll(bytes, at: 0) } catch { failure = error }

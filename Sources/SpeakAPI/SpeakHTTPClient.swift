@@ -335,6 +335,18 @@ private struct ResponseReader {
         return body
     }
 
+    /// Calls `receive` with the next `count` body bytes, reading more as needed.
+    private mutating func pass(_ count: Int, to receive: ([UInt8]) throws -> Void) throws {
+        var remaining = count
+        while remaining > 0 {
+            if buffer.isEmpty, try !fill() { throw SpeakClientError("the daemon closed the connection mid-body") }
+            let take = min(remaining, buffer.count)
+            try receive(Array(buffer[..<take]))
+            buffer.removeSubrange(..<take)
+            remaining -= take
+        }
+    }
+
     /// Calls `receive` with body bytes as they arrive.
     mutating func readBody(_ receive: ([UInt8]) throws -> Void) throws {
         guard let head else { return }
@@ -348,25 +360,11 @@ private struct ResponseReader {
                     while try !line().isEmpty {}
                     return
                 }
-                var remaining = size
-                while remaining > 0 {
-                    if buffer.isEmpty, try !fill() { throw SpeakClientError("the daemon closed the connection mid-body") }
-                    let take = min(remaining, buffer.count)
-                    try receive(Array(buffer[..<take]))
-                    buffer.removeSubrange(..<take)
-                    remaining -= take
-                }
+                try pass(size, to: receive)
                 _ = try line()
             }
         } else if let length = head.header("content-length").flatMap(Int.init) {
-            var remaining = length
-            while remaining > 0 {
-                if buffer.isEmpty, try !fill() { throw SpeakClientError("the daemon closed the connection mid-body") }
-                let take = min(remaining, buffer.count)
-                try receive(Array(buffer[..<take]))
-                buffer.removeSubrange(..<take)
-                remaining -= take
-            }
+            try pass(length, to: receive)
         } else {
             if !buffer.isEmpty {
                 try receive(buffer)

@@ -5,18 +5,13 @@ import SpeechModel
 extension Queue: AnnouncementScheduling {
     /// Submits to the queue; its refusals become `SchedulingError`s.
     public func accept(_ request: AnnouncementRequest) async throws(SchedulingError) -> AnnouncementAccepted {
-        let submission: QueueSubmission
         do throws(QueueError) {
-            submission = try submit(
-                QueueRequest(
-                    utterance: request.utterance, priority: request.priority, queue: request.queue,
-                    expiresAfter: request.expiresAfter))
+            return try submit(request)
         } catch {
             if error == QueueError.queueFull { throw .queueFull(capacity: capacity) }
             if error == QueueError.shuttingDown { throw .shuttingDown }
             throw .invalidValue(field: error.field, error.message)
         }
-        return AnnouncementAccepted(id: submission.id, state: Self.wireState(submission.state), position: submission.position)
     }
 
     /// Cancels `id`; an id the queue does not know is `unknownAnnouncement`.
@@ -46,7 +41,7 @@ extension Queue: AnnouncementScheduling {
         return AsyncStream { continuation in
             let relay = Task {
                 for await event in events {
-                    continuation.yield(SequencedAnnouncementEvent(sequence: event.sequence, event: event.event))
+                    continuation.yield(event)
                 }
                 continuation.finish()
             }
@@ -60,17 +55,9 @@ extension Queue: AnnouncementScheduling {
         return event
     }
 
-    private static func wireState(_ state: QueueState) -> SpeakAPI.AnnouncementState {
-        switch state {
-        case .waiting: .queued
-        case .speaking: .speaking
-        case .finished: .finished
-        }
-    }
-
     private static func wireStatus(_ status: QueueStatus) -> SpeakAPI.AnnouncementStatus {
         SpeakAPI.AnnouncementStatus(
-            id: status.id, text: status.text, priority: status.priority, state: wireState(status.state),
+            id: status.id, text: status.text, priority: status.priority, state: status.state,
             position: status.position, success: status.finished?.success, reason: status.finished?.reason)
     }
 }

@@ -1,11 +1,8 @@
 import AnnouncementQueue
 
-// The queue and the wire format both name an `AnnouncementRequest`, `AnnouncementStatus` and
-// `AnnouncementState`; this file imports only the queue, so these aliases name the queue's types
-// unambiguously for the adapter, which imports only the wire types.
+// The queue and the wire format both name an `AnnouncementStatus`; this file imports only the
+// queue, so these aliases name the queue's types unambiguously for the adapter, which imports
+// only the wire types.
 typealias Queue = AnnouncementQueue
-typealias QueueRequest = AnnouncementRequest
 typealias QueueStatus = AnnouncementStatus
-typealias QueueState = AnnouncementState
 typealias QueueError = AnnouncementQueueError
-typealias QueueSubmission = Submission

@@ -98,7 +98,7 @@ struct AnnouncementQueueStressTests {
                         case 10:
                             let snapshot = await queue.snapshot()
                             #expect(snapshot.count <= 7)
-                            #expect(snapshot.dropFirst().allSatisfy { $0.state == .waiting })
+                            #expect(snapshot.dropFirst().allSatisfy { $0.state == .queued })
                         default:
                             let ids = accepted.withLock { $0 }
                             if let id = ids.last {
@@ -120,7 +120,7 @@ struct AnnouncementQueueStressTests {
         #expect(events.map(\.sequence) == Array(1...UInt64(events.count)))
         #expect(Set(events.map(\.event.id)) == Set(acceptedIDs))
 
-        var byID: [String: [SequencedEvent]] = [:]
+        var byID: [String: [SequencedAnnouncementEvent]] = [:]
         for event in events {
             byID[event.event.id, default: []].append(event)
         }

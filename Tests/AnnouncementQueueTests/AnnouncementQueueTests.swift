@@ -67,7 +67,7 @@ struct AnnouncementQueueTests {
         let first = try await harness.submit("first", priority: row.speaking)
         await harness.speaker.waitForStarts(1)
         let second = try await harness.submit("second", priority: row.new, queue: row.queue)
-        #expect(second.state == .waiting)
+        #expect(second.state == .queued)
         #expect(second.position == 1)
 
         if row.interrupts {
@@ -124,7 +124,7 @@ struct AnnouncementQueueTests {
         let snapshot = await harness.queue.snapshot()
         #expect(snapshot.map(\.id) == expected)
         #expect(snapshot.map(\.position) == Array(0..<7))
-        #expect(snapshot.map(\.state) == [.speaking] + Array(repeating: .waiting, count: 6))
+        #expect(snapshot.map(\.state) == [.speaking] + Array(repeating: .queued, count: 6))
         #expect(harness.speaker.cancelled.isEmpty)
 
         await speakAll(harness, count: 7)
@@ -238,7 +238,7 @@ struct AnnouncementQueueTests {
         let staying = try await harness.submit("staying")
         await harness.clock.waitForSleepers(1)
         harness.clock.advance(by: .milliseconds(4_900))
-        #expect(await harness.queue.status(id: expiring.id)?.state == .waiting)
+        #expect(await harness.queue.status(id: expiring.id)?.state == .queued)
         harness.clock.advance(by: .milliseconds(100))
         let finished = await harness.recorder.waitForFinished(expiring.id)
         #expect(finished?.reason == .expired)
@@ -388,7 +388,7 @@ struct AnnouncementQueueTests {
     @Test func nothingSpeaksBeforeRun() async throws {
         let harness = await QueueHarness(running: false)
         let first = try await harness.submit("first")
-        #expect(first.state == .waiting)
+        #expect(first.state == .queued)
         #expect(first.position == 0)
         #expect(harness.speaker.started.isEmpty)
         let runner = Task { await harness.queue.run() }
@@ -419,7 +419,7 @@ struct AnnouncementQueueTests {
 
         // New ones wait too, and waiting ones keep expiring.
         let arriving = try await harness.submit("arriving", priority: .high)
-        #expect(arriving.state == .waiting)
+        #expect(arriving.state == .queued)
         #expect(arriving.position == 0)
         harness.clock.advance(by: .seconds(10))
         #expect(await harness.recorder.waitForFinished(expiring.id)?.reason == .expired)
@@ -516,7 +516,7 @@ struct AnnouncementQueueTests {
         #expect(speakingStatus.text == "speaking")
 
         let waitingStatus = try #require(await harness.queue.status(id: waiting.id))
-        #expect(waitingStatus.state == .waiting)
+        #expect(waitingStatus.state == .queued)
         #expect(waitingStatus.position == 1)
         #expect(waitingStatus.priority == .low)
         #expect(waitingStatus.expiresAt == waitingStatus.queuedAt.addingTimeInterval(30))

@@ -154,15 +154,10 @@ final class FakeSpeaker: AnnouncementSpeaker {
     /// Suspends unless `register` says the condition holds already (true); on cancellation
     /// every test waiter is released.
     private func wait(_ register: @escaping (inout State, CheckedContinuation<Void, Never>) -> Bool) async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let holds = state.withLock { register(&$0, continuation) }
-                if holds || Task.isCancelled {
-                    if !holds { releaseTestWaiters() } else { continuation.resume() }
-                }
-            }
-        } onCancel: {
-            releaseTestWaiters()
+        await cancellableWait { continuation in
+            state.withLock { register(&$0, continuation) }
+        } release: {
+            self.releaseTestWaiters()
         }
     }
 

@@ -70,21 +70,14 @@ final class ManualClock: Clock {
 
     /// Returns once at least `count` sleeps are pending; gives up when the task is cancelled.
     func waitForSleepers(_ count: Int) async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let holds = state.withLock { state in
-                    guard state.sleepers.count < count else { return true }
-                    state.sleeperWaiters.append((count, continuation))
-                    return false
-                }
-                if holds {
-                    continuation.resume()
-                } else if Task.isCancelled {
-                    releaseWaiters()
-                }
+        await cancellableWait { continuation in
+            state.withLock { state in
+                guard state.sleepers.count < count else { return true }
+                state.sleeperWaiters.append((count, continuation))
+                return false
             }
-        } onCancel: {
-            releaseWaiters()
+        } release: {
+            self.releaseWaiters()
         }
     }
 

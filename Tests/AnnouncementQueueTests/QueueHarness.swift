@@ -5,15 +5,15 @@ import Synchronization
 /// Every event the queue sent, collected as it arrives, with ways to wait for one.
 final class EventRecorder: Sendable {
     private struct State {
-        var events: [SequencedEvent] = []
-        var waiters: [(predicate: @Sendable ([SequencedEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
+        var events: [SequencedAnnouncementEvent] = []
+        var waiters: [(predicate: @Sendable ([SequencedAnnouncementEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
             []
         var ended = false
     }
 
     private let state = Mutex(State())
 
-    init(_ stream: AsyncStream<SequencedEvent>) {
+    init(_ stream: AsyncStream<SequencedAnnouncementEvent>) {
         Task {
             for await event in stream {
                 self.record(event)
@@ -23,7 +23,7 @@ final class EventRecorder: Sendable {
     }
 
     var events: [AnnouncementEvent] { state.withLock { $0.events.map(\.event) } }
-    var sequenced: [SequencedEvent] { state.withLock { $0.events } }
+    var sequenced: [SequencedAnnouncementEvent] { state.withLock { $0.events } }
     var ended: Bool { state.withLock { $0.ended } }
 
     /// The finished events, in order.
@@ -36,22 +36,15 @@ final class EventRecorder: Sendable {
     /// Returns once `predicate` holds for the events so far (or the stream ended).
     /// Gives up when the task is cancelled, so a test's time limit ends a wait that never comes true.
     /// Continuations are resumed outside the lock, as in `FakeSpeaker`.
-    func wait(until predicate: @escaping @Sendable ([SequencedEvent]) -> Bool) async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let holds = state.withLock { state in
-                    guard !state.ended, !predicate(state.events) else { return true }
-                    state.waiters.append((predicate, continuation))
-                    return false
-                }
-                if holds {
-                    continuation.resume()
-                } else if Task.isCancelled {
-                    releaseWaiters()
-                }
+    func wait(until predicate: @escaping @Sendable ([SequencedAnnouncementEvent]) -> Bool) async {
+        await cancellableWait { continuation in
+            state.withLock { state in
+                guard !state.ended, !predicate(state.events) else { return true }
+                state.waiters.append((predicate, continuation))
+                return false
             }
-        } onCancel: {
-            releaseWaiters()
+        } release: {
+            self.releaseWaiters()
         }
     }
 
@@ -72,7 +65,7 @@ final class EventRecorder: Sendable {
         await wait { _ in false }
     }
 
-    private func record(_ event: SequencedEvent) {
+    private func record(_ event: SequencedAnnouncementEvent) {
         let due = state.withLock { state in
             state.events.append(event)
             let events = state.events
@@ -126,7 +119,7 @@ struct QueueHarness {
     func submit(
         _ text: String, priority: AnnouncementPriority = .default, queue interrupting: Bool = true,
         expiresAfter: Double? = nil
-    ) async throws -> Submission {
+    ) async throws -> AnnouncementAccepted {
         try await queue.submit(
             AnnouncementRequest(
                 utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter))

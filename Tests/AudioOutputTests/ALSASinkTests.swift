@@ -93,10 +93,7 @@ import Testing
             try await sink.write(TestSignal.tone(seconds: 0.05)[0])
             server.suspend()
             let start = ContinuousClock.now
-            var failure: AudioOutputError?
-            for chunk in TestSignal.tone(seconds: 3) where failure == nil {
-                do { try await sink.write(chunk) } catch let error as AudioOutputError { failure = error }
-            }
+            let failure = try await TestSignal.firstWriteFailure(TestSignal.tone(seconds: 3), to: sink)
             let elapsed = ContinuousClock.now - start
             print("measured: ALSA wedged device → write failed after \(elapsed): \(failure.map { "\($0)" } ?? "-")")
             #expect(failure?.kind == "timedOut")

@@ -106,10 +106,7 @@ import Testing
 
         // The first write may still reach the dying connection's buffer; within a few writes
         // the sink must report the loss with PulseAudio's own words.
-        var failure: AudioOutputError?
-        for chunk in TestSignal.tone(seconds: 0.5) where failure == nil {
-            do { try await sink.write(chunk) } catch let error as AudioOutputError { failure = error }
-        }
+        let failure = try await TestSignal.firstWriteFailure(TestSignal.tone(seconds: 0.5), to: sink)
         let error = try #require(failure)
         #expect(error.sink == "pulse")
         #expect(
@@ -140,10 +137,7 @@ import Testing
 
             server.suspend()
             let start = ContinuousClock.now
-            var failure: AudioOutputError?
-            for chunk in TestSignal.tone(seconds: 2) where failure == nil {
-                do { try await sink.write(chunk) } catch let error as AudioOutputError { failure = error }
-            }
+            let failure = try await TestSignal.firstWriteFailure(TestSignal.tone(seconds: 2), to: sink)
             let elapsed = ContinuousClock.now - start
             let error = try #require(failure)
             print("measured: frozen server → write failed after \(elapsed)")

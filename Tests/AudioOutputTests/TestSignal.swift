@@ -1,3 +1,4 @@
+import AudioOutput
 import Foundation
 import SpeakTestSupport
 import SpeechModel
@@ -46,6 +47,15 @@ enum TestSignal {
     static func milliseconds(_ start: ContinuousClock.Instant, _ end: ContinuousClock.Instant) -> Double {
         let duration = end - start
         return Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) * 1e-15
+    }
+
+    /// Writes `chunks` to `sink` until a write fails with an `AudioOutputError`; that error, or
+    /// nil when every write succeeded.
+    static func firstWriteFailure(_ chunks: [PCMChunk], to sink: some AudioSink) async throws -> AudioOutputError? {
+        for chunk in chunks {
+            do { try await sink.write(chunk) } catch let error as AudioOutputError { return error }
+        }
+        return nil
     }
 }
 

@@ -65,13 +65,7 @@ struct AudioRecoveryTests {
             // The server comes back on the same socket: the daemon reconnects by itself.
             let server = try await PulseAudioServer.start(directory: pulseDirectory)
             restarted.withLock { $0 = server }
-            var healthy = false
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !healthy, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-                healthy = try await tcp.send("GET", "/healthz").status == 200
-            }
-            #expect(healthy)
+            #expect(try await Self.becomesHealthy(tcp))
             let again = try await unix.send("POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Back again")))
             #expect(again.status == 200)
             #expect(try again.decode(AnnouncementEvent.self).reason == .completed)
@@ -100,15 +94,19 @@ struct AudioRecoveryTests {
 
             let server = try await PulseAudioServer.start(directory: pulseDirectory)
             started.withLock { $0 = server }
-            var healthy = false
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !healthy, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-                healthy = try await tcp.send("GET", "/healthz").status == 200
-            }
-            #expect(healthy)
+            #expect(try await Self.becomesHealthy(tcp))
             let spoken = try await unix.send("POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Now it works")))
             #expect(try spoken.decode(AnnouncementEvent.self).reason == .completed)
         }
+    }
+
+    /// Polls `/healthz` until it answers 200, for up to 20 s; true when it did.
+    private static func becomesHealthy(_ tcp: SpeakHTTPClient) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            if try await tcp.send("GET", "/healthz").status == 200 { return true }
+        }
+        return false
     }
 }

@@ -2,7 +2,7 @@
 public enum AnnouncementState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Accepted and waiting for its turn.
     case queued
-    /// Being spoken now.
+    /// Handed to the speaker (possibly stopping after a cancel or interrupt).
     case speaking
     /// Done; its `finished` event has been posted.
     case finished

@@ -1,4 +1,5 @@
-/// The answer to an accepted `POST /v1/announcements` (status 202).
+/// What the queue answers when it accepts an announcement; the body of an accepted
+/// `POST /v1/announcements` (status 202).
 public struct AnnouncementAccepted: Sendable, Hashable, Codable {
     /// The id every later event and request uses.
     public var id: String

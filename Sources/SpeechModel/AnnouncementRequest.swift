@@ -1,10 +1,12 @@
-import SpeechModel
-
-/// The body of `POST /v1/announcements`: an utterance plus how the queue should treat it.
+/// An announcement as a client asks for it, before the queue gives it an id; also the body of
+/// `POST /v1/announcements`.
 ///
 /// On the wire this is one flat JSON object: the utterance fields (`text` or `spans`, `ssml`,
 /// `language`, `pitch`, …) next to `priority`, `queue` and `expiresAfter`.
 public struct AnnouncementRequest: Sendable, Hashable, Codable {
+    /// The longest `expiresAfter` the queue accepts, in seconds (one day).
+    public static let maximumExpiresAfter: Double = 86_400
+
     /// What to say.
     public var utterance: Utterance
     /// How urgently it wants to be heard; `default` when absent.
@@ -18,7 +20,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     ///   - utterance: what to say.
     ///   - priority: how urgently it wants to be heard.
     ///   - queue: `false` to interrupt (Apple's non-queued announcement).
-    ///   - expiresAfter: seconds it may wait before it starts.
+    ///   - expiresAfter: seconds it may wait before it starts, 0 … `maximumExpiresAfter`.
     public init(
         utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
         expiresAfter: Double? = nil
@@ -27,6 +29,16 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         self.priority = priority
         self.queue = queue
         self.expiresAfter = expiresAfter
+    }
+
+    /// Checks the values the queue itself interprets; the error names the field.
+    public func validate() throws(SpeechInputError) {
+        if let expiresAfter, !(expiresAfter.isFinite && expiresAfter >= 0 && expiresAfter <= Self.maximumExpiresAfter) {
+            throw .outOfRange(
+                field: "expiresAfter",
+                "expiresAfter must be a number of seconds from 0 to \(Int(Self.maximumExpiresAfter)), not \(expiresAfter)"
+            )
+        }
     }
 
     private enum CodingKeys: String, CodingKey {
