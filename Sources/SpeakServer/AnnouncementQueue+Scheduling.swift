@@ -37,16 +37,9 @@ extension Queue: AnnouncementScheduling {
 
     /// The queue's events with their sequence numbers.
     public nonisolated func eventStream(after sequence: UInt64?) async -> AsyncStream<SequencedAnnouncementEvent> {
-        let events = events(after: sequence)
-        return AsyncStream { continuation in
-            let relay = Task {
-                for await event in events {
-                    continuation.yield(event)
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in relay.cancel() }
-        }
+        // The queue's own stream, so its per-subscriber bound applies: a reader that falls too
+        // far behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
+        events(after: sequence)
     }
 
     /// The `finished` event of `id`, waiting for it if need be.

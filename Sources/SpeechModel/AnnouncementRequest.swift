@@ -70,11 +70,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
         queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
         expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
-        if let expiresAfter, !(expiresAfter.isFinite && expiresAfter >= 0) {
-            throw SpeechInputError.malformed(
-                field: "expiresAfter", "\(expiresAfter) is not a number of seconds ≥ 0")
-        }
         utterance = try Utterance(from: decoder)
+        try validate()
     }
 
     public func encode(to encoder: any Encoder) throws {

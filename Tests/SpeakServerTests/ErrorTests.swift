@@ -36,7 +36,7 @@ struct ErrorTests {
         BadRequest(name: "span language without a voice", body: #"{"spans": [{"text": "a"}, {"text": "b", "language": "tlh"}]}"#, status: .unprocessableContent, code: "notFound", field: "spans[1].language"),
         BadRequest(name: "unknown priority", body: #"{"text": "a", "priority": "urgent"}"#, status: .unprocessableContent, code: "malformed", field: "priority"),
         BadRequest(name: "queue not a bool", body: #"{"text": "a", "queue": "no"}"#, status: .unprocessableContent, code: "malformed", field: "queue"),
-        BadRequest(name: "negative expiry", body: #"{"text": "a", "expiresAfter": -3}"#, status: .unprocessableContent, code: "malformed", field: "expiresAfter"),
+        BadRequest(name: "negative expiry", body: #"{"text": "a", "expiresAfter": -3}"#, status: .unprocessableContent, code: "outOfRange", field: "expiresAfter"),
         BadRequest(name: "misspelt key", body: #"{"text": "a", "priorty": "high"}"#, status: .unprocessableContent, code: "malformed", field: "priorty"),
         BadRequest(name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed", field: "text"),
         BadRequest(name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
