@@ -3,7 +3,7 @@ import PackageDescription
 
 /// One list of Swift settings for every target.
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(

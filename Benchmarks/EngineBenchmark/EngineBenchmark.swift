@@ -20,7 +20,8 @@ struct EngineBenchmark {
     static func main() async throws {
         let arguments = CommandLine.arguments.dropFirst()
         var configuration = EspeakEngine.Configuration()
-        if let index = arguments.firstIndex(of: "--chunk-ms"), let value = Int(arguments[arguments.index(after: index)]) {
+        if let index = arguments.firstIndex(of: "--chunk-ms"), let value = Int(arguments[arguments.index(after: index)])
+        {
             configuration.chunkMilliseconds = value
         }
         let engine = try await EspeakEngine(configuration: configuration) { SimpleResolver(voices: $0) }
@@ -135,15 +136,19 @@ struct EngineBenchmark {
             ("raw, engine's SSML (2 spans)", rawAttributed), ("EspeakEngine (2 spans)", speakdAttributed),
         ]
         for (name, totals) in rows {
-            print(row(
-                name, format(median(totals.firstChunks), 3), format(percentile(totals.firstChunks, 0.9), 3),
-                format(totals.audioSeconds / totals.cpuSeconds, 0), format(totals.audioSeconds / totals.wallSeconds, 0)))
+            print(
+                row(
+                    name, format(median(totals.firstChunks), 3), format(percentile(totals.firstChunks, 0.9), 3),
+                    format(totals.audioSeconds / totals.cpuSeconds, 0),
+                    format(totals.audioSeconds / totals.wallSeconds, 0)))
         }
         print("")
         func report(_ label: String, _ engine: Totals, _ raw: Totals) {
             let throughput = (engine.audioSeconds / engine.cpuSeconds) / (raw.audioSeconds / raw.cpuSeconds)
             let firstChunkDelta = median(engine.firstChunks) - median(raw.firstChunks)
-            print("\(label): rendering ratio (audio s per CPU s) \(format(throughput, 3)) (goal ≥ 0.9), first chunk median \(format(firstChunkDelta, 3)) ms over raw (goal ≤ 0.5 ms)")
+            print(
+                "\(label): rendering ratio (audio s per CPU s) \(format(throughput, 3)) (goal ≥ 0.9), first chunk median \(format(firstChunkDelta, 3)) ms over raw (goal ≤ 0.5 ms)"
+            )
         }
         report("plain utterances, EspeakEngine / raw plain text", speakd, raw)
         report("two-span utterances, EspeakEngine / raw with the same SSML", speakdAttributed, rawAttributed)

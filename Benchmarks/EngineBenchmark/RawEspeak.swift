@@ -50,7 +50,8 @@ enum RawEspeak {
         text.withCString { pointer in
             _ = espeak_ng_Synthesize(
                 pointer, strlen(pointer) + 1, 0, POS_CHARACTER, 0,
-                UInt32(espeakCHARS_UTF8) | UInt32(espeakENDPAUSE) | (ssml ? UInt32(espeakSSML) | UInt32(espeakPHONEMES) : 0),
+                UInt32(espeakCHARS_UTF8) | UInt32(espeakENDPAUSE)
+                    | (ssml ? UInt32(espeakSSML) | UInt32(espeakPHONEMES) : 0),
                 nil, unmanaged.toOpaque())
         }
         return run

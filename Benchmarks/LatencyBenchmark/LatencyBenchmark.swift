@@ -36,13 +36,15 @@ struct LatencyBenchmark {
         let speakdPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("speakd").path
         guard FileManager.default.isExecutableFile(atPath: speakdPath) else {
-            FileHandle.standardError.write(Data("no speakd beside this executable at \(speakdPath); build it first\n".utf8))
+            FileHandle.standardError.write(
+                Data("no speakd beside this executable at \(speakdPath); build it first\n".utf8))
             exit(1)
         }
 
         let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")
         let recorder = try await MonitorRecorder.start(pulse)
-        let daemon = try await SpeakdProcess.start(executable: speakdPath, audio: "pulse", environment: pulse.environment)
+        let daemon = try await SpeakdProcess.start(
+            executable: speakdPath, audio: "pulse", environment: pulse.environment)
         let events = EventStreamRecorder(client: daemon.unixClient)
         try await daemon.waitForEventStreams(1)
         let bench = LatencyBenchmark(
@@ -50,7 +52,9 @@ struct LatencyBenchmark {
 
         print("speakd latency, \(repetitions) repetitions, PulseAudio null sink recorded from its monitor")
         let reference = try await bench.render(shortText)
-        print("'\(shortText)': \(String(format: "%.3f", reference.duration)) s rendered, first sound after \(ms(reference.leading)), last sound \(ms(reference.trailing)) before its end")
+        print(
+            "'\(shortText)': \(String(format: "%.3f", reference.duration)) s rendered, first sound after \(ms(reference.leading)), last sound \(ms(reference.trailing)) before its end"
+        )
 
         // Warm up the engine, the voice and the sink once.
         _ = try await bench.requestToSound(reference: reference)
@@ -92,18 +96,23 @@ struct LatencyBenchmark {
             row("in process: render call → first sample", inProcess, goal: "engine + sink, no daemon")
         }
         print("")
-        print("Below zero is not a real latency: at a stream's start the null sink rewinds what it had rendered ahead and")
+        print(
+            "Below zero is not a real latency: at a stream's start the null sink rewinds what it had rendered ahead and"
+        )
         print("the monitor does not repeat it, so part of the leading silence never reaches the recording; request →")
         print("first sample cannot be resolved below about 10 ms this way, against a goal of 2 ms.")
         let early = toFinished.filter { $0.arrival < -0.002 }
         print("")
-        print("finished received before the last sample reached the recorder (beyond 2 ms): \(early.count) of \(toFinished.count)")
+        print(
+            "finished received before the last sample reached the recorder (beyond 2 ms): \(early.count) of \(toFinished.count)"
+        )
         if !inProcess.isEmpty {
             // The sink's start-of-stream artefacts are the same on both paths, so the difference is
             // what the daemon (HTTP, queue, event) adds to the raw engine and sink.
             print(
                 "request → first sample, daemon − in-process engine + sink (medians): "
-                    + ms(median(toFirstSample.map(\.sinkClock)) - median(inProcess.map(\.sinkClock))) + " by sink clock, "
+                    + ms(median(toFirstSample.map(\.sinkClock)) - median(inProcess.map(\.sinkClock)))
+                    + " by sink clock, "
                     + ms(median(toFirstSample.map(\.arrival)) - median(inProcess.map(\.arrival))) + " by arrival")
         }
     }
@@ -127,7 +136,9 @@ struct LatencyBenchmark {
         let response = try await daemon.unixClient.send(
             "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
             body: Array(try JSONSerialization.data(withJSONObject: ["text": text])))
-        guard response.status == 200 else { throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)") }
+        guard response.status == 200 else {
+            throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)")
+        }
         let file = daemon.directory.appendingPathComponent("reference.wav")
         try Data(response.body).write(to: file)
         let wav = try WAVReader(contentsOf: file)
@@ -182,7 +193,9 @@ struct LatencyBenchmark {
         let response = try await daemon.unixClient.send(
             "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
             body: Array(try JSONSerialization.data(withJSONObject: ["text": Self.shortText])))
-        guard response.status == 202 else { throw SpeakdProcess.Failure(description: "POST answered \(response.status)") }
+        guard response.status == 202 else {
+            throw SpeakdProcess.Failure(description: "POST answered \(response.status)")
+        }
         let id = try response.decode(AnnouncementAccepted.self).id
         guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)),
             finished.event.reason == .completed
@@ -198,7 +211,9 @@ struct LatencyBenchmark {
                 let excess = Double(b.1 - a.1) / Double(recorder.sampleRate) - (b.0 - a.0).seconds
                 let sentArrival = log.last { $0.0 <= sent }
                 // Frames beyond elapsed time would mean the recording repeats what a rewind re-rendered.
-                print("frames recorded beyond elapsed time: \(ms(excess)); first sound frame \(first), frames at POST \(sentArrival?.1 ?? -1), leading \(Int(reference.leading * Double(recorder.sampleRate)))")
+                print(
+                    "frames recorded beyond elapsed time: \(ms(excess)); first sound frame \(first), frames at POST \(sentArrival?.1 ?? -1), leading \(Int(reference.leading * Double(recorder.sampleRate)))"
+                )
             }
         }
         // The rendering's own leading and trailing silence are part of the announcement's audio.
@@ -223,7 +238,8 @@ struct LatencyBenchmark {
         try await Task.sleep(for: delay)
         let sent = ContinuousClock.now
         _ = try await daemon.unixClient.send("DELETE", "/v1/announcements/\(id)")
-        guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)), finished.event.reason == .cancelled
+        guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)),
+            finished.event.reason == .cancelled
         else { throw SpeakdProcess.Failure(description: "\(id) was not cancelled") }
         try await Task.sleep(for: .milliseconds(300))
         let samples = recorder.samplesSoFar()
@@ -249,7 +265,8 @@ struct LatencyBenchmark {
             try await playback.play(engine.render(Utterance(Self.shortText)), format: engine.format, on: sink)
             try await Task.sleep(for: .milliseconds(150))
             let samples = recorder.samplesSoFar()
-            guard let first = samples[fromFrame...].firstIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }) else {
+            guard let first = samples[fromFrame...].firstIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) })
+            else {
                 throw SpeakdProcess.Failure(description: "the in-process rendering was not heard")
             }
             let measured = try bounds(frame: first - Int(reference.leading * Double(recorder.sampleRate)), from: sent)
@@ -264,7 +281,9 @@ struct LatencyBenchmark {
         let window = recorder.sampleRate / 10
         for _ in 0..<200 {
             let samples = recorder.samplesSoFar()
-            if samples.count > window, !samples.suffix(window).contains(where: { abs(Int($0)) > Int(Self.soundThreshold) }) {
+            if samples.count > window,
+                !samples.suffix(window).contains(where: { abs(Int($0)) > Int(Self.soundThreshold) })
+            {
                 return
             }
             try await Task.sleep(for: .milliseconds(20))

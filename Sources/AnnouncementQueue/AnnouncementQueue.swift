@@ -197,7 +197,9 @@ public actor AnnouncementQueue {
         if let current = speaking, current.stopReason == nil, interrupts(announcement, current.pending.announcement) {
             logger.debug(
                 "announcement interrupts",
-                metadata: ["announcement.id": "\(announcement.id)", "announcement.interrupted": "\(current.pending.id)"])
+                metadata: [
+                    "announcement.id": "\(announcement.id)", "announcement.interrupted": "\(current.pending.id)",
+                ])
             stopSpeaking(reason: .interrupted)
         }
         promote()
@@ -205,7 +207,8 @@ public actor AnnouncementQueue {
         if speaking?.pending.id == announcement.id {
             return AnnouncementAccepted(id: announcement.id, state: .speaking, position: 0)
         }
-        return AnnouncementAccepted(id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
+        return AnnouncementAccepted(
+            id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
     }
 
     /// Cancels one announcement, waiting or speaking; a speaking one stops at once.
@@ -352,7 +355,8 @@ public actor AnnouncementQueue {
         guard let current = speaking, current.pending.id == id, let reason = current.stopReason else { return }
         speaking = nil
         let detail = "the speaker did not stop within \(stopTimeout) of being cancelled"
-        logger.info("speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
+        logger.info(
+            "speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
         finish(current.pending, reason: reason, startedAt: current.startedAt, detail: detail)
         if phase == .shuttingDown {
             close()

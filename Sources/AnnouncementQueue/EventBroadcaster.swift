@@ -80,9 +80,10 @@ final class EventBroadcaster: Sendable {
             let (replay, key) = state.withLock { state -> ([SequencedAnnouncementEvent], UInt64?) in
                 // History may hold up to twice its capacity between trims; replay only what the
                 // buffer is sized for, so a replay never overflows it.
-                let replay = sequence.map { sequence in
-                    Array(state.history.suffix(historyCapacity).filter { $0.sequence > sequence })
-                } ?? []
+                let replay =
+                    sequence.map { sequence in
+                        Array(state.history.suffix(historyCapacity).filter { $0.sequence > sequence })
+                    } ?? []
                 guard !state.isFinished else { return (replay, nil) }
                 let key = state.nextSubscriber
                 state.nextSubscriber += 1

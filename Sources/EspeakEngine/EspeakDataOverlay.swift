@@ -25,19 +25,24 @@ enum EspeakDataOverlay {
         do {
             if !files.fileExists(atPath: variantDirectory.path) {
                 // Built aside and renamed into place, so a half-built overlay is never seen.
-                let staging = root.deletingLastPathComponent().appendingPathComponent(".\(root.lastPathComponent)-\(UUID().uuidString)")
+                let staging = root.deletingLastPathComponent().appendingPathComponent(
+                    ".\(root.lastPathComponent)-\(UUID().uuidString)")
                 try files.createDirectory(at: staging, withIntermediateDirectories: true)
                 try link(contentsOf: system, into: staging, except: "voices")
                 let voices = staging.appendingPathComponent("voices", isDirectory: true)
                 try files.createDirectory(at: voices, withIntermediateDirectories: true)
-                try link(contentsOf: system.appendingPathComponent("voices", isDirectory: true), into: voices, except: "!v")
+                try link(
+                    contentsOf: system.appendingPathComponent("voices", isDirectory: true), into: voices, except: "!v")
                 let stagedVariants = voices.appendingPathComponent("!v", isDirectory: true)
                 try files.createDirectory(at: stagedVariants, withIntermediateDirectories: true)
-                try link(contentsOf: system.appendingPathComponent("voices/!v", isDirectory: true), into: stagedVariants, except: nil)
+                try link(
+                    contentsOf: system.appendingPathComponent("voices/!v", isDirectory: true), into: stagedVariants,
+                    except: nil)
                 if files.fileExists(atPath: root.path) { try files.removeItem(at: root) }
                 try files.moveItem(at: staging, to: root)
             }
-            for name in try files.contentsOfDirectory(atPath: variants) where !name.hasPrefix(".") && !name.contains(".") {
+            for name in try files.contentsOfDirectory(atPath: variants)
+            where !name.hasPrefix(".") && !name.contains(".") {
                 let source = URL(fileURLWithPath: variants).appendingPathComponent(name)
                 let target = variantDirectory.appendingPathComponent(name)
                 // Replaced by rename, so espeak-ng never reads a half-written variant.
@@ -48,7 +53,8 @@ enum EspeakDataOverlay {
                 }
             }
         } catch {
-            throw .dataDirectory("build data directory \(root.path) over \(systemData) with variants from \(variants)", "\(error)")
+            throw .dataDirectory(
+                "build data directory \(root.path) over \(systemData) with variants from \(variants)", "\(error)")
         }
         return root.path
     }

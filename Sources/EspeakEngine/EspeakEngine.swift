@@ -95,7 +95,8 @@ public final class EspeakEngine: SpeechRenderer {
             dataPath = await thread.run { session in session.defaultDataPath() }
         }
         if let variants = configuration.variantsDirectory {
-            let runtime = configuration.runtimeDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            let runtime =
+                configuration.runtimeDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? FileManager.default.temporaryDirectory
             // One overlay per process and configuration: a later engine must not pull the
             // directory from under an earlier one with different variants.
@@ -202,7 +203,8 @@ public final class EspeakEngine: SpeechRenderer {
             variant: configuration.variant, marks: marks)
     }
 
-    private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error> {
+    private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error>
+    {
         let input: EspeakInput
         do {
             input = try self.input(for: utterance, marks: marks != nil)
@@ -218,7 +220,8 @@ public final class EspeakEngine: SpeechRenderer {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
         let context = RenderContext(
             continuation: continuation,
-            coalescedSamples: format.sampleRate * max(configuration.bufferMilliseconds, configuration.chunkMilliseconds) / 1000)
+            coalescedSamples: format.sampleRate * max(configuration.bufferMilliseconds, configuration.chunkMilliseconds)
+                / 1000)
         continuation.onTermination = { termination in
             if case .cancelled = termination { context.cancel() }
         }
@@ -236,7 +239,8 @@ public final class EspeakEngine: SpeechRenderer {
                 try session.set(espeakVOLUME, input.volume)
                 try session.set(espeakPITCH, 50)
                 try session.set(espeakRANGE, 50)
-                let finished = try session.synthesize(input.text, flags: flags | Int32(espeakENDPAUSE), context: context)
+                let finished = try session.synthesize(
+                    input.text, flags: flags | Int32(espeakENDPAUSE), context: context)
                 if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
                 if input.switchesVoice { session.invalidateVoice() }
                 if finished { context.flush() }

@@ -50,7 +50,8 @@ struct EspeakInput: Sendable, Hashable {
         var phonemes: [String?] = []
         for (index, span) in spans.enumerated() {
             // A language inherited from the utterance is the utterance's field, not the span's.
-            let languageField = utterance.spans[index].attributes.language == nil ? "language" : "spans[\(index)].language"
+            let languageField =
+                utterance.spans[index].attributes.language == nil ? "language" : "spans[\(index)].language"
             do {
                 voices.append(try resolver.voice(for: span.attributes.language))
             } catch {

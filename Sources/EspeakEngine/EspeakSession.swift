@@ -15,7 +15,9 @@ private func espeakSynthCallback(
     if context.isCancelled { return 1 }
     var event = events
     while event.pointee.type != espeakEVENT_LIST_TERMINATED {
-        if event.pointee.type == espeakEVENT_MARK, let name = event.pointee.id.name, let index = Int(String(cString: name)) {
+        if event.pointee.type == espeakEVENT_MARK, let name = event.pointee.id.name,
+            let index = Int(String(cString: name))
+        {
             let position = Int(event.pointee.audio_position)
             context.marks.withLock { $0[index] = position }
         }
@@ -88,7 +90,8 @@ final class EspeakSession {
 
     /// Sets a synthesis parameter to an absolute value.
     func set(_ parameter: espeak_PARAMETER, _ value: Int) throws(EspeakError) {
-        try EspeakError.check(espeak_ng_SetParameter(parameter, CInt(value), 0), "set parameter \(parameter.rawValue) to \(value)")
+        try EspeakError.check(
+            espeak_ng_SetParameter(parameter, CInt(value), 0), "set parameter \(parameter.rawValue) to \(value)")
     }
 
     /// Synthesises `text` (UTF-8, with `flags`), feeding `context`'s stream from the callback.

@@ -65,7 +65,8 @@ public enum IPATranscriber {
                 let hex = String(scalar.value, radix: 16, uppercase: true)
                 throw .unsupported(
                     field: "ipa",
-                    "unsupported IPA symbol '\(scalar)' (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex)) in '\(ipa)'")
+                    "unsupported IPA symbol '\(scalar)' (U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex)) in '\(ipa)'"
+                )
             }
         }
         let words = output.split(separator: " ")

@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 import Synchronization
 
@@ -82,7 +81,9 @@ public struct SpeakHTTPClient: Sendable {
     }
 
     /// Sends a JSON body (encoded with `WireFormat`).
-    public func send(_ method: String, _ path: String, json: some Encodable, headers: [(String, String)] = []) async throws -> SpeakHTTPResponse {
+    public func send(_ method: String, _ path: String, json: some Encodable, headers: [(String, String)] = [])
+        async throws -> SpeakHTTPResponse
+    {
         let body = Array(try WireFormat.encoder().encode(json))
         return try await send(method, path, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
@@ -246,7 +247,9 @@ private final class SocketConnection: Sendable {
     func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent < 0 {
                 if errno == EINTR { continue }
                 throw SpeakClientError("send: \(String(cString: strerror(errno)))")
@@ -262,7 +265,9 @@ private final class SocketConnection: Sendable {
             let received = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, count, 0) }
             if received < 0 {
                 if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { throw SpeakClientError("timed out waiting for the daemon") }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    throw SpeakClientError("timed out waiting for the daemon")
+                }
                 throw SpeakClientError("recv: \(String(cString: strerror(errno)))")
             }
             return Array(buffer[..<received])
@@ -319,10 +324,11 @@ private struct ResponseReader {
             let header = try line()
             if header.isEmpty { break }
             guard let colon = header.firstIndex(of: ":") else { continue }
-            headers.append((
-                header[..<colon].lowercased(),
-                header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            ))
+            headers.append(
+                (
+                    header[..<colon].lowercased(),
+                    header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                ))
         }
         let response = SpeakHTTPResponse(status: status, headers: headers, body: [])
         head = response

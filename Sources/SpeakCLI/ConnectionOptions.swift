@@ -4,10 +4,15 @@ import SpeakAPI
 
 /// How the CLI finds the daemon.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The daemon's Unix socket (default: $SPEAKD_SOCKET, then $XDG_RUNTIME_DIR/speakd/speakd.sock, then /run/speakd/speakd.sock).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The daemon's Unix socket (default: $SPEAKD_SOCKET, then $XDG_RUNTIME_DIR/speakd/speakd.sock, then /run/speakd/speakd.sock).",
+            valueName: "path"))
     var socket: String?
 
-    @Option(help: ArgumentHelp("The daemon's TCP address instead of its socket (default: $SPEAKD_HTTP).", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "The daemon's TCP address instead of its socket (default: $SPEAKD_HTTP).", valueName: "host:port"))
     var http: String?
 
     func validate() throws {
@@ -28,7 +33,9 @@ struct ConnectionOptions: ParsableArguments {
         if let socket { return [.unixSocket(path: socket)] }
         if let http { return [try Self.tcpEndpoint(http, flag: "--http")] }
         if let socket = environment["SPEAKD_SOCKET"], !socket.isEmpty { return [.unixSocket(path: socket)] }
-        if let http = environment["SPEAKD_HTTP"], !http.isEmpty { return [try Self.tcpEndpoint(http, flag: "SPEAKD_HTTP")] }
+        if let http = environment["SPEAKD_HTTP"], !http.isEmpty {
+            return [try Self.tcpEndpoint(http, flag: "SPEAKD_HTTP")]
+        }
         var defaults: [SpeakEndpoint] = []
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             defaults.append(.unixSocket(path: runtime + "/speakd/speakd.sock"))

@@ -28,13 +28,17 @@ extension Speak {
         @Flag(help: "Wait until it finished; print its finished event; exit 1 unless it was spoken to the end.")
         var wait = false
 
-        @Option(help: ArgumentHelp("Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
+        @Option(
+            help: ArgumentHelp(
+                "Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
         var expiresAfter: Double?
 
         @Option(help: ArgumentHelp("Write the speech to a WAV file instead of playing it.", valueName: "file.wav"))
         var output: String?
 
-        @Option(help: ArgumentHelp("Read an utterance in the wire format (JSON) from FILE, or - for standard input.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp(
+                "Read an utterance in the wire format (JSON) from FILE, or - for standard input.", valueName: "file"))
         var json: String?
 
         @Flag(help: "TEXT is SSML (speak, voice, prosody, say-as characters, break, s, p).")
@@ -43,7 +47,10 @@ extension Speak {
         @Flag(help: "Speak in-process even when a daemon is running.")
         var local = false
 
-        @Option(help: ArgumentHelp("In-process audio: auto, pulse, alsa[:DEVICE], wav:PATH or null (default: $SPEAKD_AUDIO or auto).", valueName: "sink"))
+        @Option(
+            help: ArgumentHelp(
+                "In-process audio: auto, pulse, alsa[:DEVICE], wav:PATH or null (default: $SPEAKD_AUDIO or auto).",
+                valueName: "sink"))
         var audio: String?
 
         @OptionGroup var connection: ConnectionOptions
@@ -125,7 +132,8 @@ extension Speak {
                 }
                 utterance.defaults = defaults.inheriting(from: utterance.defaults)
             } else {
-                let source = text.isEmpty
+                let source =
+                    text.isEmpty
                     ? String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)
                     : text.joined(separator: " ")
                 guard !source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {

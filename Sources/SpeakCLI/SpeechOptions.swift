@@ -37,7 +37,8 @@ struct SpeechOptions: ParsableArguments {
             try attributes.validate()
         } catch {
             let flag = error.field.map { "--\($0)" } ?? "option"
-            let value = [("pitch", pitch), ("rate", rate), ("volume", volume)]
+            let value =
+                [("pitch", pitch), ("rate", rate), ("volume", volume)]
                 .first { "--\($0.0)" == flag }?.1.map { " \(Self.format($0))" } ?? ""
             throw ValidationError("\(flag)\(value): \(error.message)")
         }

@@ -38,7 +38,9 @@ extension Speak {
                     throw SpeakFailure.invalidInput("--lang \(language): \(error.message)")
                 }
                 let variant = resolution.voice.variant.map { " +\($0)" } ?? ""
-                print("\(language) → \(resolution.voice.identifier)\(variant) (\(resolution.voice.name)), matched \(resolution.matchedTag) by \(resolution.source.rawValue)")
+                print(
+                    "\(language) → \(resolution.voice.identifier)\(variant) (\(resolution.voice.name)), matched \(resolution.matchedTag) by \(resolution.source.rawValue)"
+                )
                 return
             }
             for voice in catalog.servedVoices {

@@ -42,7 +42,9 @@ public enum ConfigurationLoader {
     ) throws(ConfigurationError) -> DaemonConfiguration {
         var values: [String: Sourced] = [:]
         let explicitPath = configPath ?? environment["SPEAKD_CONFIG"]
-        if let path = explicitPath ?? (FileManager.default.fileExists(atPath: defaultConfigPath) ? defaultConfigPath : nil) {
+        if let path = explicitPath
+            ?? (FileManager.default.fileExists(atPath: defaultConfigPath) ? defaultConfigPath : nil)
+        {
             let contents: String
             do {
                 contents = try String(contentsOfFile: path, encoding: .utf8)
@@ -85,7 +87,9 @@ public enum ConfigurationLoader {
         return values
     }
 
-    private static func resolve(_ values: [String: Sourced], environment: [String: String]) throws(ConfigurationError) -> DaemonConfiguration {
+    private static func resolve(_ values: [String: Sourced], environment: [String: String]) throws(ConfigurationError)
+        -> DaemonConfiguration
+    {
         var configuration = DaemonConfiguration.defaults(environment: environment)
         if let socket = values["socket"] {
             configuration.socketPath = try disabled(socket) ? nil : path(socket)
@@ -111,12 +115,15 @@ public enum ConfigurationLoader {
         if let language = values["fallback-language"] {
             configuration.fallbackLanguage = disabled(language) ? nil : try languageTag(language)
         }
-        if let value = values["max-body-bytes"] { configuration.maxBodyBytes = try integer(value, in: 256...(64 << 20)) }
+        if let value = values["max-body-bytes"] {
+            configuration.maxBodyBytes = try integer(value, in: 256...(64 << 20))
+        }
         if let value = values["max-text-length"] { configuration.maxTextLength = try integer(value, in: 1...1_000_000) }
         if let value = values["max-spans"] { configuration.maxSpans = try integer(value, in: 1...100_000) }
         if let value = values["heartbeat"] {
             guard let seconds = Double(value.value), seconds.isFinite, (0.01...3_600).contains(seconds) else {
-                throw .invalid(origin: value.origin, value: value.value, reason: "expected seconds between 0.01 and 3600")
+                throw .invalid(
+                    origin: value.origin, value: value.value, reason: "expected seconds between 0.01 and 3600")
             }
             configuration.heartbeatSeconds = seconds
         }
@@ -154,7 +161,9 @@ public enum ConfigurationLoader {
 
     private static func integer(_ value: Sourced, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let number = Int(value.value), range.contains(number) else {
-            throw .invalid(origin: value.origin, value: value.value, reason: "expected a whole number \(range.lowerBound)–\(range.upperBound)")
+            throw .invalid(
+                origin: value.origin, value: value.value,
+                reason: "expected a whole number \(range.lowerBound)–\(range.upperBound)")
         }
         return number
     }
@@ -172,7 +181,8 @@ public enum ConfigurationLoader {
         guard let url = URL(string: value.value), let scheme = url.scheme, ["http", "https"].contains(scheme),
             url.host != nil, url.path.isEmpty || url.path == "/"
         else {
-            throw .invalid(origin: value.origin, value: value.value, reason: "expected an origin such as http://kiosk.local:8080")
+            throw .invalid(
+                origin: value.origin, value: value.value, reason: "expected an origin such as http://kiosk.local:8080")
         }
         return value.value.hasSuffix("/") ? String(value.value.dropLast()) : value.value
     }
@@ -204,7 +214,9 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
     }
 
     static func unknownKey(_ key: String, origin: String) -> ConfigurationError {
-        ConfigurationError(.unknownKey, "\(origin): unknown setting '\(key)' (known: \(ConfigurationLoader.keys.joined(separator: ", ")))")
+        ConfigurationError(
+            .unknownKey,
+            "\(origin): unknown setting '\(key)' (known: \(ConfigurationLoader.keys.joined(separator: ", ")))")
     }
 
     static func malformedLine(origin: String, line: String) -> ConfigurationError {

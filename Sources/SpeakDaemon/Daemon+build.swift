@@ -92,7 +92,9 @@ public func buildDaemon(
         health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio),
         settings: configuration.serverSettings, logger: logger)
     let responder = server.buildRouter().buildResponder()
-    let listeners = configuration.listenAddresses.map { SpeakListener(address: $0, responder: responder, logger: logger) }
+    let listeners = configuration.listenAddresses.map {
+        SpeakListener(address: $0, responder: responder, logger: logger)
+    }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await queue.shutdown()
@@ -107,7 +109,8 @@ public func buildDaemon(
                 serviceName: "metrics"),
             .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
             .init(
-                service: SystemdReadiness(front: front, notifier: SystemdNotifier(environment: environment), logger: logger),
+                service: SystemdReadiness(
+                    front: front, notifier: SystemdNotifier(environment: environment), logger: logger),
                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "systemd"),
         ],
         gracefulShutdownSignals: gracefulShutdownSignals,
@@ -135,7 +138,9 @@ private func makeEngine(
         voices = VoicesDirectory.discover(environment: environment)
     }
     let defaultLanguage = try LanguageTag(configuration.defaultLanguage)
-    let fallback = try configuration.fallbackLanguage.map { language throws(SpeechInputError) in try LanguageTag(language) }
+    let fallback = try configuration.fallbackLanguage.map { language throws(SpeechInputError) in
+        try LanguageTag(language)
+    }
     let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init)
     do {
         return try await EspeakEngine(

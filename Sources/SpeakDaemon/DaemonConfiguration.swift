@@ -38,7 +38,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var logLevel: Logger.Level
 
     /// The built-in defaults; `environment` decides the default socket path.
-    public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfiguration {
+    public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> DaemonConfiguration
+    {
         DaemonConfiguration(
             socketPath: defaultSocketPath(environment: environment),
             http: .tcp(host: "127.0.0.1", port: 7770),

@@ -21,49 +21,83 @@ public struct SpeakdCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Config file of 'key = value' lines.", valueName: "file"))
     var config: String?
 
-    @Option(help: ArgumentHelp("Unix socket path, or 'none'. (default: $RUNTIME_DIRECTORY/speakd.sock, else /run/speakd/speakd.sock for root, else $XDG_RUNTIME_DIR/speakd/speakd.sock)", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Unix socket path, or 'none'. (default: $RUNTIME_DIRECTORY/speakd.sock, else /run/speakd/speakd.sock for root, else $XDG_RUNTIME_DIR/speakd/speakd.sock)",
+            valueName: "path"))
     var socket: String?
 
     @Option(help: ArgumentHelp("TCP listener HOST:PORT, or 'none'. (default: 127.0.0.1:7770)", valueName: "host:port"))
     var http: String?
 
-    @Option(help: ArgumentHelp("Audio sink: auto, pulse, alsa[:DEVICE], wav:PATH or null. (default: auto)", valueName: "sink"))
+    @Option(
+        help: ArgumentHelp(
+            "Audio sink: auto, pulse, alsa[:DEVICE], wav:PATH or null. (default: auto)", valueName: "sink"))
     var audio: String?
 
-    @Option(help: ArgumentHelp("Voices directory with 'overrides' and 'variants/'. (default: the built-in overrides)", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Voices directory with 'overrides' and 'variants/'. (default: the built-in overrides)", valueName: "dir"))
     var voices: String?
 
-    @Option(name: .customLong("max-queue"), help: ArgumentHelp("Most announcements that may wait. (default: 32)", valueName: "n"))
+    @Option(
+        name: .customLong("max-queue"),
+        help: ArgumentHelp("Most announcements that may wait. (default: 32)", valueName: "n"))
     var maxQueue: String?
 
-    @Option(name: .customLong("cors-origin"), help: ArgumentHelp("Browser origin allowed to call the API, e.g. http://localhost:8080. (default: none)", valueName: "origin"))
+    @Option(
+        name: .customLong("cors-origin"),
+        help: ArgumentHelp(
+            "Browser origin allowed to call the API, e.g. http://localhost:8080. (default: none)", valueName: "origin"))
     var corsOrigin: String?
 
-    @Option(name: .customLong("default-language"), help: ArgumentHelp("BCP 47 language of utterances that name none. (default: en)", valueName: "tag"))
+    @Option(
+        name: .customLong("default-language"),
+        help: ArgumentHelp("BCP 47 language of utterances that name none. (default: en)", valueName: "tag"))
     var defaultLanguage: String?
 
-    @Option(name: .customLong("fallback-language"), help: ArgumentHelp("BCP 47 language used when a requested one has no voice. (default: none, an error)", valueName: "tag"))
+    @Option(
+        name: .customLong("fallback-language"),
+        help: ArgumentHelp(
+            "BCP 47 language used when a requested one has no voice. (default: none, an error)", valueName: "tag"))
     var fallbackLanguage: String?
 
-    @Option(name: .customLong("max-body-bytes"), help: ArgumentHelp("Largest request body. (default: 65536)", valueName: "bytes"))
+    @Option(
+        name: .customLong("max-body-bytes"),
+        help: ArgumentHelp("Largest request body. (default: 65536)", valueName: "bytes"))
     var maxBodyBytes: String?
 
-    @Option(name: .customLong("max-text-length"), help: ArgumentHelp("Longest text of one utterance, in characters. (default: 5000)", valueName: "characters"))
+    @Option(
+        name: .customLong("max-text-length"),
+        help: ArgumentHelp("Longest text of one utterance, in characters. (default: 5000)", valueName: "characters"))
     var maxTextLength: String?
 
-    @Option(name: .customLong("max-spans"), help: ArgumentHelp("Most spans in one utterance. (default: 100)", valueName: "n"))
+    @Option(
+        name: .customLong("max-spans"),
+        help: ArgumentHelp("Most spans in one utterance. (default: 100)", valueName: "n"))
     var maxSpans: String?
 
-    @Option(help: ArgumentHelp("Seconds between heartbeat comments on idle event streams. (default: 15)", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds between heartbeat comments on idle event streams. (default: 15)", valueName: "seconds"))
     var heartbeat: String?
 
-    @Option(name: .customLong("lead-in"), help: ArgumentHelp("Seconds of silence before each announcement, for sound hardware that wakes up late. (default: 0)", valueName: "seconds"))
+    @Option(
+        name: .customLong("lead-in"),
+        help: ArgumentHelp(
+            "Seconds of silence before each announcement, for sound hardware that wakes up late. (default: 0)",
+            valueName: "seconds"))
     var leadIn: String?
 
-    @Option(name: .customLong("event-history"), help: ArgumentHelp("Past events kept for Last-Event-ID resume. (default: 256)", valueName: "n"))
+    @Option(
+        name: .customLong("event-history"),
+        help: ArgumentHelp("Past events kept for Last-Event-ID resume. (default: 256)", valueName: "n"))
     var eventHistory: String?
 
-    @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. (default: info)", valueName: "level"))
+    @Option(
+        name: .customLong("log-level"),
+        help: ArgumentHelp(
+            "trace, debug, info, notice, warning, error or critical. (default: info)", valueName: "level"))
     var logLevel: String?
 
     /// Required by ArgumentParser; the options are filled in by parsing.

@@ -60,10 +60,12 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
             return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
         }
         if error.isInvalidValue {
-            return APIError(status: .unprocessableContent, code: "invalidValue", message: error.message, field: error.field)
+            return APIError(
+                status: .unprocessableContent, code: "invalidValue", message: error.message, field: error.field)
         }
         if error.isUnknownAnnouncement {
-            return APIError(status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
+            return APIError(
+                status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
         }
         return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
     }

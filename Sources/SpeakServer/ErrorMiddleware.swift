@@ -8,7 +8,9 @@ import SpeakAPI
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: SpeakMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let response: Response
         do {
             response = try await next(request, context)

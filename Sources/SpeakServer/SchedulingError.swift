@@ -26,7 +26,8 @@ public struct SchedulingError: Error, Sendable, Hashable, CustomStringConvertibl
 
     /// The queue is full and holds nothing of strictly lower priority to displace.
     public static func queueFull(capacity: Int) -> SchedulingError {
-        SchedulingError(.queueFull, "the queue is full (\(capacity) waiting) and nothing of lower priority can be displaced")
+        SchedulingError(
+            .queueFull, "the queue is full (\(capacity) waiting) and nothing of lower priority can be displaced")
     }
 
     /// The service is shutting down and accepts nothing new.

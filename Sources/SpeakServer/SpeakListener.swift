@@ -82,7 +82,9 @@ public final class SpeakListener: Service, Sendable {
             bound = .tcp(host: host, port: port)
         }
         if case .unixSocket(let path) = address, chmod(path, 0o660) != 0 {
-            logger.error("could not set the socket's mode to 0660", metadata: ["speakd.socket": "\(path)", "speakd.errno": "\(errno)"])
+            logger.error(
+                "could not set the socket's mode to 0660",
+                metadata: ["speakd.socket": "\(path)", "speakd.errno": "\(errno)"])
         }
         let waiters = state.withLock { state in
             state.channel = channel

@@ -75,9 +75,13 @@ public final class SpeakMetrics: Sendable {
         var page = ExpositionWriter()
         page.family("speakd_announcements_accepted_total", "counter", "Announcements accepted by the queue.")
         for priority in AnnouncementPriority.allCases {
-            page.sample("speakd_announcements_accepted_total", ["priority": priority.rawValue], counters.accepted[priority] ?? 0)
+            page.sample(
+                "speakd_announcements_accepted_total", ["priority": priority.rawValue], counters.accepted[priority] ?? 0
+            )
         }
-        page.family("speakd_announcements_refused_total", "counter", "Announcements refused before they were queued, by reason.")
+        page.family(
+            "speakd_announcements_refused_total", "counter", "Announcements refused before they were queued, by reason."
+        )
         for reason in ["queue_full", "shutting_down", "audio_unavailable", "invalid", "too_large"] {
             page.sample("speakd_announcements_refused_total", ["reason": reason], counters.refused[reason] ?? 0)
         }
@@ -86,8 +90,10 @@ public final class SpeakMetrics: Sendable {
         page.family("speakd_announcements_finished_total", "counter", "Finished announcements by reason and success.")
         for reason in FinishReason.allCases {
             let tally = counters.finished[reason] ?? (0, 0)
-            page.sample("speakd_announcements_finished_total", ["reason": reason.rawValue, "success": "true"], tally.success)
-            page.sample("speakd_announcements_finished_total", ["reason": reason.rawValue, "success": "false"], tally.failure)
+            page.sample(
+                "speakd_announcements_finished_total", ["reason": reason.rawValue, "success": "true"], tally.success)
+            page.sample(
+                "speakd_announcements_finished_total", ["reason": reason.rawValue, "success": "false"], tally.failure)
         }
         page.family("speakd_speech_renders_total", "counter", "Utterances rendered to WAV by POST /v1/speech.")
         page.sample("speakd_speech_renders_total", [:], counters.renders)

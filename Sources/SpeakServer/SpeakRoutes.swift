@@ -31,7 +31,8 @@ struct SpeakRoutes: Sendable {
         do {
             accepted = try await scheduler.accept(body)
         } catch {
-            server.metrics.countRefused(error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
+            server.metrics.countRefused(
+                error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
             throw APIError.scheduling(error)
         }
         server.metrics.countAccepted(body.priority)
@@ -101,7 +102,8 @@ struct SpeakRoutes: Sendable {
                     group.addTask {
                         for await sequenced in events {
                             do {
-                                continuation.yield(try ServerSentEvent(sequenced.event, sequence: sequenced.sequence).encoded)
+                                continuation.yield(
+                                    try ServerSentEvent(sequenced.event, sequence: sequenced.sequence).encoded)
                             } catch {
                                 logger.error("event could not be encoded", metadata: ["speakd.error": "\(error)"])
                             }
@@ -206,7 +208,8 @@ struct SpeakRoutes: Sendable {
         let length = decoded.utterance.text.count
         if length > settings.maxTextLength {
             let field = decoded.utterance.spans.count == 1 ? "text" : "spans"
-            throw APIError.tooLarge("the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
+            throw APIError.tooLarge(
+                "the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
         }
         return decoded
     }

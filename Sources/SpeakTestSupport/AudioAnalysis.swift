@@ -58,7 +58,8 @@ public struct AudioAnalysis: Sendable {
 
     /// The samples between two times, in seconds.
     public func slice(from start: Double, to end: Double) -> AudioAnalysis {
-        AudioAnalysis(samples: Array(samples[index(at: start)..<max(index(at: start), index(at: end))]), sampleRate: sampleRate)
+        AudioAnalysis(
+            samples: Array(samples[index(at: start)..<max(index(at: start), index(at: end))]), sampleRate: sampleRate)
     }
 
     /// Root mean square level relative to full scale (0 silence, 1 a full-scale square wave).
@@ -129,7 +130,9 @@ public struct AudioAnalysis: Sendable {
                     let offset = denominator != 0 ? 0.5 * (a - c) / denominator : 0
                     let period = Double(tau) + Double(max(-1, min(1, offset)))
                     frames.append(
-                        PitchFrame(time: (Double(start) + Double(window) / 2) / Double(sampleRate), f0: Double(sampleRate) / period))
+                        PitchFrame(
+                            time: (Double(start) + Double(window) / 2) / Double(sampleRate),
+                            f0: Double(sampleRate) / period))
                 }
             }
         }
@@ -152,7 +155,9 @@ public struct AudioAnalysis: Sendable {
     ///   - minimumSilence: the shortest quiet stretch that separates two segments, in seconds.
     ///   - silenceLevel: RMS (relative to full scale) of a 10 ms frame below which it counts as silent.
     ///   - minimumSound: segments shorter than this (clicks) are dropped, in seconds.
-    public func soundingSegments(minimumSilence: Double = 0.2, silenceLevel: Double = 0.01, minimumSound: Double = 0.02) -> [Segment] {
+    public func soundingSegments(minimumSilence: Double = 0.2, silenceLevel: Double = 0.01, minimumSound: Double = 0.02)
+        -> [Segment]
+    {
         let frame = max(1, sampleRate / 100)
         let frameSeconds = Double(frame) / Double(sampleRate)
         var segments: [Segment] = []
@@ -162,8 +167,11 @@ public struct AudioAnalysis: Sendable {
         while index < samples.count {
             let end = min(samples.count, index + frame)
             if Self.rms(samples[index..<end]) >= silenceLevel {
-                if let start = soundStart, index > lastSound, Double(index - lastSound) / Double(sampleRate) >= minimumSilence {
-                    segments.append(Segment(start: Double(start) / Double(sampleRate), end: Double(lastSound) / Double(sampleRate)))
+                if let start = soundStart, index > lastSound,
+                    Double(index - lastSound) / Double(sampleRate) >= minimumSilence
+                {
+                    segments.append(
+                        Segment(start: Double(start) / Double(sampleRate), end: Double(lastSound) / Double(sampleRate)))
                     soundStart = index
                 } else if soundStart == nil {
                     soundStart = index
@@ -173,7 +181,8 @@ public struct AudioAnalysis: Sendable {
             index = end
         }
         if let start = soundStart {
-            segments.append(Segment(start: Double(start) / Double(sampleRate), end: Double(lastSound) / Double(sampleRate)))
+            segments.append(
+                Segment(start: Double(start) / Double(sampleRate), end: Double(lastSound) / Double(sampleRate)))
         }
         return segments.filter { $0.duration >= max(minimumSound, frameSeconds) }
     }

@@ -86,7 +86,8 @@ public final class RunningProduct: Sendable {
             throw BuiltProduct.Failure(
                 description: "\(child.executable) did not exit within \(timeout); stderr: \(standardErrorSoFar)")
         }
-        return BuiltProduct.Result(status: status, standardOutput: standardOutputSoFar, standardError: standardErrorSoFar)
+        return BuiltProduct.Result(
+            status: status, standardOutput: standardOutputSoFar, standardError: standardErrorSoFar)
     }
 
     private func read(_ name: String) -> String {

@@ -47,7 +47,8 @@ public final class EventStreamRecorder: Sendable {
                         if let id = message.id { resumeAfter = id }
                         guard let event = try? message.announcementEvent() else { continue }
                         storage.state.withLock {
-                            $0.received.append(Received(sequence: message.id.flatMap(UInt64.init), event: event, receivedAt: now))
+                            $0.received.append(
+                                Received(sequence: message.id.flatMap(UInt64.init), event: event, receivedAt: now))
                         }
                     }
                 } catch {
@@ -126,7 +127,9 @@ public final class EventStreamRecorder: Sendable {
     }
 
     /// Waits until `id` has an event of `type`; returns it with its arrival time.
-    public func waitFor(_ type: AnnouncementEvent.Kind, of id: String, timeout: Duration = .seconds(30)) async -> Received? {
+    public func waitFor(_ type: AnnouncementEvent.Kind, of id: String, timeout: Duration = .seconds(30)) async
+        -> Received?
+    {
         _ = await wait(timeout: timeout) { events in events.contains { $0.id == id && $0.type == type } }
         return first(type, of: id)
     }

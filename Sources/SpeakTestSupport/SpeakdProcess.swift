@@ -27,10 +27,14 @@ public final class SpeakdProcess: Sendable {
     }
 
     /// A client for the Unix socket.
-    public var unixClient: SpeakHTTPClient { SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(20)) }
+    public var unixClient: SpeakHTTPClient {
+        SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(20))
+    }
 
     /// A client for the TCP listener.
-    public var tcpClient: SpeakHTTPClient { SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: port), timeout: .seconds(20)) }
+    public var tcpClient: SpeakHTTPClient {
+        SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: port), timeout: .seconds(20))
+    }
 
     /// Everything the daemon has logged so far.
     public var log: String {
@@ -125,7 +129,8 @@ public final class SpeakdProcess: Sendable {
                     if response.status == 200 {
                         healthy += 1
                     } else {
-                        lastProblem = "\(client.endpoint) answered \(response.status): \(String(decoding: response.body, as: UTF8.self))"
+                        lastProblem =
+                            "\(client.endpoint) answered \(response.status): \(String(decoding: response.body, as: UTF8.self))"
                     }
                 } catch {
                     lastProblem = "\(client.endpoint): \(error)"
@@ -141,7 +146,9 @@ public final class SpeakdProcess: Sendable {
     /// - Returns: the exit status (128 + signal when a signal ended it) and how long it took;
     ///   nil status when it had not exited within `timeout` (it is then killed).
     @discardableResult
-    public func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(10)) async -> (status: Int32?, took: Duration) {
+    public func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(10)) async -> (
+        status: Int32?, took: Duration
+    ) {
         let sent = ContinuousClock.now
         process.send(signal)
         let status = await process.wait(timeout: timeout)
@@ -181,7 +188,9 @@ public final class SpeakdProcess: Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw Failure(description: "bind(): \(String(cString: strerror(errno)))") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)

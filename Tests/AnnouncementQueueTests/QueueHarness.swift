@@ -6,8 +6,12 @@ import Synchronization
 final class EventRecorder: Sendable {
     private struct State {
         var events: [SequencedAnnouncementEvent] = []
-        var waiters: [(predicate: @Sendable ([SequencedAnnouncementEvent]) -> Bool, continuation: CheckedContinuation<Void, Never>)] =
-            []
+        var waiters:
+            [(
+                predicate: @Sendable ([SequencedAnnouncementEvent]) -> Bool,
+                continuation: CheckedContinuation<Void, Never>
+            )] =
+                []
         var ended = false
     }
 

@@ -33,7 +33,8 @@ import Testing
     }
 
     @Test func segmentsAndDurations() throws {
-        let samples = Self.silence(0.2) + Self.tone(120, seconds: 0.5) + Self.silence(0.6) + Self.tone(150, seconds: 0.3)
+        let samples =
+            Self.silence(0.2) + Self.tone(120, seconds: 0.5) + Self.silence(0.6) + Self.tone(150, seconds: 0.3)
             + Self.silence(0.1) + Self.tone(150, seconds: 0.2) + Self.silence(0.3)
         let audio = AudioAnalysis(samples: samples, sampleRate: Self.rate)
         #expect(abs(audio.duration - 2.2) < 0.001)

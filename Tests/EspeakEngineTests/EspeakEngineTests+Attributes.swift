@@ -10,8 +10,10 @@ extension EspeakEngineTests {
 
     @Test func punctuationTrueFalseAndAbsent() async throws {
         let engine = try await Engines.engine()
-        let spoken = try await engine.renderAll(Utterance(Self.punctuated, defaults: SpeechAttributes(punctuation: true)))
-        let silent = try await engine.renderAll(Utterance(Self.punctuated, defaults: SpeechAttributes(punctuation: false)))
+        let spoken = try await engine.renderAll(
+            Utterance(Self.punctuated, defaults: SpeechAttributes(punctuation: true)))
+        let silent = try await engine.renderAll(
+            Utterance(Self.punctuated, defaults: SpeechAttributes(punctuation: false)))
         let absent = try await engine.renderAll(Utterance(Self.punctuated))
         // Six marks, each spoken as a word ("comma", "semicolon", …).
         #expect(spoken.audio.soundingDuration() > silent.audio.soundingDuration() + 1.5)
@@ -21,7 +23,8 @@ extension EspeakEngineTests {
         let speaking = try await Engines.engine { $0.speaksPunctuation = true }
         let absentSpoken = try await speaking.renderAll(Utterance(Self.punctuated))
         #expect(abs(absentSpoken.audio.soundingDuration() - spoken.audio.soundingDuration()) < 0.05)
-        let explicitlySilent = try await speaking.renderAll(Utterance(Self.punctuated, defaults: SpeechAttributes(punctuation: false)))
+        let explicitlySilent = try await speaking.renderAll(
+            Utterance(Self.punctuated, defaults: SpeechAttributes(punctuation: false)))
         #expect(abs(explicitlySilent.audio.soundingDuration() - silent.audio.soundingDuration()) < 0.05)
     }
 
@@ -30,8 +33,11 @@ extension EspeakEngineTests {
         let spans = ["Gate two, ", "platform four, ", "exit three, please"]
         let none = try await engine.renderAll(Utterance(spans: spans.map { Span($0) }))
         let middle = try await engine.renderAll(
-            Utterance(spans: [Span(spans[0]), Span(spans[1], attributes: SpeechAttributes(punctuation: true)), Span(spans[2])]))
-        let all = try await engine.renderAll(Utterance(spans: spans.map { Span($0) }, defaults: SpeechAttributes(punctuation: true)))
+            Utterance(spans: [
+                Span(spans[0]), Span(spans[1], attributes: SpeechAttributes(punctuation: true)), Span(spans[2]),
+            ]))
+        let all = try await engine.renderAll(
+            Utterance(spans: spans.map { Span($0) }, defaults: SpeechAttributes(punctuation: true)))
         // One "comma" more than none, one fewer than all.
         let durations = [none, middle, all].map { $0.audio.soundingDuration() }
         #expect(durations[1] > durations[0] + 0.1, "\(durations)")
@@ -43,10 +49,14 @@ extension EspeakEngineTests {
         let spelled = try await engine.renderAll(Utterance("07402", defaults: SpeechAttributes(spellOut: true)))
         let digits = try await engine.renderAll(Utterance("zero, seven, four, zero, two"))
         let number = try await engine.renderAll(Utterance("74,021"))
-        #expect(try engine.espeakInput(for: Utterance("07402", defaults: SpeechAttributes(spellOut: true))).text.contains("interpret-as=\"characters\""))
+        #expect(
+            try engine.espeakInput(for: Utterance("07402", defaults: SpeechAttributes(spellOut: true))).text.contains(
+                "interpret-as=\"characters\""))
         // Five digit names take as long as saying them, not as long as the number.
         let ratio = spelled.audio.soundingDuration() / digits.audio.soundingDuration()
-        #expect(ratio > 0.75 && ratio < 1.25, "spelled/digits ×\(ratio): \(spelled.audio.soundingDuration()) s, \(digits.audio.soundingDuration()) s")
+        #expect(
+            ratio > 0.75 && ratio < 1.25,
+            "spelled/digits ×\(ratio): \(spelled.audio.soundingDuration()) s, \(digits.audio.soundingDuration()) s")
         #expect(spelled.audio.soundingDuration() > 0.5 * number.audio.soundingDuration())
         // Each digit is its own word: at least five sounding parts separated by short gaps.
         #expect(spelled.audio.soundingSegments(minimumSilence: 0.03).count >= 5)
@@ -54,16 +64,24 @@ extension EspeakEngineTests {
 
     @Test func aLanguageSpanUsesThatLanguagesVoice() async throws {
         let engine = try await Engines.engine()
-        let mixed = Utterance(spans: [Span("Next train to "), Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT")))], defaults: SpeechAttributes(language: tag("en-GB")))
+        let mixed = Utterance(
+            spans: [
+                Span("Next train to "),
+                Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT"))),
+            ], defaults: SpeechAttributes(language: tag("en-GB")))
         let voices = try engine.voices(for: mixed)
         #expect(voices.map(\.identifier) == ["gmw/en", "roa/pt"])
         #expect(try engine.espeakInput(for: mixed).text.contains("<voice name=\"roa/pt\">"))
 
-        let english = Utterance(spans: [Span("Next train to "), Span("Lisboa Santa Apolónia")], defaults: SpeechAttributes(language: tag("en-GB")))
+        let english = Utterance(
+            spans: [Span("Next train to "), Span("Lisboa Santa Apolónia")],
+            defaults: SpeechAttributes(language: tag("en-GB")))
         let mixedRendering = try await engine.renderAll(mixed)
         let englishRendering = try await engine.renderAll(english)
-        let portuguese = try await engine.renderAll(Utterance("Lisboa Santa Apolónia", defaults: SpeechAttributes(language: tag("pt-PT"))))
-        let englishAlone = try await engine.renderAll(Utterance("Lisboa Santa Apolónia", defaults: SpeechAttributes(language: tag("en-GB"))))
+        let portuguese = try await engine.renderAll(
+            Utterance("Lisboa Santa Apolónia", defaults: SpeechAttributes(language: tag("pt-PT"))))
+        let englishAlone = try await engine.renderAll(
+            Utterance("Lisboa Santa Apolónia", defaults: SpeechAttributes(language: tag("en-GB"))))
         // The span sounds like the Portuguese rendering of the words, not the English one.
         let spanStart = try #require(mixedRendering.spanStarts[1])
         let span = mixedRendering.audio.slice(from: spanStart, to: mixedRendering.audio.duration).soundingDuration()
@@ -76,7 +94,8 @@ extension EspeakEngineTests {
 
     @Test func pauseAfterASpanIsSilence() async throws {
         let engine = try await Engines.engine()
-        let rendering = try await engine.renderAll(Utterance(spans: [Span("Platform four", pauseAfter: 1.5), Span("thank you.")]))
+        let rendering = try await engine.renderAll(
+            Utterance(spans: [Span("Platform four", pauseAfter: 1.5), Span("thank you.")]))
         #expect(rendering.audio.longestInnerSilence() >= 1.4)
         #expect(rendering.audio.longestInnerSilence() < 2.0)
     }
@@ -92,7 +111,11 @@ extension EspeakEngineTests {
         #expect(slow.audio.soundingDuration() > 1.5 * normal.audio.soundingDuration())
         #expect(quiet.audio.rms < 0.5 * normal.audio.rms)
         // A span's own rate applies to that span only.
-        let spanFast = try await engine.renderAll(Utterance(spans: [Span("The next train "), Span("to the city centre departs from platform four.", attributes: SpeechAttributes(rate: 2))]))
+        let spanFast = try await engine.renderAll(
+            Utterance(spans: [
+                Span("The next train "),
+                Span("to the city centre departs from platform four.", attributes: SpeechAttributes(rate: 2)),
+            ]))
         #expect(spanFast.audio.soundingDuration() < normal.audio.soundingDuration() - 0.5)
         #expect(spanFast.audio.soundingDuration() > fast.audio.soundingDuration())
     }
@@ -107,14 +130,19 @@ extension EspeakEngineTests {
         #expect(varied.audio.soundingDuration() > 1.08 * plain.audio.soundingDuration())
         #expect(try #require(varied.audio.medianF0()) < 0.97 * #require(plain.audio.medianF0()))
         // Spans in another voice keep the variant (`<voice name="roa/pt+speakd-kiosk">`).
-        let mixed = Utterance(spans: [Span("Platform four for "), Span("Lisboa Santa Apolónia e Oriente", attributes: SpeechAttributes(language: tag("pt-PT")))])
+        let mixed = Utterance(spans: [
+            Span("Platform four for "),
+            Span("Lisboa Santa Apolónia e Oriente", attributes: SpeechAttributes(language: tag("pt-PT"))),
+        ])
         #expect(try kiosk.espeakInput(for: mixed).text.contains("<voice name=\"roa/pt+speakd-kiosk\">"))
         let mixedPlain = try await engine.renderAll(mixed)
         let mixedKiosk = try await kiosk.renderAll(mixed)
-        let plainSpan = mixedPlain.audio.slice(from: try #require(mixedPlain.spanStarts[1]), to: mixedPlain.audio.duration)
-        let kioskSpan = mixedKiosk.audio.slice(from: try #require(mixedKiosk.spanStarts[1]), to: mixedKiosk.audio.duration)
+        let plainSpan = mixedPlain.audio.slice(
+            from: try #require(mixedPlain.spanStarts[1]), to: mixedPlain.audio.duration)
+        let kioskSpan = mixedKiosk.audio.slice(
+            from: try #require(mixedKiosk.spanStarts[1]), to: mixedKiosk.audio.duration)
         #expect(kioskSpan.soundingDuration() > 1.08 * plainSpan.soundingDuration())
-                // A resolver may ask for the variant itself.
+        // A resolver may ask for the variant itself.
         let resolved = try await Engines.engine({ _ in }, variant: "speakd-kiosk")
         let viaResolver = try await resolved.renderAll(Utterance(text))
         #expect(abs(viaResolver.audio.soundingDuration() - varied.audio.soundingDuration()) < 0.05)
@@ -123,12 +151,14 @@ extension EspeakEngineTests {
     @Test func ipaIsPronounced() async throws {
         let engine = try await Engines.engine()
         let word = try await engine.renderAll(Utterance("hello"))
-        let ipa = try await engine.renderAll(Utterance(spans: [Span("hello", attributes: SpeechAttributes(ipa: "həˈloʊ"))]))
+        let ipa = try await engine.renderAll(
+            Utterance(spans: [Span("hello", attributes: SpeechAttributes(ipa: "həˈloʊ"))]))
         let ratio = ipa.audio.soundingDuration() / word.audio.soundingDuration()
         #expect(ratio > 0.75 && ratio < 1.33, "IPA/word ×\(ratio)")
         let portuguese = try await engine.renderAll(
             Utterance(spans: [Span("Lisboa", attributes: SpeechAttributes(language: tag("pt-PT"), ipa: "liʒˈboɐ"))]))
-        let portugueseWord = try await engine.renderAll(Utterance("Lisboa", defaults: SpeechAttributes(language: tag("pt-PT"))))
+        let portugueseWord = try await engine.renderAll(
+            Utterance("Lisboa", defaults: SpeechAttributes(language: tag("pt-PT"))))
         let portugueseRatio = portuguese.audio.soundingDuration() / portugueseWord.audio.soundingDuration()
         #expect(portugueseRatio > 0.75 && portugueseRatio < 1.33, "IPA/word ×\(portugueseRatio)")
     }
@@ -140,12 +170,19 @@ extension EspeakEngineTests {
         let english = Utterance("The next train departs from platform four.")
         let before = try await engine.renderAll(english)
         // Ends inside a Portuguese span.
-        let mixed = Utterance(spans: [Span("Next train to "), Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT")))])
+        let mixed = Utterance(spans: [
+            Span("Next train to "), Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT"))),
+        ])
         _ = try await engine.renderAll(mixed)
         let afterSwitch = try await engine.renderAll(english)
         #expect(abs(afterSwitch.audio.soundingDuration() - before.audio.soundingDuration()) < 0.05)
         // Aborted while the Portuguese voice speaks.
-        let long = Utterance(spans: [Span("Next. "), Span(String(repeating: "Lisboa Santa Apolónia. ", count: 60), attributes: SpeechAttributes(language: tag("pt-PT")))])
+        let long = Utterance(spans: [
+            Span("Next. "),
+            Span(
+                String(repeating: "Lisboa Santa Apolónia. ", count: 60),
+                attributes: SpeechAttributes(language: tag("pt-PT"))),
+        ])
         let consumer = Task {
             var received = 0
             for try await chunk in engine.render(long) {
@@ -164,7 +201,9 @@ extension EspeakEngineTests {
     @Test func punctuationDoesNotOutliveAnAbortedUtterance() async throws {
         let engine = try await Engines.engine()
         let before = try await engine.renderAll(Utterance(Self.punctuated))
-        let long = Utterance(String(repeating: "Stop, look, listen; then go. ", count: 60), defaults: SpeechAttributes(punctuation: true))
+        let long = Utterance(
+            String(repeating: "Stop, look, listen; then go. ", count: 60), defaults: SpeechAttributes(punctuation: true)
+        )
         let consumer = Task {
             var received = 0
             for try await chunk in engine.render(long) {
@@ -184,7 +223,9 @@ extension EspeakEngineTests {
         let texts = ["The next train to the airport ", "(via Oriente)", " departs from platform four."]
         let plain = try await engine.renderAll(Utterance(spans: texts.map { Span($0) }))
         let spoken = try await engine.renderAll(
-            Utterance(spans: [Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(punctuation: true)), Span(texts[2])]))
+            Utterance(spans: [
+                Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(punctuation: true)), Span(texts[2]),
+            ]))
         func f0(_ rendering: EspeakEngine.Rendering, _ span: Int) throws -> Double {
             let starts = try rendering.spanStarts.map { try #require($0) }
             let end = span + 1 < starts.count ? starts[span + 1] : rendering.audio.duration

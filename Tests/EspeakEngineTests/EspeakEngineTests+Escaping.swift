@@ -9,7 +9,8 @@ extension EspeakEngineTests {
     /// space (espeak-ng gets SSML): user text must be safe both ways.
     static func utterance(_ text: String, markup: Bool, defaults: SpeechAttributes = SpeechAttributes()) -> Utterance {
         guard markup, let space = text.firstIndex(of: " ") else { return Utterance(text, defaults: defaults) }
-        return Utterance(spans: [Span(String(text[...space])), Span(String(text[text.index(after: space)...]))], defaults: defaults)
+        return Utterance(
+            spans: [Span(String(text[...space])), Span(String(text[text.index(after: space)...]))], defaults: defaults)
     }
 
     @Test(arguments: [false, true])
@@ -48,7 +49,8 @@ extension EspeakEngineTests {
         let text = "The next train departs from platform four."
         let injected = try await engine.renderAll(Self.utterance("\u{01}90P \(text)", markup: markup))
         let literal = try await engine.renderAll(Self.utterance(" 90P \(text)", markup: markup))
-        let obeyed = try await engine.renderAll(Self.utterance("90P \(text)", markup: markup, defaults: SpeechAttributes(pitch: 1.5)))
+        let obeyed = try await engine.renderAll(
+            Self.utterance("90P \(text)", markup: markup, defaults: SpeechAttributes(pitch: 1.5)))
         let injectedF0 = try #require(injected.audio.medianF0())
         let literalF0 = try #require(literal.audio.medianF0())
         let obeyedF0 = try #require(obeyed.audio.medianF0())

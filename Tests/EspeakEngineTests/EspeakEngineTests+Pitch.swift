@@ -10,8 +10,11 @@ extension EspeakEngineTests {
         ("pt-PT", "O próximo comboio para Lisboa parte da linha quatro."),
     ]
 
-    private func medianF0(_ engine: EspeakEngine, _ text: String, language: String, pitch: Double?) async throws -> Double {
-        let rendering = try await engine.renderAll(Utterance(text, defaults: SpeechAttributes(pitch: pitch, language: tag(language))))
+    private func medianF0(_ engine: EspeakEngine, _ text: String, language: String, pitch: Double?) async throws
+        -> Double
+    {
+        let rendering = try await engine.renderAll(
+            Utterance(text, defaults: SpeechAttributes(pitch: pitch, language: tag(language))))
         return try #require(rendering.audio.medianF0())
     }
 
@@ -39,7 +42,8 @@ extension EspeakEngineTests {
         let texts = ["The next train to ", "Lisboa Santa Apolonia", " departs from platform four."]
         let plain = try await engine.renderAll(Utterance(spans: texts.map { Span($0) }))
         let raised = try await engine.renderAll(
-            Utterance(spans: [Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(pitch: 1.4)), Span(texts[2])]))
+            Utterance(spans: [Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(pitch: 1.4)), Span(texts[2])])
+        )
         let plainStarts = try plain.spanStarts.map { try #require($0) }
         let raisedStarts = try raised.spanStarts.map { try #require($0) }
         func f0(_ rendering: EspeakEngine.Rendering, _ starts: [Double], _ span: Int) throws -> Double {
@@ -57,7 +61,10 @@ extension EspeakEngineTests {
 
     @Test func spansAcrossSentencesEachKeepTheirPitch() async throws {
         let engine = try await Engines.engine()
-        let texts = ["Platform four is closed today. ", "The train to the airport is delayed. ", "Thank you for travelling with us today."]
+        let texts = [
+            "Platform four is closed today. ", "The train to the airport is delayed. ",
+            "Thank you for travelling with us today.",
+        ]
         let plain = Utterance(spans: texts.map { Span($0) })
         let mixed = Utterance(spans: [
             Span(texts[0]), Span(texts[1], attributes: SpeechAttributes(pitch: 1.3)),
@@ -88,7 +95,8 @@ extension EspeakEngineTests {
     @Test func calibrationIsStrictlyIncreasingAndClamped() {
         var previous = -1.0
         for step in 0...200 {
-            let multiplier = PitchCalibration.minimum + (PitchCalibration.maximum - PitchCalibration.minimum) * Double(step) / 200
+            let multiplier =
+                PitchCalibration.minimum + (PitchCalibration.maximum - PitchCalibration.minimum) * Double(step) / 200
             let parameter = PitchCalibration.parameter(for: multiplier)
             if step > 0 { #expect(parameter > previous, "at ×\(multiplier)") }
             previous = parameter

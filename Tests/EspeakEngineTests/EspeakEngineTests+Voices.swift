@@ -10,7 +10,9 @@ extension EspeakEngineTests {
         #expect(voices.count > 100)
         #expect(voices.allSatisfy { !$0.languages.isEmpty && !$0.identifier.isEmpty })
         let tags = Set(voices.flatMap(\.languages))
-        for expected in ["en-GB", "en-GB-scotland", "en-US", "es-419", "pt-BR", "pt", "cmn", "yue", "en-GB-x-rp", "en-US-x-nyc"] {
+        for expected in [
+            "en-GB", "en-GB-scotland", "en-US", "es-419", "pt-BR", "pt", "cmn", "yue", "en-GB-x-rp", "en-US-x-nyc",
+        ] {
             #expect(tags.contains(expected), "no voice serves \(expected) in \(tags.sorted())")
         }
         #expect(voices.first { $0.identifier == "roa/pt" }?.languages.first == "pt")
@@ -41,12 +43,20 @@ extension EspeakEngineTests {
                 return error.field ?? "(none)"
             }
         }
-        #expect(await field(Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(pitch: 3))])) == "spans[1].pitch")
+        #expect(
+            await field(Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(pitch: 3))]))
+                == "spans[1].pitch")
         #expect(await field(Utterance("a", defaults: SpeechAttributes(rate: 0.1))) == "rate")
-        #expect(await field(Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(language: tag("xx-YY")))])) == "spans[1].language")
+        #expect(
+            await field(Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(language: tag("xx-YY")))]))
+                == "spans[1].language")
         #expect(await field(Utterance("a", defaults: SpeechAttributes(language: tag("xx")))) == "language")
-        #expect(await field(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))])) == "spans[0].ipa")
-        #expect(await field(Utterance(spans: [Span("Olá", attributes: SpeechAttributes(language: tag("pt-PT"), ipa: "oˈla"))])) == nil)
+        #expect(
+            await field(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))])) == "spans[0].ipa")
+        #expect(
+            await field(
+                Utterance(spans: [Span("Olá", attributes: SpeechAttributes(language: tag("pt-PT"), ipa: "oˈla"))]))
+                == nil)
         do {
             try await engine.validate(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))]))
         } catch {
@@ -56,7 +66,9 @@ extension EspeakEngineTests {
         // Rendering an invalid utterance fails before any chunk, with the same error.
         var chunks = 0
         do {
-            for try await _ in engine.render(Utterance(spans: [Span("a", attributes: SpeechAttributes(volume: 2))])) { chunks += 1 }
+            for try await _ in engine.render(Utterance(spans: [Span("a", attributes: SpeechAttributes(volume: 2))])) {
+                chunks += 1
+            }
             Issue.record("an out-of-range volume rendered")
         } catch let error as SpeechInputError {
             #expect(error.field == "spans[0].volume")
@@ -68,7 +80,8 @@ extension EspeakEngineTests {
         "IPA becomes espeak-ng phonemes",
         arguments: [
             ("həˈloʊ", "h@'loU"), ("/ˈwɔːtə/", "'wO:t@"), ("θɪŋk ðæt", "TINk Dat"), ("ˈtʃɜːtʃ", "'tS3:tS"),
-            ("liʒˈboɐ", "liZ'bo6"), ("ˈmɐ̃j̃", "'m6~j~"), ("ɐ̃", "6~"), ("ã", "a~"), ("ˌsɛ̃tɾu", ",sE~tru"), ("ˈd͡ʒɒb", "'dZ0b"),
+            ("liʒˈboɐ", "liZ'bo6"), ("ˈmɐ̃j̃", "'m6~j~"), ("ɐ̃", "6~"), ("ã", "a~"), ("ˌsɛ̃tɾu", ",sE~tru"),
+            ("ˈd͡ʒɒb", "'dZ0b"),
         ])
     func ipaTable(ipa: String, espeak: String) throws {
         #expect(try IPATranscriber.espeakPhonemes(ipa) == espeak)

@@ -8,7 +8,9 @@ import Testing
 /// The engine tests share one engine: espeak-ng's state is process-global.
 enum Engines {
     static let shared: Task<EspeakEngine, any Error> = Task {
-        try await EspeakEngine(configuration: .init(variantsDirectory: variantsDirectory)) { TestVoiceResolver(voices: $0) }
+        try await EspeakEngine(configuration: .init(variantsDirectory: variantsDirectory)) {
+            TestVoiceResolver(voices: $0)
+        }
     }
 
     static var variantsDirectory: String {
@@ -19,7 +21,9 @@ enum Engines {
     static func engine() async throws -> EspeakEngine { try await shared.value }
 
     /// Another engine over the same data, for settings that live in the configuration.
-    static func engine(_ configure: (inout EspeakEngine.Configuration) -> Void, variant: String? = nil) async throws -> EspeakEngine {
+    static func engine(_ configure: (inout EspeakEngine.Configuration) -> Void, variant: String? = nil) async throws
+        -> EspeakEngine
+    {
         var configuration = EspeakEngine.Configuration(variantsDirectory: variantsDirectory)
         configure(&configuration)
         return try await EspeakEngine(configuration: configuration) { TestVoiceResolver(voices: $0, variant: variant) }
@@ -38,7 +42,8 @@ struct EspeakEngineTests {
         let engine = try await Engines.engine()
         #expect(engine.format == AudioFormat(sampleRate: 22050, channels: 1))
         var chunks: [PCMChunk] = []
-        for try await chunk in engine.render(Utterance("The next train to the city centre departs from platform four.")) {
+        for try await chunk in engine.render(Utterance("The next train to the city centre departs from platform four."))
+        {
             chunks.append(chunk)
         }
         let audio = AudioAnalysis(samples: chunks.flatMap(\.samples), sampleRate: 22050)
@@ -66,7 +71,8 @@ struct EspeakEngineTests {
         #expect(rendering.audio.duration > 0.5)
     }
 
-    static let long = Utterance(String(repeating: "This announcement is very long and will not be heard to the end. ", count: 40))
+    static let long = Utterance(
+        String(repeating: "This announcement is very long and will not be heard to the end. ", count: 40))
 
     /// How the last synthesis ended, read once the espeak thread has finished with it.
     private func lastSynthesis(_ engine: EspeakEngine) async throws -> (producedSamples: Int, aborted: Bool) {
@@ -125,10 +131,13 @@ struct EspeakEngineTests {
 
 extension EspeakEngineTests {
     @Test func aMissingVariantsDirectoryIsAnError() async throws {
-        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-runtime-\(UUID().uuidString)")
+        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "speakd-runtime-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: runtime) }
         do {
-            _ = try await EspeakEngine(configuration: .init(variantsDirectory: "/nonexistent/variants", runtimeDirectory: runtime.path)) {
+            _ = try await EspeakEngine(
+                configuration: .init(variantsDirectory: "/nonexistent/variants", runtimeDirectory: runtime.path)
+            ) {
                 TestVoiceResolver(voices: $0)
             }
             Issue.record("an engine with a missing variants directory was created")
@@ -142,17 +151,23 @@ extension EspeakEngineTests {
         #expect(engine.dataPath.hasPrefix(FileManager.default.temporaryDirectory.path))
         let variant = URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/speakd-kiosk")
         let installed = try String(contentsOf: variant, encoding: .utf8)
-        let source = try String(contentsOf: URL(fileURLWithPath: Engines.variantsDirectory).appendingPathComponent("speakd-kiosk"), encoding: .utf8)
+        let source = try String(
+            contentsOf: URL(fileURLWithPath: Engines.variantsDirectory).appendingPathComponent("speakd-kiosk"),
+            encoding: .utf8)
         #expect(installed == source)
         // espeak-ng's own variants stay available next to the project's.
-        #expect(FileManager.default.fileExists(atPath: URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/m3").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: URL(fileURLWithPath: engine.dataPath).appendingPathComponent("voices/!v/m3").path))
     }
 }
 
 extension EspeakEngineTests {
     @Test func concurrentRendersTakeTurnsOnTheEspeakThread() async throws {
         let engine = try await Engines.engine()
-        let texts = ["Platform one.", "The next train departs from platform two.", "Gate three is now closed, thank you."]
+        let texts = [
+            "Platform one.", "The next train departs from platform two.", "Gate three is now closed, thank you.",
+        ]
         var alone: [Double] = []
         for text in texts { alone.append(try await engine.renderAll(Utterance(text)).audio.soundingDuration()) }
         let together = try await withThrowingTaskGroup(of: (Int, Double).self) { group in
@@ -164,7 +179,9 @@ extension EspeakEngineTests {
             return durations
         }
         for index in texts.indices {
-            #expect(abs(together[index] - alone[index]) < 0.05, "\(texts[index]): \(together[index]) s vs \(alone[index]) s")
+            #expect(
+                abs(together[index] - alone[index]) < 0.05, "\(texts[index]): \(together[index]) s vs \(alone[index]) s"
+            )
         }
     }
 
@@ -178,7 +195,8 @@ extension EspeakEngineTests {
 extension EspeakEngineTests {
     @Test func anUtteranceWithoutSpansEnds() async throws {
         let engine = try await Engines.engine()
-        let rendering = try await engine.renderAll(Utterance(spans: [], defaults: SpeechAttributes(language: tag("pt-PT"))))
+        let rendering = try await engine.renderAll(
+            Utterance(spans: [], defaults: SpeechAttributes(language: tag("pt-PT"))))
         #expect(rendering.audio.soundingDuration() == 0)
         await #expect(throws: SpeechInputError.self) {
             try await engine.validate(Utterance(spans: [], defaults: SpeechAttributes(language: tag("xx"))))

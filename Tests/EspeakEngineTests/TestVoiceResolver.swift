@@ -9,7 +9,8 @@ struct TestVoiceResolver: VoiceResolving {
     func voice(for tag: LanguageTag?) throws(SpeechInputError) -> VoiceInfo {
         let wanted = (tag?.canonical ?? "en-GB").lowercased()
         let language = String(wanted.split(separator: "-").first ?? "")
-        let found = voices.first { $0.languages.contains { $0.lowercased() == wanted } }
+        let found =
+            voices.first { $0.languages.contains { $0.lowercased() == wanted } }
             ?? voices.first { $0.languages.contains { $0.lowercased() == language } }
         guard var found else { throw .notFound(field: "language", "no voice for '\(wanted)'") }
         found.variant = variant

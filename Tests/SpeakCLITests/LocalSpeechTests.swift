@@ -90,7 +90,9 @@ struct LocalSpeechTests {
     @Test func portugueseSpanInsideEnglishIsSpokenWithThePortugueseVoice() async throws {
         try await Self.withServer { server in
             func spans(_ language: String) -> Data {
-                Data(#"{"spans":[{"text":"Next train to "},{"text":"Lisboa Santa Apolónia","language":"\#(language)"}],"language":"en-GB"}"#.utf8)
+                Data(
+                    #"{"spans":[{"text":"Next train to "},{"text":"Lisboa Santa Apolónia","language":"\#(language)"}],"language":"en-GB"}"#
+                        .utf8)
             }
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -108,7 +110,8 @@ struct LocalSpeechTests {
             let portuguese = try #require(heard["pt-PT"]), english = try #require(heard["en-GB"])
             let f0pt = try #require(portuguese.medianF0()), f0en = try #require(english.medianF0())
             let durationRatio = portuguese.soundingDuration() / english.soundingDuration()
-            #expect(abs(f0pt / f0en - 1) > 0.03 || abs(durationRatio - 1) > 0.1,
+            #expect(
+                abs(f0pt / f0en - 1) > 0.03 || abs(durationRatio - 1) > 0.1,
                 "pt-PT span F0 \(f0pt) Hz vs en-GB \(f0en) Hz, duration ratio \(durationRatio)")
         }
     }
@@ -128,17 +131,20 @@ struct LocalSpeechTests {
     @Test func failedAudioExitsOne() async throws {
         var environment = Self.environment()
         environment["PULSE_SERVER"] = "unix:/nonexistent/speakd-test/native"
-        let result = try await BuiltProduct.run("speak", ["--audio", "pulse", "--wait", "hello"], environment: environment)
+        let result = try await BuiltProduct.run(
+            "speak", ["--audio", "pulse", "--wait", "hello"], environment: environment)
         #expect(result.status == 1)
         #expect(result.standardError.contains("pulse"))
         #expect(result.standardOutput.contains("\"failed\""))
     }
 
     @Test func unknownVoiceAndEmptyInputExitTwo() async throws {
-        let unknown = try await BuiltProduct.run("speak", ["--audio", "null", "--lang", "xx-QQ", "hi"], environment: Self.environment())
+        let unknown = try await BuiltProduct.run(
+            "speak", ["--audio", "null", "--lang", "xx-QQ", "hi"], environment: Self.environment())
         #expect(unknown.status == 2)
         #expect(unknown.standardError.contains("xx-QQ"))
-        let empty = try await BuiltProduct.run("speak", ["--audio", "null"], environment: Self.environment(), standardInput: Data())
+        let empty = try await BuiltProduct.run(
+            "speak", ["--audio", "null"], environment: Self.environment(), standardInput: Data())
         #expect(empty.status == 2)
         #expect(empty.standardError.contains("nothing to speak"))
     }
@@ -147,9 +153,11 @@ struct LocalSpeechTests {
         let all = try await BuiltProduct.run("speak", ["voices"], environment: Self.environment())
         #expect(all.status == 0)
         #expect(all.standardOutput.contains("roa/pt"))
-        let spanish = try await BuiltProduct.run("speak", ["voices", "--lang", "es-AR"], environment: Self.environment())
+        let spanish = try await BuiltProduct.run(
+            "speak", ["voices", "--lang", "es-AR"], environment: Self.environment())
         #expect(spanish.standardOutput.contains("roa/es-419"), "\(spanish.standardOutput)")
-        let malformed = try await BuiltProduct.run("speak", ["voices", "--lang", "en-"], environment: Self.environment())
+        let malformed = try await BuiltProduct.run(
+            "speak", ["voices", "--lang", "en-"], environment: Self.environment())
         #expect(malformed.status == 2)
     }
 }

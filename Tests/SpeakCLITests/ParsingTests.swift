@@ -93,8 +93,10 @@ import Testing
         #expect(fromSSML.spans.contains { $0.attributes.spellOut == true && $0.text == "7" })
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
-        try Data(#"{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT","pitch":1.2}],"rate":1.1}"#.utf8)
-            .write(to: file)
+        try Data(
+            #"{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT","pitch":1.2}],"rate":1.1}"#.utf8
+        )
+        .write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let json = try #require(try Speak.parseAsRoot(["--json", file.path, "--pitch", "0.9"]) as? Speak.Say)
         let fromJSON = try json.readUtterance()
@@ -122,8 +124,11 @@ import Testing
             try none.candidates(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"]) == [
                 .unixSocket(path: "/run/user/1000/speakd/speakd.sock"), .unixSocket(path: "/run/speakd/speakd.sock"),
             ])
-        #expect(try none.candidates(environment: ["SPEAKD_SOCKET": "/tmp/s.sock"]) == [.unixSocket(path: "/tmp/s.sock")])
-        #expect(try none.candidates(environment: ["SPEAKD_HTTP": "127.0.0.1:7770"]) == [.tcp(host: "127.0.0.1", port: 7770)])
+        #expect(
+            try none.candidates(environment: ["SPEAKD_SOCKET": "/tmp/s.sock"]) == [.unixSocket(path: "/tmp/s.sock")])
+        #expect(
+            try none.candidates(environment: ["SPEAKD_HTTP": "127.0.0.1:7770"]) == [.tcp(host: "127.0.0.1", port: 7770)]
+        )
         let flag = try #require(try Speak.parseAsRoot(["--http", "[::1]:8080", "hi"]) as? Speak.Say).connection
         #expect(try flag.candidates(environment: ["SPEAKD_SOCKET": "/tmp/s.sock"]) == [.tcp(host: "::1", port: 8080)])
     }

@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
 import SpeakAPI
 import SpeakDaemon
 import SpeakTestSupport
 import SpeechModel
+import Synchronization
 import Testing
 
 /// The daemon against a real (private) PulseAudio server: what it plays is heard on the null
@@ -26,14 +26,16 @@ struct AudioRecoveryTests {
         try await withDaemon(configuration, environment: pulse.environment) { daemon, unix, tcp in
             // Heard for real.
             let recorder = try await MonitorRecorder.start(pulse)
-            let spoken = try await unix.send("POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Platform four")))
+            let spoken = try await unix.send(
+                "POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Platform four")))
             #expect(try spoken.decode(AnnouncementEvent.self).reason == .completed)
             let samples = await recorder.stop()
             let heard = AudioAnalysis(samples: samples, sampleRate: recorder.sampleRate).soundingDuration()
             #expect(heard > 0.4, "heard \(heard) s")
 
             // The server goes away mid-announcement.
-            let accepted = try await unix.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText)))
+            let accepted = try await unix.send(
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText)))
             let id = try accepted.decode(AnnouncementAccepted.self).id
             // From the start of the history, so the subscription cannot miss the events.
             var events = unix.events(lastEventID: "0").makeAsyncIterator()
@@ -58,7 +60,8 @@ struct AudioRecoveryTests {
             let report = try sick.decode(HealthReport.self)
             #expect(report.audio.state == .unavailable)
             #expect(report.audio.detail?.isEmpty == false)
-            let refused = try await unix.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("Anyone there?")))
+            let refused = try await unix.send(
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("Anyone there?")))
             #expect(refused.status == 503)
             #expect(refused.error?.error.code == "audioUnavailable")
 
@@ -66,7 +69,8 @@ struct AudioRecoveryTests {
             let server = try await PulseAudioServer.start(directory: pulseDirectory)
             restarted.withLock { $0 = server }
             #expect(try await Self.becomesHealthy(tcp))
-            let again = try await unix.send("POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Back again")))
+            let again = try await unix.send(
+                "POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Back again")))
             #expect(again.status == 200)
             #expect(try again.decode(AnnouncementEvent.self).reason == .completed)
         }
@@ -75,7 +79,8 @@ struct AudioRecoveryTests {
     /// No sound server when the daemon starts: it starts anyway, reports 503, and picks the
     /// server up once it appears.
     @Test(.timeLimit(.minutes(2))) func pulseMissingAtStart() async throws {
-        let pulseDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-pulse-\(UUID().uuidString.prefix(8))")
+        let pulseDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "speakd-pulse-\(UUID().uuidString.prefix(8))")
         let started = Mutex<PulseAudioServer?>(nil)
         defer {
             let server = started.withLock { $0 }
@@ -89,13 +94,15 @@ struct AudioRecoveryTests {
             let sick = try await tcp.send("GET", "/healthz")
             #expect(sick.status == 503)
             #expect(try sick.decode(HealthReport.self).audio.sink == "pulse")
-            let refused = try await unix.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("Too early")))
+            let refused = try await unix.send(
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("Too early")))
             #expect(refused.status == 503)
 
             let server = try await PulseAudioServer.start(directory: pulseDirectory)
             started.withLock { $0 = server }
             #expect(try await Self.becomesHealthy(tcp))
-            let spoken = try await unix.send("POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Now it works")))
+            let spoken = try await unix.send(
+                "POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Now it works")))
             #expect(try spoken.decode(AnnouncementEvent.self).reason == .completed)
         }
     }

@@ -6,7 +6,9 @@ import Testing
 
 /// A config file in a fresh temporary directory.
 func configFile(_ contents: String) throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-\(UUID().uuidString.prefix(8)).conf").path
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "speakd-\(UUID().uuidString.prefix(8)).conf"
+    ).path
     try contents.write(toFile: path, atomically: true, encoding: .utf8)
     return path
 }
@@ -23,16 +25,21 @@ struct ConfigurationTests {
         #expect(configuration.maxQueue == 32)
         #expect(configuration.corsOrigin == nil)
         #expect(configuration.defaultLanguage == "en")
-        #expect(configuration.listenAddresses == [.unixSocket(path: "/run/speakd/speakd.sock"), .tcp(host: "127.0.0.1", port: 7770)])
+        #expect(
+            configuration.listenAddresses == [
+                .unixSocket(path: "/run/speakd/speakd.sock"), .tcp(host: "127.0.0.1", port: 7770),
+            ])
     }
 
     /// One setting given in several places: the flag wins over the environment, which wins over the file.
     @Test(arguments: [
-        (true, true, true, "flag"), (false, true, true, "env"), (false, false, true, "file"), (false, false, false, "default"),
+        (true, true, true, "flag"), (false, true, true, "env"), (false, false, true, "file"),
+        (false, false, false, "default"),
     ])
     func precedence(flag: Bool, env: Bool, file: Bool, winner: String) throws {
         let values = ["flag": "11", "env": "22", "file": "33", "default": "32"]
-        let path = try configFile(file ? "# a kiosk\nmax-queue = 33\naudio = null   # no sound card\n" : "audio = null\n")
+        let path = try configFile(
+            file ? "# a kiosk\nmax-queue = 33\naudio = null   # no sound card\n" : "audio = null\n")
         defer { try? FileManager.default.removeItem(atPath: path) }
         var environment = Self.environment
         if env { environment["SPEAKD_MAX_QUEUE"] = "22" }
@@ -65,12 +72,15 @@ struct ConfigurationTests {
     }
 
     @Test func listenersCanBeTurnedOff() throws {
-        let tcpOnly = try ConfigurationLoader.load(flags: ["socket": "none"], configPath: nil, environment: Self.environment)
+        let tcpOnly = try ConfigurationLoader.load(
+            flags: ["socket": "none"], configPath: nil, environment: Self.environment)
         #expect(tcpOnly.listenAddresses == [.tcp(host: "127.0.0.1", port: 7770)])
-        let socketOnly = try ConfigurationLoader.load(flags: ["http": "off"], configPath: nil, environment: Self.environment)
+        let socketOnly = try ConfigurationLoader.load(
+            flags: ["http": "off"], configPath: nil, environment: Self.environment)
         #expect(socketOnly.listenAddresses == [.unixSocket(path: "/run/speakd/speakd.sock")])
         #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(flags: ["http": "none", "socket": "none"], configPath: nil, environment: Self.environment)
+            try ConfigurationLoader.load(
+                flags: ["http": "none", "socket": "none"], configPath: nil, environment: Self.environment)
         }
     }
 
@@ -102,7 +112,9 @@ struct ConfigurationTests {
     @Test func fileErrorsNameFileAndLine() throws {
         let unknown = try configFile("audio = null\nmax-qeue = 3\n")
         defer { try? FileManager.default.removeItem(atPath: unknown) }
-        #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(flags: [:], configPath: unknown, environment: [:]) }
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.load(flags: [:], configPath: unknown, environment: [:])
+        }
         do {
             _ = try ConfigurationLoader.load(flags: [:], configPath: unknown, environment: [:])
         } catch {
@@ -141,23 +153,34 @@ struct ConfigurationTests {
     }
 
     @Test func defaultSocketPathFollowsTheEnvironment() {
-        #expect(DaemonConfiguration.defaultSocketPath(environment: ["RUNTIME_DIRECTORY": "/run/speakd:/run/other"]) == "/run/speakd/speakd.sock")
+        #expect(
+            DaemonConfiguration.defaultSocketPath(environment: ["RUNTIME_DIRECTORY": "/run/speakd:/run/other"])
+                == "/run/speakd/speakd.sock")
         if getuid() == 0 {
-            #expect(DaemonConfiguration.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/0"]) == "/run/speakd/speakd.sock")
+            #expect(
+                DaemonConfiguration.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/0"])
+                    == "/run/speakd/speakd.sock")
         } else {
-            #expect(DaemonConfiguration.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"]) == "/run/user/1000/speakd/speakd.sock")
+            #expect(
+                DaemonConfiguration.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
+                    == "/run/user/1000/speakd/speakd.sock")
         }
     }
 
     @Test func commandParsesFlagsAndListsThemInHelp() throws {
-        let command = try SpeakdCommand.parse(["--audio", "null", "--max-queue", "5", "--http", "none", "--socket", "/tmp/x.sock"])
+        let command = try SpeakdCommand.parse([
+            "--audio", "null", "--max-queue", "5", "--http", "none", "--socket", "/tmp/x.sock",
+        ])
         let configuration = try command.configuration(environment: Self.environment)
         #expect(configuration.audio == "null")
         #expect(configuration.maxQueue == 5)
         #expect(configuration.listenAddresses == [.unixSocket(path: "/tmp/x.sock")])
 
         let help = SpeakdCommand.helpMessage()
-        for flag in ["--socket", "--http", "--audio", "--voices", "--max-queue", "--config", "--cors-origin", "--default-language", "--fallback-language"] {
+        for flag in [
+            "--socket", "--http", "--audio", "--voices", "--max-queue", "--config", "--cors-origin",
+            "--default-language", "--fallback-language",
+        ] {
             #expect(help.contains(flag), "\(flag)")
         }
         #expect(help.contains("SPEAKD_"))
@@ -195,8 +218,10 @@ struct ExampleConfigTests {
     /// Every key is in the example, and its values, uncommented, are the built-in defaults.
     @Test func uncommentedExampleGivesTheDefaults() throws {
         let text = try String(contentsOf: Self.example, encoding: .utf8)
-        let settings = text.split(separator: "\n").filter { $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ") }
-            .map { String($0.dropFirst()) }
+        let settings = text.split(separator: "\n").filter {
+            $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ")
+        }
+        .map { String($0.dropFirst()) }
         let keys = settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) }
         #expect(Set(keys) == Set(ConfigurationLoader.keys))
         let path = try configFile(settings.joined(separator: "\n"))

@@ -52,8 +52,9 @@ func withDaemon(
 }
 
 /// A text that takes several seconds to speak.
-let longText = "This is a long announcement for the passengers waiting on platform four, " +
-    "the train to Lisboa Santa Apolónia is delayed by about twenty minutes, we apologise for the inconvenience."
+let longText =
+    "This is a long announcement for the passengers waiting on platform four, "
+    + "the train to Lisboa Santa Apolónia is delayed by about twenty minutes, we apologise for the inconvenience."
 
 @Suite("Daemon", .serialized)
 struct DaemonTests {
@@ -67,7 +68,9 @@ struct DaemonTests {
             let started = ContinuousClock.now
             let response = try await unix.send(
                 "POST", "/v1/announcements?wait=true",
-                json: AnnouncementRequest(utterance: Utterance("Next train to Lisboa", defaults: SpeechAttributes(language: try LanguageTag("en-GB")))))
+                json: AnnouncementRequest(
+                    utterance: Utterance(
+                        "Next train to Lisboa", defaults: SpeechAttributes(language: try LanguageTag("en-GB")))))
             #expect(response.status == 200)
             let finished = try response.decode(AnnouncementEvent.self)
             #expect(finished.type == .finished)
@@ -96,12 +99,18 @@ struct DaemonTests {
             let voices = try await tcp.send("GET", "/v1/voices").decode(VoiceList.self)
             #expect(voices.voices.contains { $0.languages.contains("pt-PT") })
 
-            let wav = try await tcp.send("POST", "/v1/speech", json: AnnouncementRequest(utterance: Utterance("Olá", defaults: SpeechAttributes(language: try LanguageTag("pt-PT")))))
+            let wav = try await tcp.send(
+                "POST", "/v1/speech",
+                json: AnnouncementRequest(
+                    utterance: Utterance("Olá", defaults: SpeechAttributes(language: try LanguageTag("pt-PT")))))
             #expect(wav.status == 200)
             #expect(wav.header("content-type") == "audio/wav")
             #expect(wav.body.count > 44 + 22_050 / 5)
 
-            let unknown = try await unix.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("x", defaults: SpeechAttributes(language: try LanguageTag("xx")))))
+            let unknown = try await unix.send(
+                "POST", "/v1/announcements",
+                json: AnnouncementRequest(
+                    utterance: Utterance("x", defaults: SpeechAttributes(language: try LanguageTag("xx")))))
             #expect(unknown.status == 422)
             #expect(unknown.error?.error.field == "language")
 
@@ -126,7 +135,8 @@ struct DaemonTests {
             var ids: [String] = []
             for priority in [AnnouncementPriority.default, .low, .high] {
                 let accepted = try await client.send(
-                    "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText), priority: priority))
+                    "POST", "/v1/announcements",
+                    json: AnnouncementRequest(utterance: Utterance(longText), priority: priority))
                 ids.append(try accepted.decode(AnnouncementAccepted.self).id)
             }
             // A client waiting for its announcement gets the `shutdown` finish too.
@@ -160,7 +170,8 @@ struct DaemonTests {
         }
         #expect(!FileManager.default.fileExists(atPath: configuration.socketPath!))
         await #expect(throws: SpeakClientError.self) {
-            _ = try await SpeakHTTPClient(endpoint: .unixSocket(path: configuration.socketPath!)).send("GET", "/healthz")
+            _ = try await SpeakHTTPClient(endpoint: .unixSocket(path: configuration.socketPath!)).send(
+                "GET", "/healthz")
         }
     }
 }
@@ -182,11 +193,13 @@ struct DaemonVoicesTests {
         try await withDaemon(configuration, environment: ["RUNTIME_DIRECTORY": directory.path]) { _, unix, _ in
             let argentina = try await unix.send(
                 "POST", "/v1/announcements?wait=true",
-                json: AnnouncementRequest(utterance: Utterance("Hola", defaults: SpeechAttributes(language: try LanguageTag("es-AR")))))
+                json: AnnouncementRequest(
+                    utterance: Utterance("Hola", defaults: SpeechAttributes(language: try LanguageTag("es-AR")))))
             #expect(try argentina.decode(AnnouncementEvent.self).voice?.hasPrefix("roa/es-419") == true)
             let unknown = try await unix.send(
                 "POST", "/v1/announcements?wait=true",
-                json: AnnouncementRequest(utterance: Utterance("Hello", defaults: SpeechAttributes(language: try LanguageTag("xx")))))
+                json: AnnouncementRequest(
+                    utterance: Utterance("Hello", defaults: SpeechAttributes(language: try LanguageTag("xx")))))
             #expect(unknown.status == 200)
             #expect(try unknown.decode(AnnouncementEvent.self).voice?.hasPrefix("gmw/en") == true)
         }
@@ -226,7 +239,8 @@ struct DaemonLeadInTests {
             configuration.leadInSeconds = leadIn
             try await withDaemon(configuration) { _, unix, _ in
                 let response = try await unix.send(
-                    "POST", "/v1/announcements?wait=true", json: AnnouncementRequest(utterance: Utterance("Platform four")))
+                    "POST", "/v1/announcements?wait=true",
+                    json: AnnouncementRequest(utterance: Utterance("Platform four")))
                 #expect(try response.decode(AnnouncementEvent.self).reason == .completed)
             }
             silences.append(try Self.leadingSilence(wav))

@@ -7,8 +7,10 @@ import Testing
 /// The built `speakd` executable, next to the test bundle.
 func speakdExecutable() throws -> String {
     let candidates = [
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("speakd").path,
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("speakd")
+            .path,
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent(".build/debug/speakd").path,
     ]
     guard let path = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
@@ -42,7 +44,9 @@ struct SpeakdProcessTests {
         defer { process.send(SIGKILL) }
 
         let ready = await notify.receive()
-        #expect(ready?.hasPrefix("READY=1") == true, "\(ready ?? "nothing"); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        #expect(
+            ready?.hasPrefix("READY=1") == true,
+            "\(ready ?? "nothing"); log: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         var info = stat()
         #expect(lstat(socketPath, &info) == 0 && info.st_mode & 0o777 == 0o660)
 
@@ -50,7 +54,8 @@ struct SpeakdProcessTests {
         var events = client.events(lastEventID: "0").makeAsyncIterator()
         var ids: [String] = []
         for _ in 0..<3 {
-            let accepted = try await client.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText)))
+            let accepted = try await client.send(
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance(longText)))
             #expect(accepted.status == 202)
             ids.append(try accepted.decode(AnnouncementAccepted.self).id)
         }
@@ -108,7 +113,8 @@ struct SpeakdProcessTests {
         let log = directory.appendingPathComponent("speakd.log").path
         var environment = ProcessInfo.processInfo.environment
         environment["SPEAKD_AUDIO"] = "speakers"
-        let process = try ChildProcess(try speakdExecutable(), ["--http", "none"], environment: environment, output: log)
+        let process = try ChildProcess(
+            try speakdExecutable(), ["--http", "none"], environment: environment, output: log)
         let status = await process.wait(timeout: .seconds(20))
         #expect(status != nil && status != 0)
         let output = try String(contentsOfFile: log, encoding: .utf8)

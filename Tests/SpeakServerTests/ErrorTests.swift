@@ -24,24 +24,60 @@ struct ErrorTests {
         BadRequest(name: "not JSON", body: "{text: hello", status: .badRequest, code: "malformedRequest"),
         BadRequest(name: "empty body", body: "", status: .badRequest, code: "malformedRequest"),
         BadRequest(name: "array", body: "[1, 2]", status: .badRequest, code: "malformedRequest"),
-        BadRequest(name: "no text", body: #"{"pitch": 1.0}"#, status: .unprocessableContent, code: "malformed", field: "text"),
-        BadRequest(name: "text and spans", body: #"{"text": "a", "spans": [{"text": "b"}]}"#, status: .unprocessableContent, code: "malformed", field: "spans"),
-        BadRequest(name: "text not a string", body: #"{"text": 5}"#, status: .unprocessableContent, code: "malformed", field: "text"),
-        BadRequest(name: "pitch out of range", body: #"{"text": "a", "pitch": 3.5}"#, status: .unprocessableContent, code: "outOfRange", field: "pitch"),
-        BadRequest(name: "span pitch out of range", body: #"{"spans": [{"text": "a"}, {"text": "b", "pitch": -1}]}"#, status: .unprocessableContent, code: "outOfRange", field: "spans[1].pitch"),
-        BadRequest(name: "rate out of range", body: #"{"text": "a", "rate": 9}"#, status: .unprocessableContent, code: "outOfRange", field: "rate"),
-        BadRequest(name: "volume not a number", body: #"{"text": "a", "volume": "loud"}"#, status: .unprocessableContent, code: "malformed", field: "volume"),
-        BadRequest(name: "malformed language", body: #"{"text": "a", "language": "en_GB!"}"#, status: .unprocessableContent, code: "malformed", field: "language"),
-        BadRequest(name: "language without a voice", body: #"{"text": "a", "language": "xx"}"#, status: .unprocessableContent, code: "notFound", field: "language"),
-        BadRequest(name: "span language without a voice", body: #"{"spans": [{"text": "a"}, {"text": "b", "language": "tlh"}]}"#, status: .unprocessableContent, code: "notFound", field: "spans[1].language"),
-        BadRequest(name: "unknown priority", body: #"{"text": "a", "priority": "urgent"}"#, status: .unprocessableContent, code: "malformed", field: "priority"),
-        BadRequest(name: "queue not a bool", body: #"{"text": "a", "queue": "no"}"#, status: .unprocessableContent, code: "malformed", field: "queue"),
-        BadRequest(name: "negative expiry", body: #"{"text": "a", "expiresAfter": -3}"#, status: .unprocessableContent, code: "outOfRange", field: "expiresAfter"),
-        BadRequest(name: "misspelt key", body: #"{"text": "a", "priorty": "high"}"#, status: .unprocessableContent, code: "malformed", field: "priorty"),
-        BadRequest(name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed", field: "text"),
-        BadRequest(name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
-        BadRequest(name: "unsupported SSML element", body: #"{"ssml": "<speak><audio src='x'/></speak>"}"#, status: .unprocessableContent, code: "unsupported", field: "ssml"),
-        BadRequest(name: "span without text", body: #"{"spans": [{"pitch": 1}]}"#, status: .unprocessableContent, code: "malformed", field: "spans[0].text"),
+        BadRequest(
+            name: "no text", body: #"{"pitch": 1.0}"#, status: .unprocessableContent, code: "malformed", field: "text"),
+        BadRequest(
+            name: "text and spans", body: #"{"text": "a", "spans": [{"text": "b"}]}"#, status: .unprocessableContent,
+            code: "malformed", field: "spans"),
+        BadRequest(
+            name: "text not a string", body: #"{"text": 5}"#, status: .unprocessableContent, code: "malformed",
+            field: "text"),
+        BadRequest(
+            name: "pitch out of range", body: #"{"text": "a", "pitch": 3.5}"#, status: .unprocessableContent,
+            code: "outOfRange", field: "pitch"),
+        BadRequest(
+            name: "span pitch out of range", body: #"{"spans": [{"text": "a"}, {"text": "b", "pitch": -1}]}"#,
+            status: .unprocessableContent, code: "outOfRange", field: "spans[1].pitch"),
+        BadRequest(
+            name: "rate out of range", body: #"{"text": "a", "rate": 9}"#, status: .unprocessableContent,
+            code: "outOfRange", field: "rate"),
+        BadRequest(
+            name: "volume not a number", body: #"{"text": "a", "volume": "loud"}"#, status: .unprocessableContent,
+            code: "malformed", field: "volume"),
+        BadRequest(
+            name: "malformed language", body: #"{"text": "a", "language": "en_GB!"}"#, status: .unprocessableContent,
+            code: "malformed", field: "language"),
+        BadRequest(
+            name: "language without a voice", body: #"{"text": "a", "language": "xx"}"#, status: .unprocessableContent,
+            code: "notFound", field: "language"),
+        BadRequest(
+            name: "span language without a voice",
+            body: #"{"spans": [{"text": "a"}, {"text": "b", "language": "tlh"}]}"#, status: .unprocessableContent,
+            code: "notFound", field: "spans[1].language"),
+        BadRequest(
+            name: "unknown priority", body: #"{"text": "a", "priority": "urgent"}"#, status: .unprocessableContent,
+            code: "malformed", field: "priority"),
+        BadRequest(
+            name: "queue not a bool", body: #"{"text": "a", "queue": "no"}"#, status: .unprocessableContent,
+            code: "malformed", field: "queue"),
+        BadRequest(
+            name: "negative expiry", body: #"{"text": "a", "expiresAfter": -3}"#, status: .unprocessableContent,
+            code: "outOfRange", field: "expiresAfter"),
+        BadRequest(
+            name: "misspelt key", body: #"{"text": "a", "priorty": "high"}"#, status: .unprocessableContent,
+            code: "malformed", field: "priorty"),
+        BadRequest(
+            name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed",
+            field: "text"),
+        BadRequest(
+            name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#,
+            status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
+        BadRequest(
+            name: "unsupported SSML element", body: #"{"ssml": "<speak><audio src='x'/></speak>"}"#,
+            status: .unprocessableContent, code: "unsupported", field: "ssml"),
+        BadRequest(
+            name: "span without text", body: #"{"spans": [{"pitch": 1}]}"#, status: .unprocessableContent,
+            code: "malformed", field: "spans[0].text"),
     ]
 
     @Test(.timeLimit(.minutes(1)), arguments: badBodies)
@@ -137,10 +173,12 @@ struct ErrorTests {
         let harness = Harness(capacity: 2)
         try await harness.test { client in
             for _ in 0..<3 {
-                let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
+                let response = try await client.execute(
+                    uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
                 #expect(response.status == .accepted)
             }
-            let refused = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "b"}"#))
+            let refused = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "b"}"#))
             #expect(refused.status == .tooManyRequests)
             #expect(refused.headers[.retryAfter] == "1")
             #expect(try decode(ErrorResponse.self, refused).error.code == "queueFull")
@@ -152,7 +190,8 @@ struct ErrorTests {
         let harness = Harness()
         harness.health.setAudio(up: false)
         try await harness.test { client in
-            let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
+            let response = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .serviceUnavailable)
             let error = try decode(ErrorResponse.self, response).error
             #expect(error.code == "audioUnavailable")
@@ -168,7 +207,8 @@ struct ErrorTests {
         let harness = Harness()
         try await harness.test { client in
             await harness.running.queue.shutdown()
-            let response = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
+            let response = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(response.status == .serviceUnavailable)
             #expect(try decode(ErrorResponse.self, response).error.code == "shuttingDown")
         }

@@ -38,9 +38,11 @@ struct EventStreamTests {
             let events = try messages.map { try $0.announcementEvent() }
             #expect(messages.map(\.event) == events.map(\.type.rawValue))
             let summary = events.map { "\($0.type.rawValue) \($0.id == ids[0] ? "first" : "second")" }
-            #expect(summary == [
-                "queued first", "started first", "queued second", "finished first", "started second", "finished second",
-            ])
+            #expect(
+                summary == [
+                    "queued first", "started first", "queued second", "finished first", "started second",
+                    "finished second",
+                ])
             #expect(events[3].success == true)
             #expect(events[3].reason == .completed)
             #expect(events[5].success == false)
@@ -84,10 +86,13 @@ struct EventStreamTests {
         var parser = ServerSentEventParser()
         var messages = parser.feed(Array(": hello\r\nevent: started\r\nid: 7\r\ndata: {\"a\":\r\ndata: 1}\r\n\r".utf8))
         messages += parser.feed(Array("\nevent: finished\ndata:x\n\n".utf8))
-        #expect(messages == [
-            ServerSentEvent(event: "started", id: "7", data: "{\"a\":\n1}"),
-            ServerSentEvent(event: "finished", id: "7", data: "x"),
-        ])
-        #expect(ServerSentEvent(event: "queued", id: "3", data: "a\nb").encoded == "event: queued\nid: 3\ndata: a\ndata: b\n\n")
+        #expect(
+            messages == [
+                ServerSentEvent(event: "started", id: "7", data: "{\"a\":\n1}"),
+                ServerSentEvent(event: "finished", id: "7", data: "x"),
+            ])
+        #expect(
+            ServerSentEvent(event: "queued", id: "3", data: "a\nb").encoded
+                == "event: queued\nid: 3\ndata: a\ndata: b\n\n")
     }
 }

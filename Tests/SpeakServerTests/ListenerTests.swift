@@ -50,7 +50,8 @@ struct ListenerTests {
             #expect(port != 0)
             let client = SpeakHTTPClient(endpoint: .tcp(host: host, port: port), timeout: .seconds(10))
             let response = try await client.send(
-                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("over TCP"), priority: .low))
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("over TCP"), priority: .low)
+            )
             #expect(response.status == 202)
             let accepted = try response.decode(AnnouncementAccepted.self)
             let status = try await client.send("GET", "/v1/announcements/\(accepted.id)")
@@ -72,7 +73,9 @@ struct ListenerTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         #expect(bound == 0)
         close(stale)
@@ -91,7 +94,8 @@ struct ListenerTests {
             #expect(info.st_mode & 0o777 == 0o660)
 
             let client = SpeakHTTPClient(endpoint: .unixSocket(path: path), timeout: .seconds(10))
-            let response = try await client.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("over the socket")))
+            let response = try await client.send(
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("over the socket")))
             #expect(response.status == 202)
             let list = try await client.send("GET", "/v1/announcements")
             #expect(try list.decode(AnnouncementList.self).announcements.map(\.text) == ["over the socket"])
@@ -126,7 +130,8 @@ struct ListenerTests {
         let first = SpeakListener(address: .unixSocket(path: path), responder: responder, logger: Logger(label: "test"))
         let front = SpeakFront(listeners: [first]) { await harness.running.shutdown() }
         try await withRunningFront(front) { _ in
-            let second = SpeakListener(address: .unixSocket(path: path), responder: responder, logger: Logger(label: "test"))
+            let second = SpeakListener(
+                address: .unixSocket(path: path), responder: responder, logger: Logger(label: "test"))
             await #expect(throws: ListenerError.self) { try await second.run() }
             let client = SpeakHTTPClient(endpoint: .unixSocket(path: path), timeout: .seconds(10))
             let response = try await client.send("GET", "/v1/voices")
@@ -152,7 +157,8 @@ struct ListenerTests {
             _ = try await front.waitUntilListening()
 
             var events = client.events(lastEventID: "0").makeAsyncIterator()
-            let accepted = try await client.send("POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("live")))
+            let accepted = try await client.send(
+                "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("live")))
             let id = try accepted.decode(AnnouncementAccepted.self).id
             let queued = try #require(try await events.next())
             #expect(queued.event == "queued")
@@ -184,7 +190,9 @@ private func rawStream(path: String, for duration: Duration) async throws -> Str
     address.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
     let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
     }
     guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
     let request = Array("GET /v1/events HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)

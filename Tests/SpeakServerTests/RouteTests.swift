@@ -75,7 +75,8 @@ struct RouteTests {
             #expect(announcement.priority == .high)
             #expect(announcement.state == .speaking)
 
-            let list = try decode(AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
+            let list = try decode(
+                AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
             #expect(list.announcements.map(\.id) == [speaking.id, waiting.id])
             #expect(list.announcements.map(\.state) == [.speaking, .queued])
         }
@@ -84,9 +85,11 @@ struct RouteTests {
     @Test(.timeLimit(.minutes(1))) func postWithSpansKeepsText() async throws {
         let harness = Harness()
         try await harness.test { client in
-            let body = #"{"spans": [{"text": "Next train to "}, {"text": "Lisboa", "language": "pt-PT", "pitch": 1.2}], "queue": false, "expiresAfter": 30}"#
+            let body =
+                #"{"spans": [{"text": "Next train to "}, {"text": "Lisboa", "language": "pt-PT", "pitch": 1.2}], "queue": false, "expiresAfter": 30}"#
             _ = try await harness.post(client, body)
-            let list = try decode(AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
+            let list = try decode(
+                AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
             #expect(list.announcements.map(\.text) == ["Next train to Lisboa"])
         }
     }
@@ -138,7 +141,8 @@ struct RouteTests {
             let all = try await client.execute(uri: "/v1/announcements", method: .delete)
             #expect(try decode(CancelResult.self, all).cancelled == 2)
             for id in ids {
-                let finished = try decode(AnnouncementStatus.self, try await client.execute(uri: "/v1/announcements/\(id)", method: .get))
+                let finished = try decode(
+                    AnnouncementStatus.self, try await client.execute(uri: "/v1/announcements/\(id)", method: .get))
                 #expect(finished.state == .finished)
                 #expect(finished.reason == .cancelled)
                 #expect(finished.success == false)
@@ -199,7 +203,9 @@ struct RouteTests {
     @Test(.timeLimit(.minutes(1))) func metricsCountAcceptedRefusedAndFinished() async throws {
         let harness = Harness(capacity: 1)
         try await harness.test { client in
-            let observer = Task { await harness.server.metrics.observe(await harness.running.scheduler.eventStream(after: 0)) }
+            let observer = Task {
+                await harness.server.metrics.observe(await harness.running.scheduler.eventStream(after: 0))
+            }
             defer { observer.cancel() }
             let first = try await harness.post(client, #"{"text": "one", "priority": "low"}"#)
             _ = try await harness.post(client, #"{"text": "two", "priority": "low"}"#)
@@ -271,11 +277,13 @@ struct LiveRouteTests {
             try await harness.app.test(.live) { client in
                 #expect(client.port != nil)
                 let id = try await harness.post(client, #"{"text": "live framework"}"#)
-                let list = try decode(AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
+                let list = try decode(
+                    AnnouncementList.self, try await client.execute(uri: "/v1/announcements", method: .get))
                 #expect(list.announcements.map(\.id) == [id])
                 let cancelled = try await client.execute(uri: "/v1/announcements", method: .delete)
                 #expect(try decode(CancelResult.self, cancelled).cancelled == 1)
-                let bad = try await client.execute(uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "x", "pitch": 9}"#))
+                let bad = try await client.execute(
+                    uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "x", "pitch": 9}"#))
                 #expect(bad.status == .unprocessableContent)
                 #expect(try decode(ErrorResponse.self, bad).error.field == "pitch")
             }

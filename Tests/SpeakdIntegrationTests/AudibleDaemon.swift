@@ -22,7 +22,8 @@ struct AudibleDaemon {
             let recorder = try await MonitorRecorder.start(pulse)
             let daemon: SpeakdProcess
             do {
-                daemon = try await SpeakdProcess.start(audio: "pulse", arguments: arguments, environment: pulse.environment)
+                daemon = try await SpeakdProcess.start(
+                    audio: "pulse", arguments: arguments, environment: pulse.environment)
             } catch {
                 _ = await recorder.stop()
                 throw error
@@ -58,7 +59,9 @@ struct AudibleDaemon {
     /// Posts and expects 202; returns the accepted id.
     func accept(_ body: [String: Any], via client: SpeakHTTPClient? = nil) async throws -> String {
         let response = try await post(body, via: client ?? unix)
-        #expect(response.status == 202, "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        #expect(
+            response.status == 202,
+            "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         return try response.decode(AnnouncementAccepted.self).id
     }
 
@@ -108,11 +111,15 @@ struct Rendered {
     var medianF0: Double? { analysis.medianF0() }
     /// Silence before the first sounding frame, in seconds.
     var leadingSilence: Double {
-        analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).first?.start ?? 0
+        analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).first?
+            .start ?? 0
     }
     /// Silence after the last sounding frame, in seconds.
     var trailingSilence: Double {
-        guard let last = analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).last
+        guard
+            let last = analysis.soundingSegments(
+                minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0
+            ).last
         else { return analysis.duration }
         return analysis.duration - last.end
     }
@@ -166,11 +173,16 @@ extension Duration {
 }
 
 /// Checks that every id in `accepted` has exactly one `finished` event and nothing else has any.
-func expectExactlyOneFinished(_ accepted: some Collection<String>, in events: [AnnouncementEvent], sourceLocation: SourceLocation = #_sourceLocation) {
+func expectExactlyOneFinished(
+    _ accepted: some Collection<String>, in events: [AnnouncementEvent],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     var finishedCount: [String: Int] = [:]
     for event in events where event.type == .finished { finishedCount[event.id, default: 0] += 1 }
     for id in accepted {
-        #expect(finishedCount[id] == 1, "announcement \(id) has \(finishedCount[id] ?? 0) finished events", sourceLocation: sourceLocation)
+        #expect(
+            finishedCount[id] == 1, "announcement \(id) has \(finishedCount[id] ?? 0) finished events",
+            sourceLocation: sourceLocation)
     }
     let strangers = Set(finishedCount.keys).subtracting(accepted)
     #expect(strangers.isEmpty, "finished events for ids never accepted: \(strangers)", sourceLocation: sourceLocation)

@@ -12,11 +12,13 @@ extension SpeakdIntegration {
 
         /// Runs `speak` with `--socket` pointing at the daemon, in the audio server's environment.
         func speak(_ speakd: AudibleDaemon, _ arguments: [String]) async throws -> BuiltProduct.Result {
-            try await BuiltProduct.run("speak", arguments + ["--socket", speakd.daemon.socketPath], environment: speakd.pulse.environment)
+            try await BuiltProduct.run(
+                "speak", arguments + ["--socket", speakd.daemon.socketPath], environment: speakd.pulse.environment)
         }
 
         func startSpeak(_ speakd: AudibleDaemon, _ arguments: [String]) throws -> RunningProduct {
-            try BuiltProduct.start("speak", arguments + ["--socket", speakd.daemon.socketPath], environment: speakd.pulse.environment)
+            try BuiltProduct.start(
+                "speak", arguments + ["--socket", speakd.daemon.socketPath], environment: speakd.pulse.environment)
         }
 
         /// The JSON finished event a `--wait` run printed.
@@ -45,7 +47,9 @@ extension SpeakdIntegration {
         func waitInterrupted() async throws {
             let speakd = try await AudibleDaemon.start()
             let waiting = try startSpeak(speakd, ["--wait", Self.longText])
-            let started = try #require(await speakd.events.wait { $0.contains { $0.type == .started } } ? speakd.events.events.first { $0.type == .started } : nil)
+            let started = try #require(
+                await speakd.events.wait { $0.contains { $0.type == .started } }
+                    ? speakd.events.events.first { $0.type == .started } : nil)
             try await Task.sleep(for: .milliseconds(500))
             let interrupter = try await speakd.accept(announcement("Platform change", priority: .high), via: speakd.tcp)
             let result = try await waiting.wait(timeout: .seconds(30))
@@ -67,7 +71,9 @@ extension SpeakdIntegration {
 
             let cancel = try await speak(speakd, ["cancel", id])
             #expect(cancel.status == 0, "stderr: \(cancel.standardError)")
-            #expect(try WireFormat.decoder().decode(CancelResult.self, from: Data(cancel.standardOutput.utf8)).cancelled == 1)
+            #expect(
+                try WireFormat.decoder().decode(CancelResult.self, from: Data(cancel.standardOutput.utf8)).cancelled
+                    == 1)
             let result = try await waiting.wait(timeout: .seconds(30))
             _ = await speakd.stop()
 
@@ -91,7 +97,9 @@ extension SpeakdIntegration {
             _ = await speakd.stop()
 
             #expect(cancel.status == 0, "stderr: \(cancel.standardError)")
-            #expect(try WireFormat.decoder().decode(CancelResult.self, from: Data(cancel.standardOutput.utf8)).cancelled == 3)
+            #expect(
+                try WireFormat.decoder().decode(CancelResult.self, from: Data(cancel.standardOutput.utf8)).cancelled
+                    == 3)
             for id in ids {
                 #expect(speakd.events.finished(id).first?.reason == .cancelled)
             }

@@ -28,7 +28,9 @@ extension SpeakdIntegration {
             #expect(speakd.events.events(for: id).map(\.type) == [.queued, .started, .finished])
             let segments = recording.segments()
             try #require(segments.count == 1, "heard \(segments)")
-            #expect(abs(segments[0].duration - reference.soundingDuration) < 0.2, "heard \(segments[0]), rendered \(reference.soundingDuration) s")
+            #expect(
+                abs(segments[0].duration - reference.soundingDuration) < 0.2,
+                "heard \(segments[0]), rendered \(reference.soundingDuration) s")
             expectExactlyOneFinished([id], in: speakd.events.events)
         }
 
@@ -45,7 +47,9 @@ extension SpeakdIntegration {
             }
         }
 
-        @Test("a high, or a default with queue false, interrupts a speaking default; the recording shows it stop", arguments: Interrupter.allCases)
+        @Test(
+            "a high, or a default with queue false, interrupts a speaking default; the recording shows it stop",
+            arguments: Interrupter.allCases)
         func interrupted(by interrupter: Interrupter) async throws {
             let speakd = try await AudibleDaemon.start()
             let speakingBody = announcement(Self.longText, pitch: 0.7, priority: .default)
@@ -79,13 +83,19 @@ extension SpeakdIntegration {
             let lowFramesLate = frames.filter { $0.f0 < boundary && $0.time > postedAt + 0.4 }
             let highFrames = frames.filter { $0.f0 >= boundary && $0.time > postedAt }
             #expect(highFrames.count > 20, "the interrupting announcement was not heard after it was posted")
-            #expect(lowFramesLate.count <= max(3, highFrames.count / 20), "the interrupted voice went on: \(lowFramesLate.count) frames after \(postedAt + 0.4) s")
+            #expect(
+                lowFramesLate.count <= max(3, highFrames.count / 20),
+                "the interrupted voice went on: \(lowFramesLate.count) frames after \(postedAt + 0.4) s")
             let segments = recording.segments()
             let firstSound = try #require(segments.first).start
             let heardTotal = recording.totalSoundingTime
             let expectedTotal = (postedAt - firstSound) + interrupterReference.soundingDuration
-            #expect(heardTotal < speakingReference.soundingDuration - 1.5, "the interrupted one was heard almost in full: \(heardTotal) s")
-            #expect(abs(heardTotal - expectedTotal) < 0.5, "heard \(heardTotal) s of sound; expected about \(expectedTotal) s")
+            #expect(
+                heardTotal < speakingReference.soundingDuration - 1.5,
+                "the interrupted one was heard almost in full: \(heardTotal) s")
+            #expect(
+                abs(heardTotal - expectedTotal) < 0.5,
+                "heard \(heardTotal) s of sound; expected about \(expectedTotal) s")
         }
 
         @Test("cancel one waiting and one speaking: both cancelled, the sound stops at once")
@@ -94,7 +104,8 @@ extension SpeakdIntegration {
             let speakingBody = announcement(Self.longText, priority: .default)
             let reference = try await speakd.reference(speakingBody)
             let speaking = try await speakd.accept(speakingBody, via: speakd.unix)
-            let waiting = try await speakd.accept(announcement("Next stop Central", priority: .default), via: speakd.tcp)
+            let waiting = try await speakd.accept(
+                announcement("Next stop Central", priority: .default), via: speakd.tcp)
             _ = try #require(await speakd.events.waitFor(.started, of: speaking))
             try await Task.sleep(for: .seconds(1))
 
@@ -107,7 +118,9 @@ extension SpeakdIntegration {
             #expect(await speakd.events.waitForFinished([speaking, waiting]))
 
             // Cancelling again, or an unknown id.
-            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)").decode(CancelResult.self).cancelled == 0)
+            #expect(
+                try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)").decode(CancelResult.self)
+                    .cancelled == 0)
             let unknown = try await speakd.unix.send("DELETE", "/v1/announcements/000000000000")
             #expect(unknown.status == 404)
             #expect(unknown.error?.error.code == ErrorResponse.Code.unknownAnnouncement)
@@ -117,7 +130,9 @@ extension SpeakdIntegration {
 
             for id in [speaking, waiting] {
                 let finished = speakd.events.finished(id).first
-                #expect(finished?.success == false && finished?.reason == .cancelled, "\(id): \(String(describing: finished))")
+                #expect(
+                    finished?.success == false && finished?.reason == .cancelled,
+                    "\(id): \(String(describing: finished))")
             }
             #expect(speakd.events.first(.started, of: waiting) == nil)
             expectExactlyOneFinished([speaking, waiting], in: speakd.events.events)
@@ -128,7 +143,9 @@ extension SpeakdIntegration {
             let silentAfter = (lastSound - cancelledAt).seconds
             // The goal is 10 ms (measured by the latency benchmark); this bounds it on two loaded cores.
             #expect(silentAfter < 0.25, "sound went on \(silentAfter * 1000) ms after the cancel was sent")
-            #expect(segments[0].duration < reference.soundingDuration - 1.5, "heard \(segments[0]) of \(reference.soundingDuration) s")
+            #expect(
+                segments[0].duration < reference.soundingDuration - 1.5,
+                "heard \(segments[0]) of \(reference.soundingDuration) s")
         }
 
         @Test("a waiting announcement whose expiresAfter passes while another speaks is expired, never started")
@@ -149,7 +166,9 @@ extension SpeakdIntegration {
             let after = (expiredEvent.receivedAt - posted).seconds
             #expect(after > 0.9 && after < 2.5, "expired \(after) s after it was posted; expiresAfter was 1 s")
             let speakingFinished = try #require(speakd.events.first(.finished, of: speaking))
-            #expect(expiredEvent.receivedAt < speakingFinished.receivedAt, "expired only once the speaking one had finished")
+            #expect(
+                expiredEvent.receivedAt < speakingFinished.receivedAt, "expired only once the speaking one had finished"
+            )
             #expect(speakingFinished.event.reason == .completed && speakingFinished.event.success == true)
             #expect(speakd.events.first(.started, of: expiring) == nil)
             expectExactlyOneFinished([speaking, expiring], in: speakd.events.events)
@@ -159,7 +178,9 @@ extension SpeakdIntegration {
             #expect(abs(segments[0].duration - reference.soundingDuration) < 0.2 + 0.05 * reference.soundingDuration)
         }
 
-        @Test("a full queue: a high displaces the newest low (discarded); with nothing lower a post is refused with 429 and no events")
+        @Test(
+            "a full queue: a high displaces the newest low (discarded); with nothing lower a post is refused with 429 and no events"
+        )
         func discardedAndRefused() async throws {
             let speakd = try await AudibleDaemon.start(arguments: ["--max-queue", "2"])
             let blocker = try await speakd.accept(announcement("Service update for all passengers", priority: .high))

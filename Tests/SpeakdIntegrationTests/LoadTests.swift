@@ -39,7 +39,9 @@ extension SpeakdIntegration {
             var cancelledByRequest = 0
         }
 
-        @Test("50 concurrent clients over TCP and the Unix socket: no finished event lost or duplicated, refusals have no events")
+        @Test(
+            "50 concurrent clients over TCP and the Unix socket: no finished event lost or duplicated, refusals have no events"
+        )
         func concurrentClients() async throws {
             let daemon = try await SpeakdProcess.start(
                 audio: "null", arguments: ["--max-queue", "16", "--event-history", "8192"])
@@ -83,10 +85,13 @@ extension SpeakdIntegration {
                                 if response.error?.error.code == ErrorResponse.Code.queueFull {
                                     log.refused.append(text)
                                 } else {
-                                    log.otherFailures.append("429 without queueFull: \(String(decoding: response.body, as: UTF8.self))")
+                                    log.otherFailures.append(
+                                        "429 without queueFull: \(String(decoding: response.body, as: UTF8.self))")
                                 }
                             default:
-                                log.otherFailures.append("POST \(text): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                                log.otherFailures.append(
+                                    "POST \(text): \(response.status) \(String(decoding: response.body, as: UTF8.self))"
+                                )
                             }
                             try await Task.sleep(for: .milliseconds(Int.random(in: 50...600, using: &random)))
                         }

@@ -33,7 +33,8 @@ extension SpeakdIntegration {
         static let blockerText =
             "The next train to arrive at platform four is the delayed service to the airport calling at every station on the way"
 
-        @Test("concurrent clients over TCP and the Unix socket: heard order = started order = contract order, no overlap")
+        @Test(
+            "concurrent clients over TCP and the Unix socket: heard order = started order = contract order, no overlap")
         func heardOrderMatchesStartedEventsAndContract() async throws {
             let speakd = try await AudibleDaemon.start()
 
@@ -47,7 +48,8 @@ extension SpeakdIntegration {
             let referenceF0 = try references.map { try #require($0.medianF0) }
             for (i, a) in referenceF0.enumerated() {
                 for b in referenceF0[(i + 1)...] {
-                    try #require(max(a, b) / min(a, b) > 1.08, "reference pitches too close to tell apart: \(referenceF0)")
+                    try #require(
+                        max(a, b) / min(a, b) > 1.08, "reference pitches too close to tell apart: \(referenceF0)")
                 }
             }
             for reference in references + [blockerReference] {
@@ -81,37 +83,62 @@ extension SpeakdIntegration {
 
             // The contract: high before default before low, in order of acceptance (queued events) within each.
             let queuedSequence = Dictionary(
-                uniqueKeysWithValues: received.filter { $0.event.type == .queued }.map { ($0.event.id, $0.sequence ?? 0) })
-            let contractOrder = [blocker] + Self.entries.indices.sorted { a, b in
-                let (pa, pb) = (Self.entries[a].priority, Self.entries[b].priority)
-                if pa != pb { return pa > pb }
-                return (queuedSequence[ids[a]] ?? .max) < (queuedSequence[ids[b]] ?? .max)
-            }.map { ids[$0] }
+                uniqueKeysWithValues: received.filter { $0.event.type == .queued }.map {
+                    ($0.event.id, $0.sequence ?? 0)
+                })
+            let contractOrder =
+                [blocker]
+                + Self.entries.indices.sorted { a, b in
+                    let (pa, pb) = (Self.entries[a].priority, Self.entries[b].priority)
+                    if pa != pb { return pa > pb }
+                    return (queuedSequence[ids[a]] ?? .max) < (queuedSequence[ids[b]] ?? .max)
+                }.map { ids[$0] }
 
             let startedOrder = events.filter { $0.type == .started }.map(\.id)
             #expect(startedOrder == contractOrder)
 
             let segments = recording.segments()
-            try #require(segments.count == contractOrder.count, "heard \(segments.count) segments \(segments), expected \(contractOrder.count)")
+            try #require(
+                segments.count == contractOrder.count,
+                "heard \(segments.count) segments \(segments), expected \(contractOrder.count)")
             var heardOrder = [blocker]
             for segment in segments.dropFirst() {
                 let f0 = try #require(recording.medianF0(segment))
-                let nearest = referenceF0.indices.min { abs(log(referenceF0[$0] / f0)) < abs(log(referenceF0[$1] / f0)) }!
-                #expect(abs(log(referenceF0[nearest] / f0)) < log(1.06), "segment \(segment) F0 \(f0) Hz is near none of \(referenceF0)")
+                let nearest = referenceF0.indices.min {
+                    abs(log(referenceF0[$0] / f0)) < abs(log(referenceF0[$1] / f0))
+                }!
+                #expect(
+                    abs(log(referenceF0[nearest] / f0)) < log(1.06),
+                    "segment \(segment) F0 \(f0) Hz is near none of \(referenceF0)")
                 heardOrder.append(ids[nearest])
             }
-            print("heard: \(zip(segments, heardOrder).map { "\($0.0) \(Int(recording.medianF0($0.0) ?? 0)) Hz \($0.1)" }.joined(separator: "; "))")
+            print(
+                "heard: \(zip(segments, heardOrder).map { "\($0.0) \(Int(recording.medianF0($0.0) ?? 0)) Hz \($0.1)" }.joined(separator: "; "))"
+            )
             print("references: \(referenceF0.map { Int($0) }) Hz; contract order \(contractOrder)")
-            #expect(heardOrder == contractOrder, "segment F0s \(segments.map { recording.medianF0($0) ?? 0 }), references \(referenceF0)")
+            #expect(
+                heardOrder == contractOrder,
+                "segment F0s \(segments.map { recording.medianF0($0) ?? 0 }), references \(referenceF0)")
 
             // Each heard segment lasts as long as its rendering: none cut short, none running into another.
-            let referenceByID = Dictionary(uniqueKeysWithValues: zip(ids, references)).merging([blocker: blockerReference]) { $1 }
+            let referenceByID = Dictionary(uniqueKeysWithValues: zip(ids, references)).merging([
+                blocker: blockerReference
+            ]) { $1 }
             for (segment, id) in zip(segments, heardOrder) {
                 let expected = referenceByID[id]!.soundingDuration
-                #expect(abs(segment.duration - expected) < 0.2 + 0.05 * expected, "segment \(segment) of \(id): expected \(expected) s")
+                #expect(
+                    abs(segment.duration - expected) < 0.2 + 0.05 * expected,
+                    "segment \(segment) of \(id): expected \(expected) s")
             }
-            let renderedTotal = referenceByID.values.reduce(0) { $0 + $1.analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).reduce(0) { $0 + $1.duration } }
-            #expect(abs(recording.totalSoundingTime - renderedTotal) < 0.05 * renderedTotal, "heard \(recording.totalSoundingTime) s of sound, rendered \(renderedTotal) s")
+            let renderedTotal = referenceByID.values.reduce(0) {
+                $0
+                    + $1.analysis.soundingSegments(
+                        minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0
+                    ).reduce(0) { $0 + $1.duration }
+            }
+            #expect(
+                abs(recording.totalSoundingTime - renderedTotal) < 0.05 * renderedTotal,
+                "heard \(recording.totalSoundingTime) s of sound, rendered \(renderedTotal) s")
 
             for id in contractOrder {
                 let finished = speakd.events.finished(id)

@@ -29,7 +29,9 @@ extension SpeakdIntegration {
 
             for id in ids {
                 let finished = speakd.events.finished(id).first
-                #expect(finished?.success == false && finished?.reason == .shutdown, "\(id): \(String(describing: finished))")
+                #expect(
+                    finished?.success == false && finished?.reason == .shutdown,
+                    "\(id): \(String(describing: finished))")
             }
             expectExactlyOneFinished(ids, in: speakd.events.events)
             #expect(speakd.events.first(.started, of: ids[1]) == nil)
@@ -37,7 +39,9 @@ extension SpeakdIntegration {
             let segments = recording.segments()
             try #require(segments.count == 1, "heard \(segments)")
             let lastSound = try #require(recording.playedAt(segments[0].end))
-            #expect((lastSound - signalled).seconds < 0.5, "sound went on \((lastSound - signalled).seconds) s after SIGTERM")
+            #expect(
+                (lastSound - signalled).seconds < 0.5,
+                "sound went on \((lastSound - signalled).seconds) s after SIGTERM")
         }
     }
 }

@@ -227,7 +227,8 @@ import Testing
 
     @Test func xmlSyntaxVariations() throws {
         let utterance = try Utterance(
-            ssml: "\u{FEFF}<?xml version='1.0' encoding='UTF-8'?>\n<!-- intro -->\n<speak\n  xml:lang = 'en&#45;gb'\r\n>"
+            ssml:
+                "\u{FEFF}<?xml version='1.0' encoding='UTF-8'?>\n<!-- intro -->\n<speak\n  xml:lang = 'en&#45;gb'\r\n>"
                 + "a > b<voice\txml:lang=\"de\" ><voice xml:lang='fr'>c</voice>d</voice ><s/>e</speak >\n")
         #expect(utterance.defaults.language == Self.tag("en-GB"))
         #expect(
