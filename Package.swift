@@ -153,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AnnouncementQueueTests",
-            dependencies: ["AnnouncementQueue"],
+            dependencies: ["AnnouncementQueue", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -6,23 +6,6 @@ import Synchronization
 import Testing
 
 extension SpeakdIntegration {
-    /// A reproducible random source: SplitMix64.
-    struct SeededGenerator: RandomNumberGenerator {
-        private var state: UInt64
-
-        init(seed: UInt64) {
-            state = seed
-        }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct LoadTests {
         static let clients = 50
@@ -54,7 +37,7 @@ extension SpeakdIntegration {
                     let http = client.isMultiple(of: 2) ? daemon.tcpClient : daemon.unixClient
                     let other = client.isMultiple(of: 2) ? daemon.unixClient : daemon.tcpClient
                     group.addTask {
-                        var random = SeededGenerator(seed: Self.seed &+ UInt64(client))
+                        var random = SplitMix64(seed: Self.seed &+ UInt64(client))
                         var log = ClientLog()
                         for number in 0..<Self.postsPerClient {
                             let priority = AnnouncementPriority.allCases.randomElement(using: &random)!
