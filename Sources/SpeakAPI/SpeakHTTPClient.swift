@@ -190,22 +190,12 @@ private final class SocketConnection: Sendable {
         case .unixSocket(let path):
             descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             guard descriptor >= 0 else { throw SpeakClientError("socket(): \(String(cString: strerror(errno)))") }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let capacity = MemoryLayout.size(ofValue: address.sun_path)
-            guard path.utf8.count < capacity else {
+            guard let address = UnixSocketAddress(path: path) else {
                 Glibc.close(descriptor)
-                throw SpeakClientError("socket path '\(path)' is longer than \(capacity - 1) bytes")
-            }
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                raw.copyBytes(from: Array(path.utf8) + [0])
+                throw SpeakClientError("socket path '\(path)' is longer than \(UnixSocketAddress.capacity) bytes")
             }
             Self.setTimeouts(descriptor, send: timeout, receive: receiveTimeout)
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
+            let result = address.withSocketAddress { connect(descriptor, $0, $1) }
             guard result == 0 else {
                 let message = String(cString: strerror(errno))
                 Glibc.close(descriptor)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import SpeakAPI
 
 /// Sends state changes to systemd's notification socket (`sd_notify(3)` without libsystemd).
 ///
@@ -19,18 +20,10 @@ public struct SystemdNotifier: Sendable {
     /// - Throws: `SystemdNotifyError` when the socket cannot be reached.
     public func notify(_ message: String) throws(SystemdNotifyError) {
         guard let socketPath else { return }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var pathBytes = Array(socketPath.utf8)
-        let abstract = pathBytes.first == UInt8(ascii: "@")
-        if abstract { pathBytes[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard pathBytes.count < capacity else {
-            throw SystemdNotifyError(description: "NOTIFY_SOCKET '\(socketPath)' is longer than \(capacity - 1) bytes")
+        guard let address = UnixSocketAddress(path: socketPath, allowingAbstract: true) else {
+            throw SystemdNotifyError(
+                description: "NOTIFY_SOCKET '\(socketPath)' is longer than \(UnixSocketAddress.capacity) bytes")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: pathBytes) }
-        // Abstract names are not NUL-terminated: the length says where they end.
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + pathBytes.count + (abstract ? 0 : 1))
 
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
@@ -38,11 +31,9 @@ public struct SystemdNotifier: Sendable {
         }
         defer { close(descriptor) }
         let bytes = Array(message.utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bytes.withUnsafeBytes {
-                    sendto(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length)
-                }
+        let sent = address.withSocketAddress { socketAddress, length in
+            bytes.withUnsafeBytes {
+                sendto(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length)
             }
         }
         guard sent == bytes.count else {

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import SpeakAPI
 import Synchronization
 
 /// One listener (TCP or Unix socket) serving the shared router, as a `Service`.
@@ -130,16 +131,8 @@ public final class SpeakListener: Service, Sendable {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes + [0]) }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
-            }
-        }
+        guard let address = UnixSocketAddress(path: path) else { return false }
+        return address.withSocketAddress { connect(descriptor, $0, $1) == 0 }
     }
 
     private static func isSocket(_ path: String) -> Bool {

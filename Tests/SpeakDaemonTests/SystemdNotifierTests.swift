@@ -1,4 +1,5 @@
 import Foundation
+import SpeakAPI
 import SpeakDaemon
 import Testing
 
@@ -10,14 +11,7 @@ final class NotifySocket: Sendable {
     init() throws {
         path = "/tmp/speakd-notify-\(UUID().uuidString.prefix(8))"
         descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = UnixSocketAddress(path: path)?.withSocketAddress { bind(descriptor, $0, $1) }
         guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

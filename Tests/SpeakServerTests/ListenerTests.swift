@@ -69,14 +69,7 @@ struct ListenerTests {
         let path = directory.appendingPathComponent("speakd.sock").path
         // A stale socket from an earlier run must be replaced.
         let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = UnixSocketAddress(path: path)?.withSocketAddress { bind(stale, $0, $1) }
         #expect(bound == 0)
         close(stale)
         #expect(FileManager.default.fileExists(atPath: path))
@@ -186,14 +179,7 @@ struct ListenerTests {
 private func rawStream(path: String, for duration: Duration) async throws -> String {
     let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(descriptor) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
+    let connected = UnixSocketAddress(path: path)?.withSocketAddress { connect(descriptor, $0, $1) }
     guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
     let request = Array("GET /v1/events HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
