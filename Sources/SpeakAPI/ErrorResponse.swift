@@ -40,8 +40,17 @@ extension ErrorResponse {
     public enum Code {
         /// 400: the body is not JSON, or not the expected shape.
         public static let malformedRequest = "malformedRequest"
-        /// 413: the body, the text or the number of spans is over the configured limit.
+        /// 413: the body, the text or the number of spans is over the configured limit
+        /// (`field`: `body`, `text`, `ssml` or `spans`).
         public static let tooLarge = "tooLarge"
+        /// 401: a TCP request without the right bearer token (`field`: `Authorization`).
+        public static let unauthorized = "unauthorized"
+        /// 403: a request from a web page whose origin is not allowed (`field`: `Origin`).
+        public static let forbiddenOrigin = "forbiddenOrigin"
+        /// 415: a body that is not `application/json` (`field`: `Content-Type`).
+        public static let unsupportedMediaType = "unsupportedMediaType"
+        /// 421: a `Host` that names another service (`field`: `Host`).
+        public static let misdirectedRequest = "misdirectedRequest"
         /// 404: no announcement has that id (or it left the history).
         public static let unknownAnnouncement = "unknownAnnouncement"
         /// 404: no such route.

@@ -7,7 +7,7 @@ import SpeechModel
 /// An error the API reports to its client: an HTTP status and the JSON error body.
 ///
 /// Every failure a route can meet is mapped here, so the status codes of the DESIGN live in one place.
-public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
+public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConvertible {
     /// The HTTP status.
     public let status: HTTPResponse.Status
     /// The JSON body.
@@ -29,6 +29,7 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
         let data = (try? WireFormat.encoder().encode(body)) ?? Data()
         var headers: HTTPFields = [.contentType: WireFormat.jsonContentType]
         if status == .tooManyRequests { headers[.retryAfter] = "1" }
+        if status == .unauthorized { headers[.wwwAuthenticate] = #"Bearer realm="speakd""# }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
@@ -40,6 +41,39 @@ public struct APIError: HTTPResponseError, Sendable, CustomStringConvertible {
     /// 413: over a configured limit.
     static func tooLarge(_ message: String, field: String? = nil) -> APIError {
         APIError(status: .contentTooLarge, code: ErrorResponse.Code.tooLarge, message: message, field: field)
+    }
+
+    /// 401: a TCP request without the right bearer token; the response asks for one.
+    static func unauthorized(_ message: String) -> APIError {
+        APIError(status: .unauthorized, code: ErrorResponse.Code.unauthorized, message: message, field: "Authorization")
+    }
+
+    /// 403: a request from a web page whose origin is not allowed.
+    static func forbiddenOrigin(_ message: String) -> APIError {
+        APIError(status: .forbidden, code: ErrorResponse.Code.forbiddenOrigin, message: message, field: "Origin")
+    }
+
+    /// 415: a body that is not declared `application/json`.
+    static func unsupportedMediaType(_ message: String) -> APIError {
+        APIError(
+            status: .unsupportedMediaType, code: ErrorResponse.Code.unsupportedMediaType, message: message,
+            field: "Content-Type")
+    }
+
+    /// 421: a request whose `Host` names another service (a rebound DNS name).
+    static func misdirected(_ message: String) -> APIError {
+        APIError(
+            status: .misdirectedRequest, code: ErrorResponse.Code.misdirectedRequest, message: message, field: "Host")
+    }
+
+    /// A body that is not strict JSON: 400 naming the field, or 422 `outOfRange` for a number
+    /// no `Double` holds.
+    static func strictJSON(_ error: StrictJSONError) -> APIError {
+        if error.isOutOfRange {
+            return APIError(
+                status: .unprocessableContent, code: "outOfRange", message: error.message, field: error.field)
+        }
+        return .malformed(error.message, field: error.field)
     }
 
     /// 422: a value that is well-formed JSON but cannot be spoken.

@@ -33,7 +33,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case .notFound:
             APIError(status: .notFound, code: ErrorResponse.Code.notFound, message: "no such route")
         case .contentTooLarge:
-            .tooLarge(error.body ?? "the body is too large")
+            .tooLarge(error.body ?? "the body is too large", field: "body")
         case .badRequest:
             .malformed(error.body ?? "bad request")
         default:

@@ -9,17 +9,31 @@ public struct ServerSettings: Sendable, Hashable {
     /// How often an idle event stream sends a comment so proxies and clients see it is alive.
     public var heartbeatInterval: Duration
     /// The one browser origin allowed to call the API (a kiosk page), or nil for no CORS headers.
+    /// A request with any other `Origin` is refused (403), on every listener.
     public var corsOrigin: String?
+    /// The bearer token every TCP request but `GET /healthz` must carry (401 without it); nil
+    /// leaves TCP open (`--tcp-open`). The Unix socket never needs it.
+    public var tcpToken: String?
+    /// Where the token lives, named in 401 answers so a client knows where to look.
+    public var tokenFile: String?
+    /// Host names besides the listener's own address and the loopback names that a request's
+    /// `Host` may carry (421 otherwise), lower case, without a port.
+    public var allowedHosts: [String]
 
-    /// - Parameters: see the properties of the same names; the defaults are speakd's.
+    /// - Parameters: see the properties of the same names; the defaults are speakd's, except
+    ///   that speakd's TCP listener has a token.
     public init(
         maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = 5_000, maxSpans: Int = 100,
-        heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil
+        heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
+        tokenFile: String? = nil, allowedHosts: [String] = []
     ) {
         self.maxBodyBytes = maxBodyBytes
         self.maxTextLength = maxTextLength
         self.maxSpans = maxSpans
         self.heartbeatInterval = heartbeatInterval
         self.corsOrigin = corsOrigin
+        self.tcpToken = tcpToken
+        self.tokenFile = tokenFile
+        self.allowedHosts = allowedHosts
     }
 }

@@ -177,16 +177,18 @@ struct SpeakRoutes: Sendable {
         return report
     }
 
-    /// Reads the body up to the configured limit and decodes it, enforcing the text and span limits.
+    /// Reads the body up to the configured limit and decodes it, enforcing the media type, strict
+    /// JSON and the text and span limits.
     private func decodeRequest(_ request: Request) async throws -> AnnouncementRequest {
+        try Self.requireJSON(request.headers[.contentType])
         let limit = server.settings.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            throw APIError.tooLarge("the body is \(length) bytes; the limit is \(limit)")
+            throw APIError.tooLarge("the body is \(length) bytes; the limit is \(limit)", field: "body")
         }
         var body = ByteBuffer()
         for try await part in request.body {
             guard body.readableBytes + part.readableBytes <= limit else {
-                throw APIError.tooLarge("the body is over the limit of \(limit) bytes")
+                throw APIError.tooLarge("the body is over the limit of \(limit) bytes", field: "body")
             }
             var part = part
             body.writeBuffer(&part)
@@ -194,24 +196,55 @@ struct SpeakRoutes: Sendable {
         guard body.readableBytes > 0 else {
             throw APIError.malformed("the body is empty; expected a JSON object with text or spans")
         }
+        let topLevelKeys: [String]
+        do {
+            topLevelKeys = try StrictJSON.check(body.readableBytesView)
+        } catch {
+            throw APIError.strictJSON(error)
+        }
         let decoded: AnnouncementRequest
         do {
             decoded = try WireFormat.decoder().decode(AnnouncementRequest.self, from: Data(buffer: body))
         } catch {
             throw APIError.decoding(error)
         }
+        // The limits name the field the client wrote: an SSML document becomes spans.
+        let usedSSML = topLevelKeys.contains("ssml")
         let settings = server.settings
         if decoded.utterance.spans.count > settings.maxSpans {
             throw APIError.tooLarge(
-                "\(decoded.utterance.spans.count) spans; the limit is \(settings.maxSpans)", field: "spans")
+                "\(decoded.utterance.spans.count) spans; the limit is \(settings.maxSpans)",
+                field: usedSSML ? "ssml" : "spans")
         }
         let length = decoded.utterance.text.count
         if length > settings.maxTextLength {
-            let field = decoded.utterance.spans.count == 1 ? "text" : "spans"
+            let field = usedSSML ? "ssml" : decoded.utterance.spans.count == 1 ? "text" : "spans"
             throw APIError.tooLarge(
                 "the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
         }
         return decoded
+    }
+
+    /// Refuses a body not declared `application/json` (a `charset` other than UTF-8 included):
+    /// browsers post `text/plain` and forms across origins without asking first, but never JSON.
+    static func requireJSON(_ contentType: String?) throws(APIError) {
+        guard let contentType else {
+            throw .unsupportedMediaType("the body has no Content-Type; send it as application/json")
+        }
+        let parts = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.first?.lowercased() == "application/json" else {
+            throw .unsupportedMediaType("the body is '\(contentType)'; send it as application/json")
+        }
+        for parameter in parts.dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1).map {
+                $0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\"")))
+            }
+            if pair.first?.lowercased() == "charset", pair.count == 2,
+                !["utf-8", "utf8"].contains(pair[1].lowercased())
+            {
+                throw .unsupportedMediaType("JSON must be UTF-8, not charset '\(pair[1])'")
+            }
+        }
     }
 
     private func validate(_ utterance: Utterance) async throws {

@@ -27,9 +27,15 @@ import SpeechModel
 /// - While the audio sink is unavailable, new announcements are refused with 503
 ///   `audioUnavailable` rather than queued silently; those already waiting stay queued until the
 ///   sink is back. `POST /v1/speech` needs no audio and keeps working.
+/// - Who may call is `AccessPolicy`'s: 421 `misdirectedRequest` for a foreign `Host`, 403
+///   `forbiddenOrigin` for a web page not allowed by `corsOrigin`, 401 `unauthorized` on TCP
+///   without the bearer token (`WWW-Authenticate: Bearer`).
+/// - Bodies must be `application/json` (415 `unsupportedMediaType` otherwise) and strict JSON
+///   (`StrictJSON`: a trailing comma, a duplicate key, invalid UTF-8, a lone surrogate, `NaN` is
+///   400 naming the field; a number out of range is 422 `outOfRange`).
 /// - Errors are `{"error": {"code", "message", "field"}}`: 400 `malformedRequest` (not JSON, not
-///   an object), 413 `tooLarge` (body, text or span count over the limit; `field` is `text` or
-///   `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
+///   an object), 413 `tooLarge` (body, text or span count over the limit; `field` is `body`,
+///   `text`, `ssml` or `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
 ///   `notFound`) or `invalidValue` and the field (`spans[1].pitch`; unknown keys are named too),
 ///   404 `unknownAnnouncement` (`field`: `id`) or `notFound` (no such route), 429 `queueFull`
 ///   (with `Retry-After: 1`), 503 `audioUnavailable` or `shuttingDown`.
@@ -67,20 +73,39 @@ public struct SpeakServer: Sendable {
         self.logger = logger
     }
 
-    /// The router with every route; listeners share it.
-    public func buildRouter() -> Router<BasicRequestContext> {
+    /// The router with every route, under the access rules of `listener` (`AccessPolicy`): its
+    /// `Host` names, and on TCP the bearer token of `settings`. For a listener on port 0 the
+    /// `Host` port is not checked; `makeListener(at:logger:)` checks it against the bound port.
+    public func buildRouter(for listener: ListenAddress = .tcp(host: "127.0.0.1", port: 0))
+        -> Router<BasicRequestContext>
+    {
+        buildRouter(access: AccessPolicy(listener: listener, settings: settings, port: BoundPort(listener)))
+    }
+
+    /// A listener at `address` serving every route under that address's access rules.
+    public func makeListener(at address: ListenAddress, logger: Logger) -> SpeakListener {
+        let port = BoundPort(address)
+        let router = buildRouter(access: AccessPolicy(listener: address, settings: settings, port: port))
+        let listener = SpeakListener(address: address, responder: router.buildResponder(), logger: logger)
+        port.attach(listener)
+        return listener
+    }
+
+    private func buildRouter(access: AccessPolicy) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestSourceMiddleware(policy: access, metrics: metrics))
         if let origin = settings.corsOrigin {
             router.add(
                 middleware: CORSMiddleware(
                     allowOrigin: .custom(origin),
-                    allowHeaders: [.accept, .contentType, .origin, .lastEventID],
+                    allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID],
                     allowMethods: [.get, .post, .delete, .options],
                     exposedHeaders: ["Location"],
                     maxAge: .seconds(600)))
         }
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(metrics: metrics))
+        router.add(middleware: BearerTokenMiddleware(policy: access))
         let routes = SpeakRoutes(server: self)
         router.post("/v1/announcements", use: routes.post)
         router.get("/v1/announcements", use: routes.list)

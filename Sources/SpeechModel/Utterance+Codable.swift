@@ -38,8 +38,15 @@ extension Utterance: Codable {
 
     /// Decodes an utterance from a JSON object; every error is a `SpeechInputError` naming the
     /// field in wire terms (`spans[2].pitch`, `language`, `text`), or no field for JSON that
-    /// does not parse at all.
+    /// does not parse at all. The JSON must be strict (`StrictJSON`): no trailing commas or
+    /// duplicate keys, valid UTF-8, numbers a `Double` holds.
     public static func decode(json: Data) throws(SpeechInputError) -> Utterance {
+        do {
+            try StrictJSON.check(json)
+        } catch {
+            if error.isOutOfRange, let field = error.field { throw .outOfRange(field: field, error.message) }
+            throw .malformed(field: error.field, error.message)
+        }
         do {
             return try JSONDecoder().decode(Utterance.self, from: json)
         } catch let error as SpeechInputError {

@@ -78,6 +78,56 @@ struct ErrorTests {
         BadRequest(
             name: "span without text", body: #"{"spans": [{"pitch": 1}]}"#, status: .unprocessableContent,
             code: "malformed", field: "spans[0].text"),
+        // Strict JSON: what Foundation's decoder would let through or report without a field.
+        BadRequest(
+            name: "duplicate key", body: #"{"text": "a", "text": "b"}"#, status: .badRequest,
+            code: "malformedRequest", field: "text"),
+        BadRequest(
+            name: "duplicate key in a span",
+            body: #"{"spans": [{"text": "a"}, {"text": "b", "pitch": 1, "pitch": 2}]}"#,
+            status: .badRequest, code: "malformedRequest", field: "spans[1].pitch"),
+        BadRequest(
+            name: "duplicate key spelt with an escape", body: #"{"text": "a", "p\u0069tch": 1, "pitch": 1}"#,
+            status: .badRequest, code: "malformedRequest", field: "pitch"),
+        BadRequest(
+            name: "trailing comma in the object", body: #"{"text": "a",}"#, status: .badRequest,
+            code: "malformedRequest", field: "text"),
+        BadRequest(
+            name: "trailing comma in spans", body: #"{"spans": [{"text": "a"},]}"#, status: .badRequest,
+            code: "malformedRequest", field: "spans[0]"),
+        BadRequest(
+            name: "lone high surrogate", body: #"{"text": "\ud800"}"#, status: .badRequest, code: "malformedRequest",
+            field: "text"),
+        BadRequest(
+            name: "lone low surrogate in a span", body: #"{"spans": [{"text": "a\udc00b"}]}"#, status: .badRequest,
+            code: "malformedRequest", field: "spans[0].text"),
+        BadRequest(
+            name: "NaN", body: #"{"text": "a", "pitch": NaN}"#, status: .badRequest, code: "malformedRequest",
+            field: "pitch"),
+        BadRequest(
+            name: "-Infinity", body: #"{"text": "a", "rate": -Infinity}"#, status: .badRequest,
+            code: "malformedRequest", field: "rate"),
+        BadRequest(
+            name: "number out of range", body: #"{"text": "a", "volume": 1e309}"#, status: .unprocessableContent,
+            code: "outOfRange", field: "volume"),
+        BadRequest(
+            name: "span number out of range", body: #"{"spans": [{"text": "a", "pauseAfter": -4e400}]}"#,
+            status: .unprocessableContent, code: "outOfRange", field: "spans[0].pauseAfter"),
+        BadRequest(
+            name: "comment", body: #"{"text": "a" /* note */}"#, status: .badRequest, code: "malformedRequest",
+            field: "text"),
+        BadRequest(
+            name: "leading zero", body: #"{"text": "a", "pitch": 01}"#, status: .badRequest, code: "malformedRequest",
+            field: "pitch"),
+        BadRequest(
+            name: "raw newline in a string", body: "{\"text\": \"a\nb\"}", status: .badRequest,
+            code: "malformedRequest", field: "text"),
+        BadRequest(
+            name: "text after the object", body: #"{"text": "a"} {"text": "b"}"#, status: .badRequest,
+            code: "malformedRequest"),
+        BadRequest(
+            name: "nested too deep", body: #"{"text": "a", "x": "# + String(repeating: "[", count: 100),
+            status: .badRequest, code: "malformedRequest", field: "x" + String(repeating: "[0]", count: 63)),
     ]
 
     @Test(.timeLimit(.minutes(1)), arguments: badBodies)
@@ -116,7 +166,59 @@ struct ErrorTests {
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "\#(text)"}"#))
             #expect(response.status == .contentTooLarge)
-            #expect(try decode(ErrorResponse.self, response).error.code == "tooLarge")
+            let error = try decode(ErrorResponse.self, response).error
+            #expect(error.code == "tooLarge")
+            #expect(error.field == "body")
+        }
+    }
+
+    /// Bytes that are not UTF-8 in a string name the field and the byte, instead of "expected a string".
+    @Test(.timeLimit(.minutes(1))) func invalidUTF8NamesTheField() async throws {
+        let harness = Harness()
+        let bodies: [([UInt8], String?)] = [
+            (Array(#"{"text": "caf"#.utf8) + [0xE9] + Array(#""}"#.utf8), "text"),
+            (
+                Array(#"{"spans": [{"text": "a"}, {"text": ""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}]}"#.utf8),
+                "spans[1].text"
+            ),
+            (Array(#"{"text": "a", "language": ""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8), "language"),
+            (Array(#"{"text": "a", ""#.utf8) + [0xFF] + Array(#"": 1}"#.utf8), nil),
+        ]
+        try await harness.test { client in
+            for (bytes, field) in bodies {
+                let response = try await client.execute(
+                    uri: "/v1/announcements", method: .post, body: ByteBuffer(bytes: bytes))
+                #expect(response.status == .badRequest)
+                let error = try decode(ErrorResponse.self, response).error
+                #expect(error.code == "malformedRequest")
+                #expect(error.field == field, "\(error.message)")
+                #expect(error.message.contains("UTF-8"), "\(error.message)")
+            }
+            #expect(await harness.running.scheduler.announcementList().isEmpty)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func ssmlErrorsNameSSML() async throws {
+        let harness = Harness(settings: ServerSettings(maxTextLength: 10, maxSpans: 2))
+        try await harness.test { client in
+            let long = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"ssml": "<speak>eleven chars</speak>"}"#))
+            #expect(long.status == .contentTooLarge)
+            #expect(try decode(ErrorResponse.self, long).error.field == "ssml")
+            let many = try await client.execute(
+                uri: "/v1/speech", method: .post,
+                body: jsonBody(
+                    #"{"ssml": "<speak>a<break time='1s'/>b<break time='1s'/>c<break time='1s'/>d</speak>"}"#))
+            #expect(many.status == .contentTooLarge)
+            #expect(try decode(ErrorResponse.self, many).error.field == "ssml")
+            let invalid = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"ssml": "<speak>unclosed"}"#))
+            #expect(invalid.status == .unprocessableContent)
+            #expect(try decode(ErrorResponse.self, invalid).error.field == "ssml")
+            let notAString = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"ssml": 5}"#))
+            #expect(notAString.status == .unprocessableContent)
+            #expect(try decode(ErrorResponse.self, notAString).error.field == "ssml")
         }
     }
 

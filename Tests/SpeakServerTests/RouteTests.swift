@@ -21,11 +21,18 @@ struct Harness {
         Application(router: server.buildRouter())
     }
 
-    /// Runs `body` against the router with a running queue, then shuts the queue down.
-    func test(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    /// Runs `body` against the router with a running queue, then shuts the queue down. The
+    /// client declares bodies `application/json` unless told otherwise (`JSONClient`); `raw`
+    /// leaves requests as written, for the tests of the access rules.
+    func test(
+        listener: ListenAddress = .tcp(host: "127.0.0.1", port: 0), raw: Bool = false,
+        _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
+    ) async throws {
         try await running.waitUntilRunning()
         do {
-            try await app.test(.router) { client in try await body(client) }
+            try await Application(router: server.buildRouter(for: listener)).test(.router) { client in
+                try await body(raw ? client : JSONClient(base: client))
+            }
         } catch {
             await running.shutdown()
             throw error
@@ -42,6 +49,22 @@ struct Harness {
 }
 
 func jsonBody(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+
+/// A test client that sends what every well-behaved client sends: `Content-Type: application/json`
+/// on a request with a body that names no type.
+struct JSONClient: TestClientProtocol {
+    let base: any TestClientProtocol
+
+    var port: Int? { base.port }
+
+    func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?)
+        async throws -> TestResponse
+    {
+        var headers = headers
+        if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        return try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
+    }
+}
 
 func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T {
     try WireFormat.decoder().decode(type, from: Data(buffer: response.body))
@@ -239,6 +262,8 @@ struct RouteTests {
             let response = try await client.execute(
                 uri: "/v1/voices", method: .get, headers: [.origin: "http://kiosk.local"])
             #expect(response.headers[.accessControlAllowOrigin] == nil)
+            // Without a configured origin, no web page may call at all.
+            #expect(response.status == .forbidden)
         }
     }
 
@@ -275,6 +300,7 @@ struct LiveRouteTests {
         try await harness.running.waitUntilRunning()
         do {
             try await harness.app.test(.live) { client in
+                let client = JSONClient(base: client)
                 #expect(client.port != nil)
                 let id = try await harness.post(client, #"{"text": "live framework"}"#)
                 let list = try decode(

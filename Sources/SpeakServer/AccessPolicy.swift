@@ -1,0 +1,232 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import Synchronization
+
+/// Who may use one listener: the `Host` a request names, the web page it comes from, and on TCP
+/// the bearer token.
+///
+/// - `Host` (421 otherwise): the listener's own address, `localhost`, `127.0.0.1` or `[::1]`, or a
+///   name in `ServerSettings.allowedHosts`; on TCP with the listener's port or none. A page that
+///   rebinds its own DNS name to 127.0.0.1 still sends its own name, so it is refused before
+///   anything is read or changed. On the Unix socket the port is not checked (curl sends
+///   `Host: localhost` there).
+/// - `Origin` (403 otherwise, on every listener): absent (not a browser), or the one
+///   `ServerSettings.corsOrigin`. Browsers send `Origin` with every cross-origin request, also
+///   the `text/plain` and form posts they make without a CORS preflight.
+/// - `Authorization: Bearer <token>` (401 otherwise) on TCP when `ServerSettings.tcpToken` is
+///   set, for every route but `GET /healthz`, whose report names no announcement and which
+///   probes and the CLI use to find a daemon. The token is compared in constant time. It is
+///   not accepted in the query or a cookie: URLs end up in logs, and cookies are sent by any
+///   page the browser shows.
+struct AccessPolicy: Sendable {
+    /// The names every listener answers to.
+    static let loopbackNames: Set<String> = ["localhost", "127.0.0.1", "::1"]
+
+    private let isTCP: Bool
+    private let listener: ListenAddress
+    private let port: BoundPort
+    private let token: [UInt8]?
+    private let tokenFile: String?
+    private let corsOrigin: String?
+    private let hostNames: Set<String>
+
+    /// - Parameters:
+    ///   - listener: the listener these rules guard.
+    ///   - settings: the token, the CORS origin and the allowed host names.
+    ///   - port: the listener's port once bound.
+    init(listener: ListenAddress, settings: ServerSettings, port: BoundPort) {
+        self.listener = listener
+        self.port = port
+        self.corsOrigin = settings.corsOrigin?.lowercased()
+        self.tokenFile = settings.tokenFile
+        var names = Self.loopbackNames.union(settings.allowedHosts.map { $0.lowercased() })
+        switch listener {
+        case .tcp(let host, _):
+            isTCP = true
+            token = settings.tcpToken.map { Array($0.utf8) }
+            names.insert(host.lowercased())
+        case .unixSocket:
+            isTCP = false
+            token = nil
+        }
+        hostNames = names
+    }
+
+    /// The refusal of a request whose `Host` names another service, or nil.
+    func checkHost(_ authority: String?) async -> APIError? {
+        guard let authority, !authority.isEmpty else {
+            return .misdirected("the request has no Host header; name this service, e.g. Host: localhost")
+        }
+        guard let (name, port) = Self.parseAuthority(authority) else {
+            return .misdirected("'\(authority)' is not a host name with an optional port")
+        }
+        guard hostNames.contains(name) else {
+            return .misdirected(
+                "'\(authority)' is not a name of this service; it answers to \(hostNames.sorted().joined(separator: ", "))"
+                    + " (add names with --allowed-host)")
+        }
+        if isTCP, let port, let bound = await self.port.value(), port != bound {
+            return .misdirected("'\(authority)' names port \(port), but this listener is on port \(bound)")
+        }
+        return nil
+    }
+
+    /// The refusal of a request from a web page whose origin is not allowed, or nil.
+    func checkOrigin(_ origin: String?) -> APIError? {
+        guard let origin else { return nil }
+        if let corsOrigin, origin.lowercased() == corsOrigin { return nil }
+        let allowed = corsOrigin.map { "only \($0) may call this service" } ?? "no web page may (see --cors-origin)"
+        return .forbiddenOrigin("requests from the web page at '\(origin)' are refused; \(allowed)")
+    }
+
+    /// The refusal of a TCP request without the right bearer token, or nil.
+    func checkToken(_ request: Request) -> APIError? {
+        guard let token else { return nil }
+        if request.method == .get || request.method == .head, request.uri.path == "/healthz" { return nil }
+        let whereToFind = tokenFile.map { "the token in \($0)" } ?? "the daemon's token"
+        guard let header = request.headers[.authorization] else {
+            return .unauthorized("requests over TCP need 'Authorization: Bearer <token>' with \(whereToFind)")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return .unauthorized("expected 'Authorization: Bearer <token>' with \(whereToFind)")
+        }
+        guard Self.constantTimeEqual(token, Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)) else {
+            return .unauthorized("the bearer token is wrong; use \(whereToFind)")
+        }
+        return nil
+    }
+
+    /// Logs a refusal with what the request named, so an operator can see who was turned away.
+    func logRefusal(_ refusal: APIError, _ request: Request, logger: Logger) {
+        logger.notice(
+            "request refused",
+            metadata: [
+                "speakd.listener": "\(listener)",
+                "speakd.status": "\(refusal.status.code)",
+                "speakd.reason": "\(refusal.body.error.code)",
+                "speakd.method": "\(request.method)",
+                "speakd.path": "\(request.uri.path)",
+                "speakd.host": "\(request.head.authority ?? "")",
+                "speakd.origin": "\(request.headers[.origin] ?? "")",
+            ])
+    }
+
+    /// Splits `host[:port]` or `[v6]:port`; the name is lower case without a final dot.
+    static func parseAuthority(_ authority: String) -> (name: String, port: Int?)? {
+        var name: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            name = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return nil }
+                portText = rest.dropFirst()
+            }
+        } else if let colon = authority.firstIndex(of: ":") {
+            name = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            name = Substring(authority)
+        }
+        if name.hasSuffix(".") { name = name.dropLast() }
+        guard !name.isEmpty else { return nil }
+        var port: Int?
+        if let portText {
+            guard portText.allSatisfy(\.isASCII), let number = Int(portText), (1...65535).contains(number) else {
+                return nil
+            }
+            port = number
+        }
+        return (name.lowercased(), port)
+    }
+
+    /// Whether `given` equals `expected`, taking the same time whichever byte differs, so the
+    /// answer's timing does not reveal how much of a guess was right.
+    static func constantTimeEqual(_ expected: [UInt8], _ given: [UInt8]) -> Bool {
+        var difference: UInt8 = expected.count == given.count ? 0 : 1
+        for index in expected.indices {
+            difference |= expected[index] ^ (index < given.count ? given[index] : 0)
+        }
+        return difference == 0
+    }
+}
+
+/// The port a TCP listener is bound to: the configured one, or for port 0 the one the system
+/// picked, read from the listener once it listens.
+final class BoundPort: Sendable {
+    private struct State {
+        var port: Int?
+        weak var listener: SpeakListener?
+    }
+
+    private let state: Mutex<State>
+
+    init(_ address: ListenAddress) {
+        var port: Int?
+        if case .tcp(_, let configured) = address, configured != 0 { port = configured }
+        state = Mutex(State(port: port))
+    }
+
+    /// Lets a port-0 listener report its port; weak, as the listener holds the router that holds this.
+    func attach(_ listener: SpeakListener) {
+        state.withLock { $0.listener = listener }
+    }
+
+    /// The port, or nil while it is not known (port 0 without an attached listener).
+    func value() async -> Int? {
+        let (port, listener) = state.withLock { ($0.port, $0.listener) }
+        if let port { return port }
+        guard let bound = try? await listener?.waitUntilListening(), case .tcp(_, let port) = bound else {
+            return nil
+        }
+        state.withLock { $0.port = port }
+        return port
+    }
+}
+
+/// The first check of every request: `Host` and `Origin`. It runs before CORS, so a foreign
+/// page's preflight is refused too, and renders its refusal itself, outside the error middleware.
+struct RequestSourceMiddleware<Context: RequestContext>: RouterMiddleware {
+    let policy: AccessPolicy
+    let metrics: SpeakMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        // HTTP/1 puts the first Host header in `authority` and leaves any further one among the
+        // fields, where a lenient reader might take it: every one must name this service.
+        var refusal = await policy.checkHost(request.head.authority)
+        for host in request.headers[values: .host] where refusal == nil {
+            refusal = await policy.checkHost(host)
+        }
+        if refusal == nil { refusal = policy.checkOrigin(request.headers[.origin]) }
+        guard let refusal else { return try await next(request, context) }
+        policy.logRefusal(refusal, request, logger: context.logger)
+        metrics.countResponse(status: refusal.status.code)
+        return try refusal.response(from: request, context: context)
+    }
+}
+
+/// The bearer token on TCP. It runs inside CORS and the error middleware, so an allowed page
+/// can read the 401 and preflights (which never carry credentials) are answered without it.
+struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let policy: AccessPolicy
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        if let refusal = policy.checkToken(request) {
+            policy.logRefusal(refusal, request, logger: context.logger)
+            throw refusal
+        }
+        return try await next(request, context)
+    }
+}
+
+extension HTTPField.Name {
+    /// `Host`, which HTTP/1 requests carry and `HTTPRequest` keeps as `authority`.
+    static let host = HTTPField.Name("Host")!
+}
