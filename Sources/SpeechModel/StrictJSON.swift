@@ -154,6 +154,7 @@ private struct Scanner {
 
     private mutating func object(path: String, depth: Int, keys topLevelKeys: inout [String]) throws(StrictJSONError) {
         guard depth <= StrictJSON.maximumDepth else { throw .tooDeep(path, at: index) }
+        let start = index
         index += 1
         skipWhitespace()
         if current == UInt8(ascii: "}") {
@@ -191,6 +192,8 @@ private struct Scanner {
             case UInt8(ascii: "}"):
                 index += 1
                 return
+            case nil:
+                throw .syntax(path, "the body ends before the object that starts at byte \(start) is closed", at: index)
             default:
                 throw .syntax(
                     member, "expected ',' or '}' after the value, found \(describeCurrent()) at byte \(index)",
@@ -201,6 +204,7 @@ private struct Scanner {
 
     private mutating func array(path: String, depth: Int) throws(StrictJSONError) {
         guard depth <= StrictJSON.maximumDepth else { throw .tooDeep(path, at: index) }
+        let start = index
         index += 1
         skipWhitespace()
         if current == UInt8(ascii: "]") {
@@ -224,6 +228,8 @@ private struct Scanner {
             case UInt8(ascii: "]"):
                 index += 1
                 return
+            case nil:
+                throw .syntax(path, "the body ends before the array that starts at byte \(start) is closed", at: index)
             default:
                 throw .syntax(
                     element, "expected ',' or ']' after the element, found \(describeCurrent()) at byte \(index)",
