@@ -54,13 +54,18 @@ public struct SpeakHTTPClient: Sendable {
     public let endpoint: SpeakEndpoint
     /// How long a connect, send or receive may block.
     public var timeout: Duration
+    /// The bearer token sent over TCP (`AccessToken`); never sent over the Unix socket, which
+    /// its group guards.
+    public var token: String?
 
     /// - Parameters:
     ///   - endpoint: where the daemon listens.
     ///   - timeout: how long a connect, send or receive may block.
-    public init(endpoint: SpeakEndpoint, timeout: Duration = .seconds(30)) {
+    ///   - token: the bearer token for TCP; nil sends none.
+    public init(endpoint: SpeakEndpoint, timeout: Duration = .seconds(30), token: String? = nil) {
         self.endpoint = endpoint
         self.timeout = timeout
+        self.token = token
     }
 
     /// Sends one request and reads the whole response.
@@ -69,6 +74,7 @@ public struct SpeakHTTPClient: Sendable {
     ) async throws -> SpeakHTTPResponse {
         let endpoint = endpoint
         let timeout = timeout
+        let headers = authorized(headers)
         return try await Self.onThread {
             let connection = try SocketConnection(endpoint: endpoint, timeout: timeout, receiveTimeout: timeout)
             defer { connection.close() }
@@ -95,6 +101,8 @@ public struct SpeakHTTPClient: Sendable {
     ) -> AsyncThrowingStream<ServerSentEvent, any Error> {
         let endpoint = endpoint
         let timeout = timeout
+        let headers = authorized(
+            [("Accept", "text/event-stream")] + (lastEventID.map { [("Last-Event-ID", $0)] } ?? []))
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ServerSentEvent.self)
         let connectionBox = ConnectionBox()
         continuation.onTermination = { _ in connectionBox.shutdown() }
@@ -103,8 +111,6 @@ public struct SpeakHTTPClient: Sendable {
                 let connection = try SocketConnection(endpoint: endpoint, timeout: timeout, receiveTimeout: nil)
                 connectionBox.set(connection)
                 defer { connection.close() }
-                var headers: [(String, String)] = [("Accept", "text/event-stream")]
-                if let lastEventID { headers.append(("Last-Event-ID", lastEventID)) }
                 try connection.write(Self.requestBytes("GET", path, endpoint: endpoint, headers: headers, body: nil))
                 var reader = ResponseReader(connection: connection)
                 let head = try reader.readHead()
@@ -126,6 +132,13 @@ public struct SpeakHTTPClient: Sendable {
         return stream
     }
 
+    /// `headers` with the bearer token added, on TCP when there is one and none is given.
+    private func authorized(_ headers: [(String, String)]) -> [(String, String)] {
+        guard case .tcp = endpoint, let token, !headers.contains(where: { $0.0.lowercased() == "authorization" })
+        else { return headers }
+        return [("Authorization", "Bearer \(token)")] + headers
+    }
+
     private static func requestBytes(
         _ method: String, _ path: String, endpoint: SpeakEndpoint, headers: [(String, String)], body: [UInt8]?
     ) -> [UInt8] {
@@ -134,7 +147,9 @@ public struct SpeakHTTPClient: Sendable {
         case .unixSocket: host = "localhost"
         case .tcp(let name, let port): host = name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
         }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
+        // A Host among `headers` replaces the endpoint's (tests send foreign ones on purpose).
+        let givesHost = headers.contains { $0.0.lowercased() == "host" }
+        var head = "\(method) \(path) HTTP/1.1\r\n" + (givesHost ? "" : "Host: \(host)\r\n") + "Connection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"

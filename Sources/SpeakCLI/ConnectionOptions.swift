@@ -15,6 +15,13 @@ struct ConnectionOptions: ParsableArguments {
             "The daemon's TCP address instead of its socket (default: $SPEAKD_HTTP).", valueName: "host:port"))
     var http: String?
 
+    @Option(
+        name: .customLong("token-file"),
+        help: ArgumentHelp(
+            "The file with the daemon's bearer token, sent over TCP (default: $SPEAKD_TOKEN_FILE, then $SPEAKD_TOKEN, then 'token' next to the default socket).",
+            valueName: "path"))
+    var tokenFile: String?
+
     func validate() throws {
         if let http { _ = try Self.tcpEndpoint(http, flag: "--http") }
         if socket != nil, http != nil {
@@ -57,12 +64,25 @@ struct ConnectionOptions: ParsableArguments {
         return .tcp(host: host, port: port)
     }
 
+    /// The bearer token for a TCP daemon (`AccessToken.find`); nil for the Unix socket, which
+    /// needs none, and when no token is to be found (a daemon started with `--tcp-open`).
+    func token(
+        for endpoint: SpeakEndpoint, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> String? {
+        guard case .tcp = endpoint else { return nil }
+        do {
+            return try AccessToken.find(file: tokenFile, environment: environment)
+        } catch {
+            throw SpeakFailure.daemonUnreachable("\(error)")
+        }
+    }
+
     /// The daemon named by these options, or the first default one that answers; nil when none does.
     func reachableDaemon() async throws -> SpeakHTTPClient? {
         for endpoint in try candidates() {
             let probe = SpeakHTTPClient(endpoint: endpoint, timeout: .seconds(2))
             if (try? await probe.send("GET", "/healthz")) != nil {
-                return SpeakHTTPClient(endpoint: endpoint)
+                return SpeakHTTPClient(endpoint: endpoint, token: try token(for: endpoint))
             }
         }
         return nil

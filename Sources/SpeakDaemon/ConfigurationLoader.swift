@@ -12,10 +12,14 @@ import SpeechModel
 public enum ConfigurationLoader {
     /// Every key, in the order `--help` and the docs list them.
     public static let keys: [String] = [
-        "socket", "http", "audio", "voices", "max-queue", "cors-origin", "default-language",
+        "socket", "http", "audio", "voices", "max-queue", "cors-origin", "token-file", "tcp-open", "allowed-host",
+        "default-language",
         "fallback-language", "max-body-bytes", "max-text-length", "max-spans", "heartbeat",
         "event-history", "lead-in", "log-level",
     ]
+
+    /// Keys whose values are lists: comma-separated, and in a file given on several lines.
+    static let listKeys: Set<String> = ["allowed-host"]
 
     /// Where the config file is read from when neither `--config` nor `SPEAKD_CONFIG` names one
     /// (and only if it exists).
@@ -82,7 +86,11 @@ public enum ConfigurationLoader {
                 value = String(value.dropFirst().dropLast())
             }
             guard keys.contains(key) else { throw .unknownKey(key, origin: origin) }
-            values[key] = Sourced(value: value, origin: origin)
+            if listKeys.contains(key), let earlier = values[key] {
+                values[key] = Sourced(value: earlier.value + "," + value, origin: origin)
+            } else {
+                values[key] = Sourced(value: value, origin: origin)
+            }
         }
         return values
     }
@@ -110,6 +118,22 @@ public enum ConfigurationLoader {
         if let value = values["max-queue"] { configuration.maxQueue = try integer(value, in: 1...100_000) }
         if let origin = values["cors-origin"] {
             configuration.corsOrigin = disabled(origin) ? nil : try corsOrigin(origin)
+        }
+        if let file = values["token-file"] {
+            configuration.tokenFile = try path(file)
+        } else if let socket = configuration.socketPath {
+            configuration.tokenFile = DaemonConfiguration.defaultTokenFile(socketPath: socket)
+        }
+        if let open = values["tcp-open"] { configuration.tcpOpen = try boolean(open) }
+        if let hosts = values["allowed-host"] {
+            configuration.allowedHosts = disabled(hosts) ? [] : try hostNames(hosts)
+        }
+        if configuration.tcpOpen, case .tcp(let host, _) = configuration.http, !isLoopback(host) {
+            throw .invalid(
+                origin: values["tcp-open"]?.origin ?? "--tcp-open", value: "true",
+                reason: "TCP listens on \(configuration.http!), which is not a loopback address: without a token "
+                    + "anyone who reaches it could post and cancel. Drop tcp-open (TCP then needs the token) "
+                    + "or listen on 127.0.0.1")
         }
         if let language = values["default-language"] { configuration.defaultLanguage = try languageTag(language) }
         if let language = values["fallback-language"] {
@@ -157,6 +181,47 @@ public enum ConfigurationLoader {
             throw .invalid(origin: value.origin, value: value.value, reason: "expected a path")
         }
         return value.value
+    }
+
+    private static func boolean(_ value: Sourced) throws(ConfigurationError) -> Bool {
+        switch value.value.lowercased() {
+        case "true", "yes", "on", "1": return true
+        case "false", "no", "off", "0", "": return false
+        default: throw .invalid(origin: value.origin, value: value.value, reason: "expected true or false")
+        }
+    }
+
+    /// Comma-separated host names or IP addresses, without ports; lower case, brackets dropped.
+    private static func hostNames(_ value: Sourced) throws(ConfigurationError) -> [String] {
+        var names: [String] = []
+        for item in value.value.split(separator: ",") {
+            let given = item.trimmingCharacters(in: .whitespaces)
+            var name = given.lowercased()
+            if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+            if name.hasSuffix(".") { name = String(name.dropLast()) }
+            let isIPv6 = name.filter { $0 == ":" }.count >= 2 && name.allSatisfy { $0.isHexDigit || ":.".contains($0) }
+            let isName =
+                !name.isEmpty && name.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || "-.".contains($0) }
+            guard isIPv6 || isName else {
+                throw .invalid(
+                    origin: value.origin, value: given,
+                    reason: "expected host names such as kiosk.local or 192.168.1.20, without a port")
+            }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// `localhost`, `::1` or an address in 127.0.0.0/8: reachable from this machine only.
+    static func isLoopback(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { bytes in bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 }
+        }
+        return false
     }
 
     private static func integer(_ value: Sourced, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {

@@ -4,6 +4,7 @@ import EspeakEngine
 import Foundation
 import Logging
 import ServiceLifecycle
+import SpeakAPI
 import SpeakServer
 import SpeechModel
 import UnixSignals
@@ -60,6 +61,8 @@ public func buildDaemon(
     renderer givenRenderer: (any SpeechRenderer)? = nil,
     makeSink: AudioSupervisor.MakeSink? = nil
 ) async throws -> Daemon {
+    // First, so a token file that cannot be used stops the start before the engine loads.
+    let settings = try accessSettings(configuration, logger: logger)
     let renderer: any SpeechRenderer
     if let givenRenderer {
         renderer = givenRenderer
@@ -90,11 +93,8 @@ public func buildDaemon(
     let server = SpeakServer(
         scheduler: queue, renderer: renderer,
         health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio),
-        settings: configuration.serverSettings, logger: logger)
-    let responder = server.buildRouter().buildResponder()
-    let listeners = configuration.listenAddresses.map {
-        SpeakListener(address: $0, responder: responder, logger: logger)
-    }
+        settings: settings, logger: logger)
+    let listeners = configuration.listenAddresses.map { server.makeListener(at: $0, logger: logger) }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await queue.shutdown()
@@ -120,6 +120,31 @@ public func buildDaemon(
     return Daemon(
         configuration: configuration, queue: queue, audio: audio, server: server, front: front,
         group: ServiceGroup(configuration: groupConfiguration))
+}
+
+/// The server settings with the TCP token: read from `tokenFile`, or created there at the first
+/// start. `--tcp-open` is allowed, loudly.
+private func accessSettings(_ configuration: DaemonConfiguration, logger: Logger) throws -> ServerSettings {
+    var settings = configuration.serverSettings
+    guard let http = configuration.http else { return settings }
+    guard configuration.needsToken else {
+        logger.warning(
+            "TCP is open (--tcp-open): every local user and every web page the browser shows can post and cancel",
+            metadata: ["speakd.address": "\(http)"])
+        return settings
+    }
+    let loaded: AccessToken.Loaded
+    do {
+        loaded = try AccessToken.loadOrCreate(at: configuration.tokenFile)
+    } catch {
+        throw DaemonStartError(description: "\(error) (or give --token-file PATH)")
+    }
+    logger.info(
+        loaded.created ? "created the TCP token file" : "TCP requests need the token in the token file",
+        metadata: ["speakd.token-file": "\(configuration.tokenFile)", "speakd.address": "\(http)"])
+    settings.tcpToken = loaded.token
+    settings.tokenFile = configuration.tokenFile
+    return settings
 }
 
 /// Starts espeak-ng with the configured voices directory (`--voices`, else the one

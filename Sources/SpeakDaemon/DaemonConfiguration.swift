@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SpeakAPI
 import SpeakServer
 
 /// Everything `speakd` can be told, after flags, environment, config file and defaults are merged
@@ -17,6 +18,15 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var maxQueue: Int
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
+    /// The file holding the bearer token TCP requests must carry, created at start when missing.
+    /// Default: `token` next to the Unix socket (next to the default socket with `--socket none`);
+    /// the loader follows `--socket`, but code that changes `socketPath` sets this too.
+    public var tokenFile: String
+    /// True lets TCP requests in without a token (`--tcp-open`); only on a loopback address.
+    public var tcpOpen: Bool
+    /// Further names a request's `Host` may carry (lower case, no port), besides the listener's
+    /// address and `localhost`, `127.0.0.1`, `::1`.
+    public var allowedHosts: [String]
     /// The language of utterances that name none.
     public var defaultLanguage: String
     /// The language used when a requested one resolves to no voice; nil makes that an error.
@@ -48,6 +58,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
             voicesDirectory: nil,
             maxQueue: 32,
             corsOrigin: nil,
+            tokenFile: defaultTokenFile(socketPath: defaultSocketPath(environment: environment)),
+            tcpOpen: false,
+            allowedHosts: [],
             defaultLanguage: "en",
             fallbackLanguage: nil,
             maxBodyBytes: 64 * 1024,
@@ -71,11 +84,22 @@ public struct DaemonConfiguration: Sendable, Hashable {
         return "/run/speakd/speakd.sock"
     }
 
-    /// The server settings these values give.
+    /// `token` in the directory of `socketPath`.
+    public static func defaultTokenFile(socketPath: String) -> String {
+        ((socketPath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(AccessToken.fileName)
+    }
+
+    /// Whether TCP requests need the token from `tokenFile`: there is a TCP listener and it is
+    /// not `--tcp-open`.
+    public var needsToken: Bool { http != nil && !tcpOpen }
+
+    /// The server settings these values give, without the token: `buildDaemon` reads or
+    /// creates `tokenFile` and sets `tcpToken` when `needsToken`.
     public var serverSettings: ServerSettings {
         ServerSettings(
             maxBodyBytes: maxBodyBytes, maxTextLength: maxTextLength, maxSpans: maxSpans,
-            heartbeatInterval: .milliseconds(Int(heartbeatSeconds * 1000)), corsOrigin: corsOrigin)
+            heartbeatInterval: .milliseconds(Int(heartbeatSeconds * 1000)), corsOrigin: corsOrigin,
+            allowedHosts: allowedHosts)
     }
 
     /// The listeners these values give, Unix socket first.

@@ -16,6 +16,11 @@ public struct SpeakdCommand: AsyncParsableCommand {
             --config, else SPEAKD_CONFIG, else \(ConfigurationLoader.defaultConfigPath) if it exists.
 
             'none' turns off the Unix socket (--socket none) or TCP (--http none).
+
+            The Unix socket (mode 0660) needs nothing more. TCP requests need 'Authorization: Bearer TOKEN' \
+            with the token in --token-file, which speakd creates at its first start (except GET /healthz). \
+            Every listener refuses requests whose Host is not its address, localhost or an --allowed-host \
+            (421), from web pages other than --cors-origin (403), and bodies that are not application/json (415).
             """)
 
     @Option(help: ArgumentHelp("Config file of 'key = value' lines.", valueName: "file"))
@@ -50,6 +55,27 @@ public struct SpeakdCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "Browser origin allowed to call the API, e.g. http://localhost:8080. (default: none)", valueName: "origin"))
     var corsOrigin: String?
+
+    @Option(
+        name: .customLong("token-file"),
+        help: ArgumentHelp(
+            "File with the bearer token TCP requests must carry; created (mode 0640) when missing. (default: 'token' next to the socket)",
+            valueName: "path"))
+    var tokenFile: String?
+
+    @Flag(
+        name: .customLong("tcp-open"),
+        help: ArgumentHelp(
+            "Let TCP requests in without the token: any local user and web page can then post and cancel. Loopback only."
+        ))
+    var tcpOpen = false
+
+    @Option(
+        name: .customLong("allowed-host"),
+        help: ArgumentHelp(
+            "A further name requests may carry in Host (repeatable or comma-separated), besides the listen address and localhost.",
+            valueName: "name"))
+    var allowedHost: [String] = []
 
     @Option(
         name: .customLong("default-language"),
@@ -107,7 +133,9 @@ public struct SpeakdCommand: AsyncParsableCommand {
     var flags: [String: String] {
         let pairs: [(String, String?)] = [
             ("socket", socket), ("http", http), ("audio", audio), ("voices", voices), ("max-queue", maxQueue),
-            ("cors-origin", corsOrigin), ("default-language", defaultLanguage),
+            ("cors-origin", corsOrigin), ("token-file", tokenFile), ("tcp-open", tcpOpen ? "true" : nil),
+            ("allowed-host", allowedHost.isEmpty ? nil : allowedHost.joined(separator: ",")),
+            ("default-language", defaultLanguage),
             ("fallback-language", fallbackLanguage), ("max-body-bytes", maxBodyBytes),
             ("max-text-length", maxTextLength), ("max-spans", maxSpans), ("heartbeat", heartbeat),
             ("event-history", eventHistory), ("lead-in", leadIn), ("log-level", logLevel),

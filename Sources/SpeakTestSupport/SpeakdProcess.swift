@@ -31,9 +31,21 @@ public final class SpeakdProcess: Sendable {
         SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(20))
     }
 
-    /// A client for the TCP listener.
+    /// Where the daemon keeps its TCP token: `token` next to its socket, unless the test gave
+    /// `--token-file`.
+    public var tokenFile: String {
+        directory.appendingPathComponent(AccessToken.fileName).path
+    }
+
+    /// The daemon's TCP token, as a client in the socket's group reads it; nil when there is
+    /// none (`--tcp-open`).
+    public var token: String? {
+        try? AccessToken.read(from: tokenFile)
+    }
+
+    /// A client for the TCP listener, with the daemon's token.
     public var tcpClient: SpeakHTTPClient {
-        SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: port), timeout: .seconds(20))
+        SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: port), timeout: .seconds(20), token: token)
     }
 
     /// Everything the daemon has logged so far.

@@ -118,6 +118,38 @@ import Testing
         }
     }
 
+    /// The token goes over TCP only, from --token-file, SPEAKD_TOKEN_FILE, SPEAKD_TOKEN or next to the socket.
+    @Test func tokenIsFoundForTCPOnly() throws {
+        let token = String(repeating: "ab", count: 32)
+        let environment = ["SPEAKD_TOKEN": token, "XDG_RUNTIME_DIR": "/nonexistent"]
+        let none = try #require(try Speak.parseAsRoot(["hi"]) as? Speak.Say).connection
+        #expect(try none.token(for: .unixSocket(path: "/tmp/s.sock"), environment: environment) == nil)
+        #expect(try none.token(for: .tcp(host: "127.0.0.1", port: 7770), environment: environment) == token)
+        if !FileManager.default.fileExists(atPath: "/run/speakd/token") {
+            #expect(
+                try none.token(for: .tcp(host: "127.0.0.1", port: 7770), environment: ["XDG_RUNTIME_DIR": "/none"])
+                    == nil)
+        }
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-token-\(UUID())")
+        try Data("\(token.uppercased())\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let flag = try #require(
+            try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "--token-file", file.path, "hi"]) as? Speak.Say
+        ).connection
+        #expect(
+            try flag.token(for: .tcp(host: "127.0.0.1", port: 7770), environment: environment) == token.uppercased())
+        let missing = try #require(
+            try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "--token-file", "/nonexistent/token", "hi"])
+                as? Speak.Say
+        ).connection
+        #expect {
+            try missing.token(for: .tcp(host: "127.0.0.1", port: 7770), environment: environment)
+        } throws: { error in
+            "\(error)".contains("cannot read the token file /nonexistent/token")
+        }
+    }
+
     @Test func daemonEndpointsFollowFlagsThenEnvironmentThenDefaults() throws {
         let none = try #require(try Speak.parseAsRoot(["hi"]) as? Speak.Say).connection
         #expect(

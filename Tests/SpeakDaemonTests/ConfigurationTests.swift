@@ -24,6 +24,10 @@ struct ConfigurationTests {
         #expect(configuration.audio == "auto")
         #expect(configuration.maxQueue == 32)
         #expect(configuration.corsOrigin == nil)
+        #expect(configuration.tokenFile == "/run/speakd/token")
+        #expect(!configuration.tcpOpen)
+        #expect(configuration.needsToken)
+        #expect(configuration.allowedHosts == [])
         #expect(configuration.defaultLanguage == "en")
         #expect(
             configuration.listenAddresses == [
@@ -97,6 +101,15 @@ struct ConfigurationTests {
         (["log-level": "loud"], [:], "--log-level: 'loud' is not valid"),
         ([:], ["SPEAKD_MAX_SPANS": "-1"], "SPEAKD_MAX_SPANS: '-1' is not valid"),
         (["lead-in": "2"], [:], "--lead-in: '2' is not valid: expected seconds between 0 and 1"),
+        (["tcp-open": "maybe"], [:], "--tcp-open: 'maybe' is not valid: expected true or false"),
+        (["token-file": "token"], [:], "--token-file: 'token' is not valid: expected a path"),
+        (["allowed-host": "kiosk.local:8080"], [:], "--allowed-host: 'kiosk.local:8080' is not valid"),
+        ([:], ["SPEAKD_ALLOWED_HOST": "ok.local, http://x"], "SPEAKD_ALLOWED_HOST: 'http://x' is not valid"),
+        (
+            ["tcp-open": "true", "http": "0.0.0.0:7770"], [:],
+            "--tcp-open: 'true' is not valid: TCP listens on 0.0.0.0:7770"
+        ),
+        ([:], ["SPEAKD_TCP_OPEN": "yes", "SPEAKD_HTTP": "192.168.1.20:7770"], "SPEAKD_TCP_OPEN: 'true' is not valid"),
         ([:], ["SPEAKD_SOCKET": "speakd.sock"], "SPEAKD_SOCKET: 'speakd.sock' is not valid: expected a path"),
     ])
     func badValuesNameTheirSource(flags: [String: String], environment: [String: String], message: String) {
@@ -144,6 +157,45 @@ struct ConfigurationTests {
         }
     }
 
+    /// The token file follows the socket unless given; --tcp-open is for loopback addresses only.
+    @Test func accessSettings() throws {
+        let moved = try ConfigurationLoader.load(
+            flags: ["socket": "/tmp/k/speakd.sock"], configPath: nil, environment: Self.environment)
+        #expect(moved.tokenFile == "/tmp/k/token")
+        let noSocket = try ConfigurationLoader.load(
+            flags: ["socket": "none"], configPath: nil, environment: Self.environment)
+        #expect(noSocket.tokenFile == "/run/speakd/token")
+        let given = try ConfigurationLoader.load(
+            flags: ["token-file": "/etc/speakd/token"], configPath: nil, environment: Self.environment)
+        #expect(given.tokenFile == "/etc/speakd/token")
+
+        for (host, open) in [("127.0.0.1:7770", true), ("127.8.9.1:7770", true), ("[::1]:7770", true)] {
+            let configuration = try ConfigurationLoader.load(
+                flags: ["tcp-open": "true", "http": host], configPath: nil, environment: Self.environment)
+            #expect(configuration.tcpOpen == open)
+            #expect(!configuration.needsToken)
+        }
+        let socketOnly = try ConfigurationLoader.load(
+            flags: ["http": "none"], configPath: nil, environment: Self.environment)
+        #expect(!socketOnly.needsToken)
+        // A token guards a TCP listener on any address.
+        let wide = try ConfigurationLoader.load(
+            flags: ["http": "0.0.0.0:7770"], configPath: nil, environment: Self.environment)
+        #expect(wide.needsToken)
+
+        let path = try configFile("allowed-host = kiosk.local\nallowed-host = Panel.Local., [fe80::1]\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try ConfigurationLoader.load(flags: [:], configPath: path, environment: Self.environment)
+        #expect(fromFile.allowedHosts == ["kiosk.local", "panel.local", "fe80::1"])
+        #expect(fromFile.serverSettings.allowedHosts == ["kiosk.local", "panel.local", "fe80::1"])
+        let command = try SpeakdCommand.parse([
+            "--allowed-host", "a.local", "--allowed-host", "b.local,c.local", "--tcp-open",
+        ])
+        let fromFlags = try command.configuration(environment: Self.environment)
+        #expect(fromFlags.allowedHosts == ["a.local", "b.local", "c.local"])
+        #expect(fromFlags.tcpOpen)
+    }
+
     @Test func configFileFromEnvironment() throws {
         let path = try configFile("http = 127.0.0.1:9000\n")
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -179,7 +231,7 @@ struct ConfigurationTests {
         let help = SpeakdCommand.helpMessage()
         for flag in [
             "--socket", "--http", "--audio", "--voices", "--max-queue", "--config", "--cors-origin",
-            "--default-language", "--fallback-language",
+            "--default-language", "--fallback-language", "--token-file", "--tcp-open", "--allowed-host",
         ] {
             #expect(help.contains(flag), "\(flag)")
         }

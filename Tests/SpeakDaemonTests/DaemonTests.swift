@@ -18,6 +18,7 @@ func temporaryDirectory() throws -> URL {
 func testConfiguration(_ directory: URL, audio: String = "null") -> DaemonConfiguration {
     var configuration = DaemonConfiguration.defaults(environment: [:])
     configuration.socketPath = directory.appendingPathComponent("speakd.sock").path
+    configuration.tokenFile = directory.appendingPathComponent(AccessToken.fileName).path
     configuration.http = .tcp(host: "127.0.0.1", port: 0)
     configuration.audio = audio
     configuration.heartbeatSeconds = 0.2
@@ -39,7 +40,8 @@ func withDaemon(
             return
         }
         let unix = SpeakHTTPClient(endpoint: .unixSocket(path: path), timeout: .seconds(20))
-        let tcp = SpeakHTTPClient(endpoint: .tcp(host: host, port: port), timeout: .seconds(20))
+        let token = configuration.needsToken ? try AccessToken.read(from: configuration.tokenFile) : nil
+        let tcp = SpeakHTTPClient(endpoint: .tcp(host: host, port: port), timeout: .seconds(20), token: token)
         do {
             try await body(daemon, unix, tcp)
         } catch {
