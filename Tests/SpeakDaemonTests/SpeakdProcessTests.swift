@@ -107,6 +107,24 @@ struct SpeakdProcessTests {
         #expect(!FileManager.default.fileExists(atPath: socketPath))
     }
 
+    /// TCP without a token on an address others can reach: speakd does not start, and says why.
+    @Test(.timeLimit(.minutes(1))) func openTCPOnAWideAddressExitsWithAMessage() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("speakd.log").path
+        let socketPath = directory.appendingPathComponent("speakd.sock").path
+        let process = try ChildProcess(
+            try speakdExecutable(),
+            ["--socket", socketPath, "--http", "0.0.0.0:0", "--tcp-open", "--audio", "null"],
+            environment: ProcessInfo.processInfo.environment, output: log)
+        let status = await process.wait(timeout: .seconds(20))
+        #expect(status != nil && status != 0)
+        let output = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(output.contains("--tcp-open: 'true' is not valid: TCP listens on 0.0.0.0:0"), "\(output)")
+        #expect(output.contains("not a loopback address"), "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: socketPath))
+    }
+
     @Test(.timeLimit(.minutes(1))) func badConfigurationExitsWithAMessage() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

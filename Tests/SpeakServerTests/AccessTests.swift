@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import SpeakAPI
 import Testing
 
@@ -221,6 +222,32 @@ struct AccessTests {
             let foreign = try await client.execute(
                 uri: "/v1/announcements", method: .get, headers: [HTTPField.Name("Host")!: "evil.example"])
             try Self.expectError(foreign, .misdirectedRequest, code: "misdirectedRequest", field: "Host")
+        }
+    }
+
+    /// A listener on port 0 checks the Host port against the port it was given, and needs the
+    /// token over real TCP.
+    @Test(.timeLimit(.minutes(1))) func listenerOnPortZeroChecksTheBoundPort() async throws {
+        let harness = Harness(settings: ServerSettings(tcpToken: Self.token))
+        try await harness.running.waitUntilRunning()
+        let listener = harness.server.makeListener(at: .tcp(host: "127.0.0.1", port: 0), logger: Logger(label: "test"))
+        let front = SpeakFront(listeners: [listener]) { await harness.running.shutdown() }
+        try await withRunningFront(front) { bound in
+            guard case .tcp(let host, let port) = bound[0] else {
+                Issue.record("not TCP")
+                return
+            }
+            let client = SpeakHTTPClient(
+                endpoint: .tcp(host: host, port: port), timeout: .seconds(10), token: Self.token)
+            #expect(try await client.send("GET", "/v1/announcements").status == 200)
+            let otherPort = try await client.send(
+                "GET", "/v1/announcements", headers: [("Host", "127.0.0.1:\(port == 65535 ? 1 : port + 1)")])
+            #expect(otherPort.status == 421)
+            #expect(otherPort.error?.error.field == "Host")
+            let anonymous = SpeakHTTPClient(endpoint: .tcp(host: host, port: port), timeout: .seconds(10))
+            let refused = try await anonymous.send("DELETE", "/v1/announcements")
+            #expect(refused.status == 401)
+            #expect(refused.header("www-authenticate") == #"Bearer realm="speakd""#)
         }
     }
 

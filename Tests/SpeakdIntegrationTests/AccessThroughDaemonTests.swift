@@ -151,6 +151,21 @@ extension SpeakdIntegration {
             #expect(await daemon.stop().status == 0)
         }
 
+        @Test("--tcp-open: TCP needs no token, no token file is made, and the log warns")
+        func tcpOpenIsKnowinglyOpen() async throws {
+            let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--tcp-open"])
+            #expect(!FileManager.default.fileExists(atPath: daemon.tokenFile))
+            let post = try await Self.tcp(daemon, token: nil).send(
+                "POST", "/v1/announcements?wait=true", json: ["text": "Open door"])
+            #expect(post.status == 200, "\(String(decoding: post.body, as: UTF8.self))")
+            #expect(daemon.log.contains("TCP is open (--tcp-open)"), "\(daemon.log)")
+            // Origin and Host are still checked.
+            let page = try await Self.tcp(daemon, token: nil).send(
+                "POST", "/v1/announcements", headers: [("Origin", "http://evil.example")], body: Array("{}".utf8))
+            Self.expectRefusal(page, 403, code: "forbiddenOrigin")
+            #expect(await daemon.stop().status == 0)
+        }
+
         @Test("speak finds the token and speaks over TCP")
         func speakUsesTheToken() async throws {
             let daemon = try await SpeakdProcess.start(audio: "null")
