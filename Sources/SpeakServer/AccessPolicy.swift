@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -9,8 +10,8 @@ import Synchronization
 /// - `Host` (421 otherwise): the listener's own address, `localhost`, `127.0.0.1` or `[::1]`, or a
 ///   name in `ServerSettings.allowedHosts`; on TCP with the listener's port or none. A page that
 ///   rebinds its own DNS name to 127.0.0.1 still sends its own name, so it is refused before
-///   anything is read or changed. On the Unix socket the port is not checked (curl sends
-///   `Host: localhost` there).
+///   anything is read or changed. On the Unix socket the socket's path (also percent-encoded)
+///   is its address, and the port is not checked (curl sends `Host: localhost` there).
 /// - `Origin` (403 otherwise, on every listener): absent (not a browser), or the one
 ///   `ServerSettings.corsOrigin`. Browsers send `Origin` with every cross-origin request, also
 ///   the `text/plain` and form posts they make without a CORS preflight.
@@ -46,9 +47,16 @@ struct AccessPolicy: Sendable {
             isTCP = true
             token = settings.tcpToken.map { Array($0.utf8) }
             names.insert(host.lowercased())
-        case .unixSocket:
+        case .unixSocket(let path):
             isTCP = false
             token = nil
+            // Clients that name the socket in the URL (requests-unixsocket's
+            // http+unix://%2Frun%2Fspeakd%2Fspeakd.sock) send its percent-encoded path as Host.
+            names.insert(path.lowercased())
+            let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+            if let encoded = path.addingPercentEncoding(withAllowedCharacters: unreserved) {
+                names.insert(encoded.lowercased())
+            }
         }
         hostNames = names
     }
@@ -100,7 +108,7 @@ struct AccessPolicy: Sendable {
 
     /// Logs a refusal with what the request named, so an operator can see who was turned away.
     func logRefusal(_ refusal: APIError, _ request: Request, logger: Logger) {
-        logger.notice(
+        logger.info(
             "request refused",
             metadata: [
                 "speakd.listener": "\(listener)",

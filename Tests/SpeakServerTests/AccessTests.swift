@@ -219,6 +219,11 @@ struct AccessTests {
         try await harness.test(listener: Self.unix, raw: true) { client in
             // The router framework itself sends Host: localhost, as curl does on a Unix socket.
             #expect(try await client.execute(uri: "/v1/announcements", method: .get).status == .ok)
+            for host in ["%2Frun%2Fspeakd%2Fspeakd.sock", "/run/speakd/speakd.sock", "localhost:80"] {
+                let response = try await client.execute(
+                    uri: "/v1/announcements", method: .get, headers: [HTTPField.Name("Host")!: host])
+                #expect(response.status == .ok, "\(host)")
+            }
             let foreign = try await client.execute(
                 uri: "/v1/announcements", method: .get, headers: [HTTPField.Name("Host")!: "evil.example"])
             try Self.expectError(foreign, .misdirectedRequest, code: "misdirectedRequest", field: "Host")
