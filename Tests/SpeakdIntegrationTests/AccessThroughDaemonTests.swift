@@ -58,6 +58,19 @@ extension SpeakdIntegration {
             #expect(speakd.daemon.log.contains("request refused"))
             #expect(speakd.daemon.log.contains(speakd.daemon.tokenFile))
 
+            // The event stream too: refused without the token, replayed with it.
+            await #expect {
+                for try await _ in Self.tcp(speakd.daemon, token: nil).events(lastEventID: "0") {}
+            } throws: { error in
+                "\(error)".contains("Authorization")
+            }
+            var replayed: ServerSentEvent?
+            for try await message in speakd.tcp.events(lastEventID: "0") where message.event == "queued" {
+                replayed = message
+                break
+            }
+            #expect(replayed?.id != nil)
+
             // With the token from the file, TCP works.
             let cancelled = try await speakd.tcp.send("DELETE", "/v1/announcements")
             #expect(try cancelled.decode(CancelResult.self).cancelled == 2)
