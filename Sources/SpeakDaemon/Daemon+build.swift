@@ -60,6 +60,15 @@ public func buildDaemon(
     renderer givenRenderer: (any SpeechRenderer)? = nil,
     makeSink: AudioSupervisor.MakeSink? = nil
 ) async throws -> Daemon {
+    // Before anything slow starts, so a second instance or an unusable path fails at once.
+    if let path = configuration.socketPath {
+        try prepareSocketDirectory(path, environment: environment)
+        do {
+            try SpeakListener.checkSocketPath(path)
+        } catch {
+            throw DaemonStartError(description: "\(error)")
+        }
+    }
     let renderer: any SpeechRenderer
     if let givenRenderer {
         renderer = givenRenderer
@@ -93,7 +102,7 @@ public func buildDaemon(
         settings: configuration.serverSettings, logger: logger)
     let responder = server.buildRouter().buildResponder()
     let listeners = configuration.listenAddresses.map {
-        SpeakListener(address: $0, responder: responder, logger: logger)
+        SpeakListener(address: $0, responder: responder, limits: configuration.connectionLimits, logger: logger)
     }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
@@ -120,6 +129,20 @@ public func buildDaemon(
     return Daemon(
         configuration: configuration, queue: queue, audio: audio, server: server, front: front,
         group: ServiceGroup(configuration: groupConfiguration))
+}
+
+/// Creates the socket's directory when it is missing, as systemd's `RuntimeDirectory=` would:
+/// a user session without systemd has `$XDG_RUNTIME_DIR` but no `speakd/` in it. Only the last
+/// component is created, mode 0700 under `$XDG_RUNTIME_DIR` (only that user connects) and 0755
+/// elsewhere (the socket's own mode, 0660, decides who connects).
+func prepareSocketDirectory(_ socketPath: String, environment: [String: String]) throws {
+    let directory = (socketPath as NSString).deletingLastPathComponent
+    guard !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) else { return }
+    let userRuntime = environment["XDG_RUNTIME_DIR"].map { !$0.isEmpty && directory.hasPrefix($0) } ?? false
+    if mkdir(directory, userRuntime ? 0o700 : 0o755) != 0, errno != EEXIST {
+        throw DaemonStartError(
+            description: "cannot create the socket's directory \(directory): \(String(cString: strerror(errno)))")
+    }
 }
 
 /// Starts espeak-ng with the configured voices directory (`--voices`, else the one
