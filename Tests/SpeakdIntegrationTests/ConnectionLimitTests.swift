@@ -101,6 +101,52 @@ extension SpeakdIntegration {
             reader.close()
         }
 
+        @Test(
+            "Idle connections and trickled bodies are closed after their timeouts; an event stream with heartbeats is not"
+        )
+        func idleBodyAndEventStream() async throws {
+            let speakd = try await SpeakdProcess.start(
+                audio: "null", arguments: ["--idle-timeout", "1", "--body-timeout", "2", "--heartbeat", "0.25"])
+            defer { Task { await speakd.stop() } }
+            let endpoint = SpeakEndpoint.unixSocket(path: speakd.socketPath)
+            let idle = try RawConnection(endpoint)
+            let trickling = try RawConnection(endpoint)
+            trickling.send(
+                "POST /v1/announcements HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"
+            )
+            let started = ContinuousClock.now
+            let stream = Task {
+                var queued = 0
+                for try await message in speakd.unixClient.events() where message.event == "queued" {
+                    queued += 1
+                    break
+                }
+                return queued
+            }
+            var trickleClosedAt: Duration?
+            var idleClosedAt: Duration?
+            while ContinuousClock.now - started < .seconds(4) {
+                if trickleClosedAt == nil {
+                    trickling.send(" ")
+                    if trickling.isClosedByPeer() { trickleClosedAt = ContinuousClock.now - started }
+                }
+                if idleClosedAt == nil, idle.isClosedByPeer() { idleClosedAt = ContinuousClock.now - started }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let idleClosed = try #require(idleClosedAt, "the idle connection is still open")
+            #expect(idleClosed >= .milliseconds(900) && idleClosed < .seconds(2), "\(idleClosed)")
+            let trickleClosed = try #require(trickleClosedAt, "the trickled body is still being read")
+            #expect(trickleClosed >= .milliseconds(1_900) && trickleClosed < .seconds(3), "\(trickleClosed)")
+
+            // Four idle timeouts later, the event stream still delivers.
+            #expect(try await speakd.openEventStreams() == 1)
+            let response = try await post(announcement("Still listening"), via: speakd.unixClient)
+            #expect(response.status == 202)
+            #expect(try await stream.value == 1)
+            idle.close()
+            trickling.close()
+        }
+
         private func postAndCancel(_ text: String, client: SpeakHTTPClient) async throws {
             let response = try await post(announcement(text), via: client)
             guard response.status == 202 else {
