@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
+import Synchronization
 
 /// HTTP/1 connections with speakd's timeouts: Hummingbird's `HTTP1Channel` with a
 /// `ConnectionGuard` behind the HTTP decoder and a `RequestBytesSignal` in front of it.
@@ -16,10 +17,15 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     let http1: HTTP1Channel
 
-    init(responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits, logger: Logger) {
+    init(
+        responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits, registry: ConnectionRegistry,
+        logger: Logger
+    ) {
         self.http1 = HTTP1Channel(
             responder: responder,
-            configuration: .init(additionalChannelHandlers: [ConnectionGuard(limits: limits, logger: logger)]))
+            configuration: .init(additionalChannelHandlers: [
+                ConnectionGuard(limits: limits, registry: registry, logger: logger)
+            ]))
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -71,6 +77,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let limits: ConnectionLimits
+    private let registry: ConnectionRegistry
     private let logger: Logger
     /// Requests whose head was read and whose response has not ended.
     private var unanswered = 0
@@ -80,8 +87,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var phaseTimer: Scheduled<Void>?
     private var stallTimer: Scheduled<Void>?
 
-    init(limits: ConnectionLimits, logger: Logger) {
+    init(limits: ConnectionLimits, registry: ConnectionRegistry, logger: Logger) {
         self.limits = limits
+        self.registry = registry
         self.logger = logger
     }
 
@@ -91,6 +99,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         cancelTimers()
+        registry.remove(context.channel)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -100,6 +109,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         cancelTimers()
+        registry.remove(context.channel)
         context.fireChannelInactive()
     }
 
@@ -152,6 +162,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if bodyOpen { .body } else if unanswered > 0 { .answering } else if headerStarted { .header } else { .idle }
         guard now != phase else { return }
         phase = now
+        if context.channel.isActive {
+            registry.update(context.channel, evictable: now == .idle || now == .header)
+        }
         phaseTimer?.cancel()
         switch now {
         case .idle: phaseTimer = schedule(context, after: limits.idleTimeout, reason: "idle timeout")
@@ -181,6 +194,73 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
 @available(*, unavailable)
 extension ConnectionGuard: Sendable {}
+
+/// The connections of one listener, so that at the connection limit the one that has waited
+/// longest without a request (idle, or still sending its header) makes room for a new one.
+///
+/// Without this, strangers holding `maxConnections` idle connections, renewed before each idle
+/// timeout, would keep every real client waiting in the backlog.
+final class ConnectionRegistry: Sendable {
+    private struct Entry {
+        let channel: any Channel
+        /// When it last became evictable; nil while a request is being read or answered.
+        var evictableSince: ContinuousClock.Instant?
+    }
+
+    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
+
+    /// Records whether `channel` may be closed to make room, from now on.
+    func update(_ channel: any Channel, evictable: Bool) {
+        let since: ContinuousClock.Instant? = evictable ? .now : nil
+        entries.withLock { $0[ObjectIdentifier(channel)] = Entry(channel: channel, evictableSince: since) }
+    }
+
+    func remove(_ channel: any Channel) {
+        _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// Closes the connection that has been evictable longest; false when none is.
+    @discardableResult
+    func evictOldest() -> Bool {
+        let victim = entries.withLock { entries -> (any Channel)? in
+            var oldest: (key: ObjectIdentifier, since: ContinuousClock.Instant)?
+            for (key, entry) in entries {
+                guard let since = entry.evictableSince else { continue }
+                if oldest.map({ since < $0.since }) ?? true { oldest = (key, since) }
+            }
+            guard let oldest else { return nil }
+            return entries.removeValue(forKey: oldest.key)?.channel
+        }
+        victim?.close(promise: nil)
+        return victim != nil
+    }
+}
+
+/// Hummingbird's accept gate: below the limit it accepts; at the limit it closes the longest
+/// evictable connection (see `ConnectionRegistry`), and accepts again once one has closed.
+struct EvictingConnectionLimit: AvailableConnectionsDelegate {
+    let maxConnections: Int
+    let registry: ConnectionRegistry
+    private var open = 0
+
+    init(maxConnections: Int, registry: ConnectionRegistry) {
+        self.maxConnections = maxConnections
+        self.registry = registry
+    }
+
+    mutating func connectionOpened() {
+        open += 1
+        if open >= maxConnections { registry.evictOldest() }
+    }
+
+    mutating func connectionClosed() {
+        open -= 1
+    }
+
+    func isAcceptingNewConnections() -> Bool {
+        open < maxConnections
+    }
+}
 
 @available(*, unavailable)
 extension RequestBytesSignal: Sendable {}

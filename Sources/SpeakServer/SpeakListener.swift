@@ -61,17 +61,20 @@ public final class SpeakListener: Service, Sendable {
         }
         defer { stopped() }
         do {
-            // Past the limit the listener stops accepting, so further connections wait in the
-            // kernel's backlog rather than failing or taking descriptors the daemon needs.
+            // At the limit the connection idle longest is closed to make room; when every one is
+            // busy the listener stops accepting, so further connections wait in the kernel's
+            // backlog rather than taking descriptors the daemon needs.
+            let registry = ConnectionRegistry()
             let configuration = ApplicationConfiguration(
                 address: bind, serverName: "speakd",
-                availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger))
+                availableConnectionsDelegate: EvictingConnectionLimit(
+                    maxConnections: limits.maxConnections, registry: registry))
             let limits = limits
             let logger = logger
             let app = Application(
                 responder: responder,
                 server: HTTPServerBuilder { responder in
-                    GuardedHTTP1Channel(responder: responder, limits: limits, logger: logger)
+                    GuardedHTTP1Channel(responder: responder, limits: limits, registry: registry, logger: logger)
                 },
                 configuration: configuration,
                 onServerRunning: { [self] channel in self.listening(on: channel) },

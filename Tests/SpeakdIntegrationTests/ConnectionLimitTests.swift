@@ -75,6 +75,32 @@ extension SpeakdIntegration {
             for connection in idle + slowloris { connection.close() }
         }
 
+        @Test("At max-connections the connection idle longest makes room: 500 idle ones cannot lock out a client")
+        func idleConnectionsAreEvictedAtTheLimit() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--max-connections", "50"])
+            defer { Task { await speakd.stop() } }
+            let endpoint = SpeakEndpoint.unixSocket(path: speakd.socketPath)
+            let busy = Task { try await post(announcement("Waiting"), via: speakd.unixClient, wait: true) }
+            var idle: [RawConnection] = []
+            for _ in 0..<500 { idle.append(try RawConnection(endpoint)) }
+            let client = SpeakHTTPClient(endpoint: endpoint, timeout: .seconds(5))
+            #expect(try await client.send("GET", "/healthz").status == 200)
+            var slowest = Duration.zero
+            for _ in 0..<20 {
+                let started = ContinuousClock.now
+                #expect(try await client.send("GET", "/v1/announcements").status == 200)
+                slowest = max(slowest, ContinuousClock.now - started)
+            }
+            #expect(slowest < .milliseconds(50), "the slowest answer took \(slowest)")
+            // The oldest idle ones were closed; at most the limit are held open.
+            let open = idle.filter { !$0.isClosedByPeer() }.count
+            #expect(open <= 50, "\(open) idle connections still open")
+            #expect(idle.prefix(100).allSatisfy { $0.isClosedByPeer() })
+            // A request being answered is never evicted.
+            #expect(try await busy.value.status == 200)
+            for connection in idle { connection.close() }
+        }
+
         @Test("An event stream that is never read is cut off; RSS grows < 20 MB over 1,000 long posts and cancels")
         func nonReadingEventStream() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--send-timeout", "2"])
