@@ -97,7 +97,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("max-connections"),
         help: ArgumentHelp(
-            "Most connections per listener; more wait in the backlog. Lowered to fit the descriptor limit. (default: 4096)",
+            "Most connections per listener; at the limit the longest idle one is closed. Lowered to fit the descriptor limit. (default: 4096)",
             valueName: "n"))
     var maxConnections: String?
 

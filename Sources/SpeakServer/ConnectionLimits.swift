@@ -2,10 +2,12 @@
 ///
 /// A kiosk's API must stay answerable while strangers hold connections open: idle ones, ones that
 /// send a header one byte at a time (slowloris), ones that trickle a body, ones that never read
-/// what they are sent. Each of those is closed after its own timeout, and past `maxConnections`
-/// new connections wait in the listen backlog instead of taking descriptors the daemon needs.
+/// what they are sent. Each of those is closed after its own timeout; at `maxConnections` the
+/// connection idle longest is closed to make room for a new one, and when every connection is
+/// busy with a request, new ones wait in the listen backlog instead of taking descriptors the
+/// daemon needs.
 public struct ConnectionLimits: Sendable, Hashable {
-    /// The most connections one listener holds open; more wait in the kernel's backlog.
+    /// The most connections one listener holds open.
     public var maxConnections: Int
     /// How long a connection may wait for the first byte of its next request.
     public var idleTimeout: Duration
