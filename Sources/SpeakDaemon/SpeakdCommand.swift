@@ -183,7 +183,12 @@ public struct SpeakdCommand: AsyncParsableCommand {
             logger.critical("speakd cannot start", metadata: ["speakd.error": "\(error)"])
             throw ExitCode.failure
         }
-        try await daemon.run()
+        do {
+            try await daemon.run()
+        } catch {
+            logger.critical("speakd stopped", metadata: ["speakd.error": "\(error)"])
+            throw ExitCode.failure
+        }
         logger.info("speakd stopped")
     }
 }

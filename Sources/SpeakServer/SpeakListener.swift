@@ -81,8 +81,11 @@ public final class SpeakListener: Service, Sendable {
                 logger: logger)
             try await app.run()
         } catch {
-            fail(error)
-            throw error
+            // Before it listened (a port in use), say where; NIO's error names only the call.
+            let neverListened = state.withLock { $0.bound == nil }
+            let failure: any Error = neverListened ? ListenerError("cannot listen on \(address): \(error)") : error
+            fail(failure)
+            throw failure
         }
     }
 

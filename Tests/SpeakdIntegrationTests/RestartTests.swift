@@ -52,6 +52,25 @@ extension SpeakdIntegration {
             #expect(FileManager.default.fileExists(atPath: first.socketPath))
         }
 
+        @Test("A second speakd on a port in use exits 1 within 2 s, naming the address")
+        func portInUseExits() async throws {
+            let first = try await SpeakdProcess.start(audio: "null")
+            defer { Task { await first.stop() } }
+            let log = first.directory.appendingPathComponent("second.log").path
+            let started = ContinuousClock.now
+            let second = try ChildProcess(
+                BuiltProduct.path("speakd"),
+                ["--socket", "none", "--http", "127.0.0.1:\(first.port)", "--audio", "null"],
+                environment: ProcessInfo.processInfo.environment.filter { $0.key != "NOTIFY_SOCKET" }, output: log)
+            let status = await second.wait(timeout: .seconds(5))
+            let took = ContinuousClock.now - started
+            if status == nil { await second.terminate(grace: .zero) }
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(status == 1, "status \(String(describing: status)):\n\(output)")
+            #expect(took < .seconds(2), "took \(took)")
+            #expect(output.contains("cannot listen on 127.0.0.1:\(first.port)"), "\(output)")
+        }
+
         @Test("The socket's missing directory under XDG_RUNTIME_DIR is created, mode 0700, before binding")
         func createsRuntimeDirectory() async throws {
             let runtime = FileManager.default.temporaryDirectory.appendingPathComponent(
