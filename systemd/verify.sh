@@ -40,6 +40,11 @@ sed "s#^ExecStart=/usr/local/bin/speakd#ExecStart=$speakd#" "$here/speakd.servic
 sed "s#^ExecStart=/usr/local/bin/speakd#ExecStart=$speakd#" "$here/user/speakd.service" > "$scratch/user/speakd.service"
 check "speakd.service" systemd-analyze verify --man=no "$scratch/system/speakd.service"
 check "user/speakd.service" env XDG_RUNTIME_DIR="$scratch/run" systemd-analyze --user verify --man=no "$scratch/user/speakd.service"
+# Both units bound descriptors and memory: connections are limited below LimitNOFILE, and
+# MemoryMax is the backstop for every bounded buffer.
+for unit in speakd.service user/speakd.service; do
+    check "$unit sets LimitNOFILE= and MemoryMax=" sh -c "grep -q '^LimitNOFILE=[0-9]' '$here/$unit' && grep -q '^MemoryMax=[0-9]' '$here/$unit'"
+done
 
 # sysusers adds to the scratch root's group file; the audio group comes from a stock one.
 printf 'audio:x:29:\n' > "$scratch/root/etc/group"

@@ -3,8 +3,9 @@ import SpeechModel
 
 /// One message of a `text/event-stream` (the WHATWG Server-Sent Events format).
 ///
-/// speakd sends `event: <queued|started|finished>`, `id: <sequence>` and one `data:` line with the
-/// event's JSON; a client that reconnects sends the last id it saw in `Last-Event-ID`.
+/// speakd sends `event: <queued|started|finished>`, `id: <epoch>-<sequence>` (`EventID`) and one
+/// `data:` line with the event's JSON; a client that reconnects sends the last id it saw in
+/// `Last-Event-ID`.
 public struct ServerSentEvent: Sendable, Hashable {
     /// The `event:` field; nil means the default type `message`.
     public var event: String?
@@ -31,10 +32,15 @@ public struct ServerSentEvent: Sendable, Hashable {
         return frame + "\n"
     }
 
-    /// An announcement event as speakd frames it: its type as the SSE event, `sequence` as the id.
-    public init(_ event: AnnouncementEvent, sequence: UInt64) throws {
+    /// An announcement event as speakd frames it: its type as the SSE event, with its id.
+    public init(_ event: AnnouncementEvent, id: EventID) throws {
         let json = try WireFormat.encoder().encode(event)
-        self.init(event: event.type.rawValue, id: String(sequence), data: String(decoding: json, as: UTF8.self))
+        self.init(event: event.type.rawValue, id: id.description, data: String(decoding: json, as: UTF8.self))
+    }
+
+    /// The `id:` as an `EventID`, when it is one.
+    public var eventID: EventID? {
+        id.flatMap { EventID($0) }
     }
 
     /// The announcement event this message carries, when it is one.

@@ -15,7 +15,8 @@ public enum ConfigurationLoader {
         "socket", "http", "audio", "voices", "max-queue", "cors-origin", "token-file", "tcp-open", "allowed-host",
         "default-language",
         "fallback-language", "max-body-bytes", "max-text-length", "max-spans", "heartbeat",
-        "event-history", "lead-in", "log-level",
+        "event-history", "lead-in", "log-level", "max-connections", "idle-timeout", "header-timeout",
+        "body-timeout", "send-timeout",
     ]
 
     /// Keys whose values are lists: comma-separated, and in a file given on several lines.
@@ -166,6 +167,13 @@ public enum ConfigurationLoader {
             }
             configuration.logLevel = level
         }
+        if let value = values["max-connections"] {
+            configuration.connectionLimits.maxConnections = try integer(value, in: 1...1_000_000)
+        }
+        if let value = values["idle-timeout"] { configuration.connectionLimits.idleTimeout = try duration(value) }
+        if let value = values["header-timeout"] { configuration.connectionLimits.headerTimeout = try duration(value) }
+        if let value = values["body-timeout"] { configuration.connectionLimits.bodyTimeout = try duration(value) }
+        if let value = values["send-timeout"] { configuration.connectionLimits.sendTimeout = try duration(value) }
         if configuration.socketPath == nil, configuration.http == nil {
             throw .invalid(origin: "socket/http", value: "none", reason: "at least one listener is needed")
         }
@@ -231,6 +239,14 @@ public enum ConfigurationLoader {
                 reason: "expected a whole number \(range.lowerBound)–\(range.upperBound)")
         }
         return number
+    }
+
+    /// A timeout in seconds, 0.1 s to a day.
+    private static func duration(_ value: Sourced) throws(ConfigurationError) -> Duration {
+        guard let seconds = Double(value.value), seconds.isFinite, (0.1...86_400).contains(seconds) else {
+            throw .invalid(origin: value.origin, value: value.value, reason: "expected seconds between 0.1 and 86400")
+        }
+        return .milliseconds(Int((seconds * 1000).rounded()))
     }
 
     private static func audioSpec(_ value: Sourced) throws(ConfigurationError) -> String {

@@ -61,7 +61,16 @@ public func buildDaemon(
     renderer givenRenderer: (any SpeechRenderer)? = nil,
     makeSink: AudioSupervisor.MakeSink? = nil
 ) async throws -> Daemon {
-    // First, so a token file that cannot be used stops the start before the engine loads.
+    // Before anything slow starts, so a second instance or an unusable path fails at once.
+    if let path = configuration.socketPath {
+        try prepareSocketDirectory(path, environment: environment)
+        do {
+            try SpeakListener.checkSocketPath(path)
+        } catch {
+            throw DaemonStartError(description: "\(error)")
+        }
+    }
+    // Then the token, so a token file that cannot be used stops the start before the engine loads.
     let settings = try accessSettings(configuration, logger: logger)
     let renderer: any SpeechRenderer
     if let givenRenderer {
@@ -94,7 +103,9 @@ public func buildDaemon(
         scheduler: queue, renderer: renderer,
         health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio),
         settings: settings, logger: logger)
-    let listeners = configuration.listenAddresses.map { server.makeListener(at: $0, logger: logger) }
+    let listeners = configuration.listenAddresses.map {
+        server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
+    }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await queue.shutdown()
@@ -145,6 +156,20 @@ private func accessSettings(_ configuration: DaemonConfiguration, logger: Logger
     settings.tcpToken = loaded.token
     settings.tokenFile = configuration.tokenFile
     return settings
+}
+
+/// Creates the socket's directory when it is missing, as systemd's `RuntimeDirectory=` would:
+/// a user session without systemd has `$XDG_RUNTIME_DIR` but no `speakd/` in it. Only the last
+/// component is created, mode 0700 under `$XDG_RUNTIME_DIR` (only that user connects) and 0755
+/// elsewhere (the socket's own mode, 0660, decides who connects).
+func prepareSocketDirectory(_ socketPath: String, environment: [String: String]) throws {
+    let directory = (socketPath as NSString).deletingLastPathComponent
+    guard !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) else { return }
+    let userRuntime = environment["XDG_RUNTIME_DIR"].map { !$0.isEmpty && directory.hasPrefix($0) } ?? false
+    if mkdir(directory, userRuntime ? 0o700 : 0o755) != 0, errno != EEXIST {
+        throw DaemonStartError(
+            description: "cannot create the socket's directory \(directory): \(String(cString: strerror(errno)))")
+    }
 }
 
 /// Starts espeak-ng with the configured voices directory (`--voices`, else the one

@@ -46,6 +46,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var eventHistory: Int
     /// The lowest level logged.
     public var logLevel: Logger.Level
+    /// Connections per listener and their timeouts (`max-connections`, `idle-timeout`,
+    /// `header-timeout`, `body-timeout`, `send-timeout`).
+    public var connectionLimits = ConnectionLimits()
 
     /// The built-in defaults; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)

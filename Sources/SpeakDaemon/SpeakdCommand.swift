@@ -121,6 +121,37 @@ public struct SpeakdCommand: AsyncParsableCommand {
     var eventHistory: String?
 
     @Option(
+        name: .customLong("max-connections"),
+        help: ArgumentHelp(
+            "Most connections per listener; at the limit the longest idle one is closed. Lowered to fit the descriptor limit. (default: 4096)",
+            valueName: "n"))
+    var maxConnections: String?
+
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: ArgumentHelp(
+            "Seconds a connection may wait for its next request. (default: 60)", valueName: "seconds"))
+    var idleTimeout: String?
+
+    @Option(
+        name: .customLong("header-timeout"),
+        help: ArgumentHelp(
+            "Seconds a request header may take from its first byte. (default: 10)", valueName: "seconds"))
+    var headerTimeout: String?
+
+    @Option(
+        name: .customLong("body-timeout"),
+        help: ArgumentHelp("Seconds a request body may take after its header. (default: 30)", valueName: "seconds"))
+    var bodyTimeout: String?
+
+    @Option(
+        name: .customLong("send-timeout"),
+        help: ArgumentHelp(
+            "Seconds a response (an event stream too) may stay stalled by a client that does not read. (default: 10)",
+            valueName: "seconds"))
+    var sendTimeout: String?
+
+    @Option(
         name: .customLong("log-level"),
         help: ArgumentHelp(
             "trace, debug, info, notice, warning, error or critical. (default: info)", valueName: "level"))
@@ -139,6 +170,8 @@ public struct SpeakdCommand: AsyncParsableCommand {
             ("fallback-language", fallbackLanguage), ("max-body-bytes", maxBodyBytes),
             ("max-text-length", maxTextLength), ("max-spans", maxSpans), ("heartbeat", heartbeat),
             ("event-history", eventHistory), ("lead-in", leadIn), ("log-level", logLevel),
+            ("max-connections", maxConnections), ("idle-timeout", idleTimeout), ("header-timeout", headerTimeout),
+            ("body-timeout", bodyTimeout), ("send-timeout", sendTimeout),
         ]
         return Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
     }
@@ -161,7 +194,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
 
     /// Builds the daemon and runs it until SIGTERM or SIGINT.
     public func run() async throws {
-        let configuration = try configuration()
+        var configuration = try configuration()
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -169,6 +202,8 @@ public struct SpeakdCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "speakd")
+        configuration.connectionLimits = DescriptorLimit.raise(
+            fitting: configuration.connectionLimits, listeners: configuration.listenAddresses.count, logger: logger)
         let daemon: Daemon
         do {
             daemon = try await buildDaemon(configuration, logger: logger)
@@ -176,7 +211,12 @@ public struct SpeakdCommand: AsyncParsableCommand {
             logger.critical("speakd cannot start", metadata: ["speakd.error": "\(error)"])
             throw ExitCode.failure
         }
-        try await daemon.run()
+        do {
+            try await daemon.run()
+        } catch {
+            logger.critical("speakd stopped", metadata: ["speakd.error": "\(error)"])
+            throw ExitCode.failure
+        }
         logger.info("speakd stopped")
     }
 }

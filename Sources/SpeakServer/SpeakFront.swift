@@ -33,13 +33,21 @@ public struct SpeakFront: Service {
         let listeners = listeners
         let afterListenersClosed = afterListenersClosed
         try await withGracefulShutdownHandler {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for listener in listeners {
-                    group.addTask { try await listener.run() }
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for listener in listeners {
+                        group.addTask { try await listener.run() }
+                    }
+                    // The first listener that fails (a port in use) stops the others: `next()`
+                    // rethrows at once, and leaving the group cancels the rest.
+                    while try await group.next() != nil {}
                 }
-                // The first listener that fails (a port in use) stops the others: `next()`
-                // rethrows at once, and leaving the group cancels the rest.
-                while try await group.next() != nil {}
+            } catch {
+                // No graceful shutdown runs the step below then, yet the services that follow
+                // the queue's events end only once it has shut down: without this the daemon
+                // would wait out the whole shutdown timeout before exiting.
+                await afterListenersClosed()
+                throw error
             }
         } onGracefulShutdown: {
             closing.withLock {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -10,10 +11,13 @@ import Synchronization
 /// One listener (TCP or Unix socket) serving the shared router, as a `Service`.
 ///
 /// A Unix socket's stale file is replaced at start, the new socket gets mode 0660, and the file
-/// is removed when the listener stops.
+/// is removed when the listener stops. Connections are bounded in number and in the time each
+/// phase of a request may take (`ConnectionLimits`).
 public final class SpeakListener: Service, Sendable {
     /// Where it listens, as configured (port 0 stays 0 here).
     public let address: ListenAddress
+    /// How many connections it holds and their timeouts.
+    public let limits: ConnectionLimits
     private let responder: RouterResponder<BasicRequestContext>
     private let logger: Logger
     private let state = Mutex(State())
@@ -28,32 +32,60 @@ public final class SpeakListener: Service, Sendable {
     /// - Parameters:
     ///   - address: where to listen.
     ///   - responder: the shared router's responder (`SpeakServer.buildRouter().buildResponder()`).
+    ///   - limits: how many connections it holds and their timeouts.
     ///   - logger: the listener's logger.
-    public init(address: ListenAddress, responder: RouterResponder<BasicRequestContext>, logger: Logger) {
+    public init(
+        address: ListenAddress, responder: RouterResponder<BasicRequestContext>,
+        limits: ConnectionLimits = ConnectionLimits(), logger: Logger
+    ) {
         self.address = address
+        self.limits = limits
         self.responder = responder
         self.logger = logger
     }
 
     public func run() async throws {
-        let configuration: ApplicationConfiguration
+        let bind: BindAddress
         switch address {
         case .tcp(let host, let port):
-            configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "speakd")
+            bind = .hostname(host, port: port)
         case .unixSocket(let path):
-            try Self.checkSocketPath(path)
-            configuration = ApplicationConfiguration(address: .unixDomainSocket(path: path), serverName: "speakd")
+            do {
+                try Self.checkSocketPath(path)
+            } catch {
+                // Before `stopped()` is armed: the socket that is there belongs to someone else.
+                fail(error)
+                throw error
+            }
+            bind = .unixDomainSocket(path: path)
         }
-        let app = Application(
-            responder: responder, configuration: configuration,
-            onServerRunning: { [self] channel in self.listening(on: channel) },
-            logger: logger)
         defer { stopped() }
         do {
+            // At the limit the connection idle longest is closed to make room; when every one is
+            // busy the listener stops accepting, so further connections wait in the kernel's
+            // backlog rather than taking descriptors the daemon needs.
+            let registry = ConnectionRegistry()
+            let configuration = ApplicationConfiguration(
+                address: bind, serverName: "speakd",
+                availableConnectionsDelegate: EvictingConnectionLimit(
+                    maxConnections: limits.maxConnections, registry: registry))
+            let limits = limits
+            let logger = logger
+            let app = Application(
+                responder: responder,
+                server: HTTPServerBuilder { responder in
+                    GuardedHTTP1Channel(responder: responder, limits: limits, registry: registry, logger: logger)
+                },
+                configuration: configuration,
+                onServerRunning: { [self] channel in self.listening(on: channel) },
+                logger: logger)
             try await app.run()
         } catch {
-            fail(error)
-            throw error
+            // Before it listened (a port in use), say where; NIO's error names only the call.
+            let neverListened = state.withLock { $0.bound == nil }
+            let failure: any Error = neverListened ? ListenerError("cannot listen on \(address): \(error)") : error
+            fail(failure)
+            throw failure
         }
     }
 
@@ -113,16 +145,19 @@ public final class SpeakListener: Service, Sendable {
         }
     }
 
-    /// A stale socket is fine (it is replaced); a live one (another daemon answers) or anything
-    /// that is not a socket is a configuration error.
-    private static func checkSocketPath(_ path: String) throws {
+    /// Checks that the daemon may bind `path`: a stale socket is fine (it is replaced); a live one
+    /// (another speakd answers there) or anything that is not a socket is an error. The daemon
+    /// calls this before it starts anything, so a second instance exits at once.
+    public static func checkSocketPath(_ path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
         if info.st_mode & S_IFMT != S_IFSOCK {
             throw ListenerError("\(path) exists and is not a socket; refusing to replace it")
         }
         if isListening(path) {
-            throw ListenerError("another process is listening on \(path); refusing to replace its socket")
+            throw ListenerError(
+                "another speakd answers on the socket \(path); refusing to replace it (stop that one first, or use --socket)"
+            )
         }
     }
 

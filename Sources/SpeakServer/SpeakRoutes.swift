@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -7,6 +8,9 @@ import SpeechModel
 /// The handlers behind the routes of `SpeakServer.buildRouter()`.
 struct SpeakRoutes: Sendable {
     let server: SpeakServer
+    /// This run's epoch in event ids (`EventID`): its start in milliseconds since 1970, so ids
+    /// never repeat across restarts.
+    let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
 
     private var scheduler: any AnnouncementScheduling { server.scheduler }
 
@@ -80,7 +84,12 @@ struct SpeakRoutes: Sendable {
     // MARK: Events
 
     @Sendable func events(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let after = try lastEventID(request)
+        let resume = try lastEventID(request)
+        let epoch = epoch
+        // An id from another run of the daemon: everything of this run still in history follows,
+        // after a comment saying what happened (the new epoch in the ids says it too).
+        let restarted = resume.map { $0.epoch != nil && $0.epoch != epoch } ?? false
+        let after = restarted ? 0 : resume?.sequence
         let events = await scheduler.eventStream(after: after)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
@@ -97,32 +106,53 @@ struct SpeakRoutes: Sendable {
                 defer { metrics.eventStreamClosed() }
                 // Sent at once so the client sees the stream is open before the first event.
                 try await writer.write(ByteBuffer(string: "retry: 1000\n" + ServerSentEvent.comment("speakd events")))
-                let (frames, continuation) = AsyncStream.makeStream(of: String.self)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await sequenced in events {
-                            do {
-                                continuation.yield(
-                                    try ServerSentEvent(sequenced.event, sequence: sequenced.sequence).encoded)
-                            } catch {
-                                logger.error("event could not be encoded", metadata: ["speakd.error": "\(error)"])
-                            }
-                        }
-                        continuation.finish()
-                    }
-                    group.addTask {
-                        while true {
-                            try await Task.sleep(for: heartbeat)
-                            continuation.yield(ServerSentEvent.comment("heartbeat"))
-                        }
-                    }
-                    for await frame in frames {
-                        try await writer.write(ByteBuffer(string: frame))
-                    }
-                    group.cancelAll()
+                if restarted, let resume {
+                    try await writer.write(
+                        ByteBuffer(
+                            string: ServerSentEvent.comment(
+                                "missed events: \(resume) is from an earlier run of speakd; this run is \(epoch)")))
                 }
-                try await writer.finish(nil)
+                // Events and heartbeats are pulled one at a time as the writer takes them, so
+                // nothing queues up here: a client that stops reading stalls the writer (NIO's
+                // buffer stops at its high-water mark), its subscription overflows and ends, and
+                // the listener closes the stalled connection after its send timeout.
+                let frames = merge(
+                    chain(events.map { Frame.event($0) }, [Frame.end].async),
+                    AsyncTimerSequence.repeating(every: heartbeat).map { _ in Frame.heartbeat })
+                var expected = restarted ? 1 : resume.map { $0.sequence + 1 }
+                for await frame in frames {
+                    switch frame {
+                    case .event(let sequenced):
+                        if let first = expected, sequenced.sequence > first {
+                            try await writer.write(
+                                ByteBuffer(
+                                    string: ServerSentEvent.comment(
+                                        "missed events: \(epoch)-\(first) to \(epoch)-\(sequenced.sequence - 1) are no longer in the history"
+                                    )))
+                        }
+                        expected = nil
+                        do {
+                            let id = EventID(epoch: epoch, sequence: sequenced.sequence)
+                            try await writer.write(
+                                ByteBuffer(string: try ServerSentEvent(sequenced.event, id: id).encoded))
+                        } catch let error as EncodingError {
+                            logger.error("event could not be encoded", metadata: ["speakd.error": "\(error)"])
+                        }
+                    case .heartbeat:
+                        try await writer.write(ByteBuffer(string: ServerSentEvent.comment("heartbeat")))
+                    case .end:
+                        try await writer.finish(nil)
+                        return
+                    }
+                }
             })
+    }
+
+    /// What the event stream writes next.
+    private enum Frame: Sendable {
+        case event(SequencedAnnouncementEvent)
+        case heartbeat
+        case end
     }
 
     // MARK: Speech, voices, health, metrics
@@ -268,23 +298,24 @@ struct SpeakRoutes: Sendable {
         }
     }
 
-    /// The resume point: the `Last-Event-ID` header, or `?after=` for clients that cannot set headers.
-    private func lastEventID(_ request: Request) throws -> UInt64? {
+    /// The resume point: the `Last-Event-ID` header, or `?after=` for clients that cannot set headers;
+    /// `<epoch>-<sequence>` as sent, or a bare sequence number of this run (`0`: the whole history).
+    private func lastEventID(_ request: Request) throws -> EventID? {
         if let header = request.headers[.lastEventID] {
             let trimmed = header.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { return nil }
-            guard let sequence = UInt64(trimmed) else {
+            guard let id = EventID(trimmed) else {
                 throw APIError.malformed("'\(header)' is not an event id", field: "Last-Event-ID")
             }
-            return sequence
+            return id
         }
         if let query = request.uri.queryParameters["after"] {
-            guard let sequence = UInt64(query) else {
+            guard let id = EventID(query) else {
                 throw APIError(
                     status: .unprocessableContent, code: "invalidValue",
                     message: "'\(query)' is not an event id", field: "after")
             }
-            return sequence
+            return id
         }
         return nil
     }

@@ -14,7 +14,7 @@ import SpeechModel
 /// | `GET /v1/announcements` | `AnnouncementList`: speaking first, then waiting in speaking order |
 /// | `GET /v1/announcements/{id}` | `AnnouncementStatus`, also for recently finished ones |
 /// | `DELETE /v1/announcements/{id}`, `DELETE /v1/announcements` | `CancelResult` (how many this cancelled) |
-/// | `GET /v1/events` | `text/event-stream`: `event: queued/started/finished`, `id: <sequence>`, `data: <event JSON>` |
+/// | `GET /v1/events` | `text/event-stream`: `event: queued/started/finished`, `id: <epoch>-<sequence>` (`EventID`), `data: <event JSON>` |
 /// | `POST /v1/speech` | `audio/wav`, rendered without queueing or playing |
 /// | `GET /v1/voices` | `VoiceList` |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
@@ -83,10 +83,18 @@ public struct SpeakServer: Sendable {
     }
 
     /// A listener at `address` serving every route under that address's access rules.
-    public func makeListener(at address: ListenAddress, logger: Logger) -> SpeakListener {
+    ///
+    /// - Parameters:
+    ///   - address: where to listen.
+    ///   - limits: how many connections it holds and their timeouts.
+    ///   - logger: the listener's logger.
+    public func makeListener(
+        at address: ListenAddress, limits: ConnectionLimits = ConnectionLimits(), logger: Logger
+    ) -> SpeakListener {
         let port = BoundPort(address)
         let router = buildRouter(access: AccessPolicy(listener: address, settings: settings, port: port))
-        let listener = SpeakListener(address: address, responder: router.buildResponder(), logger: logger)
+        let listener = SpeakListener(
+            address: address, responder: router.buildResponder(), limits: limits, logger: logger)
         port.attach(listener)
         return listener
     }

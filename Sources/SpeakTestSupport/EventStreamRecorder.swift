@@ -12,7 +12,7 @@ import Synchronization
 public final class EventStreamRecorder: Sendable {
     /// One event as it arrived.
     public struct Received: Sendable {
-        /// The SSE `id:` (the queue's sequence number).
+        /// The sequence number of the SSE `id:` (`<epoch>-<sequence>`).
         public var sequence: UInt64?
         public var event: AnnouncementEvent
         /// When this process read it.
@@ -48,7 +48,7 @@ public final class EventStreamRecorder: Sendable {
                         guard let event = try? message.announcementEvent() else { continue }
                         storage.state.withLock {
                             $0.received.append(
-                                Received(sequence: message.id.flatMap(UInt64.init), event: event, receivedAt: now))
+                                Received(sequence: message.eventID?.sequence, event: event, receivedAt: now))
                         }
                     }
                 } catch {

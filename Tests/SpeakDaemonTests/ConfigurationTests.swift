@@ -63,6 +63,11 @@ struct ConfigurationTests {
         environment["SPEAKD_LOG_LEVEL"] = "DEBUG"
         environment["SPEAKD_HEARTBEAT"] = "0.5"
         environment["SPEAKD_LEAD_IN"] = "0.1"
+        environment["SPEAKD_MAX_CONNECTIONS"] = "100"
+        environment["SPEAKD_IDLE_TIMEOUT"] = "5"
+        environment["SPEAKD_HEADER_TIMEOUT"] = "2.5"
+        environment["SPEAKD_BODY_TIMEOUT"] = "7"
+        environment["SPEAKD_SEND_TIMEOUT"] = "0.5"
         let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: environment)
         #expect(configuration.socketPath == "/tmp/k.sock")
         #expect(configuration.http == .tcp(host: "::1", port: 8080))
@@ -72,6 +77,11 @@ struct ConfigurationTests {
         #expect(configuration.logLevel == .debug)
         #expect(configuration.serverSettings.heartbeatInterval == .milliseconds(500))
         #expect(configuration.leadInSeconds == 0.1)
+        #expect(
+            configuration.connectionLimits
+                == ConnectionLimits(
+                    maxConnections: 100, idleTimeout: .seconds(5), headerTimeout: .milliseconds(2_500),
+                    bodyTimeout: .seconds(7), sendTimeout: .milliseconds(500)))
         #expect(ConfigurationLoader.environmentName("max-body-bytes") == "SPEAKD_MAX_BODY_BYTES")
     }
 
@@ -110,6 +120,14 @@ struct ConfigurationTests {
             "--tcp-open: 'true' is not valid: TCP listens on 0.0.0.0:7770"
         ),
         ([:], ["SPEAKD_TCP_OPEN": "yes", "SPEAKD_HTTP": "192.168.1.20:7770"], "SPEAKD_TCP_OPEN: 'true' is not valid"),
+        (["max-connections": "0"], [:], "--max-connections: '0' is not valid: expected a whole number"),
+        (
+            ["idle-timeout": "never"], [:],
+            "--idle-timeout: 'never' is not valid: expected seconds between 0.1 and 86400"
+        ),
+        ([:], ["SPEAKD_HEADER_TIMEOUT": "0"], "SPEAKD_HEADER_TIMEOUT: '0' is not valid"),
+        (["body-timeout": "-3"], [:], "--body-timeout: '-3' is not valid"),
+        (["send-timeout": "inf"], [:], "--send-timeout: 'inf' is not valid"),
         ([:], ["SPEAKD_SOCKET": "speakd.sock"], "SPEAKD_SOCKET: 'speakd.sock' is not valid: expected a path"),
     ])
     func badValuesNameTheirSource(flags: [String: String], environment: [String: String], message: String) {
@@ -232,6 +250,7 @@ struct ConfigurationTests {
         for flag in [
             "--socket", "--http", "--audio", "--voices", "--max-queue", "--config", "--cors-origin",
             "--default-language", "--fallback-language", "--token-file", "--tcp-open", "--allowed-host",
+            "--max-connections", "--idle-timeout", "--header-timeout", "--body-timeout", "--send-timeout",
         ] {
             #expect(help.contains(flag), "\(flag)")
         }

@@ -30,11 +30,13 @@ struct EventStreamTests {
             #expect(response.headers[.cacheControl] == "no-cache")
             let raw = String(buffer: response.body)
             #expect(raw.hasPrefix("retry: 1000\n: speakd events\n\n"))
-            #expect(raw.contains("event: queued\nid: 1\ndata: {"))
+            #expect(raw.contains("event: queued\nid: "))
 
             var parser = ServerSentEventParser()
             let messages = parser.feed(Array(buffer: response.body))
-            #expect(messages.map(\.id) == (1...messages.count).map { String($0) })
+            #expect(messages.map { $0.eventID?.sequence } == (1...messages.count).map { UInt64($0) })
+            #expect(Set(messages.map { $0.eventID?.epoch }).count == 1)
+            #expect(messages.allSatisfy { $0.eventID?.epoch != nil })
             let events = try messages.map { try $0.announcementEvent() }
             #expect(messages.map(\.event) == events.map(\.type.rawValue))
             let summary = events.map { "\($0.type.rawValue) \($0.id == ids[0] ? "first" : "second")" }
@@ -66,10 +68,34 @@ struct EventStreamTests {
             }
             var parser = ServerSentEventParser()
             let messages = parser.feed(Array(buffer: response.body))
-            #expect(messages.map(\.id) == ["5", "6"])
+            #expect(messages.map { $0.eventID?.sequence } == [5, 6])
             #expect(messages.map(\.event) == ["started", "finished"])
             #expect(try messages.map { try $0.announcementEvent().id } == [ids[1], ids[1]])
         }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func idFromAnotherRunReplaysThisRunAfterAComment() async throws {
+        let harness = Harness()
+        try await harness.test { client in
+            _ = try await history(harness, client: client)
+            let response = try await client.execute(
+                uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "1-4"])
+            let raw = String(buffer: response.body)
+            #expect(raw.contains(": missed events: 1-4 is from an earlier run of speakd; this run is "))
+            var parser = ServerSentEventParser()
+            let ids = parser.feed(Array(buffer: response.body)).compactMap(\.eventID)
+            #expect(ids.map(\.sequence) == [1, 2, 3, 4, 5, 6])
+            #expect(ids.allSatisfy { $0.epoch != nil && $0.epoch != 1 })
+        }
+    }
+
+    @Test(arguments: [
+        ("1700000000000-42", EventID(epoch: 1_700_000_000_000, sequence: 42)), ("7", EventID(epoch: nil, sequence: 7)),
+        ("1-2-3", nil), ("-3", nil), ("x-1", nil), ("", nil),
+    ])
+    func eventIDParses(_ text: String, _ expected: EventID?) {
+        #expect(EventID(text) == expected)
+        if let expected { #expect(expected.description == text) }
     }
 
     @Test(.timeLimit(.minutes(1))) func malformedLastEventIDIs400() async throws {

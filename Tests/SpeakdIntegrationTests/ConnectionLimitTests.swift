@@ -1,0 +1,277 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+extension SpeakdIntegration {
+    /// What strangers' connections can do to the real daemon: hold thousands idle, send headers a
+    /// byte at a time, open an event stream and never read it. None may starve a normal client or
+    /// grow the daemon's memory.
+    @Suite(.serialized, .timeLimit(.minutes(3)))
+    struct ConnectionLimitTests {
+        enum Listener: String, CaseIterable, Sendable {
+            case tcp, unix
+        }
+
+        @Test(
+            "2,000 idle connections and a slowloris: every normal answer within 50 ms; the slowloris is closed after the header timeout",
+            arguments: Listener.allCases)
+        func idleAndSlowloris(_ listener: Listener) async throws {
+            try raiseOwnDescriptorLimit(to: 8_192)
+            let speakd = try await SpeakdProcess.start(
+                audio: "null", arguments: ["--header-timeout", "3", "--idle-timeout", "60"])
+            defer { Task { await speakd.stop() } }
+            let endpoint: SpeakEndpoint =
+                listener == .tcp ? .tcp(host: "127.0.0.1", port: speakd.port) : .unixSocket(path: speakd.socketPath)
+
+            var idle: [RawConnection] = []
+            for _ in 0..<2_000 { idle.append(try RawConnection(endpoint)) }
+            var slowloris: [RawConnection] = []
+            let firstHeaderByte = ContinuousClock.now
+            for _ in 0..<100 {
+                let connection = try RawConnection(endpoint)
+                connection.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
+                slowloris.append(connection)
+            }
+
+            // One header byte per connection every second, while a normal client asks its questions.
+            let dripped = slowloris
+            let dripping = Task {
+                while !Task.isCancelled {
+                    for connection in dripped { connection.send("X") }
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            defer { dripping.cancel() }
+            let client = SpeakHTTPClient(
+                endpoint: endpoint, timeout: .seconds(5), token: listener == .tcp ? speakd.token : nil)
+            // The first request waits in the kernel's accept queue behind the 2,100 connections
+            // just opened; what is measured is the daemon holding them, so that one is not timed.
+            #expect(try await client.send("GET", "/healthz").status == 200)
+            var slowest = Duration.zero
+            for round in 0..<40 {
+                let started = ContinuousClock.now
+                let response: SpeakHTTPResponse
+                switch round % 3 {
+                case 0: response = try await client.send("GET", "/healthz")
+                case 1: response = try await client.send("GET", "/v1/announcements")
+                default: response = try await client.send("GET", "/v1/voices")
+                }
+                slowest = max(slowest, ContinuousClock.now - started)
+                #expect(response.status == 200)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(slowest < .milliseconds(50), "the slowest answer took \(slowest)")
+
+            // Closed once the header timeout (3 s) has passed since their first byte, not before.
+            let closedEarly = slowloris.filter { $0.isClosedByPeer() }.count
+            #expect(closedEarly == 0 || ContinuousClock.now - firstHeaderByte >= .seconds(3))
+            try await Task.sleep(until: firstHeaderByte + .seconds(5))
+            let closed = slowloris.filter { $0.isClosedByPeer() }.count
+            #expect(closed == slowloris.count, "\(closed) of \(slowloris.count) slowloris connections closed")
+            // Idle connections stay until the idle timeout; the daemon still answers.
+            #expect(idle.filter { $0.isClosedByPeer() }.isEmpty)
+            #expect(try await client.send("GET", "/healthz").status == 200)
+            for connection in idle + slowloris { connection.close() }
+        }
+
+        @Test("At max-connections the connection idle longest makes room: 500 idle ones cannot lock out a client")
+        func idleConnectionsAreEvictedAtTheLimit() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--max-connections", "50"])
+            defer { Task { await speakd.stop() } }
+            let endpoint = SpeakEndpoint.unixSocket(path: speakd.socketPath)
+            let busy = Task { try await post(announcement("Waiting"), via: speakd.unixClient, wait: true) }
+            var idle: [RawConnection] = []
+            for _ in 0..<500 { idle.append(try RawConnection(endpoint)) }
+            let client = SpeakHTTPClient(endpoint: endpoint, timeout: .seconds(5))
+            #expect(try await client.send("GET", "/healthz").status == 200)
+            var slowest = Duration.zero
+            for _ in 0..<20 {
+                let started = ContinuousClock.now
+                #expect(try await client.send("GET", "/v1/announcements").status == 200)
+                slowest = max(slowest, ContinuousClock.now - started)
+            }
+            #expect(slowest < .milliseconds(50), "the slowest answer took \(slowest)")
+            // The oldest idle ones were closed; at most the limit are held open.
+            let open = idle.filter { !$0.isClosedByPeer() }.count
+            #expect(open <= 50, "\(open) idle connections still open")
+            #expect(idle.prefix(100).allSatisfy { $0.isClosedByPeer() })
+            // A request being answered is never evicted.
+            #expect(try await busy.value.status == 200)
+            for connection in idle { connection.close() }
+        }
+
+        @Test("An event stream that is never read is cut off; RSS grows < 20 MB over 1,000 long posts and cancels")
+        func nonReadingEventStream() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--send-timeout", "2"])
+            defer { Task { await speakd.stop() } }
+            let client = speakd.unixClient
+            let text = String(repeating: "A long announcement that nobody will hear. ", count: 110)
+            for _ in 0..<20 { try await postAndCancel(text, client: client) }
+            let before = try residentKilobytes(speakd.pid)
+
+            let reader = try RawConnection(.unixSocket(path: speakd.socketPath), receiveBuffer: 4_096)
+            reader.send("GET /v1/events HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n")
+            try await speakd.waitForEventStreams(1)
+            var peak = before
+            for index in 0..<1_000 {
+                try await postAndCancel(text, client: client)
+                if index % 50 == 0 { peak = max(peak, try residentKilobytes(speakd.pid)) }
+            }
+            peak = max(peak, try residentKilobytes(speakd.pid))
+            #expect(peak - before < 20 * 1024, "RSS grew from \(before) kB to \(peak) kB")
+
+            // The daemon closed the stream: draining what was sent ends in EOF, and no stream is open.
+            #expect(await reader.drainsToEndOfStream(within: .seconds(10)))
+            #expect(try await speakd.openEventStreams() == 0)
+            reader.close()
+        }
+
+        @Test(
+            "Idle connections and trickled bodies are closed after their timeouts; an event stream with heartbeats is not"
+        )
+        func idleBodyAndEventStream() async throws {
+            let speakd = try await SpeakdProcess.start(
+                audio: "null", arguments: ["--idle-timeout", "1", "--body-timeout", "2", "--heartbeat", "0.25"])
+            defer { Task { await speakd.stop() } }
+            let endpoint = SpeakEndpoint.unixSocket(path: speakd.socketPath)
+            let idle = try RawConnection(endpoint)
+            let trickling = try RawConnection(endpoint)
+            trickling.send(
+                "POST /v1/announcements HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"
+            )
+            let started = ContinuousClock.now
+            let stream = Task {
+                var queued = 0
+                for try await message in speakd.unixClient.events() where message.event == "queued" {
+                    queued += 1
+                    break
+                }
+                return queued
+            }
+            var trickleClosedAt: Duration?
+            var idleClosedAt: Duration?
+            while ContinuousClock.now - started < .seconds(4) {
+                if trickleClosedAt == nil {
+                    trickling.send(" ")
+                    if trickling.isClosedByPeer() { trickleClosedAt = ContinuousClock.now - started }
+                }
+                if idleClosedAt == nil, idle.isClosedByPeer() { idleClosedAt = ContinuousClock.now - started }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let idleClosed = try #require(idleClosedAt, "the idle connection is still open")
+            #expect(idleClosed >= .milliseconds(900) && idleClosed < .seconds(2), "\(idleClosed)")
+            let trickleClosed = try #require(trickleClosedAt, "the trickled body is still being read")
+            #expect(trickleClosed >= .milliseconds(1_900) && trickleClosed < .seconds(3), "\(trickleClosed)")
+
+            // Four idle timeouts later, the event stream still delivers.
+            #expect(try await speakd.openEventStreams() == 1)
+            let response = try await post(announcement("Still listening"), via: speakd.unixClient)
+            #expect(response.status == 202)
+            #expect(try await stream.value == 1)
+            idle.close()
+            trickling.close()
+        }
+
+        private func postAndCancel(_ text: String, client: SpeakHTTPClient) async throws {
+            let response = try await post(announcement(text), via: client)
+            guard response.status == 202 else {
+                Issue.record("POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+                return
+            }
+            let accepted = try response.decode(AnnouncementAccepted.self)
+            _ = try await client.send("DELETE", "/v1/announcements/\(accepted.id)")
+        }
+    }
+}
+
+/// VmRSS of `pid` in kB, from /proc.
+func residentKilobytes(_ pid: pid_t) throws -> Int {
+    let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+    else { throw SpeakdProcess.Failure(description: "no VmRSS in /proc/\(pid)/status") }
+    return kilobytes
+}
+
+/// Raises this process's soft descriptor limit, so a test can hold thousands of connections.
+func raiseOwnDescriptorLimit(to wanted: Int) throws {
+    var limit = rlimit()
+    getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    guard limit.rlim_cur < rlim_t(wanted) else { return }
+    guard limit.rlim_max >= rlim_t(wanted) else {
+        throw SpeakdProcess.Failure(description: "the hard descriptor limit \(limit.rlim_max) is below \(wanted)")
+    }
+    limit.rlim_cur = rlim_t(wanted)
+    setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+}
+
+/// A plain socket to the daemon, for clients that misbehave on purpose.
+final class RawConnection: @unchecked Sendable {
+    // Only the test's own task uses a connection, one call at a time; the descriptor is a plain Int32.
+    let descriptor: Int32
+
+    init(_ endpoint: SpeakEndpoint, receiveBuffer: Int32? = nil) throws {
+        switch endpoint {
+        case .unixSocket(let path):
+            descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            if let receiveBuffer { Self.setReceiveBuffer(descriptor, receiveBuffer) }
+            guard let address = UnixSocketAddress(path: path),
+                address.withSocketAddress({ connect(descriptor, $0, $1) }) == 0
+            else { throw SpeakdProcess.Failure(description: "connect: \(String(cString: strerror(errno)))") }
+        case .tcp(let host, let port):
+            descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            if let receiveBuffer { Self.setReceiveBuffer(descriptor, receiveBuffer) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr(host)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard connected == 0 else {
+                throw SpeakdProcess.Failure(description: "connect: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private static func setReceiveBuffer(_ descriptor: Int32, _ bytes: Int32) {
+        var bytes = bytes
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Sends `text`, ignoring failures (the daemon may have closed the connection).
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Whether the daemon has closed its end: a non-blocking peek sees end of stream or a reset.
+    func isClosedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        let result = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return result == 0 || (result < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// Reads and discards until end of stream; false if it has not come within `timeout`.
+    func drainsToEndOfStream(within timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while ContinuousClock.now < deadline {
+            let result = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if result == 0 { return true }
+            if result < 0 {
+                if errno != EAGAIN && errno != EWOULDBLOCK { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        return false
+    }
+
+    func close() {
+        Glibc.close(descriptor)
+    }
+}
