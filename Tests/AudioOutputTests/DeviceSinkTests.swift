@@ -11,6 +11,8 @@ import Testing
 final class FakeDeviceControl: Sendable {
     struct Log {
         var opens = 0
+        /// Opens begun, including those still blocked.
+        var opensBegun = 0
         var closes = 0
         var flushes = 0
         var drains = 0
@@ -39,7 +41,11 @@ final class FakeDeviceControl: Sendable {
     }
 
     func open() throws(AudioOutputError) -> any BlockingAudioDevice {
-        if log.withLock({ $0.blockOpens }) { release.wait() }
+        let block = log.withLock { log in
+            log.opensBegun += 1
+            return log.blockOpens
+        }
+        if block { release.wait() }
         log.withLock { $0.opens += 1 }
         return FakeDevice(control: self)
     }
@@ -148,6 +154,45 @@ final class FakeDevice: BlockingAudioDevice {
         #expect(ContinuousClock.now - start < .milliseconds(800))
         control.unblock()
         await sink.close()
+    }
+
+    /// `auto` makes a fresh sink on every attempt: an open that never returns must not cost a
+    /// new thread each time.
+    @Test(.timeLimit(.minutes(1)))
+    func aDeviceStuckInOpenHoldsOneThreadHoweverManySinksRetry() async throws {
+        let control = control
+        let name = "fake-stuck-\(UUID().uuidString.prefix(8))"
+        let makeSink = {
+            DeviceSink(name: name, format: TestSignal.format, options: options) { () throws(AudioOutputError) in
+                try control.open()
+            }
+        }
+        control.log.withLock { $0.blockOpens = true }
+        let first = makeSink()
+        let timedOut = await #expect(throws: AudioOutputError.self) { try await first.reopen() }
+        #expect(timedOut?.kind == "timedOut")
+        await first.close()
+        for _ in 0..<5 {
+            let retry = makeSink()
+            let start = ContinuousClock.now
+            let blocked = await #expect(throws: AudioOutputError.self) { try await retry.reopen() }
+            #expect(blocked?.kind == "blocked")
+            #expect(ContinuousClock.now - start < .milliseconds(100))
+            await retry.close()
+        }
+        #expect(control.log.withLock { $0.opensBegun } == 1)
+
+        // Once the stuck call returns, its thread exits and a new sink opens.
+        control.unblock()
+        let last = makeSink()
+        var opened = false
+        for _ in 0..<100 where !opened {
+            opened = (try? await last.reopen()) != nil
+            if !opened { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(opened)
+        #expect(control.log.withLock { $0.opensBegun } == 2)
+        await last.close()
     }
 
     @Test(.timeLimit(.minutes(1)))
