@@ -67,7 +67,11 @@ final class DeviceSink: ReopenableAudioSink {
         let samples = chunk.samples
         let pieceBytes = pieceBytes
         try await perform(interruptible: true) { thread, generation throws(AudioOutputError) in
-            let device = try thread.openDevice()
+            // A connection that died while the sink was idle (the sound server restarted) shows
+            // only now: it is opened afresh once, rather than failing an announcement that
+            // started after the server was back.
+            var mayReopen = thread.openedDevice != nil
+            var device = try thread.openDevice()
             var failure: AudioOutputError?
             samples.withUnsafeBytes { bytes in
                 var offset = 0
@@ -82,10 +86,21 @@ final class DeviceSink: ReopenableAudioSink {
                             guard thread.currentGeneration == generation else { return }
                             try device.write(piece)
                         }
+                    } catch  where mayReopen && offset == 0 && !error.isTimeout {
+                        mayReopen = false
+                        thread.closeDevice(limit: self.options.callTimeout)
+                        do throws(AudioOutputError) {
+                            device = try thread.openDevice()
+                        } catch {
+                            failure = error
+                            return
+                        }
+                        continue
                     } catch {
                         failure = error
                         return
                     }
+                    mayReopen = false
                     offset = end
                 }
             }

@@ -19,7 +19,8 @@ final class FakeDeviceControl: Sendable {
         var bytesWritten = 0
         var blockWrites = false
         var blockOpens = false
-        var failNextWrite = false
+        /// How many of the next writes fail as if the connection were gone.
+        var failingWrites = 0
         /// How long a drain takes, as if that much audio were still queued.
         var drainTime: Duration = .zero
         var drainsInterrupted = 0
@@ -61,8 +62,8 @@ final class FakeDevice: BlockingAudioDevice {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {
         let (block, fail) = control.log.withLock { log in
-            defer { log.failNextWrite = false }
-            return (log.blockWrites, log.failNextWrite)
+            defer { log.failingWrites = max(0, log.failingWrites - 1) }
+            return (log.blockWrites, log.failingWrites > 0)
         }
         if fail { throw .writeFailed(sink: "fake", "Connection terminated") }
         if block { control.release.wait() }
@@ -199,7 +200,8 @@ final class FakeDevice: BlockingAudioDevice {
     func failedWriteReopensOnTheNextOne() async throws {
         let sink = makeSink()
         try await sink.write(TestSignal.tone(seconds: 0.02)[0])
-        control.log.withLock { $0.failNextWrite = true }
+        // Lost, and still lost when opened afresh: the write fails.
+        control.log.withLock { $0.failingWrites = 2 }
         let error = await #expect(throws: AudioOutputError.self) {
             try await sink.write(TestSignal.tone(seconds: 0.02)[0])
         }
@@ -207,9 +209,24 @@ final class FakeDevice: BlockingAudioDevice {
         #expect(!sink.isAvailable)
         try await sink.write(TestSignal.tone(seconds: 0.02)[0])
         #expect(sink.isAvailable)
-        #expect(control.log.withLock { ($0.opens, $0.closes) } == (2, 1))
+        #expect(control.log.withLock { ($0.opens, $0.closes) } == (3, 2))
         await sink.close()
-        #expect(control.log.withLock { $0.closes } == 2)
+        #expect(control.log.withLock { $0.closes } == 3)
+    }
+
+    /// The sound server restarted while the sink was idle: the first write finds the old
+    /// connection dead, opens afresh and plays, instead of failing the announcement.
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionLostWhileIdleIsReopenedByTheNextWrite() async throws {
+        let sink = makeSink()
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        control.log.withLock { $0.failingWrites = 1 }
+        try await sink.write(TestSignal.tone(seconds: 0.05)[0])
+        #expect(sink.isAvailable)
+        let log = control.log.withLock { $0 }
+        #expect((log.opens, log.closes) == (2, 1))
+        #expect(log.bytesWritten == TestSignal.format.byteCount(for: .milliseconds(70)))
+        await sink.close()
     }
 
     @Test(.timeLimit(.minutes(1)))
