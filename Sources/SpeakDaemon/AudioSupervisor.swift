@@ -285,7 +285,11 @@ public final class AudioSupervisor: Service, Sendable {
 
     private func supervise() async {
         while !Task.isCancelled {
-            let (phase, failedOpens) = state.withLock { ($0.phase, $0.failedOpens) }
+            // A wake from before this look at the phase is stale; one after it is kept.
+            let (phase, failedOpens) = state.withLock { state in
+                state.woken = false
+                return (state.phase, state.failedOpens)
+            }
             switch phase {
             case .unopened:
                 await connect()

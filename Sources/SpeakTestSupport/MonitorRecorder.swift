@@ -101,6 +101,13 @@ public final class MonitorRecorder: Sendable {
         }
     }
 
+    /// When recorded frame `frame` reached the capture file, by the test's clock; nil when it has
+    /// not arrived yet. Unlike `playedAt(frame:)` this needs no steady sink clock (a server that
+    /// was frozen and resumed has none), and it is never earlier than the frame was played.
+    public func arrivedAt(frame: Int) -> ContinuousClock.Instant? {
+        arrivals.withLock { arrivals in arrivals.first { $0.1 > frame }?.0 }
+    }
+
     /// Every noted arrival: (time, frames in the file then).
     public var arrivalLog: [(ContinuousClock.Instant, Int)] { arrivals.withLock { $0 } }
 

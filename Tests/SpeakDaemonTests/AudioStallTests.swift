@@ -167,6 +167,7 @@ struct AudioStallTests {
                         recorder = try await MonitorRecorder.start(servers.server)
                         recordable = .now
                     }
+                    let posted = ContinuousClock.now
                     let back = try await unix.send(
                         "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("Back again")))
                     #expect(back.status == 202, "\(label): \(String(decoding: back.body, as: UTF8.self))")
@@ -187,7 +188,7 @@ struct AudioStallTests {
                         toHeard = (started - recordable).seconds
                     } else {
                         let heard = try #require(
-                            Self.heardLast(recorder, after: recordable),
+                            Self.heardLast(recorder, after: posted),
                             "\(label): not heard; \(Self.describeRecording(recorder))")
                         toHeard = (heard - recordable).seconds
                     }
@@ -332,14 +333,14 @@ struct AudioStallTests {
     }
 
     /// When the start of the last sound in the recording reached the recorder, if it is after
-    /// `instant`. The moment a block arrives bounds from above when it was played, so this
+    /// `instant` (so it cannot be the rest of an earlier announcement). The moment a block arrives bounds from above when it was played, so this
     /// never flatters the daemon.
     static func heardLast(_ recorder: MonitorRecorder, after instant: ContinuousClock.Instant)
         -> ContinuousClock.Instant?
     {
         guard let last = lastSound(recorder) else { return nil }
         let frame = Int(last.start * Double(recorder.sampleRate))
-        guard let arrival = recorder.arrivalLog.first(where: { $0.1 > frame })?.0, arrival > instant else { return nil }
+        guard let arrival = recorder.arrivedAt(frame: frame), arrival > instant else { return nil }
         return arrival
     }
 }

@@ -226,8 +226,7 @@ struct AudioSupervisorTests {
         #expect(detail == "write failed: Connection terminated" || detail == "cannot open: Connection refused")
         #expect(supervisor.lease() == nil)
         // The first reopen does not wait (it fails: the server is still away); the next waits 50 ms.
-        #expect(await eventually { sink.opens == 2 })
-        #expect(supervisor.status.phase == .failed)
+        #expect(await eventually { sink.opens == 2 && supervisor.status.phase == .failed })
         await clock.waitForSleepers(1)
         clock.advance(by: .milliseconds(50))
         await supervisor.waitUntilAvailable()
