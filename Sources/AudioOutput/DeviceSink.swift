@@ -19,6 +19,9 @@ final class DeviceSink: ReopenableAudioSink {
     private let logger: Logger
     private let state = Mutex(State())
 
+    /// A flush that took longer than this waited on a stalled device.
+    static let stalledFlush = Duration.milliseconds(500)
+
     /// The most threads per device name left blocked in a call before no new one is started.
     static let stuckThreadLimit = 1
 
@@ -126,10 +129,17 @@ final class DeviceSink: ReopenableAudioSink {
             return state.thread == nil && state.stuck == nil
         }
         guard !idle else { return }
+        let requested = ContinuousClock.now
         try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
             guard let device = thread.openedDevice else { return }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
                 try device.flush()
+            }
+            // The flush waited long behind a call the device did not answer (a frozen sound
+            // server that resumed): such a stream can block the next write past the call limit
+            // (seen with PulseAudio), so the next write opens afresh instead.
+            if ContinuousClock.now - requested > Self.stalledFlush {
+                thread.closeDevice(limit: self.options.callTimeout)
             }
         }
     }

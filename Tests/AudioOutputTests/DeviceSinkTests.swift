@@ -304,6 +304,33 @@ final class FakeDevice: BlockingAudioDevice {
         await sink.close()
     }
 
+    /// A cancel's flush that had to wait for a frozen device (which then resumed) leaves the
+    /// stream to be opened afresh by the next write.
+    @Test(.timeLimit(.minutes(1)))
+    func aFlushThatWaitedOnAStalledDeviceReopensForTheNextWrite() async throws {
+        let sink = makeSink(callTimeout: .seconds(5))
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        control.log.withLock { $0.blockWrites = true }
+        let writer = Task { try await sink.write(TestSignal.tone(seconds: 0.1)[0]) }
+        try await Task.sleep(for: .milliseconds(50))
+        writer.cancel()
+        let unblock = Task {
+            try await Task.sleep(for: .milliseconds(700))
+            control.unblock()
+        }
+        try await sink.flush()
+        try await unblock.value
+        #expect(control.log.withLock { ($0.flushes, $0.opens, $0.closes) } == (1, 1, 1))
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        #expect(control.log.withLock { $0.opens } == 2)
+
+        // A quick flush keeps the stream.
+        try await sink.flush()
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        #expect(control.log.withLock { ($0.opens, $0.closes) } == (2, 1))
+        await sink.close()
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aDrainLongerThanTheCallLimitIsAWedge() async throws {
         let sink = makeSink()

@@ -188,7 +188,7 @@ struct AudioStallTests {
                         toHeard = (started - recordable).seconds
                     } else {
                         let heard = try #require(
-                            Self.heardLast(recorder, after: posted),
+                            recorder.firstSoundArrival(after: posted),
                             "\(label): not heard; \(Self.describeRecording(recorder))")
                         toHeard = (heard - recordable).seconds
                     }
@@ -332,17 +332,6 @@ struct AudioStallTests {
         return .now
     }
 
-    /// When the start of the last sound in the recording reached the recorder, if it is after
-    /// `instant` (so it cannot be the rest of an earlier announcement). The moment a block arrives bounds from above when it was played, so this
-    /// never flatters the daemon.
-    static func heardLast(_ recorder: MonitorRecorder, after instant: ContinuousClock.Instant)
-        -> ContinuousClock.Instant?
-    {
-        guard let last = lastSound(recorder) else { return nil }
-        let frame = Int(last.start * Double(recorder.sampleRate))
-        guard let arrival = recorder.arrivedAt(frame: frame), arrival > instant else { return nil }
-        return arrival
-    }
 }
 
 extension AudioStallTests {
