@@ -8,7 +8,8 @@ import Synchronization
 /// Writes are cut into short pieces so a flush or cancel never waits behind a long write. Each
 /// device call has a time limit; when one overruns, the thread is abandoned (it cleans up and
 /// exits whenever the call returns) and the sink fails fast with `blocked` until it has; after
-/// that the next call opens the device afresh on a new thread.
+/// that the next call opens the device afresh on a new thread. At most `stuckThreadLimit` such
+/// threads per device name exist in the process, however many sinks are made for the device.
 final class DeviceSink: ReopenableAudioSink {
     let name: String
     let format: AudioFormat
@@ -17,6 +18,12 @@ final class DeviceSink: ReopenableAudioSink {
     private let open: BlockingAudioDeviceOpener
     private let logger: Logger
     private let state = Mutex(State())
+
+    /// A flush that took longer than this waited on a stalled device.
+    static let stalledFlush = Duration.milliseconds(500)
+
+    /// The most threads per device name left blocked in a call before no new one is started.
+    static let stuckThreadLimit = 1
 
     private struct State {
         var thread: DeviceThread?
@@ -63,7 +70,11 @@ final class DeviceSink: ReopenableAudioSink {
         let samples = chunk.samples
         let pieceBytes = pieceBytes
         try await perform(interruptible: true) { thread, generation throws(AudioOutputError) in
-            let device = try thread.openDevice()
+            // A connection that died while the sink was idle (the sound server restarted) shows
+            // only now: it is opened afresh once, rather than failing an announcement that
+            // started after the server was back.
+            var mayReopen = thread.openedDevice != nil
+            var device = try thread.openDevice()
             var failure: AudioOutputError?
             samples.withUnsafeBytes { bytes in
                 var offset = 0
@@ -78,10 +89,21 @@ final class DeviceSink: ReopenableAudioSink {
                             guard thread.currentGeneration == generation else { return }
                             try device.write(piece)
                         }
+                    } catch  where mayReopen && offset == 0 && !error.isTimeout {
+                        mayReopen = false
+                        thread.closeDevice(limit: self.options.callTimeout)
+                        do throws(AudioOutputError) {
+                            device = try thread.openDevice()
+                        } catch {
+                            failure = error
+                            return
+                        }
+                        continue
                     } catch {
                         failure = error
                         return
                     }
+                    mayReopen = false
                     offset = end
                 }
             }
@@ -107,10 +129,17 @@ final class DeviceSink: ReopenableAudioSink {
             return state.thread == nil && state.stuck == nil
         }
         guard !idle else { return }
+        let requested = ContinuousClock.now
         try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
             guard let device = thread.openedDevice else { return }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
                 try device.flush()
+            }
+            // The flush waited long behind a call the device did not answer (a frozen sound
+            // server that resumed): such a stream can block the next write past the call limit
+            // (seen with PulseAudio), so the next write opens afresh instead.
+            if ContinuousClock.now - requested > Self.stalledFlush {
+                thread.closeDevice(limit: self.options.callTimeout)
             }
         }
     }
@@ -145,6 +174,12 @@ final class DeviceSink: ReopenableAudioSink {
                 state.stuck = nil
             }
             if let thread = state.thread { return thread }
+            // Another sink for the same device (`auto` makes fresh ones on every attempt) left a
+            // thread blocked in a call that may never return: starting one more per retry would
+            // leak a thread each time, so wait for it like for this sink's own.
+            guard DeviceThread.stuckThreads(sinkName: name) < Self.stuckThreadLimit else {
+                throw .blocked(sink: name)
+            }
             let thread = DeviceThread(sinkName: name, openTimeout: options.openTimeout, open: open)
             state.thread = thread
             return thread
@@ -250,9 +285,10 @@ final class DeviceSink: ReopenableAudioSink {
             if state.thread === thread { state.thread = nil }
             state.stuck = thread
         }
-        // Answer before interrupting: an interrupted job finishes early and would answer success.
-        pending.resolve(.failure(error))
+        // Counted as stuck before anyone hears of it, so a retry cannot start a second thread;
+        // answered before interrupting: an interrupted job finishes early and would answer success.
         thread.abandon(failingQueuedWith: error)
+        pending.resolve(.failure(error))
         // Ends any wait loop the thread is in, so only a call stuck in the device keeps it.
         thread.interrupt()
     }

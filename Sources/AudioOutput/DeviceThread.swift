@@ -74,6 +74,7 @@ final class DeviceThread: @unchecked Sendable {
     /// call returns.
     func abandon(failingQueuedWith error: AudioOutputError) {
         condition.lock()
+        if !abandoned && !exited { Self.stuck.withLock { $0[sinkName, default: 0] += 1 } }
         abandoned = true
         let dropped = jobs
         jobs = []
@@ -95,6 +96,18 @@ final class DeviceThread: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return exited
+    }
+
+    // MARK: Threads given up on
+
+    /// Abandoned threads that have not exited yet, by sink name.
+    private static let stuck = Mutex<[String: Int]>([:])
+
+    /// How many threads of sinks named `sinkName` were given up on and are still blocked in a
+    /// device call. A call that never returns keeps its thread forever, so whoever would start
+    /// another thread for the same device checks this first (see `DeviceSink`).
+    static func stuckThreads(sinkName: String) -> Int {
+        stuck.withLock { $0[sinkName] ?? 0 }
     }
 
     // MARK: Called on the thread, from jobs
@@ -154,6 +167,12 @@ final class DeviceThread: @unchecked Sendable {
         }
         condition.lock()
         exited = true
+        if abandoned {
+            Self.stuck.withLock { stuck in
+                stuck[sinkName, default: 1] -= 1
+                if stuck[sinkName] == 0 { stuck[sinkName] = nil }
+            }
+        }
         let dropped = jobs
         jobs = []
         condition.unlock()

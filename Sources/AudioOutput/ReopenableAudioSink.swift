@@ -10,7 +10,14 @@ public protocol ReopenableAudioSink: AudioSink {
     /// out still blocks. A sink that has not been used yet counts as available.
     var isAvailable: Bool { get }
 
+    /// The failure that made the sink unavailable, while it is; nil when the sink cannot tell.
+    var lastError: AudioOutputError? { get }
+
     /// Opens the device now (closing it first if open), to probe it or to recover after a
     /// failure. Throws `AudioOutputError` when it does not open.
     func reopen() async throws
+}
+
+extension ReopenableAudioSink {
+    public var lastError: AudioOutputError? { nil }
 }

@@ -39,6 +39,7 @@ public final class WAVFileSink: ReopenableAudioSink {
     }
 
     public var isAvailable: Bool { core.isAvailable }
+    public var lastError: AudioOutputError? { core.lastError }
     public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
     public func drain() async throws { try await core.drain() }
     public func flush() async throws { try await core.flush() }

@@ -6,8 +6,8 @@ import SpeechModel
 /// What the queue drives: the engine renders an announcement and the sink plays it.
 ///
 /// A sink failure finishes the announcement `failed` (the queue does that when `speak` throws),
-/// marks audio unavailable, and the queue then waits in `waitUntilAvailable()` while the
-/// supervisor reconnects. Cancelling (interrupt, cancel, shutdown) flushes the sink at once.
+/// is reported to the supervisor, which marks audio unavailable and reopens the sink, and the
+/// queue then waits in `waitUntilAvailable()`. Cancelling (interrupt, cancel, shutdown) flushes the sink at once.
 public struct EngineSpeaker: AnnouncementSpeaker {
     let renderer: any SpeechRenderer
     let audio: AudioSupervisor
@@ -34,16 +34,26 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     }
 
     /// Renders and plays `announcement`; returns once the sink has played it all.
+    ///
+    /// However playing ends, a sink that failed under it is reported to the supervisor: a write
+    /// or drain error is thrown here, but when the announcement is cancelled or interrupted the
+    /// flush that silences it may fail or time out too (a frozen sound server), and playback
+    /// throws only the cancellation. The announcement's reason stays the queue's.
     public func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
-        guard let sink = audio.sink else {
+        guard let lease = audio.lease() else {
             throw AudioUnavailable(detail: audio.status.detail)
         }
         do {
-            try await playback.play(renderer.render(announcement.utterance), format: renderer.format, on: sink)
+            try await playback.play(
+                renderer.render(announcement.utterance), format: renderer.format, on: lease.sink)
         } catch let error as AudioOutputError {
-            audio.reportFailure(error)
+            audio.reportFailure(error, on: lease)
+            throw error
+        } catch {
+            audio.checkSink(of: lease)
             throw error
         }
+        audio.checkSink(of: lease)
         return SpeechOutcome(voice: voiceName(announcement.utterance))
     }
 

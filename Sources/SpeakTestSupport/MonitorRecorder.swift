@@ -101,6 +101,31 @@ public final class MonitorRecorder: Sendable {
         }
     }
 
+    /// When recorded frame `frame` reached the capture file, by the test's clock; nil when it has
+    /// not arrived yet. Unlike `playedAt(frame:)` this needs no steady sink clock (a server that
+    /// was frozen and resumed has none), and it is never earlier than the frame was played.
+    public func arrivedAt(frame: Int) -> ContinuousClock.Instant? {
+        arrivals.withLock { arrivals in arrivals.first { $0.1 > frame }?.0 }
+    }
+
+    /// When the first sound played after `instant` reached the capture file (never before it was
+    /// played), or nil when nothing has sounded since: sound is a 10 ms frame with an RMS above
+    /// `silenceLevel` (full scale 1), lasting 50 ms.
+    public func firstSoundArrival(after instant: ContinuousClock.Instant, silenceLevel: Double = 0.005)
+        -> ContinuousClock.Instant?
+    {
+        let before = arrivals.withLock { arrivals in arrivals.last { $0.0 <= instant }?.1 ?? 0 }
+        let samples = samplesSoFar()
+        guard before * channels < samples.count else { return nil }
+        let analysis = AudioAnalysis(samples: Array(samples[(before * channels)...]), sampleRate: sampleRate)
+        guard
+            let first = analysis.soundingSegments(
+                minimumSilence: 0.05, silenceLevel: silenceLevel, minimumSound: 0.05
+            ).first
+        else { return nil }
+        return arrivedAt(frame: before + Int(first.start * Double(sampleRate)))
+    }
+
     /// Every noted arrival: (time, frames in the file then).
     public var arrivalLog: [(ContinuousClock.Instant, Int)] { arrivals.withLock { $0 } }
 

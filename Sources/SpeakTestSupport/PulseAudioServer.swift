@@ -143,6 +143,13 @@ public final class PulseAudioServer: Sendable {
         process.send(SIGCONT)
     }
 
+    /// Ends the server at once by its PID (SIGKILL), as a crash would, and waits until it has
+    /// gone; the directory is kept, to restart on the same socket.
+    public func kill() async {
+        process.send(SIGKILL)
+        _ = await process.wait(timeout: .seconds(10))
+    }
+
     /// Ends the server by its PID (SIGTERM, then SIGKILL after a second) and removes its
     /// directory unless `keepDirectory` (to restart on the same socket).
     public func stop(keepDirectory: Bool = false) async {

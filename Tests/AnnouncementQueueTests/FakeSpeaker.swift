@@ -1,4 +1,5 @@
 import AnnouncementQueue
+import SpeakTestSupport
 import SpeechModel
 import Synchronization
 import Testing

@@ -11,13 +11,16 @@ import Testing
 final class FakeDeviceControl: Sendable {
     struct Log {
         var opens = 0
+        /// Opens begun, including those still blocked.
+        var opensBegun = 0
         var closes = 0
         var flushes = 0
         var drains = 0
         var bytesWritten = 0
         var blockWrites = false
         var blockOpens = false
-        var failNextWrite = false
+        /// How many of the next writes fail as if the connection were gone.
+        var failingWrites = 0
         /// How long a drain takes, as if that much audio were still queued.
         var drainTime: Duration = .zero
         var drainsInterrupted = 0
@@ -39,7 +42,11 @@ final class FakeDeviceControl: Sendable {
     }
 
     func open() throws(AudioOutputError) -> any BlockingAudioDevice {
-        if log.withLock({ $0.blockOpens }) { release.wait() }
+        let block = log.withLock { log in
+            log.opensBegun += 1
+            return log.blockOpens
+        }
+        if block { release.wait() }
         log.withLock { $0.opens += 1 }
         return FakeDevice(control: self)
     }
@@ -55,8 +62,8 @@ final class FakeDevice: BlockingAudioDevice {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {
         let (block, fail) = control.log.withLock { log in
-            defer { log.failNextWrite = false }
-            return (log.blockWrites, log.failNextWrite)
+            defer { log.failingWrites = max(0, log.failingWrites - 1) }
+            return (log.blockWrites, log.failingWrites > 0)
         }
         if fail { throw .writeFailed(sink: "fake", "Connection terminated") }
         if block { control.release.wait() }
@@ -150,11 +157,51 @@ final class FakeDevice: BlockingAudioDevice {
         await sink.close()
     }
 
+    /// `auto` makes a fresh sink on every attempt: an open that never returns must not cost a
+    /// new thread each time.
+    @Test(.timeLimit(.minutes(1)))
+    func aDeviceStuckInOpenHoldsOneThreadHoweverManySinksRetry() async throws {
+        let control = control
+        let name = "fake-stuck-\(UUID().uuidString.prefix(8))"
+        let makeSink = {
+            DeviceSink(name: name, format: TestSignal.format, options: options) { () throws(AudioOutputError) in
+                try control.open()
+            }
+        }
+        control.log.withLock { $0.blockOpens = true }
+        let first = makeSink()
+        let timedOut = await #expect(throws: AudioOutputError.self) { try await first.reopen() }
+        #expect(timedOut?.kind == "timedOut")
+        await first.close()
+        for _ in 0..<5 {
+            let retry = makeSink()
+            let start = ContinuousClock.now
+            let blocked = await #expect(throws: AudioOutputError.self) { try await retry.reopen() }
+            #expect(blocked?.kind == "blocked")
+            #expect(ContinuousClock.now - start < .milliseconds(100))
+            await retry.close()
+        }
+        #expect(control.log.withLock { $0.opensBegun } == 1)
+
+        // Once the stuck call returns, its thread exits and a new sink opens.
+        control.unblock()
+        let last = makeSink()
+        var opened = false
+        for _ in 0..<100 where !opened {
+            opened = (try? await last.reopen()) != nil
+            if !opened { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(opened)
+        #expect(control.log.withLock { $0.opensBegun } == 2)
+        await last.close()
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func failedWriteReopensOnTheNextOne() async throws {
         let sink = makeSink()
         try await sink.write(TestSignal.tone(seconds: 0.02)[0])
-        control.log.withLock { $0.failNextWrite = true }
+        // Lost, and still lost when opened afresh: the write fails.
+        control.log.withLock { $0.failingWrites = 2 }
         let error = await #expect(throws: AudioOutputError.self) {
             try await sink.write(TestSignal.tone(seconds: 0.02)[0])
         }
@@ -162,9 +209,24 @@ final class FakeDevice: BlockingAudioDevice {
         #expect(!sink.isAvailable)
         try await sink.write(TestSignal.tone(seconds: 0.02)[0])
         #expect(sink.isAvailable)
-        #expect(control.log.withLock { ($0.opens, $0.closes) } == (2, 1))
+        #expect(control.log.withLock { ($0.opens, $0.closes) } == (3, 2))
         await sink.close()
-        #expect(control.log.withLock { $0.closes } == 2)
+        #expect(control.log.withLock { $0.closes } == 3)
+    }
+
+    /// The sound server restarted while the sink was idle: the first write finds the old
+    /// connection dead, opens afresh and plays, instead of failing the announcement.
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionLostWhileIdleIsReopenedByTheNextWrite() async throws {
+        let sink = makeSink()
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        control.log.withLock { $0.failingWrites = 1 }
+        try await sink.write(TestSignal.tone(seconds: 0.05)[0])
+        #expect(sink.isAvailable)
+        let log = control.log.withLock { $0 }
+        #expect((log.opens, log.closes) == (2, 1))
+        #expect(log.bytesWritten == TestSignal.format.byteCount(for: .milliseconds(70)))
+        await sink.close()
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -239,6 +301,33 @@ final class FakeDevice: BlockingAudioDevice {
         #expect(log.drainsInterrupted == 1)
         #expect(log.drains == 0)
         #expect(log.flushes == 2)
+        await sink.close()
+    }
+
+    /// A cancel's flush that had to wait for a frozen device (which then resumed) leaves the
+    /// stream to be opened afresh by the next write.
+    @Test(.timeLimit(.minutes(1)))
+    func aFlushThatWaitedOnAStalledDeviceReopensForTheNextWrite() async throws {
+        let sink = makeSink(callTimeout: .seconds(5))
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        control.log.withLock { $0.blockWrites = true }
+        let writer = Task { try await sink.write(TestSignal.tone(seconds: 0.1)[0]) }
+        try await Task.sleep(for: .milliseconds(50))
+        writer.cancel()
+        let unblock = Task {
+            try await Task.sleep(for: .milliseconds(700))
+            control.unblock()
+        }
+        try await sink.flush()
+        try await unblock.value
+        #expect(control.log.withLock { ($0.flushes, $0.opens, $0.closes) } == (1, 1, 1))
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        #expect(control.log.withLock { $0.opens } == 2)
+
+        // A quick flush keeps the stream.
+        try await sink.flush()
+        try await sink.write(TestSignal.tone(seconds: 0.02)[0])
+        #expect(control.log.withLock { ($0.opens, $0.closes) } == (2, 1))
         await sink.close()
     }
 

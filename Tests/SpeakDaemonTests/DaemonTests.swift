@@ -25,13 +25,15 @@ func testConfiguration(_ directory: URL, audio: String = "null") -> DaemonConfig
     return configuration
 }
 
-/// Builds and runs a daemon until `body` returns, then shuts it down and checks it stopped.
+/// Builds and runs a daemon (with the sink `makeSink` makes, if given) until `body` returns, then shuts it down and checks it stopped.
 func withDaemon(
     _ configuration: DaemonConfiguration, environment: [String: String] = [:],
+    makeSink: AudioSupervisor.MakeSink? = nil,
     _ body: @Sendable (Daemon, SpeakHTTPClient, SpeakHTTPClient) async throws -> Void
 ) async throws {
     let daemon = try await buildDaemon(
-        configuration, environment: environment, logger: Logger(label: "speakd-test"), gracefulShutdownSignals: [])
+        configuration, environment: environment, logger: Logger(label: "speakd-test"), gracefulShutdownSignals: [],
+        makeSink: makeSink)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await daemon.run() }
         let bound = try await daemon.waitUntilReady()

@@ -4,13 +4,13 @@ import Synchronization
 ///
 /// Continuations are always resumed outside the lock: resuming takes the resumed task's lock,
 /// while cancelling a task holds that lock and runs the handlers here, which take this one.
-final class ManualClock: Clock {
-    struct Instant: InstantProtocol {
-        var offset: Duration
+public final class ManualClock: Clock {
+    public struct Instant: InstantProtocol {
+        public var offset: Duration
 
-        func advanced(by duration: Duration) -> Self { Self(offset: offset + duration) }
-        func duration(to other: Self) -> Duration { other.offset - offset }
-        static func < (lhs: Self, rhs: Self) -> Bool { lhs.offset < rhs.offset }
+        public func advanced(by duration: Duration) -> Self { Self(offset: offset + duration) }
+        public func duration(to other: Self) -> Duration { other.offset - offset }
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.offset < rhs.offset }
     }
 
     private struct Sleeper {
@@ -28,13 +28,15 @@ final class ManualClock: Clock {
 
     private let state = Mutex(State())
 
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .zero }
+    public init() {}
+
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Duration { .zero }
 
     /// How many sleeps are pending.
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let token = state.withLock { state in
             defer { state.nextToken += 1 }
             return state.nextToken
@@ -69,7 +71,7 @@ final class ManualClock: Clock {
     }
 
     /// Returns once at least `count` sleeps are pending; gives up when the task is cancelled.
-    func waitForSleepers(_ count: Int) async {
+    public func waitForSleepers(_ count: Int) async {
         await cancellableWait { continuation in
             state.withLock { state in
                 guard state.sleepers.count < count else { return true }
@@ -82,7 +84,7 @@ final class ManualClock: Clock {
     }
 
     /// Moves time on and wakes every sleep whose deadline has come.
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let due = state.withLock { state in
             state.now = state.now.advanced(by: duration)
             let now = state.now

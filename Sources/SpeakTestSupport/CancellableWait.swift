@@ -5,7 +5,7 @@
 ///   - register: under the caller's lock, returns true when the condition holds already;
 ///     otherwise parks the continuation, to be resumed once it holds, and returns false.
 ///   - release: resumes every parked continuation; called when the task is cancelled.
-func cancellableWait(
+public func cancellableWait(
     register: (CheckedContinuation<Void, Never>) -> Bool, release: @escaping @Sendable () -> Void
 ) async {
     await withTaskCancellationHandler {
