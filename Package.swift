@@ -53,6 +53,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Engine worker processes: the frame protocol, the daemon's pool, and the worker itself.
+        .target(
+            name: "EngineWorkers",
+            dependencies: [
+                "EspeakEngine", "SpeechModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "speakd-engine-worker",
+            dependencies: [
+                "EngineWorkers", "EspeakEngine", "SpeechModel",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Sinks: PulseAudio, ALSA, WAV file, null.
         .target(
             name: "AudioOutput",
@@ -77,7 +94,7 @@ let package = Package(
         .target(
             name: "SpeakCLI",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "EspeakEngine", "AudioOutput",
+                "SpeakAPI", "SpeechModel", "EspeakEngine", "EngineWorkers", "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -115,7 +132,8 @@ let package = Package(
         .target(
             name: "SpeakDaemon",
             dependencies: [
-                "SpeakServer", "SpeakAPI", "SpeechModel", "AnnouncementQueue", "EspeakEngine", "AudioOutput",
+                "SpeakServer", "SpeakAPI", "SpeechModel", "AnnouncementQueue", "EspeakEngine", "EngineWorkers",
+                "AudioOutput",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -149,6 +167,11 @@ let package = Package(
             name: "EspeakEngineTests",
             dependencies: ["EspeakEngine", "SpeakTestSupport"],
             resources: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EngineWorkersTests",
+            dependencies: ["EngineWorkers", "EspeakEngine", "SpeechModel", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -15,12 +15,32 @@ public struct HealthReport: Sendable, Hashable, Codable {
         public var name: String?
         /// Why it is unavailable.
         public var detail: String?
+        /// The engine worker processes, when the engine runs in them.
+        public var workers: Workers?
 
         /// - Parameters: see the properties of the same names.
-        public init(state: State, name: String? = nil, detail: String? = nil) {
+        public init(state: State, name: String? = nil, detail: String? = nil, workers: Workers? = nil) {
             self.state = state
             self.name = name
             self.detail = detail
+            self.workers = workers
+        }
+    }
+
+    /// The engine's worker processes.
+    public struct Workers: Sendable, Hashable, Codable {
+        /// Running now.
+        public var running: Int
+        /// Configured (`--engine-workers`).
+        public var configured: Int
+        /// Started to replace one that died (crashed, killed, stalled), since speakd started.
+        public var restarts: Int
+
+        /// - Parameters: see the properties of the same names.
+        public init(running: Int, configured: Int, restarts: Int) {
+            self.running = running
+            self.configured = configured
+            self.restarts = restarts
         }
     }
 

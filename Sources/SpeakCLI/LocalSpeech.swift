@@ -1,7 +1,9 @@
 import ArgumentParser
 import AudioOutput
+import EngineWorkers
 import EspeakEngine
 import Foundation
+import Logging
 import SpeechModel
 
 /// Speech in the `speak` process itself, for machines where no daemon runs.
@@ -15,17 +17,34 @@ enum LocalSpeech {
         }
     }
 
-    /// An engine over the discovered voices directory; bad input is reported as such.
-    static func engine() async throws -> EspeakEngine {
+    /// One engine worker over the discovered voices directory, as the daemon runs them: a text
+    /// that crashes espeak-ng ends the worker, and `speak` reports it instead of crashing.
+    static func engine() async throws -> EngineWorkerPool {
+        let voices = VoicesDirectory.discover()
+        let engine = try await catalogEngine(voices)
         do {
-            return try await EspeakEngine(voices: VoicesDirectory.discover())
+            let launch = EngineWorkerPool.Launch(
+                executable: EngineWorkerPool.Launch.besideExecutable(),
+                arguments: EngineWorkerPool.Launch.arguments(
+                    voices: voices?.url.path, defaultLanguage: nil, fallbackLanguage: nil, runtimeDirectory: nil),
+                count: 1)
+            return try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "speak"))
+        } catch {
+            throw SpeakFailure.notCompleted("the speech engine did not start: \(error)")
+        }
+    }
+
+    /// espeak-ng in this process for voices and validation only; it renders nothing.
+    static func catalogEngine(_ voices: VoicesDirectory? = VoicesDirectory.discover()) async throws -> EspeakEngine {
+        do {
+            return try await EspeakEngine(voices: voices)
         } catch {
             throw SpeakFailure.notCompleted("the speech engine did not start: \(error)")
         }
     }
 
     /// Checks `utterance` against the engine's voices (an unknown language is invalid input).
-    private static func prepare(_ utterance: Utterance, on engine: EspeakEngine) async throws {
+    private static func prepare(_ utterance: Utterance, on engine: EngineWorkerPool) async throws {
         do {
             try await engine.validate(utterance)
         } catch {
@@ -43,8 +62,10 @@ enum LocalSpeech {
             await sink.close()
         } catch {
             await sink.close()
+            engine.shutdown()
             throw SpeakFailure.notCompleted("--output \(path): \(error)")
         }
+        engine.shutdown()
     }
 
     /// Speaks `utterance` on the sink `spec` names and returns its finished event.
@@ -53,7 +74,8 @@ enum LocalSpeech {
     ) async throws -> AnnouncementEvent {
         let engine = try await engine()
         try await prepare(utterance, on: engine)
-        let voice = try? engine.voiceResolver.voice(for: utterance.defaults.language)
+        let voice = try? engine.engine.voiceResolver.voice(for: utterance.defaults.language)
+        defer { engine.shutdown() }
         func finished(_ reason: FinishReason, detail: String? = nil) -> AnnouncementEvent {
             AnnouncementEvent(
                 type: .finished, id: "local", text: utterance.text, priority: priority, timestamp: Date(),

@@ -28,7 +28,7 @@ extension Speak {
         }
 
         func run() async throws {
-            let engine = try await LocalSpeech.engine()
+            let engine = try await LocalSpeech.catalogEngine()
             guard let catalog = engine.voiceResolver as? VoiceCatalog else { return }
             if let language {
                 let resolution: VoiceCatalog.Resolution

@@ -16,7 +16,7 @@ public enum ConfigurationLoader {
         "default-language",
         "fallback-language", "max-body-bytes", "max-text-length", "max-spans", "heartbeat",
         "event-history", "lead-in", "log-level", "max-connections", "idle-timeout", "header-timeout",
-        "body-timeout", "send-timeout",
+        "body-timeout", "send-timeout", "engine-workers", "engine-worker",
     ]
 
     /// Keys whose values are lists: comma-separated, and in a file given on several lines.
@@ -117,6 +117,8 @@ public enum ConfigurationLoader {
         if let audio = values["audio"] { configuration.audio = try audioSpec(audio) }
         if let voices = values["voices"] { configuration.voicesDirectory = try path(voices) }
         if let value = values["max-queue"] { configuration.maxQueue = try integer(value, in: 1...100_000) }
+        if let value = values["engine-workers"] { configuration.engineWorkers = try integer(value, in: 1...64) }
+        if let value = values["engine-worker"] { configuration.engineWorker = try path(value) }
         if let origin = values["cors-origin"] {
             configuration.corsOrigin = disabled(origin) ? nil : try corsOrigin(origin)
         }

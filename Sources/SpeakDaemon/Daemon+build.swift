@@ -1,5 +1,6 @@
 import AnnouncementQueue
 import AudioOutput
+import EngineWorkers
 import EspeakEngine
 import Foundation
 import Logging
@@ -73,10 +74,13 @@ public func buildDaemon(
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     let settings = try accessSettings(configuration, logger: logger)
     let renderer: any SpeechRenderer
+    let pool: EngineWorkerPool?
     if let givenRenderer {
         renderer = givenRenderer
+        pool = nil
     } else {
-        renderer = try await makeEngine(configuration, environment: environment, logger: logger)
+        pool = try await makeEnginePool(configuration, environment: environment, logger: logger)
+        renderer = pool!
     }
     let spec = try AudioSinkSpec(parsing: configuration.audio)
     let format = renderer.format
@@ -90,7 +94,7 @@ public func buildDaemon(
             metadata: ["speakd.audio": "\(spec)", "speakd.error": "\(audio.status.detail ?? "")"])
     }
 
-    let engine = renderer as? EspeakEngine
+    let engine = pool?.engine ?? renderer as? EspeakEngine
     let speaker = EngineSpeaker(
         renderer: renderer, audio: audio,
         playback: AudioPlayback(leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000))),
@@ -101,7 +105,7 @@ public func buildDaemon(
         logger: logger)
     let server = SpeakServer(
         scheduler: queue, renderer: renderer,
-        health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio),
+        health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio, pool: pool),
         settings: settings, logger: logger)
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
@@ -109,6 +113,7 @@ public func buildDaemon(
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await queue.shutdown()
+        pool?.shutdown()
     }
 
     var groupConfiguration = ServiceGroupConfiguration(
@@ -172,11 +177,12 @@ func prepareSocketDirectory(_ socketPath: String, environment: [String: String])
     }
 }
 
-/// Starts espeak-ng with the configured voices directory (`--voices`, else the one
+/// Starts the engine workers and, in the daemon, espeak-ng for validation and voice resolution
+/// only, all with the configured voices directory (`--voices`, else the one
 /// `VoicesDirectory.discover` finds, else the built-in overrides): `DIR/overrides` and `DIR/variants`.
-private func makeEngine(
+private func makeEnginePool(
     _ configuration: DaemonConfiguration, environment: [String: String], logger: Logger
-) async throws -> EspeakEngine {
+) async throws -> EngineWorkerPool {
     let voices: VoicesDirectory?
     if let directory = configuration.voicesDirectory {
         var isDirectory: ObjCBool = false
@@ -192,11 +198,23 @@ private func makeEngine(
         try LanguageTag(language)
     }
     let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+    let engine: EspeakEngine
     do {
-        return try await EspeakEngine(
+        engine = try await EspeakEngine(
             voices: voices, defaultLanguage: defaultLanguage, fallback: fallback,
             configuration: .init(runtimeDirectory: runtime), logger: logger)
     } catch let error as VoiceOverridesError {
         throw DaemonStartError(description: "--voices: \(error)")
+    }
+    let launch = EngineWorkerPool.Launch(
+        executable: configuration.engineWorker ?? EngineWorkerPool.Launch.besideExecutable(),
+        arguments: EngineWorkerPool.Launch.arguments(
+            voices: voices?.url.path, defaultLanguage: configuration.defaultLanguage,
+            fallbackLanguage: configuration.fallbackLanguage, runtimeDirectory: runtime),
+        count: configuration.engineWorkers)
+    do {
+        return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)
+    } catch {
+        throw DaemonStartError(description: "--engine-worker: \(error)")
     }
 }

@@ -16,6 +16,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var voicesDirectory: String?
     /// The most announcements that may wait at once.
     public var maxQueue: Int
+    /// How many engine worker processes render speech.
+    public var engineWorkers: Int
+    /// The `speakd-engine-worker` executable; nil for the one beside `speakd`.
+    public var engineWorker: String?
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
     /// The file holding the bearer token TCP requests must carry, created at start when missing.
@@ -60,6 +64,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
             audio: "auto",
             voicesDirectory: nil,
             maxQueue: 32,
+            engineWorkers: max(1, ProcessInfo.processInfo.activeProcessorCount),
+            engineWorker: nil,
             corsOrigin: nil,
             tokenFile: defaultTokenFile(socketPath: defaultSocketPath(environment: environment)),
             tcpOpen: false,

@@ -1,3 +1,4 @@
+import EngineWorkers
 import SpeakAPI
 import SpeakServer
 
@@ -5,11 +6,23 @@ import SpeakServer
 struct DaemonHealth: HealthReporting {
     let engineName: String
     let audio: AudioSupervisor
+    /// The engine's worker processes, when it runs in them.
+    let pool: EngineWorkerPool?
 
     func health() async -> HealthReport {
         let status = audio.status
+        let workers = pool.map { pool in
+            let status = pool.status
+            return HealthReport.Workers(
+                running: status.running, configured: status.configured, restarts: status.restarts)
+        }
+        // The engine is up while at least one worker runs; the pool keeps replacing dead ones.
+        let engineUp = workers.map { $0.running > 0 } ?? true
         return HealthReport(
-            engine: .init(state: .ok, name: engineName),
+            engine: .init(
+                state: engineUp ? .ok : .unavailable, name: engineName,
+                detail: engineUp ? nil : "no engine worker is running; replacements are being started",
+                workers: workers),
             audio: .init(state: status.available ? .ok : .unavailable, sink: status.sink, detail: status.detail))
     }
 }

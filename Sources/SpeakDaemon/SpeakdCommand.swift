@@ -51,6 +51,18 @@ public struct SpeakdCommand: AsyncParsableCommand {
     var maxQueue: String?
 
     @Option(
+        name: .customLong("engine-workers"),
+        help: ArgumentHelp(
+            "Engine worker processes that render speech. (default: the number of cores)", valueName: "n"))
+    var engineWorkers: String?
+
+    @Option(
+        name: .customLong("engine-worker"),
+        help: ArgumentHelp(
+            "The speakd-engine-worker executable. (default: the one beside speakd)", valueName: "path"))
+    var engineWorker: String?
+
+    @Option(
         name: .customLong("cors-origin"),
         help: ArgumentHelp(
             "Browser origin allowed to call the API, e.g. http://localhost:8080. (default: none)", valueName: "origin"))
@@ -172,6 +184,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
             ("event-history", eventHistory), ("lead-in", leadIn), ("log-level", logLevel),
             ("max-connections", maxConnections), ("idle-timeout", idleTimeout), ("header-timeout", headerTimeout),
             ("body-timeout", bodyTimeout), ("send-timeout", sendTimeout),
+            ("engine-workers", engineWorkers), ("engine-worker", engineWorker),
         ]
         return Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
     }

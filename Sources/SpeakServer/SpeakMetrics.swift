@@ -1,3 +1,4 @@
+import SpeakAPI
 import SpeechModel
 import Synchronization
 
@@ -113,6 +114,14 @@ public final class SpeakMetrics: Sendable {
         page.sample("speakd_audio_up", ["sink": health.sink], health.audioUp ? 1 : 0)
         page.family("speakd_engine_up", "gauge", "1 when the speech engine is available.")
         page.sample("speakd_engine_up", [:], health.engineUp ? 1 : 0)
+        if let workers = health.workers {
+            page.family("speakd_engine_workers", "gauge", "Engine worker processes running.")
+            page.sample("speakd_engine_workers", [:], workers.running)
+            page.family(
+                "speakd_engine_worker_restarts_total", "counter",
+                "Engine workers started to replace one that died (crashed, killed or stalled).")
+            page.sample("speakd_engine_worker_restarts_total", [:], workers.restarts)
+        }
         return page.text
     }
 }
@@ -125,6 +134,7 @@ struct HealthGauges {
     var sink: String
     var audioUp: Bool
     var engineUp: Bool
+    var workers: HealthReport.Workers?
 }
 
 /// Writes the Prometheus text format (version 0.0.4).

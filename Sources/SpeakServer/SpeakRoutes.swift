@@ -189,7 +189,8 @@ struct SpeakRoutes: Sendable {
         let gauges = HealthGauges(
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
             capacity: report.queue?.capacity ?? scheduler.capacity, sink: report.audio.sink,
-            audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok)
+            audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok,
+            workers: report.engine.workers)
         let text = server.metrics.exposition(health: gauges)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -1,0 +1,185 @@
+import Foundation
+import Logging
+import SpeechModel
+import Synchronization
+
+/// One `speakd-engine-worker` process, seen from the daemon: its pipes, the job it renders, and a
+/// thread of its own that reads its frames with blocking reads (never on Swift's cooperative pool).
+final class EngineWorker: Sendable {
+    /// What the worker tells its pool.
+    struct Callbacks: Sendable {
+        /// The worker sent `ready`.
+        var ready: @Sendable (EngineWorker, Int) -> Void
+        /// The worker finished its job and can take another.
+        var idle: @Sendable (EngineWorker) -> Void
+        /// The worker is gone; `error` is why, its job (if any) has been failed with it.
+        var died: @Sendable (EngineWorker, EngineWorkerError, Job?) -> Void
+    }
+
+    private struct State {
+        var job: Job?
+        var lastFrame = ContinuousClock.now
+        var stalled: Double?
+    }
+
+    let process: Process
+    private let input: FileHandle
+    private let output: FileHandle
+    private let state = Mutex(State())
+    /// Serialises frames written to the worker (a job and a cancel may come from two tasks).
+    private let writing = Mutex(())
+
+    /// Starts the worker process; its frames are handled by `callbacks`.
+    init(executable: String, arguments: [String], callbacks: Callbacks) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        // Standard error is inherited: the worker's own log lines reach the daemon's log.
+        try process.run()
+        self.process = process
+        self.input = input.fileHandleForWriting
+        self.output = output.fileHandleForReading
+        let thread = Thread { [self] in readFrames(callbacks) }
+        thread.name = "speakd-worker-\(process.processIdentifier)"
+        thread.start()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Sends `job` to the worker; false if it could not be sent (the worker is dying, and its
+    /// reader will report that).
+    func start(_ job: Job, json: Data) {
+        state.withLock {
+            $0.job = job
+            $0.lastFrame = .now
+        }
+        guard job.assign(to: self) else {
+            // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
+            send(.job(json))
+            send(.cancel)
+            return
+        }
+        send(.job(json))
+    }
+
+    /// Aborts `job` if it is still this worker's; its `done` frees the worker.
+    func cancel(_ job: Job) {
+        let current = state.withLock { $0.job === job }
+        if current { send(.cancel) }
+    }
+
+    /// Kills the worker if it has sent nothing for `limit` while rendering.
+    func killIfStalled(limit: Duration) {
+        let stalled = state.withLock { state -> Bool in
+            guard state.job != nil, ContinuousClock.now - state.lastFrame > limit else { return false }
+            state.stalled = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+            return true
+        }
+        if stalled { kill(pid, SIGKILL) }
+    }
+
+    /// Ends the worker: closing its input makes it exit.
+    func stop() {
+        try? input.close()
+    }
+
+    private func send(_ frame: WorkerFrame) {
+        writing.withLock { _ in
+            // A dead worker's pipe fails with EPIPE (SIGPIPE is ignored); its reader reports the death.
+            try? frame.write(to: input.fileDescriptor)
+        }
+    }
+
+    private func readFrames(_ callbacks: Callbacks) {
+        while true {
+            let frame: WorkerFrame?
+            do {
+                frame = try WorkerFrame.read(from: output.fileDescriptor)
+            } catch {
+                kill(pid, SIGKILL)
+                frame = nil
+            }
+            switch frame {
+            case .ready(let sampleRate)?:
+                callbacks.ready(self, sampleRate)
+            case .pcm(let samples)?:
+                let job = state.withLock { state -> Job? in
+                    state.lastFrame = .now
+                    return state.job
+                }
+                job?.yield(PCMChunk(samples: samples))
+            case .done?, .failure?:
+                let job = state.withLock { state -> Job? in
+                    defer { state.job = nil }
+                    return state.job
+                }
+                if case .failure(let message)? = frame {
+                    job?.finish(throwing: EngineWorkerError.failed(message))
+                } else {
+                    job?.finish()
+                }
+                callbacks.idle(self)
+            case nil, .job?, .cancel?:
+                process.waitUntilExit()
+                let (job, stalled) = state.withLock { state in
+                    defer { state.job = nil }
+                    return (state.job, state.stalled)
+                }
+                let error: EngineWorkerError
+                if let stalled {
+                    error = .stalled(seconds: stalled)
+                } else if process.terminationReason == .uncaughtSignal {
+                    error = .crashed(signal: process.terminationStatus)
+                } else {
+                    error = .exited(status: process.terminationStatus)
+                }
+                job?.finish(throwing: error)
+                try? input.close()
+                try? output.close()
+                callbacks.died(self, error, job)
+                return
+            }
+        }
+    }
+}
+
+/// One render: the stream it feeds, and the worker it was given, so a cancel reaches it.
+final class Job: Sendable {
+    let text: String
+    private let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
+    private struct State {
+        var worker: EngineWorker?
+        var cancelled = false
+    }
+    private let state = Mutex(State())
+
+    init(text: String, continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation) {
+        self.text = text
+        self.continuation = continuation
+    }
+
+    /// Records the worker; false if the job was cancelled before it got one.
+    func assign(to worker: EngineWorker) -> Bool {
+        state.withLock {
+            $0.worker = worker
+            return !$0.cancelled
+        }
+    }
+
+    /// The consumer went away: abort the render wherever it is.
+    func cancel() {
+        let worker = state.withLock { state -> EngineWorker? in
+            state.cancelled = true
+            return state.worker
+        }
+        worker?.cancel(self)
+    }
+
+    func yield(_ chunk: PCMChunk) { continuation.yield(chunk) }
+    func finish() { continuation.finish() }
+    func finish(throwing error: any Error) { continuation.finish(throwing: error) }
+}

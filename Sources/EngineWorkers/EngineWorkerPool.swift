@@ -1,0 +1,280 @@
+import EspeakEngine
+import Foundation
+import Logging
+import SpeechModel
+import Synchronization
+
+/// Renders utterances in a pool of `speakd-engine-worker` processes, each owning one libespeak-ng.
+///
+/// A crafted text that crashes espeak-ng ends one worker and fails only its own job (the stream
+/// throws `EngineWorkerError`, e.g. `engine worker crashed: SIGSEGV`); the pool starts a
+/// replacement, with backoff if replacements keep dying. Jobs go to an idle worker, so two renders
+/// run on two cores. Validation, voice resolution and the voice list come from an in-process
+/// `EspeakEngine` that never synthesises: the daemon checks input before any worker sees it.
+public final class EngineWorkerPool: SpeechRenderer {
+    /// How the workers are started.
+    public struct Launch: Sendable, Hashable {
+        /// The `speakd-engine-worker` executable.
+        public var executable: String
+        /// Its arguments: the engine set-up, so it resolves voices as the daemon does.
+        public var arguments: [String]
+        /// How many workers run.
+        public var count: Int
+        /// A rendering worker that sends nothing for this long is killed.
+        public var stallLimit: Duration
+
+        /// - Parameters: see the properties of the same names.
+        public init(executable: String, arguments: [String], count: Int, stallLimit: Duration = .seconds(10)) {
+            self.executable = executable
+            self.arguments = arguments
+            self.count = max(1, count)
+            self.stallLimit = stallLimit
+        }
+
+        /// The arguments that give a worker the engine set-up of `voices`, languages and runtime directory.
+        public static func arguments(
+            voices: String?, defaultLanguage: String?, fallbackLanguage: String?, runtimeDirectory: String?
+        ) -> [String] {
+            var arguments: [String] = []
+            if let voices { arguments += ["--voices", voices] }
+            if let defaultLanguage { arguments += ["--default-language", defaultLanguage] }
+            if let fallbackLanguage { arguments += ["--fallback-language", fallbackLanguage] }
+            if let runtimeDirectory { arguments += ["--runtime-directory", runtimeDirectory] }
+            return arguments
+        }
+
+        /// `speakd-engine-worker` beside the running executable (`/proc/self/exe`), where the
+        /// build and `install` put it.
+        public static func besideExecutable() -> String {
+            let executable =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+            return URL(fileURLWithPath: executable).deletingLastPathComponent()
+                .appendingPathComponent("speakd-engine-worker").path
+        }
+    }
+
+    /// What `/healthz` and `/metrics` show of the pool.
+    public struct Status: Sendable, Hashable {
+        /// Workers running now.
+        public var running: Int
+        /// Workers configured.
+        public var configured: Int
+        /// Workers started to replace one that died, since the pool started.
+        public var restarts: Int
+    }
+
+    private struct State {
+        var workers: [ObjectIdentifier: EngineWorker] = [:]
+        var idle: [EngineWorker] = []
+        var waiters: [CheckedContinuation<EngineWorker, Never>] = []
+        var starting: [ObjectIdentifier: CheckedContinuation<Int, any Error>] = [:]
+        var restarts = 0
+        var deathsInARow = 0
+        var stopped = false
+    }
+
+    /// Validates, resolves voices and lists them; never renders.
+    public let engine: EspeakEngine
+    public var format: AudioFormat { engine.format }
+    public let launch: Launch
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    /// Starts `launch.count` workers and waits until each is ready.
+    ///
+    /// - Throws: `EngineWorkerError` naming the executable when a worker cannot be started or
+    ///   dies before it is ready.
+    public init(launch: Launch, engine: EspeakEngine, logger: Logger) async throws {
+        // A worker that dies leaves a broken pipe; writing to it must fail, not kill the daemon.
+        signal(SIGPIPE, SIG_IGN)
+        self.launch = launch
+        self.engine = engine
+        self.logger = logger
+        guard FileManager.default.isExecutableFile(atPath: launch.executable) else {
+            throw EngineWorkerError.unavailable("\(launch.executable) is not an executable")
+        }
+        for _ in 0..<launch.count {
+            let worker = try await spawn()
+            release(worker)
+        }
+        Task { [weak self] in await self?.watchForStalls() }
+    }
+
+    public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
+        let json: Data
+        do {
+            json = try JSONEncoder().encode(utterance)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
+        let job = Job(text: utterance.text, continuation: continuation)
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { job.cancel() }
+        }
+        Task {
+            let worker = await acquire()
+            worker.start(job, json: json)
+        }
+        return stream
+    }
+
+    public func validate(_ utterance: Utterance) async throws(SpeechInputError) {
+        try await engine.validate(utterance)
+    }
+
+    public func voices() async throws -> [VoiceInfo] {
+        try await engine.voices()
+    }
+
+    /// Running, configured and restarted workers.
+    public var status: Status {
+        state.withLock { Status(running: $0.workers.count, configured: launch.count, restarts: $0.restarts) }
+    }
+
+    /// The process ids of the running workers (for tests and diagnostics).
+    public var workerPIDs: [Int32] {
+        state.withLock { $0.workers.values.map(\.pid) }
+    }
+
+    /// Stops every worker; renders still running fail.
+    public func shutdown() {
+        let workers = state.withLock { state -> [EngineWorker] in
+            state.stopped = true
+            return Array(state.workers.values)
+        }
+        for worker in workers { worker.stop() }
+    }
+
+    // MARK: Workers
+
+    private func spawn() async throws -> EngineWorker {
+        let callbacks = EngineWorker.Callbacks(
+            ready: { [weak self] worker, rate in self?.ready(worker, sampleRate: rate) },
+            idle: { [weak self] worker in self?.finishedJob(worker) },
+            died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) })
+        let worker: EngineWorker
+        do {
+            worker = try EngineWorker(executable: launch.executable, arguments: launch.arguments, callbacks: callbacks)
+        } catch {
+            throw EngineWorkerError.unavailable("\(launch.executable): \(error)")
+        }
+        let id = ObjectIdentifier(worker)
+        let rate = try await withCheckedThrowingContinuation { continuation in
+            state.withLock {
+                $0.workers[id] = worker
+                $0.starting[id] = continuation
+            }
+        }
+        if rate != engine.format.sampleRate {
+            worker.stop()
+            throw EngineWorkerError.unavailable(
+                "a worker renders at \(rate) Hz, the daemon expects \(format.sampleRate)")
+        }
+        logger.debug("engine worker ready", metadata: ["engine.worker.pid": "\(worker.pid)"])
+        return worker
+    }
+
+    private func ready(_ worker: EngineWorker, sampleRate: Int) {
+        let continuation = state.withLock { $0.starting.removeValue(forKey: ObjectIdentifier(worker)) }
+        continuation?.resume(returning: sampleRate)
+    }
+
+    private func finishedJob(_ worker: EngineWorker) {
+        state.withLock { $0.deathsInARow = 0 }
+        release(worker)
+    }
+
+    private func died(_ worker: EngineWorker, error: EngineWorkerError, job: Job?) {
+        let (starting, stopped, deaths) = state.withLock { state in
+            let id = ObjectIdentifier(worker)
+            state.workers[id] = nil
+            state.idle.removeAll { $0 === worker }
+            state.deathsInARow += 1
+            return (state.starting.removeValue(forKey: id), state.stopped, state.deathsInARow)
+        }
+        if let starting {
+            starting.resume(throwing: EngineWorkerError.unavailable("\(error) before it was ready"))
+            return
+        }
+        if stopped { return }
+        if let job {
+            logger.error(
+                "engine worker died while rendering; its announcement failed",
+                metadata: [
+                    "engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)",
+                    "engine.text": "\(Self.excerpt(job.text))",
+                ])
+        } else {
+            logger.error(
+                "engine worker died while idle",
+                metadata: ["engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)"])
+        }
+        Task { await replace(afterDeaths: deaths) }
+    }
+
+    /// Starts a replacement: at once after one death, then waiting 0.1 s doubling to 5 s while
+    /// replacements keep dying, so a worker that cannot start does not spin.
+    private func replace(afterDeaths deaths: Int) async {
+        var attempt = deaths
+        while !state.withLock({ $0.stopped }) {
+            if attempt > 1 {
+                let delay = min(5_000, 100 << min(attempt - 2, 6))
+                try? await Task.sleep(for: .milliseconds(delay))
+            }
+            do {
+                let worker = try await spawn()
+                state.withLock { $0.restarts += 1 }
+                release(worker)
+                return
+            } catch {
+                logger.error("engine worker did not start", metadata: ["engine.error": "\(error)"])
+                attempt += 1
+            }
+        }
+    }
+
+    private func acquire() async -> EngineWorker {
+        await withCheckedContinuation { continuation in
+            let worker = state.withLock { state -> EngineWorker? in
+                if let worker = state.idle.popLast() { return worker }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let worker { continuation.resume(returning: worker) }
+        }
+    }
+
+    private func release(_ worker: EngineWorker) {
+        let waiter = state.withLock { state -> CheckedContinuation<EngineWorker, Never>? in
+            guard state.workers[ObjectIdentifier(worker)] != nil else { return nil }
+            if state.waiters.isEmpty {
+                state.idle.append(worker)
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        waiter?.resume(returning: worker)
+    }
+
+    private func watchForStalls() async {
+        let limit = launch.stallLimit
+        while !state.withLock({ $0.stopped }) {
+            try? await Task.sleep(for: .milliseconds(500))
+            for worker in state.withLock({ Array($0.workers.values) }) {
+                worker.killIfStalled(limit: limit)
+            }
+        }
+    }
+
+    /// The first 200 characters, escaped, for a log line an operator can report.
+    static func excerpt(_ text: String) -> String {
+        let head = String(text.prefix(200))
+        let escaped = head.unicodeScalars.map { scalar -> String in
+            scalar.properties.generalCategory == .control || scalar == "\\"
+                ? scalar.escaped(asASCII: true) : String(scalar)
+        }.joined()
+        return text.count > 200 ? escaped + "… (\(text.count) characters)" : escaped
+    }
+}

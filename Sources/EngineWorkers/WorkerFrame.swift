@@ -1,0 +1,169 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One message between the daemon and an engine worker, on the worker's standard input and output.
+///
+/// A frame is a one-byte kind, a four-byte little-endian payload length and the payload. The
+/// daemon sends `job` (the validated utterance as wire JSON) and `cancel`; the worker answers
+/// `ready` once at start (its sample rate), then for each job `pcm` chunks as espeak-ng makes them
+/// and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
+/// daemon never needs job ids: it waits for the `done` or `failure` of the job it sent.
+public enum WorkerFrame: Sendable, Hashable {
+    /// Worker → daemon, once: the engine started; samples are s16 mono at this rate.
+    case ready(sampleRate: Int)
+    /// Daemon → worker: render this utterance (wire JSON).
+    case job(Data)
+    /// Daemon → worker: abort the job being rendered.
+    case cancel
+    /// Worker → daemon: the next chunk of the current job.
+    case pcm([Int16])
+    /// Worker → daemon: the current job ended (rendered to the end, or aborted by `cancel`).
+    case done
+    /// Worker → daemon: the current job failed; the message says why.
+    case failure(String)
+
+    /// The largest payload either side accepts: a chunk of 10 s of 48 kHz audio, or a job far
+    /// over the daemon's body limit. Anything larger is a broken peer, not a big message.
+    public static let maximumPayload = 1 << 20
+    static let headerSize = 5
+
+    private var kind: UInt8 {
+        switch self {
+        case .ready: UInt8(ascii: "R")
+        case .job: UInt8(ascii: "J")
+        case .cancel: UInt8(ascii: "C")
+        case .pcm: UInt8(ascii: "P")
+        case .done: UInt8(ascii: "D")
+        case .failure: UInt8(ascii: "F")
+        }
+    }
+
+    /// The frame's bytes, header included.
+    public func encoded() -> [UInt8] {
+        var payload: [UInt8] = []
+        switch self {
+        case .ready(let sampleRate):
+            payload = Self.littleEndian(UInt32(clamping: sampleRate))
+        case .job(let data):
+            payload = Array(data)
+        case .cancel, .done:
+            break
+        case .pcm(let samples):
+            payload.reserveCapacity(samples.count * 2)
+            for sample in samples {
+                let bits = UInt16(bitPattern: sample)
+                payload.append(UInt8(truncatingIfNeeded: bits))
+                payload.append(UInt8(truncatingIfNeeded: bits >> 8))
+            }
+        case .failure(let message):
+            payload = Array(message.utf8)
+        }
+        return [kind] + Self.littleEndian(UInt32(payload.count)) + payload
+    }
+
+    /// Decodes the frame whose kind and payload have been read.
+    public static func decode(kind: UInt8, payload: [UInt8]) throws(WorkerProtocolError) -> WorkerFrame {
+        switch kind {
+        case UInt8(ascii: "R"):
+            guard payload.count == 4 else { throw .malformed("a ready frame has \(payload.count) bytes, not 4") }
+            return .ready(sampleRate: Int(readLittleEndian(payload[0..<4])))
+        case UInt8(ascii: "J"):
+            return .job(Data(payload))
+        case UInt8(ascii: "C"):
+            return .cancel
+        case UInt8(ascii: "P"):
+            guard payload.count.isMultiple(of: 2) else {
+                throw .malformed("a PCM frame has an odd number of bytes (\(payload.count))")
+            }
+            var samples = [Int16](repeating: 0, count: payload.count / 2)
+            for index in samples.indices {
+                samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) | UInt16(payload[2 * index + 1]) << 8)
+            }
+            return .pcm(samples)
+        case UInt8(ascii: "D"):
+            return .done
+        case UInt8(ascii: "F"):
+            return .failure(String(decoding: payload, as: UTF8.self))
+        default:
+            throw .malformed("unknown frame kind \(kind)")
+        }
+    }
+
+    /// Reads one whole frame from `descriptor`, blocking; nil at the end of the stream.
+    public static func read(from descriptor: Int32) throws(WorkerProtocolError) -> WorkerFrame? {
+        var header = [UInt8](repeating: 0, count: headerSize)
+        guard try readFully(descriptor, into: &header, allowEnd: true) else { return nil }
+        let length = Int(readLittleEndian(header[1..<5]))
+        guard length <= maximumPayload else { throw .malformed("a frame of \(length) bytes is over the limit") }
+        var payload = [UInt8](repeating: 0, count: length)
+        if length > 0 { _ = try readFully(descriptor, into: &payload, allowEnd: false) }
+        return try decode(kind: header[0], payload: payload)
+    }
+
+    /// Writes the whole frame to `descriptor`, blocking.
+    public func write(to descriptor: Int32) throws(WorkerProtocolError) {
+        let bytes = encoded()
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .closed("write: \(String(cString: strerror(errno)))")
+            }
+            written += result
+        }
+    }
+
+    /// Fills `buffer`; false when the stream ended before its first byte and `allowEnd`.
+    private static func readFully(
+        _ descriptor: Int32, into buffer: inout [UInt8], allowEnd: Bool
+    ) throws(WorkerProtocolError) -> Bool {
+        var filled = 0
+        while filled < buffer.count {
+            let count = buffer.count
+            let result = buffer.withUnsafeMutableBytes { raw in
+                Glibc.read(descriptor, raw.baseAddress! + filled, count - filled)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw .closed("read: \(String(cString: strerror(errno)))")
+            }
+            if result == 0 {
+                if filled == 0 && allowEnd { return false }
+                throw .malformed("the stream ended inside a frame")
+            }
+            filled += result
+        }
+        return true
+    }
+
+    private static func littleEndian(_ value: UInt32) -> [UInt8] {
+        (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    private static func readLittleEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+}
+
+/// A broken conversation with an engine worker.
+public struct WorkerProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Sendable, Hashable {
+        case malformed, closed
+    }
+    private let code: Code
+    /// What went wrong.
+    public let message: String
+
+    static func malformed(_ message: String) -> WorkerProtocolError { .init(code: .malformed, message: message) }
+    static func closed(_ message: String) -> WorkerProtocolError { .init(code: .closed, message: message) }
+
+    public var description: String {
+        code == .malformed ? "malformed engine worker frame: \(message)" : "engine worker pipe: \(message)"
+    }
+}

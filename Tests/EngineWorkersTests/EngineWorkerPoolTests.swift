@@ -1,0 +1,148 @@
+import EngineWorkers
+import EspeakEngine
+import Foundation
+import Logging
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+/// The pool with the real `speakd-engine-worker` and real libespeak-ng in each worker.
+@Suite("Engine worker pool", .serialized, .timeLimit(.minutes(2)))
+struct EngineWorkerPoolTests {
+    static func makePool(workers: Int = 2, stallLimit: Duration = .seconds(10)) async throws -> EngineWorkerPool {
+        let engine = try await EspeakEngine(voices: nil)
+        let launch = EngineWorkerPool.Launch(
+            executable: BuiltProduct.path("speakd-engine-worker"), arguments: [], count: workers,
+            stallLimit: stallLimit)
+        return try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "test"))
+    }
+
+    static func crasher(_ name: String) throws -> String {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/espeak-crashers/\(name)")
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    static func samples(_ stream: AsyncThrowingStream<PCMChunk, any Error>) async throws -> [Int16] {
+        var samples: [Int16] = []
+        for try await chunk in stream { samples += chunk.samples }
+        return samples
+    }
+
+    @Test("A worker renders exactly what the engine renders in-process, in several languages")
+    func rendersLikeTheEngine() async throws {
+        let pool = try await Self.makePool(workers: 1)
+        defer { pool.shutdown() }
+        for utterance in [
+            Utterance("Platform 4: the 10:15 to Porto."),
+            try Utterance.decode(
+                json: Data(
+                    #"{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT","pitch":1.3}]}"#.utf8)),
+        ] {
+            let viaWorker = try await Self.samples(pool.render(utterance))
+            let inProcess = try await Self.samples(pool.engine.render(utterance))
+            #expect(viaWorker.count > 22_050 / 2)
+            let same = viaWorker == inProcess
+            #expect(same, "\(viaWorker.count) samples, expected \(inProcess.count)")
+        }
+    }
+
+    @Test("Two renders at once run on two workers: the short one is not held behind the long one")
+    func rendersRunSideBySide() async throws {
+        let pool = try await Self.makePool(workers: 2)
+        defer { pool.shutdown() }
+        let long = Utterance(String(repeating: "The next train to Porto leaves from platform four. ", count: 60))
+        let short = Utterance("Doors closing.")
+        let started = ContinuousClock.now
+        async let longDone: ContinuousClock.Instant = {
+            _ = try await Self.samples(pool.render(long))
+            return ContinuousClock.now
+        }()
+        try await Task.sleep(for: .milliseconds(5))
+        let shortSamples = try await Self.samples(pool.render(short))
+        let shortDone = ContinuousClock.now
+        let longFinished = try await longDone
+        #expect(!shortSamples.isEmpty)
+        #expect(shortDone < longFinished, "short \(shortDone - started), long \(longFinished - started)")
+        #expect(Set(pool.workerPIDs).count == 2)
+    }
+
+    @Test("A worker killed mid-render fails only its job, naming the signal; a replacement renders the next")
+    func killedWorkerIsReplaced() async throws {
+        let pool = try await Self.makePool(workers: 1)
+        defer { pool.shutdown() }
+        let before = try #require(pool.workerPIDs.first)
+        // Long enough that the worker is still synthesising when it is killed.
+        let stream = pool.render(Utterance(String(repeating: "Attention please, the museum closes soon. ", count: 110)))
+        var received = 0
+        await #expect {
+            for try await chunk in stream {
+                received += chunk.samples.count
+                if received > 0 && kill(before, 0) == 0 { kill(before, SIGKILL) }
+            }
+        } throws: { error in
+            "\(error)" == "engine worker crashed: SIGKILL"
+        }
+        let next = try await Self.samples(pool.render(Utterance("Welcome back.")))
+        #expect(next.count > 22_050 / 4)
+        #expect(pool.status.restarts == 1)
+        #expect(pool.workerPIDs.first != before)
+    }
+
+    @Test(
+        "A text that crashes libespeak-ng ends one worker, not the caller; the next render works",
+        arguments: ["dotted-abbreviations.txt", "dotted-initials.txt"])
+    func crashingInput(_ name: String) async throws {
+        let pool = try await Self.makePool(workers: 1)
+        defer { pool.shutdown() }
+        let text = try Self.crasher(name)
+        await #expect {
+            _ = try await Self.samples(pool.render(Utterance(text)))
+        } throws: { error in
+            "\(error)".hasPrefix("engine worker crashed: SIG")
+        }
+        let next = try await Self.samples(pool.render(Utterance("Still here.")))
+        #expect(next.count > 22_050 / 4)
+        #expect(pool.status.restarts == 1)
+    }
+
+    @Test("A cancelled render stops its worker, which then renders the next one whole")
+    func cancelFreesTheWorker() async throws {
+        let pool = try await Self.makePool(workers: 1)
+        defer { pool.shutdown() }
+        let pid = pool.workerPIDs.first
+        let consumer = Task {
+            for try await _ in pool.render(
+                Utterance(String(repeating: "Please wait for the next free desk. ", count: 120)))
+            {
+                try await Task.sleep(for: .seconds(10))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        consumer.cancel()
+        _ = await consumer.result
+        let utterance = Utterance("Desk three is free.")
+        let next = try await Self.samples(pool.render(utterance))
+        // espeak-ng's leading silence varies by a block with what it rendered before, so "whole"
+        // is the same length and loudness within 10%, not the same samples.
+        let expected = try await Self.samples(pool.engine.render(utterance))
+        #expect(
+            abs(next.count - expected.count) < expected.count / 10, "\(next.count) samples, expected \(expected.count)")
+        let peak = next.map { abs(Int($0)) }.max() ?? 0
+        let expectedPeak = expected.map { abs(Int($0)) }.max() ?? 0
+        #expect(abs(peak - expectedPeak) < expectedPeak / 10, "peak \(peak), expected \(expectedPeak)")
+        #expect(pool.workerPIDs.first == pid)
+        #expect(pool.status.restarts == 0)
+    }
+
+    @Test("A worker that cannot start is an error naming the executable")
+    func missingExecutable() async throws {
+        let engine = try await EspeakEngine(voices: nil)
+        let launch = EngineWorkerPool.Launch(executable: "/nonexistent/speakd-engine-worker", arguments: [], count: 1)
+        await #expect {
+            _ = try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "test"))
+        } throws: { error in
+            "\(error)".contains("/nonexistent/speakd-engine-worker")
+        }
+    }
+}

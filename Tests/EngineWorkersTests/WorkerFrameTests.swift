@@ -1,0 +1,41 @@
+import EngineWorkers
+import Foundation
+import Testing
+
+@Suite("Engine worker frames")
+struct WorkerFrameTests {
+    @Test(
+        "Every frame survives encoding, a pipe and decoding",
+        arguments: [
+            WorkerFrame.ready(sampleRate: 22_050), .job(Data(#"{"text":"Olá"}"#.utf8)), .cancel,
+            .pcm([0, 1, -1, .max, .min, 12_345]), .pcm([]), .done, .failure("espeak-ng: no voice 'xx'"),
+        ])
+    func roundTrip(_ frame: WorkerFrame) throws {
+        let pipe = Pipe()
+        try frame.write(to: pipe.fileHandleForWriting.fileDescriptor)
+        try pipe.fileHandleForWriting.close()
+        #expect(try WorkerFrame.read(from: pipe.fileHandleForReading.fileDescriptor) == frame)
+        #expect(try WorkerFrame.read(from: pipe.fileHandleForReading.fileDescriptor) == nil)
+    }
+
+    @Test(
+        "Truncated, oversized and unknown frames are errors that say what is wrong",
+        arguments: [
+            ([UInt8(ascii: "P"), 4, 0, 0, 0, 1, 2], "ended inside a frame"),
+            ([UInt8(ascii: "P"), 3, 0, 0, 0, 1, 2, 3], "odd number of bytes"),
+            ([UInt8(ascii: "R"), 2, 0, 0, 0, 1, 2], "not 4"),
+            ([UInt8(ascii: "Z"), 0, 0, 0, 0], "unknown frame kind"),
+            ([UInt8(ascii: "J"), 0xFF, 0xFF, 0xFF, 0x7F], "over the limit"),
+            ([UInt8(ascii: "D"), 0, 0], "ended inside a frame"),
+        ])
+    func malformed(_ bytes: [UInt8], message: String) throws {
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(Data(bytes))
+        try pipe.fileHandleForWriting.close()
+        #expect {
+            try WorkerFrame.read(from: pipe.fileHandleForReading.fileDescriptor)
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+}
