@@ -37,6 +37,11 @@ let package = Package(
             providers: [.apt(["libpulse-dev"])]
         ),
         .systemLibrary(
+            name: "CSeccomp",
+            pkgConfig: "libseccomp",
+            providers: [.apt(["libseccomp-dev"])]
+        ),
+        .systemLibrary(
             name: "CALSA",
             pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]
@@ -62,10 +67,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Confines an engine worker: no_new_privs, a seccomp filter, Landlock.
+        .target(name: "EngineSandbox", dependencies: ["CSeccomp"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "speakd-engine-worker",
             dependencies: [
-                "EngineWorkers", "EspeakEngine", "SpeechModel",
+                "EngineWorkers", "EngineSandbox", "EspeakEngine", "SpeechModel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -167,6 +174,13 @@ let package = Package(
             name: "EspeakEngineTests",
             dependencies: ["EspeakEngine", "SpeakTestSupport"],
             resources: [],
+            swiftSettings: swiftSettings
+        ),
+        // Enters the worker sandbox and tries what a hijacked worker would; run by EngineWorkersTests.
+        .executableTarget(
+            name: "speakd-sandbox-probe",
+            dependencies: ["EngineSandbox"],
+            path: "Tests/SandboxProbe",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -9,7 +9,7 @@ final class EngineWorker: Sendable {
     /// What the worker tells its pool.
     struct Callbacks: Sendable {
         /// The worker sent `ready`.
-        var ready: @Sendable (EngineWorker, Int) -> Void
+        var ready: @Sendable (EngineWorker, Int, String) -> Void
         /// The worker finished its job and can take another.
         var idle: @Sendable (EngineWorker) -> Void
         /// The worker is gone; `error` is why, its job (if any) has been failed with it.
@@ -34,6 +34,11 @@ final class EngineWorker: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        // A crashing worker cannot start the Swift runtime's backtracer (its sandbox forbids exec),
+        // and should not try: the daemon reports the signal and logs the text.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input
@@ -104,8 +109,8 @@ final class EngineWorker: Sendable {
                 frame = nil
             }
             switch frame {
-            case .ready(let sampleRate)?:
-                callbacks.ready(self, sampleRate)
+            case .ready(let sampleRate, let sandbox)?:
+                callbacks.ready(self, sampleRate, sandbox)
             case .pcm(let samples)?:
                 let job = state.withLock { state -> Job? in
                     state.lastFrame = .now

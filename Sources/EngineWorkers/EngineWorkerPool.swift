@@ -31,15 +31,12 @@ public final class EngineWorkerPool: SpeechRenderer {
             self.stallLimit = stallLimit
         }
 
-        /// The arguments that give a worker the engine set-up of `voices`, languages and runtime directory.
-        public static func arguments(
-            voices: String?, defaultLanguage: String?, fallbackLanguage: String?, runtimeDirectory: String?
-        ) -> [String] {
+        /// The arguments that give a worker the engine set-up of `voices` and the languages.
+        public static func arguments(voices: String?, defaultLanguage: String?, fallbackLanguage: String?) -> [String] {
             var arguments: [String] = []
             if let voices { arguments += ["--voices", voices] }
             if let defaultLanguage { arguments += ["--default-language", defaultLanguage] }
             if let fallbackLanguage { arguments += ["--fallback-language", fallbackLanguage] }
-            if let runtimeDirectory { arguments += ["--runtime-directory", runtimeDirectory] }
             return arguments
         }
 
@@ -62,6 +59,8 @@ public final class EngineWorkerPool: SpeechRenderer {
         public var configured: Int
         /// Workers started to replace one that died, since the pool started.
         public var restarts: Int
+        /// How the workers are confined, as the last one to start reported it.
+        public var sandbox: String?
     }
 
     private struct State {
@@ -70,6 +69,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         var waiters: [CheckedContinuation<EngineWorker, Never>] = []
         var starting: [ObjectIdentifier: CheckedContinuation<Int, any Error>] = [:]
         var restarts = 0
+        var sandbox: String?
         var deathsInARow = 0
         var stopped = false
     }
@@ -130,7 +130,9 @@ public final class EngineWorkerPool: SpeechRenderer {
 
     /// Running, configured and restarted workers.
     public var status: Status {
-        state.withLock { Status(running: $0.workers.count, configured: launch.count, restarts: $0.restarts) }
+        state.withLock {
+            Status(running: $0.workers.count, configured: launch.count, restarts: $0.restarts, sandbox: $0.sandbox)
+        }
     }
 
     /// The process ids of the running workers (for tests and diagnostics).
@@ -151,12 +153,16 @@ public final class EngineWorkerPool: SpeechRenderer {
 
     private func spawn() async throws -> EngineWorker {
         let callbacks = EngineWorker.Callbacks(
-            ready: { [weak self] worker, rate in self?.ready(worker, sampleRate: rate) },
+            ready: { [weak self] worker, rate, sandbox in self?.ready(worker, sampleRate: rate, sandbox: sandbox) },
             idle: { [weak self] worker in self?.finishedJob(worker) },
             died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) })
         let worker: EngineWorker
         do {
-            worker = try EngineWorker(executable: launch.executable, arguments: launch.arguments, callbacks: callbacks)
+            // The daemon's engine built the data directory (with the voice variants): workers
+            // only read it, so they need no write access anywhere.
+            worker = try EngineWorker(
+                executable: launch.executable, arguments: ["--data", engine.dataPath] + launch.arguments,
+                callbacks: callbacks)
         } catch {
             throw EngineWorkerError.unavailable("\(launch.executable): \(error)")
         }
@@ -176,8 +182,12 @@ public final class EngineWorkerPool: SpeechRenderer {
         return worker
     }
 
-    private func ready(_ worker: EngineWorker, sampleRate: Int) {
-        let continuation = state.withLock { $0.starting.removeValue(forKey: ObjectIdentifier(worker)) }
+    private func ready(_ worker: EngineWorker, sampleRate: Int, sandbox: String) {
+        let (continuation, first) = state.withLock { state in
+            defer { state.sandbox = sandbox }
+            return (state.starting.removeValue(forKey: ObjectIdentifier(worker)), state.sandbox == nil)
+        }
+        if first { logger.info("engine workers are sandboxed", metadata: ["engine.sandbox": "\(sandbox)"]) }
         continuation?.resume(returning: sampleRate)
     }
 

@@ -12,8 +12,9 @@ import Glibc
 /// and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
 /// daemon never needs job ids: it waits for the `done` or `failure` of the job it sent.
 public enum WorkerFrame: Sendable, Hashable {
-    /// Worker → daemon, once: the engine started; samples are s16 mono at this rate.
-    case ready(sampleRate: Int)
+    /// Worker → daemon, once: the engine started; samples are s16 mono at this rate, and the
+    /// worker is confined as `sandbox` says.
+    case ready(sampleRate: Int, sandbox: String)
     /// Daemon → worker: render this utterance (wire JSON).
     case job(Data)
     /// Daemon → worker: abort the job being rendered.
@@ -45,8 +46,8 @@ public enum WorkerFrame: Sendable, Hashable {
     public func encoded() -> [UInt8] {
         var payload: [UInt8] = []
         switch self {
-        case .ready(let sampleRate):
-            payload = Self.littleEndian(UInt32(clamping: sampleRate))
+        case .ready(let sampleRate, let sandbox):
+            payload = Self.littleEndian(UInt32(clamping: sampleRate)) + Array(sandbox.utf8)
         case .job(let data):
             payload = Array(data)
         case .cancel, .done:
@@ -68,8 +69,12 @@ public enum WorkerFrame: Sendable, Hashable {
     public static func decode(kind: UInt8, payload: [UInt8]) throws(WorkerProtocolError) -> WorkerFrame {
         switch kind {
         case UInt8(ascii: "R"):
-            guard payload.count == 4 else { throw .malformed("a ready frame has \(payload.count) bytes, not 4") }
-            return .ready(sampleRate: Int(readLittleEndian(payload[0..<4])))
+            guard payload.count >= 4 else {
+                throw .malformed("a ready frame has \(payload.count) bytes, not 4 or more")
+            }
+            return .ready(
+                sampleRate: Int(readLittleEndian(payload[0..<4])),
+                sandbox: String(decoding: payload[4...], as: UTF8.self))
         case UInt8(ascii: "J"):
             return .job(Data(payload))
         case UInt8(ascii: "C"):

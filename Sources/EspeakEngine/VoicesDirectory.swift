@@ -59,7 +59,7 @@ extension EspeakEngine {
     ///   - defaultLanguage: the language of utterances that name none (`en-US` when nil).
     ///   - fallback: the language used when a tag resolves to nothing; nil makes that an error.
     ///   - configuration: the rest of the engine's set-up; its `variantsDirectory` is taken from
-    ///     `voices` when it has none.
+    ///     `voices` when it has neither that nor a `dataPath`.
     ///   - logger: where the engine logs; overrides naming voices that are not installed are reported here.
     public convenience init(
         voices: VoicesDirectory?, defaultLanguage: LanguageTag? = nil, fallback: LanguageTag? = nil,
@@ -67,7 +67,9 @@ extension EspeakEngine {
     ) async throws {
         let overrides = try voices?.overrides() ?? .builtIn
         var configuration = configuration
-        if configuration.variantsDirectory == nil {
+        // A data directory given explicitly is used as it is: it may be an overlay another engine
+        // built with these variants already (the daemon's, for its workers).
+        if configuration.variantsDirectory == nil && configuration.dataPath == nil {
             configuration.variantsDirectory = voices?.variantsPath
         }
         try await self.init(configuration: configuration, logger: logger) { espeakVoices in

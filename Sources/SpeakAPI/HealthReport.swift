@@ -35,12 +35,15 @@ public struct HealthReport: Sendable, Hashable, Codable {
         public var configured: Int
         /// Started to replace one that died (crashed, killed, stalled), since speakd started.
         public var restarts: Int
+        /// How each worker is confined (`no_new_privs, seccomp, landlock ABI 7`).
+        public var sandbox: String?
 
         /// - Parameters: see the properties of the same names.
-        public init(running: Int, configured: Int, restarts: Int) {
+        public init(running: Int, configured: Int, restarts: Int, sandbox: String? = nil) {
             self.running = running
             self.configured = configured
             self.restarts = restarts
+            self.sandbox = sandbox
         }
     }
 

@@ -26,7 +26,7 @@ enum LocalSpeech {
             let launch = EngineWorkerPool.Launch(
                 executable: EngineWorkerPool.Launch.besideExecutable(),
                 arguments: EngineWorkerPool.Launch.arguments(
-                    voices: voices?.url.path, defaultLanguage: nil, fallbackLanguage: nil, runtimeDirectory: nil),
+                    voices: voices?.url.path, defaultLanguage: nil, fallbackLanguage: nil),
                 count: 1)
             return try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "speak"))
         } catch {

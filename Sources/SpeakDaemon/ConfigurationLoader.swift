@@ -117,8 +117,13 @@ public enum ConfigurationLoader {
         if let audio = values["audio"] { configuration.audio = try audioSpec(audio) }
         if let voices = values["voices"] { configuration.voicesDirectory = try path(voices) }
         if let value = values["max-queue"] { configuration.maxQueue = try integer(value, in: 1...100_000) }
-        if let value = values["engine-workers"] { configuration.engineWorkers = try integer(value, in: 1...64) }
-        if let value = values["engine-worker"] { configuration.engineWorker = try path(value) }
+        if let value = values["engine-workers"] {
+            configuration.engineWorkers =
+                value.value == "auto" ? DaemonConfiguration.coreCount : try integer(value, in: 1...64)
+        }
+        if let value = values["engine-worker"] {
+            configuration.engineWorker = value.value == "auto" ? nil : try path(value)
+        }
         if let origin = values["cors-origin"] {
             configuration.corsOrigin = disabled(origin) ? nil : try corsOrigin(origin)
         }

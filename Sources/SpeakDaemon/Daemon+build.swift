@@ -210,7 +210,7 @@ private func makeEnginePool(
         executable: configuration.engineWorker ?? EngineWorkerPool.Launch.besideExecutable(),
         arguments: EngineWorkerPool.Launch.arguments(
             voices: voices?.url.path, defaultLanguage: configuration.defaultLanguage,
-            fallbackLanguage: configuration.fallbackLanguage, runtimeDirectory: runtime),
+            fallbackLanguage: configuration.fallbackLanguage),
         count: configuration.engineWorkers)
     do {
         return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)

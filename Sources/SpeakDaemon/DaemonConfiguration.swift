@@ -64,7 +64,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             audio: "auto",
             voicesDirectory: nil,
             maxQueue: 32,
-            engineWorkers: max(1, ProcessInfo.processInfo.activeProcessorCount),
+            engineWorkers: coreCount,
             engineWorker: nil,
             corsOrigin: nil,
             tokenFile: defaultTokenFile(socketPath: defaultSocketPath(environment: environment)),
@@ -80,6 +80,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
             eventHistory: 256,
             logLevel: .info)
     }
+
+    /// The default number of engine workers (`engine-workers = auto`): one per core.
+    public static var coreCount: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     /// `$RUNTIME_DIRECTORY/speakd.sock` under systemd (`RuntimeDirectory=speakd`), `/run/speakd/speakd.sock`
     /// for root, otherwise `$XDG_RUNTIME_DIR/speakd/speakd.sock` (a user session).

@@ -14,7 +14,8 @@ struct DaemonHealth: HealthReporting {
         let workers = pool.map { pool in
             let status = pool.status
             return HealthReport.Workers(
-                running: status.running, configured: status.configured, restarts: status.restarts)
+                running: status.running, configured: status.configured, restarts: status.restarts,
+                sandbox: status.sandbox)
         }
         // The engine is up while at least one worker runs; the pool keeps replacing dead ones.
         let engineUp = workers.map { $0.running > 0 } ?? true

@@ -53,13 +53,15 @@ public struct SpeakdCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("engine-workers"),
         help: ArgumentHelp(
-            "Engine worker processes that render speech. (default: the number of cores)", valueName: "n"))
+            "Engine worker processes that render speech: a number or auto. (default: auto, one per core)",
+            valueName: "n"))
     var engineWorkers: String?
 
     @Option(
         name: .customLong("engine-worker"),
         help: ArgumentHelp(
-            "The speakd-engine-worker executable. (default: the one beside speakd)", valueName: "path"))
+            "The speakd-engine-worker executable, or auto. (default: auto, the one beside speakd)",
+            valueName: "path"))
     var engineWorker: String?
 
     @Option(

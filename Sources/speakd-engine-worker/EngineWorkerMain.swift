@@ -1,3 +1,4 @@
+import EngineSandbox
 import EngineWorkers
 import EspeakEngine
 import Foundation
@@ -12,12 +13,9 @@ import Synchronization
 /// this process and its one job, never the daemon.
 @main
 struct EngineWorkerMain {
-    static func main() async {
+    static func main() {
         // A parent that went away must end the worker through EOF or EPIPE, not a signal.
         signal(SIGPIPE, SIG_IGN)
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        var logger = Logger(label: "speakd.engine-worker")
-        logger.logLevel = .warning
         let options: WorkerOptions
         do {
             options = try WorkerOptions(parsing: Array(CommandLine.arguments.dropFirst()))
@@ -25,6 +23,26 @@ struct EngineWorkerMain {
             complain("\(error)")
             exit(2)
         }
+        // First, while this is the only thread: Landlock confines the calling thread and the
+        // threads it starts, so every thread of the worker is inside.
+        let sandbox: EngineSandbox.Report
+        do {
+            sandbox = try EngineSandbox.enter(readablePaths: options.readablePaths())
+        } catch {
+            complain("cannot enter the sandbox: \(error)")
+            exit(1)
+        }
+        Task {
+            await serve(options, sandbox: sandbox)
+            exit(0)
+        }
+        dispatchMain()
+    }
+
+    static func serve(_ options: WorkerOptions, sandbox: EngineSandbox.Report) async {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "speakd.engine-worker")
+        logger.logLevel = .warning
         let engine: EspeakEngine
         do {
             engine = try await options.startEngine(logger: logger)
@@ -32,9 +50,8 @@ struct EngineWorkerMain {
             complain("the engine did not start: \(error)")
             exit(1)
         }
-        // The sandbox is entered here, once espeak-ng has its data open.
         do {
-            try WorkerFrame.ready(sampleRate: engine.format.sampleRate).write(to: STDOUT_FILENO)
+            try WorkerFrame.ready(sampleRate: engine.format.sampleRate, sandbox: "\(sandbox)").write(to: STDOUT_FILENO)
         } catch {
             exit(1)
         }
@@ -44,23 +61,39 @@ struct EngineWorkerMain {
 
 /// The worker's command line: how the daemon set up its own engine, so voices resolve alike.
 struct WorkerOptions {
+    /// espeak-ng's data directory, as the daemon's engine built it (with the voice variants).
+    var data: String?
     var voices: String?
     var defaultLanguage: String?
     var fallbackLanguage: String?
-    var runtimeDirectory: String?
 
     init(parsing arguments: [String]) throws {
         var remaining = arguments[...]
         while let flag = remaining.popFirst() {
             guard let value = remaining.popFirst() else { throw WorkerUsageError(message: "\(flag) needs a value") }
             switch flag {
+            case "--data": data = value
             case "--voices": voices = value
             case "--default-language": defaultLanguage = value
             case "--fallback-language": fallbackLanguage = value
-            case "--runtime-directory": runtimeDirectory = value
             default: throw WorkerUsageError(message: "unknown option \(flag)")
             }
         }
+        guard data != nil else { throw WorkerUsageError(message: "--data is required") }
+    }
+
+    /// What the worker reads: the data directory, what its entries link to (the daemon's
+    /// overlay links into espeak-ng's own data and the voice variants), and the voices directory.
+    func readablePaths() -> [String] {
+        guard let data else { return [] }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: data)) ?? []
+        let targets = entries.compactMap { entry -> String? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(data)/\(entry)") else {
+                return nil
+            }
+            return target.hasPrefix("/") ? target : "\(data)/\(target)"
+        }
+        return [data] + targets + (voices.map { [$0] } ?? [])
     }
 
     func startEngine(logger: Logger) async throws -> EspeakEngine {
@@ -68,7 +101,7 @@ struct WorkerOptions {
             voices: voices.map { VoicesDirectory(URL(fileURLWithPath: $0)) },
             defaultLanguage: try defaultLanguage.map { try LanguageTag($0) },
             fallback: try fallbackLanguage.map { try LanguageTag($0) },
-            configuration: .init(runtimeDirectory: runtimeDirectory), logger: logger)
+            configuration: .init(dataPath: data), logger: logger)
     }
 }
 

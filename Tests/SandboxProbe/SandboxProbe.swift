@@ -1,0 +1,59 @@
+import EngineSandbox
+import Foundation
+
+/// Enters the engine sandbox with one readable directory, then tries what a hijacked engine
+/// worker would try, printing one line per attempt: `NAME allowed` or `NAME refused: reason`.
+/// The sandbox tests run it; it is not installed.
+@main
+struct SandboxProbe {
+    static func main() {
+        let arguments = CommandLine.arguments
+        guard arguments.count == 3 else {
+            print("usage: speakd-sandbox-probe READABLE_DIR OUTSIDE_FILE")
+            exit(2)
+        }
+        let readable = arguments[1]
+        let outside = arguments[2]
+        do {
+            let report = try EngineSandbox.enter(readablePaths: [readable])
+            print("report \(report)")
+        } catch {
+            print("enter failed: \(error)")
+            exit(1)
+        }
+        attempt("read-inside") { open("\(readable)/inside.txt", O_RDONLY) }
+        attempt("list-inside") { open(readable, O_RDONLY | O_DIRECTORY) }
+        attempt("read-outside") { open(outside, O_RDONLY) }
+        attempt("write-inside") { open("\(readable)/inside.txt", O_WRONLY) }
+        attempt("create-tmp") { open("/tmp/speakd-sandbox-probe-\(getpid())", O_WRONLY | O_CREAT, 0o600) }
+        attempt("unlink-inside") { unlink("\(readable)/inside.txt") }
+        attempt("tcp-socket") { socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
+        attempt("unix-socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0) }
+        attempt("exec") {
+            var pid: pid_t = 0
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+            let status = posix_spawn(&pid, "/bin/true", nil, nil, argv, nil)
+            errno = status
+            return status == 0 ? 0 : -1
+        }
+        attempt("fork") { fork() }
+        attempt("signal-init") { kill(1, 0) }
+        attempt("thread") {
+            let done = DispatchSemaphore(value: 0)
+            Thread { done.signal() }.start()
+            return done.wait(timeout: .now() + 5) == .success ? 0 : -1
+        }
+        exit(0)
+    }
+
+    /// Runs `body`, which returns a negative number and sets `errno` when refused.
+    static func attempt(_ name: String, _ body: () -> Int32) {
+        let result = body()
+        if result >= 0 {
+            print("\(name) allowed")
+        } else {
+            print("\(name) refused: \(String(cString: strerror(errno)))")
+        }
+        fflush(nil)
+    }
+}
