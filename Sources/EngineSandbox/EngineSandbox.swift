@@ -46,7 +46,9 @@ public enum EngineSandbox {
     public static func enter(readablePaths: [String]) throws(SandboxError) -> Report {
         guard speakd_set_no_new_privs() == 0 else { throw .system("prctl(PR_SET_NO_NEW_PRIVS)", errno) }
         var report = Report(noNewPrivileges: true, seccomp: false)
-        switch try Landlock.restrict(readablePaths: readablePaths) {
+        // libdispatch reads its worker threads' state in /proc/TID/stat to size its thread pool,
+        // and crashes the process when it cannot: /proc stays readable (not writable).
+        switch try Landlock.restrict(readablePaths: readablePaths + ["/proc"]) {
         case .enforced(let abi): report.landlockABI = abi
         case .unavailable(let reason): report.landlockUnavailable = reason
         }
