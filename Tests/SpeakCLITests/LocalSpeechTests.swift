@@ -188,4 +188,22 @@ struct LocalSpeechTests {
             "speak", ["voices", "--lang", "en-"], environment: Self.environment())
         #expect(malformed.status == 2)
     }
+
+    @Test func aTextThatCrashesTheEngineIsAClearErrorNotABacktrace() async throws {
+        let crasher = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Fixtures/espeak-crashers/dotted-abbreviations.txt"), encoding: .utf8)
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("speak-crash-\(UUID()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try await BuiltProduct.run(
+            "speak", ["--output", output, crasher], environment: Self.environment())
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.contains("--output \(output): engine worker crashed: SIGABRT"),
+            "\(result.standardError)")
+        #expect(!result.standardError.contains("Backtrace"))
+        let fine = try await BuiltProduct.run(
+            "speak", ["--output", output, "Still here"], environment: Self.environment())
+        #expect(fine.status == 0)
+    }
 }
