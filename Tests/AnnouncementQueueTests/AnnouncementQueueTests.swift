@@ -219,7 +219,10 @@ struct AnnouncementQueueTests {
         #expect(Set(harness.recorder.finished.map(\.id)) == Set(ids))
         #expect(harness.recorder.finished(speaking.id)?.reason == .interrupted)
         #expect(harness.recorder.finished.filter { $0.reason == .cancelled }.count == 3)
-        #expect(harness.speaker.started == [speaking.id])
+        // On a loaded machine the queue may already have started the high when cancelAll runs
+        // (the interrupted one stopped at once): then it is the one cancelled while speaking.
+        // Nothing else ever starts.
+        #expect(harness.speaker.started == [speaking.id] || harness.speaker.started == [speaking.id, ids[3]])
         #expect(await harness.queue.snapshot().isEmpty)
         #expect(await harness.queue.cancelAll() == 0)
 
