@@ -158,6 +158,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // POST /v1/speech through a release speakd against raw libespeak-ng in two processes, and
+        // the idle PSS of speakd with its workers (build with -c release).
+        .executableTarget(
+            name: "speakd-render-bench",
+            dependencies: ["CEspeakNG", "SpeakAPI", "SpeakTestSupport"],
+            path: "Benchmarks/RenderBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
             name: "SpeakTestSupport",
