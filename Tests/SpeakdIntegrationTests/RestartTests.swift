@@ -7,6 +7,19 @@ extension SpeakdIntegration {
     /// What a restart and a second start look like from outside.
     @Suite(.serialized, .timeLimit(.minutes(2)))
     struct RestartTests {
+        /// Starts a second `speakd` with `arguments` and waits up to 5 s for it to exit: its
+        /// status (nil if it did not), how long that took, and what it logged.
+        static func runSecond(_ arguments: [String], log: String) async throws -> (Int32?, Duration, String) {
+            let started = ContinuousClock.now
+            let second = try ChildProcess(
+                BuiltProduct.path("speakd"), arguments,
+                environment: ProcessInfo.processInfo.environment.filter { $0.key != "NOTIFY_SOCKET" }, output: log)
+            let status = await second.wait(timeout: .seconds(5))
+            let took = ContinuousClock.now - started
+            if status == nil { await second.terminate(grace: .zero) }
+            return (status, took, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        }
+
         @Test("Event ids after a restart never equal those before; a client resuming across it sees the new epoch")
         func eventIDsAcrossRestart() async throws {
             let first = try await SpeakdProcess.start(audio: "null")
@@ -37,14 +50,8 @@ extension SpeakdIntegration {
             let first = try await SpeakdProcess.start(audio: "null")
             defer { Task { await first.stop() } }
             let log = first.directory.appendingPathComponent("second.log").path
-            let started = ContinuousClock.now
-            let second = try ChildProcess(
-                BuiltProduct.path("speakd"), ["--socket", first.socketPath, "--http", "none", "--audio", "null"],
-                environment: ProcessInfo.processInfo.environment.filter { $0.key != "NOTIFY_SOCKET" }, output: log)
-            let status = await second.wait(timeout: .seconds(5))
-            let took = ContinuousClock.now - started
-            if status == nil { await second.terminate(grace: .zero) }
-            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            let (status, took, output) = try await Self.runSecond(
+                ["--socket", first.socketPath, "--http", "none", "--audio", "null"], log: log)
             #expect(status == 1, "status \(String(describing: status)):\n\(output)")
             #expect(took < .seconds(2), "took \(took)")
             #expect(output.contains("another speakd answers on the socket \(first.socketPath)"), "\(output)")
@@ -57,18 +64,11 @@ extension SpeakdIntegration {
             let first = try await SpeakdProcess.start(audio: "null")
             defer { Task { await first.stop() } }
             let log = first.directory.appendingPathComponent("second.log").path
-            let started = ContinuousClock.now
-            let second = try ChildProcess(
-                BuiltProduct.path("speakd"),
+            let (status, took, output) = try await Self.runSecond(
                 [
                     "--socket", "none", "--http", "127.0.0.1:\(first.port)", "--audio", "null",
                     "--token-file", first.directory.appendingPathComponent("second-token").path,
-                ],
-                environment: ProcessInfo.processInfo.environment.filter { $0.key != "NOTIFY_SOCKET" }, output: log)
-            let status = await second.wait(timeout: .seconds(5))
-            let took = ContinuousClock.now - started
-            if status == nil { await second.terminate(grace: .zero) }
-            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                ], log: log)
             #expect(status == 1, "status \(String(describing: status)):\n\(output)")
             #expect(took < .seconds(2), "took \(took)")
             #expect(output.contains("cannot listen on 127.0.0.1:\(first.port)"), "\(output)")
