@@ -41,6 +41,10 @@ final class EngineWorker: Sendable {
         process.environment = environment
         let input = Pipe()
         let output = Pipe()
+        // Room for a whole chunk (a second of audio is 44 kB; `.whole` chunks up to ten seconds),
+        // so the worker writes it without waiting for the daemon to read. Best effort: the
+        // default 64 kB works, only with more wake-ups.
+        _ = fcntl(output.fileHandleForReading.fileDescriptor, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
         process.standardInput = input
         process.standardOutput = output
         // Standard error is inherited: the worker's own log lines reach the daemon's log.
@@ -55,20 +59,23 @@ final class EngineWorker: Sendable {
 
     var pid: Int32 { process.processIdentifier }
 
+    /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
+    private static let setPipeSize: Int32 = 1031
+
     /// Sends `job` to the worker; false if it could not be sent (the worker is dying, and its
     /// reader will report that).
-    func start(_ job: Job, json: Data) {
+    func start(_ job: Job, json: Data, chunking: RenderChunking) {
         state.withLock {
             $0.job = job
             $0.lastFrame = .now
         }
         guard job.assign(to: self) else {
             // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
-            send(.job(json))
+            send(.job(json, chunking: chunking))
             send(.cancel)
             return
         }
-        send(.job(json))
+        send(.job(json, chunking: chunking))
     }
 
     /// Aborts `job` if it is still this worker's; its `done` frees the worker.

@@ -102,6 +102,10 @@ public final class EngineWorkerPool: SpeechRenderer {
     }
 
     public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
+        render(utterance, chunking: .streaming)
+    }
+
+    public func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
         let json: Data
         do {
             json = try JSONEncoder().encode(utterance)
@@ -113,9 +117,14 @@ public final class EngineWorkerPool: SpeechRenderer {
         continuation.onTermination = { termination in
             if case .cancelled = termination { job.cancel() }
         }
-        Task {
-            let worker = await acquire()
-            worker.start(job, json: json)
+        if let worker = state.withLock({ $0.idle.popLast() }) {
+            // The common case: an idle worker takes the job now, with no task in between.
+            worker.start(job, json: json, chunking: chunking)
+        } else {
+            Task {
+                let worker = await acquire()
+                worker.start(job, json: json, chunking: chunking)
+            }
         }
         return stream
     }

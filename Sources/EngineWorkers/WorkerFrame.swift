@@ -1,4 +1,5 @@
 import Foundation
+import SpeechModel
 
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +8,8 @@ import Glibc
 /// One message between the daemon and an engine worker, on the worker's standard input and output.
 ///
 /// A frame is a one-byte kind, a four-byte little-endian payload length and the payload. The
-/// daemon sends `job` (the validated utterance as wire JSON) and `cancel`; the worker answers
+/// daemon sends `job` (a chunking mode byte, `S` or `W`, then the validated utterance as wire
+/// JSON) and `cancel`; the worker answers
 /// `ready` once at start (its sample rate), then for each job `pcm` chunks as espeak-ng makes them
 /// and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
 /// daemon never needs job ids: it waits for the `done` or `failure` of the job it sent.
@@ -15,8 +17,8 @@ public enum WorkerFrame: Sendable, Hashable {
     /// Worker → daemon, once: the engine started; samples are s16 mono at this rate, and the
     /// worker is confined as `sandbox` says.
     case ready(sampleRate: Int, sandbox: String)
-    /// Daemon → worker: render this utterance (wire JSON).
-    case job(Data)
+    /// Daemon → worker: render this utterance (wire JSON), cut into chunks as `chunking` says.
+    case job(Data, chunking: RenderChunking)
     /// Daemon → worker: abort the job being rendered.
     case cancel
     /// Worker → daemon: the next chunk of the current job.
@@ -48,17 +50,12 @@ public enum WorkerFrame: Sendable, Hashable {
         switch self {
         case .ready(let sampleRate, let sandbox):
             payload = Self.littleEndian(UInt32(clamping: sampleRate)) + Array(sandbox.utf8)
-        case .job(let data):
-            payload = Array(data)
+        case .job(let data, let chunking):
+            payload = [chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S")] + Array(data)
         case .cancel, .done:
             break
         case .pcm(let samples):
-            payload.reserveCapacity(samples.count * 2)
-            for sample in samples {
-                let bits = UInt16(bitPattern: sample)
-                payload.append(UInt8(truncatingIfNeeded: bits))
-                payload.append(UInt8(truncatingIfNeeded: bits >> 8))
-            }
+            payload = Self.littleEndianBytes(samples)
         case .failure(let message):
             payload = Array(message.utf8)
         }
@@ -76,7 +73,10 @@ public enum WorkerFrame: Sendable, Hashable {
                 sampleRate: Int(readLittleEndian(payload[0..<4])),
                 sandbox: String(decoding: payload[4...], as: UTF8.self))
         case UInt8(ascii: "J"):
-            return .job(Data(payload))
+            guard let mode = payload.first, mode == UInt8(ascii: "S") || mode == UInt8(ascii: "W") else {
+                throw .malformed("a job frame starts with S or W, not \(payload.first.map(String.init) ?? "nothing")")
+            }
+            return .job(Data(payload.dropFirst()), chunking: mode == UInt8(ascii: "W") ? .whole : .streaming)
         case UInt8(ascii: "C"):
             return .cancel
         case UInt8(ascii: "P"):
@@ -84,10 +84,8 @@ public enum WorkerFrame: Sendable, Hashable {
                 throw .malformed("a PCM frame has an odd number of bytes (\(payload.count))")
             }
             var samples = [Int16](repeating: 0, count: payload.count / 2)
-            for index in samples.indices {
-                samples[index] = Int16(bitPattern: UInt16(payload[2 * index]) | UInt16(payload[2 * index + 1]) << 8)
-            }
-            return .pcm(samples)
+            samples.withUnsafeMutableBytes { $0.copyBytes(from: payload) }
+            return .pcm(samples.map { Int16(littleEndian: $0) })
         case UInt8(ascii: "D"):
             return .done
         case UInt8(ascii: "F"):
@@ -100,22 +98,83 @@ public enum WorkerFrame: Sendable, Hashable {
     /// Reads one whole frame from `descriptor`, blocking; nil at the end of the stream.
     public static func read(from descriptor: Int32) throws(WorkerProtocolError) -> WorkerFrame? {
         var header = [UInt8](repeating: 0, count: headerSize)
-        guard try readFully(descriptor, into: &header, allowEnd: true) else { return nil }
+        let started = header.withUnsafeMutableBytes { raw in
+            Result { () throws(WorkerProtocolError) in try readFully(descriptor, into: raw, allowEnd: true) }
+        }
+        guard try started.get() else { return nil }
         let length = Int(readLittleEndian(header[1..<5]))
         guard length <= maximumPayload else { throw .malformed("a frame of \(length) bytes is over the limit") }
+        if header[0] == UInt8(ascii: "P") && length.isMultiple(of: 2) {
+            // Samples go straight from the pipe into their array: a chunk is read once, not copied.
+            var samples = [Int16](repeating: 0, count: length / 2)
+            let filled = samples.withUnsafeMutableBytes { raw in
+                Result { () throws(WorkerProtocolError) in try readFully(descriptor, into: raw, allowEnd: false) }
+            }
+            _ = try filled.get()
+            #if _endian(big)
+            samples = samples.map { Int16(littleEndian: $0) }
+            #endif
+            return .pcm(samples)
+        }
         var payload = [UInt8](repeating: 0, count: length)
-        if length > 0 { _ = try readFully(descriptor, into: &payload, allowEnd: false) }
+        if length > 0 {
+            let filled = payload.withUnsafeMutableBytes { raw in
+                Result { () throws(WorkerProtocolError) in try readFully(descriptor, into: raw, allowEnd: false) }
+            }
+            _ = try filled.get()
+        }
         return try decode(kind: header[0], payload: payload)
     }
 
     /// Writes the whole frame to `descriptor`, blocking.
     public func write(to descriptor: Int32) throws(WorkerProtocolError) {
-        let bytes = encoded()
+        #if _endian(little)
+        if case .pcm(let samples) = self {
+            // The header and the samples from their own storage in one call: no copy of the
+            // chunk, and the reader wakes once per frame.
+            let header = [kind] + Self.littleEndian(UInt32(samples.count * 2))
+            try header.withUnsafeBytes { head in
+                samples.withUnsafeBytes { body in Self.writing(descriptor, head, body) }
+            }.get()
+            return
+        }
+        #endif
+        try encoded().withUnsafeBytes { raw in Self.writing(descriptor, raw) }.get()
+    }
+
+    /// Writes `head` then `body` with `writev`, finishing a partial write piece by piece.
+    private static func writing(
+        _ descriptor: Int32, _ head: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer
+    ) -> Result<Void, WorkerProtocolError> {
+        var vectors = [
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count),
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: body.count),
+        ]
+        var written: Int
+        repeat {
+            written = vectors.withUnsafeMutableBufferPointer { Glibc.writev(descriptor, $0.baseAddress, 2) }
+        } while written < 0 && errno == EINTR
+        if written < 0 { return .failure(.closed("write: \(String(cString: strerror(errno)))")) }
+        if written >= head.count + body.count { return .success(()) }
+        if written < head.count {
+            let rest = UnsafeRawBufferPointer(rebasing: head[written...])
+            if case .failure(let error) = writing(descriptor, rest) { return .failure(error) }
+            return writing(descriptor, body)
+        }
+        return writing(descriptor, UnsafeRawBufferPointer(rebasing: body[(written - head.count)...]))
+    }
+
+    /// `writeFully` as a result, for the buffer closures, which cannot throw a typed error.
+    private static func writing(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<
+        Void, WorkerProtocolError
+    > {
+        Result { () throws(WorkerProtocolError) in try writeFully(descriptor, bytes) }
+    }
+
+    private static func writeFully(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) throws(WorkerProtocolError) {
         var written = 0
         while written < bytes.count {
-            let result = bytes.withUnsafeBytes { buffer in
-                Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-            }
+            let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
             if result < 0 {
                 if errno == EINTR { continue }
                 throw .closed("write: \(String(cString: strerror(errno)))")
@@ -126,14 +185,11 @@ public enum WorkerFrame: Sendable, Hashable {
 
     /// Fills `buffer`; false when the stream ended before its first byte and `allowEnd`.
     private static func readFully(
-        _ descriptor: Int32, into buffer: inout [UInt8], allowEnd: Bool
+        _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, allowEnd: Bool
     ) throws(WorkerProtocolError) -> Bool {
         var filled = 0
         while filled < buffer.count {
-            let count = buffer.count
-            let result = buffer.withUnsafeMutableBytes { raw in
-                Glibc.read(descriptor, raw.baseAddress! + filled, count - filled)
-            }
+            let result = Glibc.read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
             if result < 0 {
                 if errno == EINTR { continue }
                 throw .closed("read: \(String(cString: strerror(errno)))")
@@ -145,6 +201,11 @@ public enum WorkerFrame: Sendable, Hashable {
             filled += result
         }
         return true
+    }
+
+    private static func littleEndianBytes(_ samples: [Int16]) -> [UInt8] {
+        let ordered = samples.map(\.littleEndian)
+        return ordered.withUnsafeBytes { Array($0) }
     }
 
     private static func littleEndian(_ value: UInt32) -> [UInt8] {

@@ -166,6 +166,11 @@ public final class EspeakEngine: SpeechRenderer {
         render(utterance, marks: nil)
     }
 
+    /// Renders `utterance`; `.whole` joins espeak-ng's blocks into chunks of up to ten seconds.
+    public func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
+        render(utterance, marks: nil, chunking: chunking)
+    }
+
     /// Renders `utterance` to the end and returns all of its audio, with each span's start.
     public func renderAll(_ utterance: Utterance) async throws -> Rendering {
         let marks = Locked<[Int: Int]>([:])
@@ -203,34 +208,73 @@ public final class EspeakEngine: SpeechRenderer {
             variant: configuration.variant, marks: marks)
     }
 
-    private func render(_ utterance: Utterance, marks: Locked<[Int: Int]>?) -> AsyncThrowingStream<PCMChunk, any Error>
-    {
+    private func render(
+        _ utterance: Utterance, marks: Locked<[Int: Int]>?, chunking: RenderChunking = .streaming
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let input: EspeakInput
         do {
             input = try self.input(for: utterance, marks: marks != nil)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
-        return stream(for: input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: marks)
+        return stream(
+            for: input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: marks,
+            chunking: chunking)
     }
 
     private func stream(
-        for input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?
+        for input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let context = RenderContext(
-            continuation: continuation,
-            coalescedSamples: format.sampleRate * max(configuration.bufferMilliseconds, configuration.chunkMilliseconds)
-                / 1000)
+        let cancellation = synthesize(
+            input, flags: flags, marks: marks, chunking: chunking, deliver: { continuation.yield($0) },
+            finished: { error in continuation.finish(throwing: error) })
         continuation.onTermination = { termination in
-            if case .cancelled = termination { context.cancel() }
+            if case .cancelled = termination { cancellation.cancel() }
         }
+        return stream
+    }
+
+    /// Renders `utterance` on the espeak thread and hands each chunk to `deliver` there, as it is
+    /// made, with no stream or task in between: for a caller that forwards chunks at once (the
+    /// engine worker writes them to its pipe). `finished` is called once, on the espeak thread,
+    /// with nil when the rendering ended or was cancelled, or with the error.
+    ///
+    /// - Returns: what cancels the rendering; `finished` still follows.
+    public func render(
+        _ utterance: Utterance, chunking: RenderChunking = .streaming,
+        deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
+    ) -> RenderCancellation {
+        let input: EspeakInput
+        do {
+            input = try self.input(for: utterance)
+        } catch {
+            finished(error)
+            return RenderCancellation(nil)
+        }
+        return synthesize(
+            input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: nil, chunking: chunking,
+            deliver: deliver, finished: finished)
+    }
+
+    private func synthesize(
+        _ input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?, chunking: RenderChunking,
+        deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
+    ) -> RenderCancellation {
+        let milliseconds =
+            chunking == .whole ? 10_000 : max(configuration.bufferMilliseconds, configuration.chunkMilliseconds)
+        let context = RenderContext(
+            coalescedSamples: format.sampleRate * milliseconds / 1000, firstAtOnce: chunking == .streaming,
+            sink: deliver)
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
         let logger = logger
         let lastSynthesis = self.lastSynthesis
         thread.submit { session in
-            guard !context.isCancelled else { return }
+            guard !context.isCancelled else {
+                finished(nil)
+                return
+            }
             do throws(EspeakError) {
                 try session.prepare(dataPath: path, bufferMilliseconds: buffer)
                 try session.setVoice(input.voice)
@@ -239,21 +283,33 @@ public final class EspeakEngine: SpeechRenderer {
                 try session.set(espeakVOLUME, input.volume)
                 try session.set(espeakPITCH, 50)
                 try session.set(espeakRANGE, 50)
-                let finished = try session.synthesize(
+                let ended = try session.synthesize(
                     input.text, flags: flags | Int32(espeakENDPAUSE), context: context)
-                if !finished { logger.debug("espeak-ng synthesis aborted by its consumer") }
+                if !ended { logger.debug("espeak-ng synthesis aborted by its consumer") }
                 if input.switchesVoice { session.invalidateVoice() }
-                if finished { context.flush() }
-                lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !finished))
+                if ended { context.flush() }
+                lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !ended))
                 marks?.set(context.marks.withLock { $0 })
-                continuation.finish()
+                finished(nil)
             } catch {
                 session.invalidateVoice()
-                continuation.finish(throwing: error)
+                finished(error)
             }
         }
-        return stream
+        return RenderCancellation(context)
     }
+}
+
+/// Cancels one rendering: espeak-ng aborts it at its next block.
+public struct RenderCancellation: Sendable {
+    private let context: RenderContext?
+
+    init(_ context: RenderContext?) {
+        self.context = context
+    }
+
+    /// Aborts the rendering; its `finished` still follows.
+    public func cancel() { context?.cancel() }
 }
 
 extension Array where Element: Hashable {

@@ -4,9 +4,10 @@ import Synchronization
 /// One rendering in flight: where its chunks go and whether its consumer has gone away.
 ///
 /// The synth callback reaches it through `user_data`; it holds only thread-safe state
-/// (an `AsyncThrowingStream` continuation and an atomic flag).
+/// (the closure chunks go to, and an atomic flag).
 final class RenderContext: Sendable {
-    let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
+    /// Receives each chunk on the espeak thread.
+    private let sink: @Sendable (PCMChunk) -> Void
     private let cancelled = Atomic<Bool>(false)
     /// Audio positions (ms) of `<mark name="N"/>` events, keyed by N; only the espeak thread writes them.
     let marks = Mutex<[Int: Int]>([:])
@@ -19,9 +20,11 @@ final class RenderContext: Sendable {
     /// Samples espeak-ng produced for this rendering so far.
     let producedSamples = Atomic<Int>(0)
 
-    init(continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation, coalescedSamples: Int) {
-        self.continuation = continuation
+    /// - Parameter firstAtOnce: whether the first block goes out alone, at once.
+    init(coalescedSamples: Int, firstAtOnce: Bool, sink: @escaping @Sendable (PCMChunk) -> Void) {
+        self.sink = sink
         self.coalescedSamples = coalescedSamples
+        yieldedFirst.store(!firstAtOnce, ordering: .relaxed)
     }
 
     /// Passes synthesised samples on: the first block at once (time to first sound), later ones
@@ -31,7 +34,7 @@ final class RenderContext: Sendable {
         producedSamples.add(samples.count, ordering: .relaxed)
         if !yieldedFirst.load(ordering: .relaxed) {
             yieldedFirst.store(true, ordering: .relaxed)
-            continuation.yield(PCMChunk(samples: Array(samples)))
+            sink(PCMChunk(samples: Array(samples)))
             return
         }
         let ready: [Int16]? = pending.withLock { buffer in
@@ -40,7 +43,7 @@ final class RenderContext: Sendable {
             defer { buffer.removeAll(keepingCapacity: true) }
             return buffer
         }
-        if let ready { continuation.yield(PCMChunk(samples: ready)) }
+        if let ready { sink(PCMChunk(samples: ready)) }
     }
 
     /// Yields whatever is still pending; called when synthesis has ended.
@@ -49,7 +52,7 @@ final class RenderContext: Sendable {
             defer { buffer.removeAll() }
             return buffer
         }
-        if !rest.isEmpty { continuation.yield(PCMChunk(samples: rest)) }
+        if !rest.isEmpty { sink(PCMChunk(samples: rest)) }
     }
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }

@@ -160,19 +160,21 @@ struct SpeakRoutes: Sendable {
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let body = try await decodeRequest(request)
         try await validate(body.utterance)
-        var samples: [Int16] = []
+        let format = server.renderer.format
+        // About three seconds: most announcements fit without the buffer growing.
+        var file = WAVFile(format: format, capacity: 3 * format.sampleRate)
         do {
-            for try await chunk in server.renderer.render(body.utterance) {
-                samples.append(contentsOf: chunk.samples)
+            for try await chunk in server.renderer.render(body.utterance, chunking: .whole) {
+                file.append(chunk.samples)
             }
         } catch let error as SpeechInputError {
             throw APIError.invalid(error)
         }
         server.metrics.countRender()
-        let wav = WAVFile.encode(samples, format: server.renderer.format)
+        let wav = file.finish()
         return Response(
-            status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.count)],
-            body: .init(byteBuffer: ByteBuffer(bytes: wav)))
+            status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
+            body: .init(byteBuffer: wav))
     }
 
     @Sendable func voices(_ request: Request, context: BasicRequestContext) async throws -> Response {

@@ -57,12 +57,32 @@ public protocol SpeechRenderer: Sendable {
     /// by the stream, a bad input before any chunk.
     func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error>
 
+    /// Renders `utterance` with `chunking`: the same samples as `render(_:)`, cut differently.
+    func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error>
+
     /// Checks that `utterance` can be rendered (values in range, every language resolves to a
     /// voice, every IPA symbol is supported) without rendering it; the error names the field.
     func validate(_ utterance: Utterance) async throws(SpeechInputError)
 
     /// The voices available, with the BCP 47 tags each serves.
     func voices() async throws -> [VoiceInfo]
+}
+
+/// How a rendering is cut into chunks.
+public enum RenderChunking: Sendable, Hashable {
+    /// The first block as soon as it is made (time to first sound), later ones about a second
+    /// long: for playback.
+    case streaming
+    /// As few chunks as the renderer can make: for a caller that needs all of the audio before
+    /// it can use any (`POST /v1/speech`), so it is woken once, not once per second of audio.
+    case whole
+}
+
+extension SpeechRenderer {
+    /// Renderers with one way of chunking give it for both.
+    public func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
+        render(utterance)
+    }
 }
 
 /// Where rendered audio is played.

@@ -111,11 +111,12 @@ struct WorkerUsageError: Error, CustomStringConvertible {
 }
 
 /// Reads frames on a thread of its own (a blocking read must not hold a cooperative thread) and
-/// renders one job at a time.
+/// renders one job at a time. Chunks go from espeak-ng's callback straight to standard output,
+/// on the espeak thread: no stream or task between the engine and the pipe.
 final class WorkerLoop: Sendable {
     let engine: EspeakEngine
-    /// The job being rendered, so `cancel` can abort it.
-    private let current = Mutex<Task<Void, Never>?>(nil)
+    /// Cancels the job being rendered.
+    private let current = Mutex<RenderCancellation?>(nil)
 
     init(engine: EspeakEngine) {
         self.engine = engine
@@ -144,14 +145,8 @@ final class WorkerLoop: Sendable {
             switch frame {
             case nil:
                 return
-            case .job(let json)?:
-                current.withLock { current in
-                    let previous = current
-                    current = Task { [engine] in
-                        await previous?.value
-                        await Self.render(json, on: engine)
-                    }
-                }
+            case .job(let json, let chunking)?:
+                start(json, chunking: chunking)
             case .cancel?:
                 current.withLock { $0?.cancel() }
             default:
@@ -161,19 +156,28 @@ final class WorkerLoop: Sendable {
         }
     }
 
-    /// Renders one job, sending its chunks and then `done`, or `failure` with the reason.
-    private static func render(_ json: Data, on engine: EspeakEngine) async {
+    /// Starts one job; its chunks, then `done` or `failure`, are written as they come. The daemon
+    /// sends the next job only after that answer, so writes never interleave.
+    private func start(_ json: Data, chunking: RenderChunking) {
+        let utterance: Utterance
         do {
-            let utterance = try JSONDecoder().decode(Utterance.self, from: json)
-            // Cancelling this task ends the stream early and aborts espeak-ng's synthesis.
-            for try await chunk in engine.render(utterance) {
-                try WorkerFrame.pcm(chunk.samples).write(to: STDOUT_FILENO)
-            }
-            try WorkerFrame.done.write(to: STDOUT_FILENO)
-        } catch is CancellationError {
-            try? WorkerFrame.done.write(to: STDOUT_FILENO)
+            utterance = try JSONDecoder().decode(Utterance.self, from: json)
         } catch {
-            try? WorkerFrame.failure("\(error)").write(to: STDOUT_FILENO)
+            Self.send(.failure("\(error)"))
+            return
+        }
+        let cancellation = engine.render(
+            utterance, chunking: chunking, deliver: { chunk in Self.send(.pcm(chunk.samples)) },
+            finished: { error in Self.send(error.map { .failure("\($0)") } ?? .done) })
+        current.withLock { $0 = cancellation }
+    }
+
+    /// Writes `frame`; a daemon that went away ends the worker.
+    private static func send(_ frame: WorkerFrame) {
+        do {
+            try frame.write(to: STDOUT_FILENO)
+        } catch {
+            exit(0)
         }
     }
 }

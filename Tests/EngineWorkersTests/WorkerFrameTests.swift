@@ -8,7 +8,8 @@ struct WorkerFrameTests {
         "Every frame survives encoding, a pipe and decoding",
         arguments: [
             WorkerFrame.ready(sampleRate: 22_050, sandbox: "no_new_privs, seccomp, landlock ABI 7"),
-            .job(Data(#"{"text":"Olá"}"#.utf8)), .cancel,
+            .job(Data(#"{"text":"Olá"}"#.utf8), chunking: .streaming),
+            .job(Data(#"{"text":"x"}"#.utf8), chunking: .whole), .cancel,
             .pcm([0, 1, -1, .max, .min, 12_345]), .pcm([]), .done, .failure("espeak-ng: no voice 'xx'"),
         ])
     func roundTrip(_ frame: WorkerFrame) throws {
@@ -27,6 +28,7 @@ struct WorkerFrameTests {
             ([UInt8(ascii: "R"), 2, 0, 0, 0, 1, 2], "not 4 or more"),
             ([UInt8(ascii: "Z"), 0, 0, 0, 0], "unknown frame kind"),
             ([UInt8(ascii: "J"), 0xFF, 0xFF, 0xFF, 0x7F], "over the limit"),
+            ([UInt8(ascii: "J"), 2, 0, 0, 0, UInt8(ascii: "X"), UInt8(ascii: "{")], "starts with S or W"),
             ([UInt8(ascii: "D"), 0, 0], "ended inside a frame"),
         ])
     func malformed(_ bytes: [UInt8], message: String) throws {
