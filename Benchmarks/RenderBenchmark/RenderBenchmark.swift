@@ -9,8 +9,12 @@ import SpeakTestSupport
 ///   `text` in a loop (synchronous mode, voice en-us): renders per second, summed;
 /// - speakd: the `speakd` built beside this executable, `--audio null`, with extra flags from
 ///   `--speakd-args "…"` or `SPEAKD_BENCH_ARGS` (e.g. `--engine-workers 2` where it exists),
-///   hammered with `POST /v1/speech` for the same text by `--clients` (default 3) concurrent
-///   clients over the Unix socket: requests per second and the ratio to raw (goal ≥ 0.8);
+///   hammered with `POST /v1/speech` for the same text over `--clients` (default 3) connections
+///   by `wrk` over TCP with keep-alive (Debian's `wrk`; without it, by `SpeakHTTPClient` over the
+///   Unix socket, a connection per request): requests per second and the ratio to raw (goal ≥ 0.8);
+/// - CPU time per request of speakd, of its workers and of the client, beside raw CPU per render
+///   (from `/proc/PID/stat` and `getrusage`): where the time goes, and a ratio that holds even
+///   when other work shares the cores;
 /// - idle memory: PSS (`/proc/PID/smaps_rollup`) of speakd and every descendant process after
 ///   the load has stopped and it has been idle a few seconds (goal ≤ 30 MB), beside
 ///   speech-dispatcher's when one is running (see the README).
@@ -42,7 +46,21 @@ struct RenderBenchmark {
 
         let raw = try await rawRate(executable: here.path, processes: 2, seconds: phase)
         let daemon = try await SpeakdProcess.start(executable: speakdPath, audio: "null", arguments: extra)
-        let served = try await serve(daemon.unixClient, clients: clients, seconds: phase)
+        let cpuBefore = (tree: treeCPUSeconds(root: daemon.pid), client: ownCPUSeconds())
+        let wrk = executableOnPath("wrk")
+        let served =
+            if let wrk {
+                try serveWithWrk(wrk, daemon: daemon, connections: clients, seconds: phase)
+            } else {
+                try await serve(daemon.unixClient, clients: clients, seconds: phase)
+            }
+        let cpuAfter = (tree: treeCPUSeconds(root: daemon.pid), client: ownCPUSeconds())
+        let requests = max(Double(served.requests), 1)
+        let cpu = (
+            daemon: (cpuAfter.tree.root - cpuBefore.tree.root) / requests,
+            workers: (cpuAfter.tree.descendants - cpuBefore.tree.descendants) / requests,
+            client: (served.clientCPU ?? (cpuAfter.client - cpuBefore.client)) / requests
+        )
         try await Task.sleep(for: .seconds(max(seconds - 2 * phase, 3)))
         let pss = try processTreePSS(root: daemon.pid)
         let dispatcher = speechDispatcherPSS()
@@ -50,11 +68,20 @@ struct RenderBenchmark {
 
         print("speakd render benchmark: '\(text)', \(Int(phase)) s per phase, speakd \(extra.joined(separator: " "))")
         print(pad("measure", 36) + pad("figure", 16) + "goal")
-        print(pad("raw libespeak-ng, 2 processes", 36) + pad(String(format: "%.1f renders/s", raw), 16) + "-")
+        print(pad("raw libespeak-ng, 2 processes", 36) + pad(String(format: "%.1f renders/s", raw.rate), 16) + "-")
+        let load =
+            wrk == nil ? "speakd, \(clients) clients, Unix socket" : "speakd, wrk \(clients) conn., TCP"
         print(
-            pad("speakd, \(clients) clients over Unix socket", 36)
+            pad(load, 36)
                 + pad(String(format: "%.1f req/s", served.rate), 16) + "-")
-        print(pad("speakd / raw", 36) + pad(String(format: "%.2f", served.rate / raw), 16) + "≥ 0.80")
+        print(pad("speakd / raw", 36) + pad(String(format: "%.2f", served.rate / raw.rate), 16) + "≥ 0.80")
+        print(pad("CPU per raw render", 36) + pad(milliseconds(raw.cpuPerRender), 16) + "-")
+        print(pad("CPU per request: speakd", 36) + pad(milliseconds(cpu.daemon), 16) + "-")
+        print(pad("CPU per request: its workers", 36) + pad(milliseconds(cpu.workers), 16) + "-")
+        print(pad("CPU per request: the HTTP client", 36) + pad(milliseconds(cpu.client), 16) + "-")
+        print(
+            pad("raw CPU / (speakd + workers) CPU", 36)
+                + pad(String(format: "%.2f", raw.cpuPerRender / max(cpu.daemon + cpu.workers, 1e-9)), 16) + "-")
         print(pad("failed requests", 36) + pad("\(served.failures)", 16) + "0")
         print(
             pad("speakd idle PSS (\(pss.processes) processes)", 36)
@@ -72,6 +99,8 @@ struct RenderBenchmark {
         guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return nil }
         return arguments[index + 1]
     }
+
+    static func milliseconds(_ seconds: Double) -> String { String(format: "%.3f ms", seconds * 1000) }
 
     static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
@@ -92,11 +121,14 @@ struct RenderBenchmark {
             }
             count += 1
         }
-        print("\(count) \(Date().timeIntervalSince(start))")
+        print("\(count) \(Date().timeIntervalSince(start)) \(ownCPUSeconds())")
     }
 
-    /// Starts `processes` copies of this executable in `--raw` mode at once; renders per second, summed.
-    static func rawRate(executable: String, processes: Int, seconds: Double) async throws -> Double {
+    /// Starts `processes` copies of this executable in `--raw` mode at once: renders per second,
+    /// summed, and CPU seconds per render.
+    static func rawRate(executable: String, processes: Int, seconds: Double) async throws -> (
+        rate: Double, cpuPerRender: Double
+    ) {
         let children = try (0..<processes).map { _ in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
@@ -107,24 +139,51 @@ struct RenderBenchmark {
             return (process, pipe)
         }
         var total = 0.0
+        var renders = 0.0
+        var cpu = 0.0
         for (process, pipe) in children {
             let output = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            let fields = String(decoding: output, as: UTF8.self).split(separator: " ")
-            guard fields.count == 2, let count = Double(fields[0]),
-                let elapsed = Double(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)), elapsed > 0
+            let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+            guard fields.count == 3, let count = Double(fields[0]), let elapsed = Double(fields[1]), elapsed > 0,
+                let seconds = Double(fields[2])
             else {
                 throw SpeakdProcess.Failure(
                     description: "raw child printed '\(String(decoding: output, as: UTF8.self))'")
             }
             total += count / elapsed
+            renders += count
+            cpu += seconds
         }
-        return total
+        return (total, renders > 0 ? cpu / renders : 0)
+    }
+
+    /// CPU seconds (user and system) this process has used.
+    static func ownCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return cpuSeconds(usage)
+    }
+
+    /// CPU seconds used so far by `pid` and by each of its descendants, separately.
+    static func treeCPUSeconds(root: pid_t) -> (root: Double, descendants: Double) {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        func cpu(_ pid: Int) -> Double {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return 0 }
+            // Fields after the command name: state is field 3, utime 14 and stime 15.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+            return (user + system) / ticks
+        }
+        let all = descendants(of: Int(root))
+        return (cpu(Int(root)), all.filter { $0 != Int(root) }.map(cpu).reduce(0, +))
     }
 
     /// `clients` concurrent loops of `POST /v1/speech` until `seconds` are up.
     static func serve(_ client: SpeakHTTPClient, clients: Int, seconds: Double) async throws -> (
-        rate: Double, failures: Int
+        rate: Double, requests: Int, failures: Int, clientCPU: Double?
     ) {
         let body = Array(try JSONSerialization.data(withJSONObject: ["text": text]))
         // Warm up the voice once.
@@ -150,17 +209,75 @@ struct RenderBenchmark {
         }
         let elapsed = start.duration(to: .now)
         let elapsedSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return (Double(results.0) / elapsedSeconds, results.1)
+        return (Double(results.0) / elapsedSeconds, results.0 + results.1, results.1, nil)
     }
 
-    /// PSS in kB of `root` and all its descendants, found through `/proc/PID/task/*/children`.
+    /// The same load from `wrk` (one thread, `connections` keep-alive connections over TCP), as
+    /// a client library with a connection pool would send it; the HTTP client's CPU is wrk's.
+    static func serveWithWrk(_ wrk: String, daemon: SpeakdProcess, connections: Int, seconds: Double) throws -> (
+        rate: Double, requests: Int, failures: Int, clientCPU: Double?
+    ) {
+        let script = daemon.directory.appendingPathComponent("post.lua")
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: ["text": text]), as: UTF8.self)
+        try """
+        wrk.method = "POST"
+        wrk.body = '\(body)'
+        wrk.headers["Content-Type"] = "application/json"
+        done = function(summary, latency, requests)
+          io.write(string.format("speakd-bench %d %d %d\\n", summary.requests,
+            summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write
+              + summary.errors.timeout, summary.duration))
+        end
+        """.write(to: script, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: wrk)
+        process.arguments = [
+            "-t1", "-c\(connections)", "-d\(Int(seconds.rounded(.up)))s", "-s", script.path,
+            "-H", "Authorization: Bearer \(daemon.token ?? "")", "http://127.0.0.1:\(daemon.port)/v1/speech",
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        var before = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &before)
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var after = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &after)
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("speakd-bench ") }),
+            case let fields = line.split(separator: " ").compactMap({ Int($0) }), fields.count == 3, fields[2] > 0
+        else {
+            throw SpeakdProcess.Failure(description: "wrk printed '\(output)'")
+        }
+        let seconds = Double(fields[2]) / 1e6
+        return (Double(fields[0] - fields[1]) / seconds, fields[0], fields[1], cpuSeconds(after) - cpuSeconds(before))
+    }
+
+    static func cpuSeconds(_ usage: rusage) -> Double {
+        Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// The full path of `name` on `PATH`, if it is there.
+    static func executableOnPath(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(name)" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// PSS in kB of `root` and all its descendants.
     static func processTreePSS(root: pid_t) throws -> (kilobytes: Int, processes: Int) {
-        var pending = [Int(root)]
-        var seen = Set<Int>()
-        var total = 0
+        let all = descendants(of: Int(root))
+        return (all.map(pss).reduce(0, +), all.count)
+    }
+
+    /// `root` and all its descendants, found through `/proc/PID/task/*/children`.
+    static func descendants(of root: Int) -> [Int] {
+        var pending = [root]
+        var seen: [Int] = []
         while let pid = pending.popLast() {
-            guard seen.insert(pid).inserted else { continue }
-            total += pss(pid)
+            guard !seen.contains(pid) else { continue }
+            seen.append(pid)
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
             for task in tasks {
                 let children =
@@ -168,7 +285,7 @@ struct RenderBenchmark {
                 pending += children.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             }
         }
-        return (total, seen.count)
+        return seen
     }
 
     /// The `Pss:` line of `/proc/PID/smaps_rollup`, in kB; 0 when the process is gone.
