@@ -14,6 +14,12 @@ public struct Speak: AsyncParsableCommand {
         defaultSubcommand: Say.self
     )
 
+    /// The daemon to talk to, parsed here at the root wherever it stands on the command line, so
+    /// `speak --http HOST:PORT status` runs `status` instead of speaking the word. Each
+    /// subcommand's own `@OptionGroup` of the same type receives this value (argument-parser
+    /// hands a parent's decoded group down) and shows the options in its help.
+    @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
+
     public init() {}
 
     /// Parses `arguments`, runs the command and returns the exit status; messages go to standard error.

@@ -118,6 +118,53 @@ import Testing
         }
     }
 
+    /// Connection options may stand before the subcommand: `speak --http H status` shows the
+    /// status instead of speaking the word "status".
+    @Test func subcommandsAreFoundAfterConnectionOptions() throws {
+        let tcp = SpeakEndpoint.tcp(host: "127.0.0.1", port: 7770)
+        let status = try #require(try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "status"]) as? Speak.Status)
+        #expect(try status.connection.candidates(environment: [:]) == [tcp])
+
+        let cancel = try #require(
+            try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "cancel", "abc123"]) as? Speak.Cancel)
+        #expect(cancel.id == "abc123" && !cancel.all)
+        #expect(try cancel.connection.candidates(environment: [:]) == [tcp])
+
+        let all = try #require(try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "cancel", "--all"]) as? Speak.Cancel)
+        #expect(all.all && all.id == nil)
+        #expect(try all.connection.candidates(environment: [:]) == [tcp])
+
+        let events = try #require(
+            try Speak.parseAsRoot(["--socket", "/tmp/s.sock", "--token-file", "/tmp/t", "events", "--count", "2"])
+                as? Speak.Events)
+        #expect(events.count == 2)
+        #expect(events.connection.tokenFile == "/tmp/t")
+        #expect(try events.connection.candidates(environment: [:]) == [.unixSocket(path: "/tmp/s.sock")])
+
+        // After the subcommand, and after the text, as before.
+        let after = try #require(try Speak.parseAsRoot(["status", "--socket", "/tmp/s.sock"]) as? Speak.Status)
+        #expect(try after.connection.candidates(environment: [:]) == [.unixSocket(path: "/tmp/s.sock")])
+        let say = try #require(try Speak.parseAsRoot(["Doors closing", "--http", "127.0.0.1:7770"]) as? Speak.Say)
+        #expect(try say.readUtterance().text == "Doors closing")
+        #expect(try say.connection.candidates(environment: [:]) == [tcp])
+
+        // The rule that makes this possible still refuses two daemons.
+        #expect(throws: (any Error).self) {
+            try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "status", "--socket", "/tmp/s.sock"])
+        }
+    }
+
+    /// A text that is a subcommand's name is spoken with `say` or after `--`.
+    @Test(arguments: [
+        ["say", "status"], ["--", "status"], ["--http", "127.0.0.1:7770", "say", "status"],
+        ["--http", "127.0.0.1:7770", "--", "status"], ["--socket", "/tmp/s.sock", "say", "cancel", "--", "--all"],
+    ])
+    func aSubcommandNameIsSpokenWithSayOrAfterTwoDashes(arguments: [String]) throws {
+        let say = try #require(try Speak.parseAsRoot(arguments) as? Speak.Say, "\(arguments)")
+        let expected = arguments.contains("cancel") ? "cancel --all" : "status"
+        #expect(try say.readUtterance().text == expected)
+    }
+
     /// The token goes over TCP only, from --token-file, SPEAKD_TOKEN_FILE, SPEAKD_TOKEN or next to the socket.
     @Test func tokenIsFoundForTCPOnly() throws {
         let token = String(repeating: "ab", count: 32)

@@ -106,6 +106,32 @@ extension SpeakdIntegration {
             expectExactlyOneFinished(ids, in: speakd.events.events)
         }
 
+        @Test("connection options before the subcommand: speak --socket S status and cancel --all speak nothing")
+        func optionsBeforeTheSubcommand() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let speaking = try await speakd.accept(announcement(Self.longText))
+            _ = try #require(await speakd.events.waitFor(.started, of: speaking))
+            let socket = ["--socket", speakd.daemon.socketPath]
+            let status = try await BuiltProduct.run(
+                "speak", socket + ["status"], environment: speakd.pulse.environment)
+            let cancel = try await BuiltProduct.run(
+                "speak", socket + ["cancel", "--all"], environment: speakd.pulse.environment)
+            #expect(await speakd.events.waitForFinished([speaking]))
+            _ = await speakd.stop()
+
+            #expect(status.status == 0, "stderr: \(status.standardError)")
+            #expect(
+                status.standardOutput.contains("daemon: unix:\(speakd.daemon.socketPath)"), "\(status.standardOutput)")
+            #expect(cancel.status == 0, "stderr: \(cancel.standardError)")
+            #expect(
+                try WireFormat.decoder().decode(CancelResult.self, from: Data(cancel.standardOutput.utf8)).cancelled
+                    == 1)
+            #expect(speakd.events.finished(speaking).first?.reason == .cancelled)
+            // Neither word was announced: the test's own announcement is the only one the daemon saw.
+            #expect(Set(speakd.events.events.map(\.id)) == [speaking])
+            expectExactlyOneFinished([speaking], in: speakd.events.events)
+        }
+
         @Test("speak events --count N prints N events as JSON lines and exits 0")
         func events() async throws {
             let speakd = try await AudibleDaemon.start()
