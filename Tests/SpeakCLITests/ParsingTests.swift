@@ -165,6 +165,21 @@ import Testing
         #expect(try say.readUtterance().text == expected)
     }
 
+    /// `--json` decodes the file as the daemon decodes a request body: an unknown key is refused
+    /// with the daemon's message, not dropped.
+    @Test func jsonRefusesUnknownKeysAsTheDaemonDoes() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
+        try Data(#"{"text":"Doors closing","pich":1.6}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let say = try #require(try Speak.parseAsRoot(["--json", file.path]) as? Speak.Say)
+        #expect {
+            try say.readUtterance()
+        } throws: { error in
+            "\(error)".contains("--json \(file.path): pich: unknown key 'pich'; a request has ")
+        }
+        #expect(await Speak.run(arguments: ["--json", file.path, "--local", "--audio", "null"]) == 2)
+    }
+
     /// The token goes over TCP only, from --token-file, SPEAKD_TOKEN_FILE, SPEAKD_TOKEN or next to the socket.
     @Test func tokenIsFoundForTCPOnly() throws {
         let token = String(repeating: "ab", count: 32)

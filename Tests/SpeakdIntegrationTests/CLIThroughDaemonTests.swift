@@ -132,6 +132,37 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([speaking], in: speakd.events.events)
         }
 
+        @Test("speak --json: the daemon's message for an unknown key, exit 2; the file's priority is kept")
+        func jsonIsARequestBody() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let directory = speakd.daemon.directory
+            let misspelt = #"{"text":"Doors closing","pich":1.6}"#
+            let daemonAnswer = try await speakd.unix.send(
+                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+                body: Array(misspelt.utf8))
+            let misspeltFile = directory.appendingPathComponent("misspelt.json")
+            try Data(misspelt.utf8).write(to: misspeltFile)
+            let refused = try await speak(speakd, ["--json", misspeltFile.path])
+
+            let urgentFile = directory.appendingPathComponent("urgent.json")
+            try Data(#"{"text":"Platform change","priority":"high","expiresAfter":60}"#.utf8).write(to: urgentFile)
+            let urgent = try await speak(speakd, ["--json", urgentFile.path, "--wait"])
+            _ = await speakd.stop()
+
+            #expect(daemonAnswer.status == 422)
+            let daemonError = try #require(daemonAnswer.error, "\(String(decoding: daemonAnswer.body, as: UTF8.self))")
+            #expect(refused.status == 2, "stderr: \(refused.standardError)")
+            #expect(
+                refused.standardError.contains("--json \(misspeltFile.path): \(daemonError.description)"),
+                "speak said \(refused.standardError); the daemon said \(daemonError)")
+
+            #expect(urgent.status == 0, "stderr: \(urgent.standardError)")
+            let finished = try finishedEvent(in: urgent.standardOutput)
+            #expect(finished.priority == .high)
+            #expect(speakd.events.events.filter { $0.type == .queued }.map(\.priority) == [.high])
+            expectExactlyOneFinished([finished.id], in: speakd.events.events)
+        }
+
         @Test("speak events --count N prints N events as JSON lines and exits 0")
         func events() async throws {
             let speakd = try await AudibleDaemon.start()
