@@ -180,6 +180,30 @@ import Testing
         #expect(await Speak.run(arguments: ["--json", file.path, "--local", "--audio", "null"]) == 2)
     }
 
+    /// The CLI and the daemon allow the same number of spans.
+    @Test func spanLimitIsTheDaemons() throws {
+        func json(spans count: Int) throws -> URL {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
+            let spans = (0..<count).map { _ in #"{"text":"a "}"# }.joined(separator: ",")
+            try Data(#"{"spans":[\#(spans)]}"#.utf8).write(to: file)
+            return file
+        }
+        let fits = try json(spans: 100)
+        let over = try json(spans: 101)
+        defer {
+            try? FileManager.default.removeItem(at: fits)
+            try? FileManager.default.removeItem(at: over)
+        }
+        let accepted = try #require(try Speak.parseAsRoot(["--json", fits.path]) as? Speak.Say)
+        #expect(try accepted.readUtterance().spans.count == 100)
+        let refused = try #require(try Speak.parseAsRoot(["--json", over.path]) as? Speak.Say)
+        #expect {
+            try refused.readUtterance()
+        } throws: { error in
+            "\(error)".contains("spans: 101 spans is more than the limit of 100")
+        }
+    }
+
     /// The token goes over TCP only, from --token-file, SPEAKD_TOKEN_FILE, SPEAKD_TOKEN or next to the socket.
     @Test func tokenIsFoundForTCPOnly() throws {
         let token = String(repeating: "ab", count: 32)
