@@ -34,6 +34,7 @@ extension Speak {
         var wait = false
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
         var expiresAfter: Double?

@@ -52,6 +52,11 @@ import Testing
         (["--json", "-", "--ssml"], "--json and --ssml"),
         (["cancel"], "missing announcement id"),
         (["cancel", "--all", "abc"], "not both"),
+        // A negative number after an option is its value, so the range error names it.
+        (["--pitch", "-1", "hi"], "--pitch -1"),
+        (["--rate", "-0.5", "hi"], "--rate -0.5"),
+        (["--volume", "-0.5", "hi"], "--volume -0.5"),
+        (["--expires-after", "-5", "hi"], "--expires-after -5"),
     ])
     func invalidInputNamesTheFlagAndValue(arguments: [String], expected: String) {
         #expect(throws: (any Error).self) { try Speak.parseAsRoot(arguments) }
