@@ -1,0 +1,22 @@
+import Foundation
+import SpeakTestSupport
+import Testing
+
+/// What a user of the built `speak` sees on its standard output and standard error, with no daemon.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ExecutableTests {
+    /// An environment where no daemon answers.
+    private static func environment() -> [String: String] {
+        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speak-test-\(UUID())").path
+        return ["XDG_RUNTIME_DIR": runtime, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
+    }
+
+    /// libasound's own error lines ("ALSA lib pcm.c:…") do not reach the user; speak's error names the device.
+    @Test func alsaErrorsAreSpeaksOwn() async throws {
+        let result = try await BuiltProduct.run(
+            "speak", ["--audio", "alsa:speakd-test-no-such-pcm", "--wait", "hello"], environment: Self.environment())
+        #expect(result.status == 1, "\(result.standardError)")
+        #expect(result.standardError.contains("alsa:speakd-test-no-such-pcm"), "\(result.standardError)")
+        #expect(!result.standardError.contains("ALSA lib"), "\(result.standardError)")
+    }
+}
