@@ -160,11 +160,13 @@ extension Speak {
             return request
         }
 
-        /// TEXT or standard input, as plain text or SSML.
+        /// TEXT, or standard input without the whitespace and newline at its end (`echo` and
+        /// editors end a file with one; the text the events report should not).
         private func plainOrSSMLUtterance(defaults: SpeechAttributes) throws -> Utterance {
-            let source: String
+            var source: String
             if text.isEmpty {
                 source = String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)
+                while source.last?.isWhitespace == true { source.removeLast() }
             } else {
                 source = text.joined(separator: " ")
             }

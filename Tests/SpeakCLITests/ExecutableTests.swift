@@ -11,6 +11,16 @@ struct ExecutableTests {
         return ["XDG_RUNTIME_DIR": runtime, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
     }
 
+    /// Text from standard input loses the newline `echo` and editors put at its end.
+    @Test func standardInputLosesItsTrailingNewline() async throws {
+        let result = try await BuiltProduct.run(
+            "speak", ["--audio", "null", "--wait"], environment: Self.environment(),
+            standardInput: Data("Doors closing \n\n".utf8))
+        #expect(result.status == 0, "\(result.standardError)")
+        let finished = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        #expect(finished?["text"] as? String == "Doors closing", "\(result.standardOutput)")
+    }
+
     /// libasound's own error lines ("ALSA lib pcm.c:…") do not reach the user; speak's error names the device.
     @Test func alsaErrorsAreSpeaksOwn() async throws {
         let result = try await BuiltProduct.run(
