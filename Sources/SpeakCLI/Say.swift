@@ -8,14 +8,17 @@ extension Speak {
     struct Say: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Speak TEXT (or standard input): through the daemon when one answers, else in-process.",
-            discussion: """
-                Examples:
-                  speak --pitch 1.4 --lang pt-PT "Olá, bom dia"
-                  speak --output hello.wav "Hello"
-                  speak --ssml '<speak>Platform <say-as interpret-as="characters">7</say-as></speak>'
-                  echo '{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT"}]}' | speak --json -
-                """
+            discussion: examples
         )
+
+        /// Shown in this command's help and in `speak --help`.
+        static let examples = """
+            Examples:
+              speak --pitch 1.4 --lang pt-PT "Olá, bom dia"
+              speak --output hello.wav "Hello"
+              speak --ssml '<speak>Platform <say-as interpret-as="characters">7</say-as></speak>'
+              echo '{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT"}]}' | speak --json -
+            """
 
         @OptionGroup var speech: SpeechOptions
 
@@ -60,7 +63,7 @@ extension Speak {
                 valueName: "sink"))
         var audio: String?
 
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
         @Argument(help: "The text to speak; standard input when none is given.")
         var text: [String] = []

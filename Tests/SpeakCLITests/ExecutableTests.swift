@@ -11,6 +11,33 @@ struct ExecutableTests {
         return ["XDG_RUNTIME_DIR": runtime, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
     }
 
+    /// `speak --help` shows the flags of the default command, not only the list of subcommands.
+    @Test(arguments: [["--help"], ["-h"], ["help"], ["--socket", "/tmp/s.sock", "--help"]])
+    func topLevelHelpShowsTheSpeechFlags(arguments: [String]) async throws {
+        let result = try await BuiltProduct.run("speak", arguments, environment: Self.environment())
+        #expect(result.status == 0, "\(result.standardError)")
+        let help = result.standardOutput
+        for flag in [
+            "--pitch", "--lang", "--punctuation", "--no-punctuation", "--spell-out", "--rate", "--volume",
+            "--priority", "--interrupt", "--wait", "--expires-after", "--output", "--json", "--ssml", "--local",
+            "--audio", "--socket", "--http", "--token-file", "<text>",
+        ] {
+            #expect(help.contains(flag), "\(arguments): help lacks \(flag):\n\(help)")
+        }
+        for subcommand in ["say", "voices", "events", "cancel", "status"] {
+            #expect(help.contains("\n  \(subcommand) "), "\(arguments): help lacks \(subcommand):\n\(help)")
+        }
+        #expect(help.contains("speak say status"), "\(arguments): help does not say how to speak a subcommand's name")
+    }
+
+    /// The help of a subcommand is still its own.
+    @Test func subcommandHelpIsItsOwn() async throws {
+        let result = try await BuiltProduct.run("speak", ["cancel", "--help"], environment: Self.environment())
+        #expect(result.status == 0)
+        #expect(result.standardOutput.contains("--all"))
+        #expect(!result.standardOutput.contains("--pitch"))
+    }
+
     /// Text from standard input loses the newline `echo` and editors put at its end.
     @Test func standardInputLosesItsTrailingNewline() async throws {
         let result = try await BuiltProduct.run(
