@@ -5,16 +5,19 @@ import Testing
 /// What a user of the built `speak` sees on its standard output and standard error, with no daemon.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct ExecutableTests {
-    /// An environment where no daemon answers.
-    private static func environment() -> [String: String] {
-        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speak-test-\(UUID())").path
-        return ["XDG_RUNTIME_DIR": runtime, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
+    /// Runs the built `speak` where no daemon answers; the runtime directory that audio clients
+    /// may create in it is removed afterwards.
+    private static func speak(_ arguments: [String], standardInput: Data? = nil) async throws -> BuiltProduct.Result {
+        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speak-test-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: runtime) }
+        let environment = ["XDG_RUNTIME_DIR": runtime.path, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
+        return try await BuiltProduct.run("speak", arguments, environment: environment, standardInput: standardInput)
     }
 
     /// `speak --help` shows the flags of the default command, not only the list of subcommands.
     @Test(arguments: [["--help"], ["-h"], ["help"], ["--socket", "/tmp/s.sock", "--help"]])
     func topLevelHelpShowsTheSpeechFlags(arguments: [String]) async throws {
-        let result = try await BuiltProduct.run("speak", arguments, environment: Self.environment())
+        let result = try await Self.speak(arguments)
         #expect(result.status == 0, "\(result.standardError)")
         let help = result.standardOutput
         for flag in [
@@ -32,7 +35,7 @@ struct ExecutableTests {
 
     /// The help of a subcommand is still its own.
     @Test func subcommandHelpIsItsOwn() async throws {
-        let result = try await BuiltProduct.run("speak", ["cancel", "--help"], environment: Self.environment())
+        let result = try await Self.speak(["cancel", "--help"])
         #expect(result.status == 0)
         #expect(result.standardOutput.contains("--all"))
         #expect(!result.standardOutput.contains("--pitch"))
@@ -40,9 +43,8 @@ struct ExecutableTests {
 
     /// Text from standard input loses the newline `echo` and editors put at its end.
     @Test func standardInputLosesItsTrailingNewline() async throws {
-        let result = try await BuiltProduct.run(
-            "speak", ["--audio", "null", "--wait"], environment: Self.environment(),
-            standardInput: Data("Doors closing \n\n".utf8))
+        let result = try await Self.speak(
+            ["--audio", "null", "--wait"], standardInput: Data("Doors closing \n\n".utf8))
         #expect(result.status == 0, "\(result.standardError)")
         let finished = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
         #expect(finished?["text"] as? String == "Doors closing", "\(result.standardOutput)")
@@ -50,8 +52,7 @@ struct ExecutableTests {
 
     /// libasound's own error lines ("ALSA lib pcm.c:…") do not reach the user; speak's error names the device.
     @Test func alsaErrorsAreSpeaksOwn() async throws {
-        let result = try await BuiltProduct.run(
-            "speak", ["--audio", "alsa:speakd-test-no-such-pcm", "--wait", "hello"], environment: Self.environment())
+        let result = try await Self.speak(["--audio", "alsa:speakd-test-no-such-pcm", "--wait", "hello"])
         #expect(result.status == 1, "\(result.standardError)")
         #expect(result.standardError.contains("alsa:speakd-test-no-such-pcm"), "\(result.standardError)")
         #expect(!result.standardError.contains("ALSA lib"), "\(result.standardError)")
