@@ -31,6 +31,7 @@ public final class ALSASink: ReopenableAudioSink {
     ) {
         self.device = device
         self.format = format
+        ALSAErrorLog.route(to: logger)
         let name = "alsa:\(device)"
         self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
             () throws(AudioOutputError) in

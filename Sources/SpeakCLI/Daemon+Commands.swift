@@ -8,7 +8,7 @@ extension Speak {
         static let configuration = CommandConfiguration(
             abstract: "Print the daemon's announcement events (queued, started, finished) as JSON lines.")
 
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
         @Option(help: "Resume after this event id (replays what the daemon still remembers).")
         var after: String?
@@ -35,7 +35,7 @@ extension Speak {
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Cancel one announcement, or all of them.")
 
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
         @Flag(help: "Cancel every announcement, speaking and waiting.")
         var all = false
@@ -66,7 +66,7 @@ extension Speak {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show the daemon's health and its queue.")
 
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
         func run() async throws {
             let client = try await connection.requireDaemon()

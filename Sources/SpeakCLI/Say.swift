@@ -8,19 +8,27 @@ extension Speak {
     struct Say: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Speak TEXT (or standard input): through the daemon when one answers, else in-process.",
-            discussion: """
-                Examples:
-                  speak --pitch 1.4 --lang pt-PT "Olá, bom dia"
-                  speak --output hello.wav "Hello"
-                  speak --ssml '<speak>Platform <say-as interpret-as="characters">7</say-as></speak>'
-                  echo '{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT"}]}' | speak --json -
-                """
+            discussion: examples
         )
+
+        /// Shown in this command's help and in `speak --help`.
+        static let examples = """
+            Examples:
+              speak --pitch 1.4 --lang pt-PT "Olá, bom dia"
+              speak --output hello.wav "Hello"
+              speak --ssml '<speak>Platform <say-as interpret-as="characters">7</say-as></speak>'
+              echo '{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT"}]}' | speak --json -
+            """
 
         @OptionGroup var speech: SpeechOptions
 
-        @Option(help: "How urgent: high, default or low.")
-        var priority: AnnouncementPriority = .default
+        @Option(
+            name: .customLong("priority"),
+            help: "How urgent (default: default; with --json, the request's priority).")
+        var priorityOption: AnnouncementPriority?
+
+        /// The priority the flags ask for; a `--json` request's own priority applies when the flag is absent.
+        var priority: AnnouncementPriority { priorityOption ?? .default }
 
         @Flag(help: "Interrupt a speaking default or low announcement (the wire format's queue: false).")
         var interrupt = false
@@ -29,6 +37,7 @@ extension Speak {
         var wait = false
 
         @Option(
+            parsing: .unconditional,
             help: ArgumentHelp(
                 "Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
         var expiresAfter: Double?
@@ -38,7 +47,8 @@ extension Speak {
 
         @Option(
             help: ArgumentHelp(
-                "Read an utterance in the wire format (JSON) from FILE, or - for standard input.", valueName: "file"))
+                "Read a request body in the wire format (JSON) from FILE, or - for standard input; the flags given override its values.",
+                valueName: "file"))
         var json: String?
 
         @Flag(help: "TEXT is SSML (speak, voice, prosody, say-as characters, break, s, p).")
@@ -53,14 +63,14 @@ extension Speak {
                 valueName: "sink"))
         var audio: String?
 
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
         @Argument(help: "The text to speak; standard input when none is given.")
         var text: [String] = []
 
         func validate() throws {
             if json != nil, !text.isEmpty {
-                throw ValidationError("--json reads the utterance from a file; give no TEXT with it")
+                throw ValidationError("--json reads the request from a file; give no TEXT with it")
             }
             if json != nil, ssml {
                 throw ValidationError("--json and --ssml are two input formats; give one")
@@ -75,13 +85,13 @@ extension Speak {
         }
 
         func run() async throws {
-            let utterance = try readUtterance()
+            let request = try readRequest()
             if let output {
-                try await LocalSpeech.render(utterance, toWAV: output)
+                try await LocalSpeech.render(request.utterance, toWAV: output)
                 return
             }
             if !local, let daemon = try await connection.reachableDaemon() {
-                try await speakThroughDaemon(daemon, utterance)
+                try await speakThroughDaemon(daemon, request)
                 return
             }
             if !local, connection.isExplicit() {
@@ -91,7 +101,7 @@ extension Speak {
             let sink = try LocalSpeech.sinkSpec(
                 audio ?? ProcessInfo.processInfo.environment["SPEAKD_AUDIO"] ?? "auto",
                 flag: audio == nil ? "SPEAKD_AUDIO" : "--audio")
-            let finished = try await LocalSpeech.speak(utterance, priority: priority, on: sink)
+            let finished = try await LocalSpeech.speak(request.utterance, priority: request.priority, on: sink)
             if wait { print(try LocalSpeech.json(finished)) }
             guard finished.success == true else {
                 throw SpeakFailure.notCompleted(finished.detail ?? "speech did not complete")
@@ -99,9 +109,7 @@ extension Speak {
         }
 
         /// Posts the announcement; with `--wait`, prints its finished event and fails unless it succeeded.
-        private func speakThroughDaemon(_ daemon: SpeakHTTPClient, _ utterance: Utterance) async throws {
-            let request = AnnouncementRequest(
-                utterance: utterance, priority: priority, queue: !interrupt, expiresAfter: expiresAfter)
+        private func speakThroughDaemon(_ daemon: SpeakHTTPClient, _ request: AnnouncementRequest) async throws {
             let response = try await daemon.send(
                 "POST", wait ? "/v1/announcements?wait=true" : "/v1/announcements", json: request)
             try response.checkStatus("speakd at \(daemon.endpoint)")
@@ -121,40 +129,61 @@ extension Speak {
 
         /// The utterance from `--json`, `--ssml` or plain text, with the flags as its defaults.
         func readUtterance() throws -> Utterance {
+            try readRequest().utterance
+        }
+
+        /// The announcement to make: a `--json` request body decoded as the daemon decodes it
+        /// (strict JSON, unknown keys refused with the daemon's message), or `--ssml` or plain
+        /// text; the flags given override the body's values. Checked against the limits the
+        /// daemon applies by default, so what passes here is not refused there for its size.
+        func readRequest() throws -> AnnouncementRequest {
             let defaults = try speech.attributes()
-            var utterance: Utterance
+            var request: AnnouncementRequest
             if let json {
                 let data = try Self.read(json == "-" ? nil : json, what: "--json")
                 do {
-                    utterance = try Utterance.decode(json: data)
+                    request = try AnnouncementRequest.decode(json: data)
                 } catch {
                     throw SpeakFailure.invalidInput("--json \(json): \(error)")
                 }
-                utterance.defaults = defaults.inheriting(from: utterance.defaults)
+                request.utterance.defaults = defaults.inheriting(from: request.utterance.defaults)
+                if let priorityOption { request.priority = priorityOption }
+                if interrupt { request.queue = false }
+                if let expiresAfter { request.expiresAfter = expiresAfter }
             } else {
-                let source =
-                    text.isEmpty
-                    ? String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)
-                    : text.joined(separator: " ")
-                guard !source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-                    throw SpeakFailure.invalidInput("nothing to speak: give TEXT or write it to standard input")
-                }
-                if ssml {
-                    do {
-                        utterance = try Utterance(ssml: source)
-                    } catch {
-                        throw SpeakFailure.invalidInput("--ssml: \(error)")
-                    }
-                    utterance.defaults = defaults.inheriting(from: utterance.defaults)
-                } else {
-                    utterance = Utterance(source, defaults: defaults)
-                }
+                request = AnnouncementRequest(
+                    utterance: try plainOrSSMLUtterance(defaults: defaults), priority: priority, queue: !interrupt,
+                    expiresAfter: expiresAfter)
             }
             do {
-                try utterance.validate(limits: .default)
+                try request.utterance.validate(limits: .default)
             } catch {
                 throw SpeakFailure.invalidInput("\(error)")
             }
+            return request
+        }
+
+        /// TEXT, or standard input without the whitespace and newline at its end (`echo` and
+        /// editors end a file with one; the text the events report should not).
+        private func plainOrSSMLUtterance(defaults: SpeechAttributes) throws -> Utterance {
+            var source: String
+            if text.isEmpty {
+                source = String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)
+                while source.last?.isWhitespace == true { source.removeLast() }
+            } else {
+                source = text.joined(separator: " ")
+            }
+            guard !source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw SpeakFailure.invalidInput("nothing to speak: give TEXT or write it to standard input")
+            }
+            guard ssml else { return Utterance(source, defaults: defaults) }
+            var utterance: Utterance
+            do {
+                utterance = try Utterance(ssml: source)
+            } catch {
+                throw SpeakFailure.invalidInput("--ssml: \(error)")
+            }
+            utterance.defaults = defaults.inheriting(from: utterance.defaults)
             return utterance
         }
 

@@ -9,10 +9,21 @@ public struct Speak: AsyncParsableCommand {
         discussion: """
             Exit status: 0 when the speech succeeded (with --wait: was spoken to the end), \
             1 when it did not, 2 for invalid input.
+
+            A first word that names a subcommand runs it, after any daemon options; to speak \
+            such a word, write 'speak say status' or 'speak -- status'.
+
+            \(Say.examples)
             """,
         subcommands: [Say.self, Voices.self, Events.self, Cancel.self, Status.self],
         defaultSubcommand: Say.self
     )
+
+    /// The daemon to talk to, parsed here at the root wherever it stands on the command line, so
+    /// `speak --http HOST:PORT status` runs `status` instead of speaking the word. Each
+    /// subcommand's own `@OptionGroup` of the same type receives this value (argument-parser
+    /// hands a parent's decoded group down) and shows the options in its help.
+    @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
     public init() {}
 
@@ -32,13 +43,34 @@ public struct Speak: AsyncParsableCommand {
         } catch {
             let status = exitCode(for: error)
             if status == .success {
-                print(fullMessage(for: error))
+                let message = fullMessage(for: error)
+                print(message == helpMessage() ? topLevelHelp() : message)
                 return 0
             }
             printError(fullMessage(for: error))
             // Usage and validation errors are invalid input: exit 2, as the contract says.
             return status == .validationFailure ? 2 : status.rawValue
         }
+    }
+}
+
+extension Speak {
+    /// The help of `speak --help`, `speak -h` and `speak help`: the default command's arguments
+    /// and options (what most runs use), then the subcommands.
+    ///
+    /// argument-parser's own help for a command with subcommands lists only the subcommands and
+    /// the root's options, leaving the speech flags to `speak help say`.
+    static func topLevelHelp(columns: Int? = nil) -> String {
+        let root = helpMessage(columns: columns)
+        let say = helpMessage(for: Say.self, columns: columns)
+        guard let usage = root.range(of: "\nUSAGE:"), let subcommands = root.range(of: "\nSUBCOMMANDS:"),
+            let arguments = say.range(of: "\nARGUMENTS:")
+        else { return root }
+        var sayOptions = say[arguments.lowerBound...]
+        while sayOptions.last?.isNewline == true { sayOptions.removeLast() }
+        return root[..<usage.lowerBound]
+            + "\nUSAGE: speak [<options>] [<text> ...]\n       speak [<daemon options>] <subcommand> [<options>]\n"
+            + sayOptions + "\n" + root[subcommands.lowerBound...]
     }
 }
 

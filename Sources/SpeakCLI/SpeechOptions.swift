@@ -2,8 +2,11 @@ import ArgumentParser
 import SpeechModel
 
 /// The speech attributes a command line sets for a whole utterance.
+///
+/// The numeric options parse the next word unconditionally, so `--pitch -1` is the value -1
+/// (refused by name as out of range) rather than a missing value followed by an option `-1`.
 struct SpeechOptions: ParsableArguments {
-    @Option(help: "Pitch as an F0 multiplier, 0.0–2.0 (1.0 normal).")
+    @Option(parsing: .unconditional, help: "Pitch as an F0 multiplier, 0.0–2.0 (1.0 normal).")
     var pitch: Double?
 
     @Option(name: .customLong("lang"), help: "BCP 47 language tag, e.g. en-GB, pt-PT, es-419.")
@@ -15,10 +18,10 @@ struct SpeechOptions: ParsableArguments {
     @Flag(help: "Spell out each character (\"07402\" → \"zero seven four zero two\").")
     var spellOut = false
 
-    @Option(help: "Speaking rate, 0.5–2.0 (× 175 words per minute).")
+    @Option(parsing: .unconditional, help: "Speaking rate, 0.5–2.0 (× 175 words per minute).")
     var rate: Double?
 
-    @Option(help: "Volume, 0.0–1.0.")
+    @Option(parsing: .unconditional, help: "Volume, 0.0–1.0.")
     var volume: Double?
 
     /// The utterance defaults these options describe; errors name the flag and its value.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SpeakAPI
 import SpeakServer
+import SpeechModel
 
 /// Everything `speakd` can be told, after flags, environment, config file and defaults are merged
 /// (in that order of precedence).
@@ -73,8 +74,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
             defaultLanguage: "en",
             fallbackLanguage: nil,
             maxBodyBytes: 64 * 1024,
-            maxTextLength: 5_000,
-            maxSpans: 100,
+            maxTextLength: Utterance.Limits.default.maxTextLength,
+            maxSpans: Utterance.Limits.default.maxSpans,
             heartbeatSeconds: 15,
             leadInSeconds: 0,
             eventHistory: 256,

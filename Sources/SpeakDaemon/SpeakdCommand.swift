@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SpeechModel
 
 /// `speakd`: the speech announcement daemon.
 public struct SpeakdCommand: AsyncParsableCommand {
@@ -109,12 +110,15 @@ public struct SpeakdCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-text-length"),
-        help: ArgumentHelp("Longest text of one utterance, in characters. (default: 5000)", valueName: "characters"))
+        help: ArgumentHelp(
+            "Longest text of one utterance, in characters. (default: \(Utterance.Limits.default.maxTextLength))",
+            valueName: "characters"))
     var maxTextLength: String?
 
     @Option(
         name: .customLong("max-spans"),
-        help: ArgumentHelp("Most spans in one utterance. (default: 100)", valueName: "n"))
+        help: ArgumentHelp(
+            "Most spans in one utterance. (default: \(Utterance.Limits.default.maxSpans))", valueName: "n"))
     var maxSpans: String?
 
     @Option(

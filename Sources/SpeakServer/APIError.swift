@@ -117,9 +117,7 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         case DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty:
             return .malformed("the body must be a JSON object")
         case let error as DecodingError:
-            if case .dataCorrupted(let context) = error, context.codingPath.last?.stringValue == "priority" {
-                return .invalid(.malformed(field: "priority", "expected one of high, default, low"))
-            }
+            // An unknown priority is a `SpeechInputError` from `AnnouncementRequest` itself.
             return .invalid(SpeechInputError.from(error))
         default:
             return .malformed("the body could not be read: \(error)")

@@ -1,3 +1,5 @@
+import SpeechModel
+
 /// How the HTTP front limits and decorates requests; the same for every listener.
 public struct ServerSettings: Sendable, Hashable {
     /// The largest request body accepted, in bytes (413 beyond).
@@ -23,7 +25,8 @@ public struct ServerSettings: Sendable, Hashable {
     /// - Parameters: see the properties of the same names; the defaults are speakd's, except
     ///   that speakd's TCP listener has a token.
     public init(
-        maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = 5_000, maxSpans: Int = 100,
+        maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = Utterance.Limits.default.maxTextLength,
+        maxSpans: Int = Utterance.Limits.default.maxSpans,
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
         tokenFile: String? = nil, allowedHosts: [String] = []
     ) {

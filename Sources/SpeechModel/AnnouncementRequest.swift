@@ -1,3 +1,5 @@
+import Foundation
+
 /// An announcement as a client asks for it, before the queue gives it an id; also the body of
 /// `POST /v1/announcements`.
 ///
@@ -41,6 +43,13 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
     }
 
+    /// Decodes a request body as the daemon does: strict JSON (`StrictJSON`), no unknown key,
+    /// values range-checked; every error is a `SpeechInputError` naming the field
+    /// (`pich: unknown key 'pich'; …`).
+    public static func decode(json: Data) throws(SpeechInputError) -> AnnouncementRequest {
+        try StrictJSON.decode(AnnouncementRequest.self, from: json)
+    }
+
     private enum CodingKeys: String, CodingKey {
         case priority, queue, expiresAfter
     }
@@ -67,7 +76,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
                 field: key, "unknown key '\(key)'; a request has \(Self.keys.sorted().joined(separator: ", "))")
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
+        do {
+            priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
+        } catch {
+            throw SpeechInputError.malformed(field: "priority", "expected one of high, default, low")
+        }
         queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
         expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
         utterance = try Utterance(from: decoder)

@@ -41,21 +41,7 @@ extension Utterance: Codable {
     /// does not parse at all. The JSON must be strict (`StrictJSON`): no trailing commas or
     /// duplicate keys, valid UTF-8, numbers a `Double` holds.
     public static func decode(json: Data) throws(SpeechInputError) -> Utterance {
-        do {
-            try StrictJSON.check(json)
-        } catch {
-            if error.isOutOfRange, let field = error.field { throw .outOfRange(field: field, error.message) }
-            throw .malformed(field: error.field, error.message)
-        }
-        do {
-            return try JSONDecoder().decode(Utterance.self, from: json)
-        } catch let error as SpeechInputError {
-            throw error
-        } catch let error as DecodingError {
-            throw SpeechInputError.from(error)
-        } catch {
-            throw .malformed(field: nil, "the body cannot be decoded: \(error)")
-        }
+        try StrictJSON.decode(Utterance.self, from: json)
     }
 
     /// The keys a span may have.
@@ -175,6 +161,28 @@ extension Utterance: Codable {
         try container.encodeIfPresent(attributes.punctuation, forKey: "punctuation")
         try container.encodeIfPresent(attributes.spellOut, forKey: "spellOut")
         if includingIPA { try container.encodeIfPresent(attributes.ipa, forKey: "ipa") }
+    }
+}
+
+extension StrictJSON {
+    /// Checks `json` strictly, then decodes it; every error is a `SpeechInputError` naming the
+    /// field in wire terms, or no field for JSON that does not parse at all.
+    static func decode<Value: Decodable>(_ type: Value.Type, from json: Data) throws(SpeechInputError) -> Value {
+        do {
+            try check(json)
+        } catch {
+            if error.isOutOfRange, let field = error.field { throw .outOfRange(field: field, error.message) }
+            throw .malformed(field: error.field, error.message)
+        }
+        do {
+            return try JSONDecoder().decode(type, from: json)
+        } catch let error as SpeechInputError {
+            throw error
+        } catch let error as DecodingError {
+            throw SpeechInputError.from(error)
+        } catch {
+            throw .malformed(field: nil, "the body cannot be decoded: \(error)")
+        }
     }
 }
 

@@ -11,8 +11,10 @@ extension Utterance {
         /// The most spans.
         public var maxSpans: Int
 
-        /// Limits for a kiosk announcement: 5,000 characters, 500 spans.
-        public static let `default` = Limits(maxTextLength: 5_000, maxSpans: 500)
+        /// Limits for a kiosk announcement: 5,000 characters, 100 spans. The daemon's defaults
+        /// (`max-text-length`, `max-spans`) and `speak`'s own check are these, so an utterance
+        /// `speak` accepts is not refused by a daemon left at its defaults.
+        public static let `default` = Limits(maxTextLength: 5_000, maxSpans: 100)
 
         public init(maxTextLength: Int, maxSpans: Int) {
             self.maxTextLength = maxTextLength

@@ -52,6 +52,11 @@ import Testing
         (["--json", "-", "--ssml"], "--json and --ssml"),
         (["cancel"], "missing announcement id"),
         (["cancel", "--all", "abc"], "not both"),
+        // A negative number after an option is its value, so the range error names it.
+        (["--pitch", "-1", "hi"], "--pitch -1"),
+        (["--rate", "-0.5", "hi"], "--rate -0.5"),
+        (["--volume", "-0.5", "hi"], "--volume -0.5"),
+        (["--expires-after", "-5", "hi"], "--expires-after -5"),
     ])
     func invalidInputNamesTheFlagAndValue(arguments: [String], expected: String) {
         #expect(throws: (any Error).self) { try Speak.parseAsRoot(arguments) }
@@ -115,6 +120,92 @@ import Testing
             try json.readUtterance()
         } throws: { error in
             "\(error)".contains("spans[1].pitch")
+        }
+    }
+
+    /// Connection options may stand before the subcommand: `speak --http H status` shows the
+    /// status instead of speaking the word "status".
+    @Test func subcommandsAreFoundAfterConnectionOptions() throws {
+        let tcp = SpeakEndpoint.tcp(host: "127.0.0.1", port: 7770)
+        let status = try #require(try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "status"]) as? Speak.Status)
+        #expect(try status.connection.candidates(environment: [:]) == [tcp])
+
+        let cancel = try #require(
+            try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "cancel", "abc123"]) as? Speak.Cancel)
+        #expect(cancel.id == "abc123" && !cancel.all)
+        #expect(try cancel.connection.candidates(environment: [:]) == [tcp])
+
+        let all = try #require(try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "cancel", "--all"]) as? Speak.Cancel)
+        #expect(all.all && all.id == nil)
+        #expect(try all.connection.candidates(environment: [:]) == [tcp])
+
+        let events = try #require(
+            try Speak.parseAsRoot(["--socket", "/tmp/s.sock", "--token-file", "/tmp/t", "events", "--count", "2"])
+                as? Speak.Events)
+        #expect(events.count == 2)
+        #expect(events.connection.tokenFile == "/tmp/t")
+        #expect(try events.connection.candidates(environment: [:]) == [.unixSocket(path: "/tmp/s.sock")])
+
+        // After the subcommand, and after the text, as before.
+        let after = try #require(try Speak.parseAsRoot(["status", "--socket", "/tmp/s.sock"]) as? Speak.Status)
+        #expect(try after.connection.candidates(environment: [:]) == [.unixSocket(path: "/tmp/s.sock")])
+        let say = try #require(try Speak.parseAsRoot(["Doors closing", "--http", "127.0.0.1:7770"]) as? Speak.Say)
+        #expect(try say.readUtterance().text == "Doors closing")
+        #expect(try say.connection.candidates(environment: [:]) == [tcp])
+
+        // The rule that makes this possible still refuses two daemons.
+        #expect(throws: (any Error).self) {
+            try Speak.parseAsRoot(["--http", "127.0.0.1:7770", "status", "--socket", "/tmp/s.sock"])
+        }
+    }
+
+    /// A text that is a subcommand's name is spoken with `say` or after `--`.
+    @Test(arguments: [
+        ["say", "status"], ["--", "status"], ["--http", "127.0.0.1:7770", "say", "status"],
+        ["--http", "127.0.0.1:7770", "--", "status"], ["--socket", "/tmp/s.sock", "say", "cancel", "--", "--all"],
+    ])
+    func aSubcommandNameIsSpokenWithSayOrAfterTwoDashes(arguments: [String]) throws {
+        let say = try #require(try Speak.parseAsRoot(arguments) as? Speak.Say, "\(arguments)")
+        let expected = arguments.contains("cancel") ? "cancel --all" : "status"
+        #expect(try say.readUtterance().text == expected)
+    }
+
+    /// `--json` decodes the file as the daemon decodes a request body: an unknown key is refused
+    /// with the daemon's message, not dropped.
+    @Test func jsonRefusesUnknownKeysAsTheDaemonDoes() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
+        try Data(#"{"text":"Doors closing","pich":1.6}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let say = try #require(try Speak.parseAsRoot(["--json", file.path]) as? Speak.Say)
+        #expect {
+            try say.readUtterance()
+        } throws: { error in
+            "\(error)".contains("--json \(file.path): pich: unknown key 'pich'; a request has ")
+        }
+        #expect(await Speak.run(arguments: ["--json", file.path, "--local", "--audio", "null"]) == 2)
+    }
+
+    /// The CLI and the daemon allow the same number of spans.
+    @Test func spanLimitIsTheDaemons() throws {
+        func json(spans count: Int) throws -> URL {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).json")
+            let spans = (0..<count).map { _ in #"{"text":"a "}"# }.joined(separator: ",")
+            try Data(#"{"spans":[\#(spans)]}"#.utf8).write(to: file)
+            return file
+        }
+        let fits = try json(spans: 100)
+        let over = try json(spans: 101)
+        defer {
+            try? FileManager.default.removeItem(at: fits)
+            try? FileManager.default.removeItem(at: over)
+        }
+        let accepted = try #require(try Speak.parseAsRoot(["--json", fits.path]) as? Speak.Say)
+        #expect(try accepted.readUtterance().spans.count == 100)
+        let refused = try #require(try Speak.parseAsRoot(["--json", over.path]) as? Speak.Say)
+        #expect {
+            try refused.readUtterance()
+        } throws: { error in
+            "\(error)".contains("spans: 101 spans is more than the limit of 100")
         }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SpeakDaemon
 import SpeakServer
+import SpeechModel
 import Testing
 
 /// A config file in a fresh temporary directory.
@@ -16,6 +17,15 @@ func configFile(_ contents: String) throws -> String {
 @Suite("Configuration")
 struct ConfigurationTests {
     static let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+
+    /// The daemon's size limits are the speech model's, which `speak` checks before it sends.
+    @Test func sizeLimitsAreTheSpeechModels() throws {
+        let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: Self.environment)
+        #expect(configuration.maxSpans == Utterance.Limits.default.maxSpans)
+        #expect(configuration.maxTextLength == Utterance.Limits.default.maxTextLength)
+        #expect(ServerSettings().maxSpans == Utterance.Limits.default.maxSpans)
+        #expect(ServerSettings().maxTextLength == Utterance.Limits.default.maxTextLength)
+    }
 
     @Test func defaults() throws {
         let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: Self.environment)

@@ -106,6 +106,63 @@ extension SpeakdIntegration {
             expectExactlyOneFinished(ids, in: speakd.events.events)
         }
 
+        @Test("connection options before the subcommand: speak --socket S status and cancel --all speak nothing")
+        func optionsBeforeTheSubcommand() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let speaking = try await speakd.accept(announcement(Self.longText))
+            _ = try #require(await speakd.events.waitFor(.started, of: speaking))
+            let socket = ["--socket", speakd.daemon.socketPath]
+            let status = try await BuiltProduct.run(
+                "speak", socket + ["status"], environment: speakd.pulse.environment)
+            let cancel = try await BuiltProduct.run(
+                "speak", socket + ["cancel", "--all"], environment: speakd.pulse.environment)
+            #expect(await speakd.events.waitForFinished([speaking]))
+            _ = await speakd.stop()
+
+            #expect(status.status == 0, "stderr: \(status.standardError)")
+            #expect(
+                status.standardOutput.contains("daemon: unix:\(speakd.daemon.socketPath)"), "\(status.standardOutput)")
+            #expect(cancel.status == 0, "stderr: \(cancel.standardError)")
+            #expect(
+                try WireFormat.decoder().decode(CancelResult.self, from: Data(cancel.standardOutput.utf8)).cancelled
+                    == 1)
+            #expect(speakd.events.finished(speaking).first?.reason == .cancelled)
+            // Neither word was announced: the test's own announcement is the only one the daemon saw.
+            #expect(Set(speakd.events.events.map(\.id)) == [speaking])
+            expectExactlyOneFinished([speaking], in: speakd.events.events)
+        }
+
+        @Test("speak --json: the daemon's message for an unknown key, exit 2; the file's priority is kept")
+        func jsonIsARequestBody() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let directory = speakd.daemon.directory
+            let misspelt = #"{"text":"Doors closing","pich":1.6}"#
+            let daemonAnswer = try await speakd.unix.send(
+                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+                body: Array(misspelt.utf8))
+            let misspeltFile = directory.appendingPathComponent("misspelt.json")
+            try Data(misspelt.utf8).write(to: misspeltFile)
+            let refused = try await speak(speakd, ["--json", misspeltFile.path])
+
+            let urgentFile = directory.appendingPathComponent("urgent.json")
+            try Data(#"{"text":"Platform change","priority":"high","expiresAfter":60}"#.utf8).write(to: urgentFile)
+            let urgent = try await speak(speakd, ["--json", urgentFile.path, "--wait"])
+            _ = await speakd.stop()
+
+            #expect(daemonAnswer.status == 422)
+            let daemonError = try #require(daemonAnswer.error, "\(String(decoding: daemonAnswer.body, as: UTF8.self))")
+            #expect(refused.status == 2, "stderr: \(refused.standardError)")
+            #expect(
+                refused.standardError.contains("--json \(misspeltFile.path): \(daemonError.description)"),
+                "speak said \(refused.standardError); the daemon said \(daemonError)")
+
+            #expect(urgent.status == 0, "stderr: \(urgent.standardError)")
+            let finished = try finishedEvent(in: urgent.standardOutput)
+            #expect(finished.priority == .high)
+            #expect(speakd.events.events.filter { $0.type == .queued }.map(\.priority) == [.high])
+            expectExactlyOneFinished([finished.id], in: speakd.events.events)
+        }
+
         @Test("speak events --count N prints N events as JSON lines and exits 0")
         func events() async throws {
             let speakd = try await AudibleDaemon.start()
