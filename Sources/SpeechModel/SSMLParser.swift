@@ -360,7 +360,7 @@ struct SSMLParser {
                 }
             }
         }
-        guard spans.contains(where: { !$0.text.isEmpty }) else {
+        guard spans.contains(where: { Utterance.hasSpeech($0.text) }) else {
             throw .malformed(field: "ssml", "the SSML document has no text to speak")
         }
         var utterance = Utterance(spans: spans)

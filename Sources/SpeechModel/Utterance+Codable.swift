@@ -86,7 +86,7 @@ extension Utterance: Codable {
         switch given[0] {
         case "text":
             let text = try top.string("text") ?? ""
-            guard text.contains(where: { !$0.isWhitespace }) else {
+            guard hasSpeech(text) else {
                 throw .malformed(field: "text", "there is no text to speak")
             }
             utterance = Utterance(text)
@@ -138,7 +138,7 @@ extension Utterance: Codable {
                 Span(text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter))
         }
         guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
-        guard spans.contains(where: { $0.text.contains { !$0.isWhitespace } }) else {
+        guard spans.contains(where: { hasSpeech($0.text) }) else {
             throw .malformed(field: "spans", "there is no text to speak")
         }
         return spans

@@ -70,6 +70,9 @@ struct ErrorTests {
             name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed",
             field: "text"),
         BadRequest(
+            name: "only control characters", body: #"{"text": "\u0001\u0007\u001b"}"#,
+            status: .unprocessableContent, code: "malformed", field: "text"),
+        BadRequest(
             name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#,
             status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
         BadRequest(

@@ -79,6 +79,14 @@ import Testing
         (#"{"text": 5}"#, "malformed", "text", "expected a string"),
         (#"{"text": ""}"#, "malformed", "text", "there is no text to speak"),
         (#"{"text": "  \n "}"#, "malformed", "text", "there is no text to speak"),
+        // Control and format characters are not spoken: text made only of them is silent.
+        (#"{"text": "\u0001\u0007\u001b"}"#, "malformed", "text", "there is no text to speak"),
+        (#"{"text": " \u0085\u200b\u00ad\ufeff "}"#, "malformed", "text", "there is no text to speak"),
+        (#"{"spans": [{"text": "\u0002"}, {"text": "\u007f"}]}"#, "malformed", "spans", "there is no text to speak"),
+        (
+            #"{"ssml": "<speak>&#x7;<s>&#x9f;</s></speak>"}"#, "malformed", "ssml",
+            "the SSML document has no text to speak"
+        ),
         (#"{}"#, "malformed", "text", "one of 'text', 'spans' or 'ssml' is required"),
         (#"{"priority": "high", "text": null}"#, "malformed", "text", "one of 'text', 'spans' or 'ssml' is required"),
         (
