@@ -209,6 +209,28 @@ struct DaemonVoicesTests {
         }
     }
 
+    /// `GET /v1/voices` lists the tags that reach each voice after the overrides, not espeak-ng's own.
+    @Test(.timeLimit(.minutes(1))) func voicesListTheTagsThatReachThem() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = testConfiguration(directory)
+        configuration.voicesDirectory = Self.voicesDirectory
+        try await withDaemon(configuration, environment: ["RUNTIME_DIRECTORY": directory.path]) { _, unix, _ in
+            let voices = try await unix.send("GET", "/v1/voices").decode(VoiceList.self).voices
+            func serving(_ tag: String) -> [String] {
+                voices.filter { $0.languages.contains(tag) }.map(\.identifier)
+            }
+            #expect(serving("nn") == ["gmq/nb"])
+            #expect(serving("zh-HK") == ["sit/yue"])
+            #expect(serving("pt") == ["roa/pt-BR"])
+            #expect(serving("pt-PT") == ["roa/pt"])
+            #expect(serving("en") == ["gmw/en-US"])
+            #expect(serving("es-AR") == ["roa/es-419"])
+            let tags = voices.flatMap(\.languages)
+            #expect(Set(tags).count == tags.count, "a tag is listed under two voices")
+        }
+    }
+
     @Test func missingVoicesDirectoryIsAStartError() async throws {
         var configuration = testConfiguration(URL(fileURLWithPath: "/tmp"))
         configuration.voicesDirectory = "/nonexistent/voices"
