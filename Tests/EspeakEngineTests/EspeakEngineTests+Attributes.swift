@@ -100,6 +100,34 @@ extension EspeakEngineTests {
         #expect(rendering.audio.longestInnerSilence() < 2.0)
     }
 
+    /// SSML `<p>` and `<s>` end a sentence even without final punctuation, with the pause
+    /// espeak-ng's own `<p>` and `<s>` give (0.59 s at the normal rate), not one run-on sentence.
+    @Test(arguments: ["p", "s"])
+    func ssmlSentencesAndParagraphsArePaused(element: String) async throws {
+        let engine = try await Engines.engine()
+        let runOn = try await engine.renderAll(Utterance("Please wait here The train is coming"))
+        #expect(runOn.audio.longestInnerSilence() < 0.25, "run-on: \(runOn.audio.longestInnerSilence()) s")
+
+        let marked = try Utterance(
+            ssml: "<speak><\(element)>Please wait here</\(element)><\(element)>The train is coming</\(element)></speak>"
+        )
+        let rendering = try await engine.renderAll(marked)
+        let pause = rendering.audio.longestInnerSilence()
+        #expect(pause > 0.45 && pause < 0.8, "<\(element)>: \(pause) s between the sentences")
+        // The pause lies between the two sentences: two sounding parts, the first as long as its words.
+        let parts = rendering.audio.soundingSegments(minimumSilence: 0.4)
+        #expect(parts.count == 2, "\(parts)")
+        let first = try await engine.renderAll(Utterance("Please wait here."))
+        #expect(abs((parts.first?.duration ?? 0) - first.audio.soundingDuration()) < 0.25, "\(parts)")
+        // Punctuation before the boundary does not add a second pause.
+        let punctuated = try await engine.renderAll(
+            try Utterance(
+                ssml:
+                    "<speak><\(element)>Please wait here.</\(element)><\(element)>The train is coming.</\(element)></speak>"
+            ))
+        #expect(abs(punctuated.audio.longestInnerSilence() - pause) < 0.1)
+    }
+
     @Test func rateAndVolume() async throws {
         let engine = try await Engines.engine()
         let text = "The next train to the city centre departs from platform four."

@@ -254,6 +254,24 @@ struct DaemonLeadInTests {
         return count
     }
 
+    /// SSML paragraphs reach the engine workers as paragraphs: the sink hears the pause between them.
+    @Test(.timeLimit(.minutes(1))) func ssmlParagraphsArePausedThroughTheWorkers() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let wav = directory.appendingPathComponent("out.wav").path
+        try await withDaemon(testConfiguration(directory, audio: "wav:\(wav)")) { _, unix, _ in
+            let response = try await unix.send(
+                "POST", "/v1/announcements?wait=true",
+                json: AnnouncementRequest(
+                    utterance: try Utterance(ssml: "<speak><p>Please wait here</p><p>The train is coming</p></speak>")))
+            #expect(try response.decode(AnnouncementEvent.self).reason == .completed)
+        }
+        let file = try WAVReader(contentsOf: URL(fileURLWithPath: wav))
+        let heard = AudioAnalysis(samples: file.samples, sampleRate: file.sampleRate)
+        // espeak-ng's own paragraph pause is 0.59 s at the normal rate; a run-on sentence has none over 0.25 s.
+        #expect(heard.longestInnerSilence() > 0.45 && heard.longestInnerSilence() < 0.9, "\(heard.soundingSegments())")
+    }
+
     /// `--lead-in` puts that much silence before the speech, on a real (WAV file) sink.
     @Test(.timeLimit(.minutes(1))) func leadInPrecedesSpeech() async throws {
         let directory = try temporaryDirectory()
