@@ -28,6 +28,21 @@ extension EspeakEngineTests {
         #expect(abs(explicitlySilent.audio.soundingDuration() - silent.audio.soundingDuration()) < 0.05)
     }
 
+    /// With punctuation spoken, a mark at the very end of the text is spoken too ("dot",
+    /// "question", "exclamation"), unlike espeak-ng's own `--punct` on plain text.
+    @Test(arguments: [".", "?", "!"])
+    func aFinalMarkIsSpokenWithPunctuation(mark: String) async throws {
+        let engine = try await Engines.engine()
+        let spoken = SpeechAttributes(punctuation: true)
+        let bare = try await engine.renderAll(Utterance("Platform four", defaults: spoken))
+        let marked = try await engine.renderAll(Utterance("Platform four\(mark)", defaults: spoken))
+        let silent = try await engine.renderAll(Utterance("Platform four\(mark)"))
+        let added = marked.audio.soundingDuration() - bare.audio.soundingDuration()
+        // "dot", the shortest of the three names, takes about 0.3 s.
+        #expect(added > 0.2, "'\(mark)' added \(added) s")
+        #expect(abs(silent.audio.soundingDuration() - bare.audio.soundingDuration()) < 0.05)
+    }
+
     @Test func punctuationAppliesToItsSpanOnly() async throws {
         let engine = try await Engines.engine()
         let spans = ["Gate two, ", "platform four, ", "exit three, please"]
