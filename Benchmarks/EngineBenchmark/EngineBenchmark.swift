@@ -232,4 +232,7 @@ struct SimpleResolver: VoiceResolving {
         }
         throw .notFound(field: "language", "no voice for '\(wanted)'")
     }
+
+    /// espeak-ng's own lists: the benchmark never lists voices.
+    var servedVoices: [VoiceInfo] { voices }
 }

@@ -67,7 +67,6 @@ public final class EspeakEngine: SpeechRenderer {
     public let dataPath: String
     /// Resolves languages to voices for every utterance.
     public let voiceResolver: any VoiceResolving
-    private let voiceList: [VoiceInfo]
     private let logger: Logger
     private let thread = EspeakThread.shared
     /// How the most recent synthesis ended: samples espeak-ng produced, and whether it was aborted.
@@ -119,7 +118,6 @@ public final class EspeakEngine: SpeechRenderer {
         self.configuration = configuration
         self.dataPath = path
         self.format = AudioFormat(sampleRate: sampleRate)
-        self.voiceList = voices
         self.logger = logger
         self.voiceResolver = try makeResolver(voices)
         logger.info(
@@ -138,8 +136,9 @@ public final class EspeakEngine: SpeechRenderer {
         try await self.init(configuration: configuration, logger: logger) { _ in voiceResolver }
     }
 
-    /// The voices espeak-ng offers, with the BCP 47 tags each serves.
-    public func voices() async throws -> [VoiceInfo] { voiceList }
+    /// The voices espeak-ng offers, each with the BCP 47 tags that resolve to it after the
+    /// resolver's overrides (`VoiceResolving.servedVoices`), not espeak-ng's own language lists.
+    public func voices() async throws -> [VoiceInfo] { voiceResolver.servedVoices }
 
     /// Checks ranges, resolves every span's language and converts its IPA, without rendering;
     /// the error names the field (`spans[1].language`).

@@ -11,7 +11,8 @@ import SpeechModel
 /// run faster than the same words-per-minute parameter); `<tts:style field="punctuation">`;
 /// `<say-as interpret-as="characters">`; `<break time>`; `[[…]]` phonemes; and `<s>` around each
 /// sentence when there are several spans, because prosody changes leak across sentence
-/// boundaries without it.
+/// boundaries without it, or when markup divides the text (`Utterance.boundaries`), because
+/// `</s><s>` is what ends a sentence that has no final punctuation.
 ///
 /// User text never reaches espeak-ng as markup: `escape(_:)` turns it into character data that
 /// cannot open a tag, an entity, an embedded command (`\u{01}`) or phoneme input (`[[`).
@@ -94,18 +95,21 @@ struct EspeakInput: Sendable, Hashable {
         // as text. Only the control characters need replacing.
         if !marks, spans.count == 1, let span = spans.first, span.attributes.ipa == nil,
             span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
-            (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0
+            (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0, utterance.boundaries.isEmpty
         {
             return EspeakInput(
                 voice: baseVoice, rate: Int((normalWordsPerMinute * baseRate).rounded()),
                 volume: Int((baseVolume * 100).rounded()), text: plain(span.text), isMarkup: false,
                 switchesVoice: false, spanVoices: voices)
         }
-        let boundaries = sentenceStarts(in: spans.map(\.text))
+        // A sentence or paragraph that markup starts becomes `</s><s>` like one after a full stop:
+        // espeak-ng 1.51 then ends the sentence before with falling intonation and pauses 0.59 s
+        // at the normal rate, the pause its own `<p>` and `<s>` give (a full stop alone: 0.31 s).
+        let boundaries = sentenceStarts(in: spans.map(\.text)).union(utterance.boundaries.keys)
 
-        // Sentences are wrapped in <s> only when spans make it matter: espeak-ng 1.51 carries
-        // prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
-        let sentences = spans.count > 1
+        // Sentences are wrapped in <s> only when spans or markup make it matter: espeak-ng 1.51
+        // carries prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
+        let sentences = spans.count > 1 || !utterance.boundaries.isEmpty
         var ssml = sentences ? "<speak><s>" : "<speak>"
         var offset = 0
         for (index, span) in spans.enumerated() {

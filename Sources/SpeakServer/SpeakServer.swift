@@ -103,13 +103,17 @@ public struct SpeakServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestSourceMiddleware(policy: access, metrics: metrics))
         if let origin = settings.corsOrigin {
+            // A page reads these itself: where a new announcement is, and when to retry a 429.
+            let exposed = ["Location", "Retry-After"]
             router.add(
                 middleware: CORSMiddleware(
                     allowOrigin: .custom(origin),
                     allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID],
                     allowMethods: [.get, .post, .delete, .options],
-                    exposedHeaders: ["Location"],
+                    exposedHeaders: exposed,
                     maxAge: .seconds(600)))
+            // Inside the CORS middleware and outside the error middleware, so error responses get it too.
+            router.add(middleware: ExposedHeadersMiddleware(exposed))
         }
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(metrics: metrics))

@@ -96,3 +96,50 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         self.detail = detail
     }
 }
+
+extension AnnouncementEvent {
+    private enum CodingKeys: String, CodingKey {
+        case type, id, text, priority, timestamp, success, reason, voice, detail
+    }
+
+    /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
+    private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// Writes the timestamp as ISO 8601 with milliseconds whatever the encoder's date strategy,
+    /// so every process that writes events (the daemon, the CLI speaking in-process) writes the
+    /// same format and event timings can be compared across them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(id, forKey: .id)
+        try container.encode(text, forKey: .text)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(timestamp.formatted(Self.timestampStyle), forKey: .timestamp)
+        try container.encodeIfPresent(success, forKey: .success)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encodeIfPresent(voice, forKey: .voice)
+        try container.encodeIfPresent(detail, forKey: .detail)
+    }
+
+    /// Reads an ISO 8601 timestamp with or without fractional seconds.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let timestamp = try container.decode(String.self, forKey: .timestamp)
+        guard
+            let date = (try? Self.timestampStyle.parse(timestamp)) ?? (try? Date.ISO8601FormatStyle().parse(timestamp))
+        else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .timestamp, in: container, debugDescription: "'\(timestamp)' is not an ISO 8601 timestamp")
+        }
+        self.init(
+            type: try container.decode(Kind.self, forKey: .type),
+            id: try container.decode(String.self, forKey: .id),
+            text: try container.decode(String.self, forKey: .text),
+            priority: try container.decode(AnnouncementPriority.self, forKey: .priority),
+            timestamp: date,
+            success: try container.decodeIfPresent(Bool.self, forKey: .success),
+            reason: try container.decodeIfPresent(FinishReason.self, forKey: .reason),
+            voice: try container.decodeIfPresent(String.self, forKey: .voice),
+            detail: try container.decodeIfPresent(String.self, forKey: .detail))
+    }
+}

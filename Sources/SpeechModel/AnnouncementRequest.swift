@@ -57,7 +57,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
-        "priority", "queue", "expiresAfter",
+        "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
     ]
 
     private struct AnyKey: CodingKey {

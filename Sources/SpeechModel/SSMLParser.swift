@@ -12,6 +12,8 @@ extension Utterance {
     ///
     /// Text comes out literal (`&lt;audio&gt;` is the text `<audio>`), whitespace runs are
     /// collapsed to one space, sentences are separated by a space and paragraphs by a newline.
+    /// Where an `s` or `p` starts or ends between two pieces of text, the utterance records a
+    /// boundary (`boundaries`), so the sentence before ends there even without punctuation.
     /// `speak xml:lang` becomes the utterance's default language; prosody values become span
     /// attributes, relative values (`+20%`) taken relative to the enclosing `prosody`, or to
     /// normal (1.0). A `break` adds its pause to the span before it.
@@ -326,6 +328,9 @@ struct SSMLParser {
     private func assemble() throws(SpeechInputError) -> Utterance {
         var spans: [Span] = []
         var separator: String?
+        /// The strongest `s` or `p` boundary since the last text, recorded where the next text starts.
+        var pendingBoundary: Utterance.Boundary?
+        var boundaries: [Int: Utterance.Boundary] = [:]
 
         func append(_ character: Character, _ attributes: SpeechAttributes) {
             if let last = spans.last, last.attributes == attributes, last.pauseAfter == nil {
@@ -343,15 +348,23 @@ struct SSMLParser {
                         separator = separator ?? " "
                         continue
                     }
+                    let hasText = !spans.isEmpty && !spans.allSatisfy(\.text.isEmpty)
                     // Whitespace goes with the text before it, so a span starts with its own words.
-                    if let pending = separator, !spans.isEmpty, !spans.allSatisfy(\.text.isEmpty) {
+                    if let pending = separator, hasText {
                         spans[spans.count - 1].text += pending
                     }
+                    if let boundary = pendingBoundary, hasText {
+                        // Counted span by span, as `Utterance.boundaries` is; only at boundaries, which are few.
+                        boundaries[spans.reduce(0) { $0 + $1.text.count }] = boundary
+                    }
                     separator = nil
+                    pendingBoundary = nil
                     append(character, attributes)
                 }
             case .boundary(let boundary):
                 if boundary == "\n" || separator == nil { separator = boundary }
+                let kind: Utterance.Boundary = boundary == "\n" ? .paragraph : .sentence
+                pendingBoundary = pendingBoundary.map { .stronger($0, kind) } ?? kind
             case .pause(let seconds):
                 if spans.isEmpty {
                     spans.append(Span("", pauseAfter: seconds))
@@ -360,10 +373,10 @@ struct SSMLParser {
                 }
             }
         }
-        guard spans.contains(where: { !$0.text.isEmpty }) else {
+        guard spans.contains(where: { Utterance.hasSpeech($0.text) }) else {
             throw .malformed(field: "ssml", "the SSML document has no text to speak")
         }
-        var utterance = Utterance(spans: spans)
+        var utterance = Utterance(spans: spans, boundaries: boundaries)
         utterance.defaults.language = defaultLanguage
         return utterance
     }

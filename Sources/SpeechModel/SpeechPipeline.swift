@@ -45,6 +45,10 @@ public protocol VoiceResolving: Sendable {
     /// The voice for `tag`, or for the default language when `tag` is nil.
     /// A tag that resolves to nothing throws `SpeechInputError.notFound` naming the tag.
     func voice(for tag: LanguageTag?) throws(SpeechInputError) -> VoiceInfo
+
+    /// Every voice the resolver chooses from, each with the BCP 47 tags that resolve to it, so
+    /// a voice list (`GET /v1/voices`, `speak voices`) shows what resolution does.
+    var servedVoices: [VoiceInfo] { get }
 }
 
 /// Renders utterances to PCM, chunk by chunk as the synthesiser produces them.
@@ -64,7 +68,7 @@ public protocol SpeechRenderer: Sendable {
     /// voice, every IPA symbol is supported) without rendering it; the error names the field.
     func validate(_ utterance: Utterance) async throws(SpeechInputError)
 
-    /// The voices available, with the BCP 47 tags each serves.
+    /// The voices available, each with the BCP 47 tags that resolve to it.
     func voices() async throws -> [VoiceInfo]
 }
 

@@ -5,7 +5,8 @@ import Foundation
 /// At the top level of the JSON object: exactly one of `text` (a string), `spans` (an array of
 /// `{text, language?, pitch?, rate?, volume?, punctuation?, spellOut?, ipa?, pauseAfter?}`) or
 /// `ssml` (a string in speakd's SSML subset), plus the utterance defaults `language`, `pitch`,
-/// `rate`, `volume`, `punctuation` and `spellOut`. Other top-level keys (`priority`, `queue`,
+/// `rate`, `volume`, `punctuation` and `spellOut`, and the `boundaries` as `sentenceStarts` and
+/// `paragraphStarts` (arrays of character offsets). Other top-level keys (`priority`, `queue`,
 /// `expiresAfter`, …) belong to the request that carries the utterance and are ignored here; an
 /// unknown key inside a span is an error. `null` is the same as leaving a key out.
 ///
@@ -34,6 +35,10 @@ extension Utterance: Codable {
             }
         }
         try Self.encode(defaults, includingIPA: false, to: &container)
+        for kind in Boundary.allCases {
+            let offsets = boundaries.filter { $0.value == kind }.keys.sorted()
+            if !offsets.isEmpty { try container.encode(offsets, forKey: WireKey(stringValue: kind.wireKey)) }
+        }
     }
 
     /// Decodes an utterance from a JSON object; every error is a `SpeechInputError` naming the
@@ -72,7 +77,7 @@ extension Utterance: Codable {
         switch given[0] {
         case "text":
             let text = try top.string("text") ?? ""
-            guard text.contains(where: { !$0.isWhitespace }) else {
+            guard hasSpeech(text) else {
                 throw .malformed(field: "text", "there is no text to speak")
             }
             utterance = Utterance(text)
@@ -85,6 +90,11 @@ extension Utterance: Codable {
         let ssmlLanguage = utterance.defaults.language
         utterance.defaults = try attributes(from: top, includingIPA: false)
         if let ssmlLanguage { utterance.defaults.language = ssmlLanguage }
+        for kind in Boundary.allCases {
+            for offset in try top.offsets(kind.wireKey) ?? [] {
+                utterance.boundaries[offset] = utterance.boundaries[offset].map { .stronger($0, kind) } ?? kind
+            }
+        }
         try utterance.validate()
         return utterance
     }
@@ -124,7 +134,7 @@ extension Utterance: Codable {
                 Span(text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter))
         }
         guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
-        guard spans.contains(where: { $0.text.contains { !$0.isWhitespace } }) else {
+        guard spans.contains(where: { hasSpeech($0.text) }) else {
             throw .malformed(field: "spans", "there is no text to speak")
         }
         return spans
@@ -220,6 +230,10 @@ private struct WireReader {
 
     func bool(_ key: String) throws(SpeechInputError) -> Bool? {
         try value(Bool.self, key, expected: "true or false")
+    }
+
+    func offsets(_ key: String) throws(SpeechInputError) -> [Int]? {
+        try value([Int].self, key, expected: "an array of character offsets")
     }
 
     private func value<T: Decodable>(_ type: T.Type, _ key: String, expected: String) throws(SpeechInputError) -> T? {

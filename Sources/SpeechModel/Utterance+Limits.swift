@@ -35,8 +35,20 @@ extension Utterance {
                 field: spans.count == 1 ? "text" : "spans",
                 "\(length) characters of text is more than the limit of \(limits.maxTextLength)")
         }
-        guard spans.contains(where: { $0.text.contains { !$0.isWhitespace } }) else {
+        guard spans.contains(where: { Self.hasSpeech($0.text) }) else {
             throw .malformed(field: spans.count == 1 ? "text" : "spans", "there is no text to speak")
+        }
+    }
+
+    /// Whether `text` has anything to speak: a character that is not whitespace, a control or
+    /// format character (`U+0001`, `U+200B`, `U+FEFF`) or otherwise invisible (a variation
+    /// selector alone). The engine turns control characters into spaces, so text made only of
+    /// them is accepted and silent unless it is refused here.
+    static func hasSpeech<S: StringProtocol>(_ text: S) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            let properties = scalar.properties
+            return !properties.isWhitespace && !properties.isDefaultIgnorableCodePoint
+                && properties.generalCategory != .control && properties.generalCategory != .format
         }
     }
 }

@@ -16,12 +16,25 @@ public struct Span: Sendable, Hashable {
 ///
 /// Spans apply to their own text only; attributes a span does not set inherit `defaults`.
 public struct Utterance: Sendable, Hashable {
+    /// How markup sets a sentence apart from the text before it.
+    public enum Boundary: String, Sendable, Hashable, CaseIterable {
+        /// A new sentence (SSML `s`).
+        case sentence
+        /// A new paragraph (SSML `p`), which starts a new sentence too.
+        case paragraph
+    }
+
     public var spans: [Span]
     public var defaults: SpeechAttributes
+    /// Where markup (SSML `s`, `p`) starts a new sentence or paragraph, keyed by the offset in
+    /// characters of the spans' text, counted span by span, at which it starts. The text before
+    /// a boundary need not end with punctuation: the boundary ends its sentence all the same.
+    public var boundaries: [Int: Boundary]
 
-    public init(spans: [Span], defaults: SpeechAttributes = SpeechAttributes()) {
+    public init(spans: [Span], defaults: SpeechAttributes = SpeechAttributes(), boundaries: [Int: Boundary] = [:]) {
         self.spans = spans
         self.defaults = defaults
+        self.boundaries = boundaries
     }
 
     /// A plain-text utterance.
@@ -37,7 +50,8 @@ public struct Utterance: Sendable, Hashable {
         spans.map { Span($0.text, attributes: $0.attributes.inheriting(from: defaults), pauseAfter: $0.pauseAfter) }
     }
 
-    /// Checks the defaults and every span; the error names the field (`spans[2].pitch`).
+    /// Checks the defaults, every span and the boundaries; the error names the field
+    /// (`spans[2].pitch`, `paragraphStarts`).
     public func validate() throws(SpeechInputError) {
         do {
             try defaults.validate()
@@ -52,5 +66,27 @@ public struct Utterance: Sendable, Hashable {
                 throw .outOfRange(field: "spans[\(index)].pauseAfter", value: pause, range: Span.pauseAfterRange)
             }
         }
+        // A boundary before the first character or after the last one separates nothing.
+        let length = spans.reduce(0) { $0 + $1.text.count }
+        for (offset, boundary) in boundaries.sorted(by: { $0.key < $1.key }) where offset < 1 || offset >= length {
+            throw .outOfRange(
+                field: boundary.wireKey,
+                "\(offset) is not a character offset inside the text (1–\(max(1, length - 1)))")
+        }
+    }
+}
+
+extension Utterance.Boundary {
+    /// The top-level wire key that lists where boundaries of this kind start.
+    public var wireKey: String {
+        switch self {
+        case .sentence: "sentenceStarts"
+        case .paragraph: "paragraphStarts"
+        }
+    }
+
+    /// The stronger of two boundaries at one offset: a paragraph also starts a sentence.
+    static func stronger(_ a: Self, _ b: Self) -> Self {
+        a == .paragraph || b == .paragraph ? .paragraph : .sentence
     }
 }

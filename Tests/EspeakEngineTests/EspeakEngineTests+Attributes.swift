@@ -28,6 +28,21 @@ extension EspeakEngineTests {
         #expect(abs(explicitlySilent.audio.soundingDuration() - silent.audio.soundingDuration()) < 0.05)
     }
 
+    /// With punctuation spoken, a mark at the very end of the text is spoken too ("dot",
+    /// "question", "exclamation"), unlike espeak-ng's own `--punct` on plain text.
+    @Test(arguments: [".", "?", "!"])
+    func aFinalMarkIsSpokenWithPunctuation(mark: String) async throws {
+        let engine = try await Engines.engine()
+        let spoken = SpeechAttributes(punctuation: true)
+        let bare = try await engine.renderAll(Utterance("Platform four", defaults: spoken))
+        let marked = try await engine.renderAll(Utterance("Platform four\(mark)", defaults: spoken))
+        let silent = try await engine.renderAll(Utterance("Platform four\(mark)"))
+        let added = marked.audio.soundingDuration() - bare.audio.soundingDuration()
+        // "dot", the shortest of the three names, takes about 0.3 s.
+        #expect(added > 0.2, "'\(mark)' added \(added) s")
+        #expect(abs(silent.audio.soundingDuration() - bare.audio.soundingDuration()) < 0.05)
+    }
+
     @Test func punctuationAppliesToItsSpanOnly() async throws {
         let engine = try await Engines.engine()
         let spans = ["Gate two, ", "platform four, ", "exit three, please"]
@@ -98,6 +113,34 @@ extension EspeakEngineTests {
             Utterance(spans: [Span("Platform four", pauseAfter: 1.5), Span("thank you.")]))
         #expect(rendering.audio.longestInnerSilence() >= 1.4)
         #expect(rendering.audio.longestInnerSilence() < 2.0)
+    }
+
+    /// SSML `<p>` and `<s>` end a sentence even without final punctuation, with the pause
+    /// espeak-ng's own `<p>` and `<s>` give (0.59 s at the normal rate), not one run-on sentence.
+    @Test(arguments: ["p", "s"])
+    func ssmlSentencesAndParagraphsArePaused(element: String) async throws {
+        let engine = try await Engines.engine()
+        let runOn = try await engine.renderAll(Utterance("Please wait here The train is coming"))
+        #expect(runOn.audio.longestInnerSilence() < 0.25, "run-on: \(runOn.audio.longestInnerSilence()) s")
+
+        let marked = try Utterance(
+            ssml: "<speak><\(element)>Please wait here</\(element)><\(element)>The train is coming</\(element)></speak>"
+        )
+        let rendering = try await engine.renderAll(marked)
+        let pause = rendering.audio.longestInnerSilence()
+        #expect(pause > 0.45 && pause < 0.8, "<\(element)>: \(pause) s between the sentences")
+        // The pause lies between the two sentences: two sounding parts, the first as long as its words.
+        let parts = rendering.audio.soundingSegments(minimumSilence: 0.4)
+        #expect(parts.count == 2, "\(parts)")
+        let first = try await engine.renderAll(Utterance("Please wait here."))
+        #expect(abs((parts.first?.duration ?? 0) - first.audio.soundingDuration()) < 0.25, "\(parts)")
+        // Punctuation before the boundary does not add a second pause.
+        let punctuated = try await engine.renderAll(
+            try Utterance(
+                ssml:
+                    "<speak><\(element)>Please wait here.</\(element)><\(element)>The train is coming.</\(element)></speak>"
+            ))
+        #expect(abs(punctuated.audio.longestInnerSilence() - pause) < 0.1)
     }
 
     @Test func rateAndVolume() async throws {

@@ -33,6 +33,33 @@ extension EspeakEngineTests {
         #expect(EspeakLanguageName.bcp47(espeak) == bcp47)
     }
 
+    /// The voice list is what resolution does: each voice with the tags that reach it after the
+    /// overrides, as `GET /v1/voices` and `speak voices` show it.
+    @Test func voicesListTheTagsThatReachThemAfterOverrides() async throws {
+        let engine = try await EspeakEngine(configuration: .init(variantsDirectory: Engines.variantsDirectory)) {
+            VoiceCatalog(voices: $0, overrides: .builtIn)
+        }
+        let voices = try await engine.voices()
+        let served = Dictionary(uniqueKeysWithValues: voices.map { ($0.identifier, Set($0.languages)) })
+        #expect(served["gmq/nb"]?.isSuperset(of: ["nb", "nn", "no"]) == true, "\(served["gmq/nb"] ?? [])")
+        #expect(served["sit/yue"]?.isSuperset(of: ["yue", "zh-HK", "zh-MO"]) == true, "\(served["sit/yue"] ?? [])")
+        #expect(served["sit/cmn"]?.contains("zh") == true)
+        // `pt` reaches one voice, the override's; espeak-ng lists it under roa/pt-BR and as pt for roa/pt.
+        #expect(voices.filter { $0.languages.contains("pt") }.map(\.identifier) == ["roa/pt-BR"])
+        #expect(served["roa/pt"]?.contains("pt-PT") == true)
+        // Each listed tag resolves to the voice that lists it, and no tag is listed twice.
+        var seen: Set<String> = []
+        for voice in voices {
+            for language in voice.languages {
+                #expect(seen.insert(language.lowercased()).inserted, "\(language) is listed twice")
+                let resolved = try engine.voices(
+                    for: Utterance("a", defaults: SpeechAttributes(language: tag(language))))
+                #expect(
+                    resolved.first?.identifier == voice.identifier, "\(language) → \(resolved.first?.identifier ?? "")")
+            }
+        }
+    }
+
     @Test func validateNamesTheField() async throws {
         let engine = try await Engines.engine()
         func field(_ utterance: Utterance) async -> String? {

@@ -16,4 +16,8 @@ struct TestVoiceResolver: VoiceResolving {
         found.variant = variant
         return found
     }
+
+    /// espeak-ng's own lists, unchanged: the engine tests check how espeak-ng's language names
+    /// become BCP 47 tags. (Where two voices list one tag, `voice(for:)` reaches the first.)
+    var servedVoices: [VoiceInfo] { voices }
 }

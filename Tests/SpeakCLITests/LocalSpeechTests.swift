@@ -45,6 +45,9 @@ struct LocalSpeechTests {
             #expect(finished?["success"] as? Bool == true)
             #expect(finished?["reason"] as? String == "completed")
             #expect(finished?["voice"] as? String == "roa/pt")
+            // In-process events carry the daemon's timestamp format: ISO 8601 with milliseconds.
+            let timestamp = finished?["timestamp"] as? String ?? ""
+            #expect(timestamp.wholeMatch(of: #/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/#) != nil, "\(timestamp)")
             let sounding = heard.soundingDuration()
             #expect(sounding > 0.4 && sounding < 3, "heard \(sounding) s of speech")
         }

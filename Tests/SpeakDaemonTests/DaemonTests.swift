@@ -209,6 +209,28 @@ struct DaemonVoicesTests {
         }
     }
 
+    /// `GET /v1/voices` lists the tags that reach each voice after the overrides, not espeak-ng's own.
+    @Test(.timeLimit(.minutes(1))) func voicesListTheTagsThatReachThem() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = testConfiguration(directory)
+        configuration.voicesDirectory = Self.voicesDirectory
+        try await withDaemon(configuration, environment: ["RUNTIME_DIRECTORY": directory.path]) { _, unix, _ in
+            let voices = try await unix.send("GET", "/v1/voices").decode(VoiceList.self).voices
+            func serving(_ tag: String) -> [String] {
+                voices.filter { $0.languages.contains(tag) }.map(\.identifier)
+            }
+            #expect(serving("nn") == ["gmq/nb"])
+            #expect(serving("zh-HK") == ["sit/yue"])
+            #expect(serving("pt") == ["roa/pt-BR"])
+            #expect(serving("pt-PT") == ["roa/pt"])
+            #expect(serving("en") == ["gmw/en-US"])
+            #expect(serving("es-AR") == ["roa/es-419"])
+            let tags = voices.flatMap(\.languages)
+            #expect(Set(tags).count == tags.count, "a tag is listed under two voices")
+        }
+    }
+
     @Test func missingVoicesDirectoryIsAStartError() async throws {
         var configuration = testConfiguration(URL(fileURLWithPath: "/tmp"))
         configuration.voicesDirectory = "/nonexistent/voices"
@@ -230,6 +252,24 @@ struct DaemonLeadInTests {
             offset += 2
         }
         return count
+    }
+
+    /// SSML paragraphs reach the engine workers as paragraphs: the sink hears the pause between them.
+    @Test(.timeLimit(.minutes(1))) func ssmlParagraphsArePausedThroughTheWorkers() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let wav = directory.appendingPathComponent("out.wav").path
+        try await withDaemon(testConfiguration(directory, audio: "wav:\(wav)")) { _, unix, _ in
+            let response = try await unix.send(
+                "POST", "/v1/announcements?wait=true",
+                json: AnnouncementRequest(
+                    utterance: try Utterance(ssml: "<speak><p>Please wait here</p><p>The train is coming</p></speak>")))
+            #expect(try response.decode(AnnouncementEvent.self).reason == .completed)
+        }
+        let file = try WAVReader(contentsOf: URL(fileURLWithPath: wav))
+        let heard = AudioAnalysis(samples: file.samples, sampleRate: file.sampleRate)
+        // espeak-ng's own paragraph pause is 0.59 s at the normal rate; a run-on sentence has none over 0.25 s.
+        #expect(heard.longestInnerSilence() > 0.45 && heard.longestInnerSilence() < 0.9, "\(heard.soundingSegments())")
     }
 
     /// `--lead-in` puts that much silence before the speech, on a real (WAV file) sink.

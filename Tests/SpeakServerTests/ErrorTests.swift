@@ -70,6 +70,9 @@ struct ErrorTests {
             name: "blank text", body: #"{"text": "   "}"#, status: .unprocessableContent, code: "malformed",
             field: "text"),
         BadRequest(
+            name: "only control characters", body: #"{"text": "\u0001\u0007\u001b"}"#,
+            status: .unprocessableContent, code: "malformed", field: "text"),
+        BadRequest(
             name: "unknown key in a span", body: #"{"spans": [{"text": "a", "pich": 1.2}]}"#,
             status: .unprocessableContent, code: "malformed", field: "spans[0].pich"),
         BadRequest(
@@ -285,6 +288,30 @@ struct ErrorTests {
             #expect(refused.headers[.retryAfter] == "1")
             #expect(try decode(ErrorResponse.self, refused).error.code == "queueFull")
             #expect(await harness.running.scheduler.announcementList().count == 3)
+        }
+    }
+
+    /// A kiosk page is refused with 429 like any client, and CORS lets it read when to retry.
+    @Test(.timeLimit(.minutes(1))) func retryAfterIsExposedToTheKioskPage() async throws {
+        let harness = Harness(capacity: 1, settings: ServerSettings(corsOrigin: "http://kiosk.local:8080"))
+        try await harness.test { client in
+            let kiosk: HTTPFields = [.origin: "http://kiosk.local:8080"]
+            for _ in 0..<2 {
+                let response = try await client.execute(
+                    uri: "/v1/announcements", method: .post, headers: kiosk, body: jsonBody(#"{"text": "a"}"#))
+                #expect(response.status == .accepted)
+                #expect(response.headers[.location] != nil)
+                #expect(response.headers[.accessControlExposeHeaders]?.contains("Location") == true)
+            }
+            let refused = try await client.execute(
+                uri: "/v1/announcements", method: .post, headers: kiosk, body: jsonBody(#"{"text": "b"}"#))
+            #expect(refused.status == .tooManyRequests)
+            #expect(refused.headers[.retryAfter] == "1")
+            #expect(refused.headers[.accessControlAllowOrigin] == "http://kiosk.local:8080")
+            let exposed = try #require(refused.headers[.accessControlExposeHeaders])
+            let names = exposed.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            #expect(names.contains("retry-after"), "Access-Control-Expose-Headers: \(exposed)")
+            #expect(names.contains("location"), "Access-Control-Expose-Headers: \(exposed)")
         }
     }
 

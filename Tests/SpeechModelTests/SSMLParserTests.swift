@@ -249,4 +249,30 @@ import Testing
                 Span("Mind the gap", attributes: SpeechAttributes(rate: 2.0, volume: 0.25), pauseAfter: 10)
             ])
     }
+
+    /// `s` and `p` end the sentence before them even without punctuation: the utterance records
+    /// where each starts, a paragraph taking precedence over the sentence it also starts.
+    @Test func sentencesAndParagraphsAreBoundaries() throws {
+        let paragraphs = try Utterance(ssml: "<speak><p>Please wait here</p><p>The train is coming</p></speak>")
+        #expect(paragraphs.text == "Please wait here\nThe train is coming")
+        #expect(paragraphs.boundaries == [17: .paragraph])
+        let sentences = try Utterance(ssml: "<speak><s>Please wait here</s> <s>The train is coming</s></speak>")
+        #expect(sentences.boundaries == [17: .sentence])
+
+        let mixed = try Utterance(
+            ssml: """
+                <speak><p><s>Platform one</s><s xml:lang="de">Gleis eins</s></p>
+                <p>Second   paragraph.</p><p/>Tail</speak>
+                """)
+        // "Platform one " is 13 characters, "Gleis eins\n" 11, "Second paragraph.\n" 18.
+        #expect(mixed.boundaries == [13: .sentence, 24: .paragraph, 42: .paragraph])
+        // No boundary before the first text or after the last, and none without s or p.
+        #expect(try Utterance(ssml: "<speak><p><s>One</s></p><break/></speak>").boundaries.isEmpty)
+        #expect(try Utterance(ssml: "<speak>One. Two<break/>three</speak>").boundaries.isEmpty)
+        // A break between paragraphs stays with the text before; the boundary is where the next text starts.
+        let paused = try Utterance(ssml: "<speak><p>One</p><break time='1s'/><p>Two</p></speak>")
+        #expect(paused.spans.map(\.text) == ["One\n", "Two"])
+        #expect(paused.spans[0].pauseAfter == 1)
+        #expect(paused.boundaries == [4: .paragraph])
+    }
 }

@@ -79,6 +79,14 @@ import Testing
         (#"{"text": 5}"#, "malformed", "text", "expected a string"),
         (#"{"text": ""}"#, "malformed", "text", "there is no text to speak"),
         (#"{"text": "  \n "}"#, "malformed", "text", "there is no text to speak"),
+        // Control and format characters are not spoken: text made only of them is silent.
+        (#"{"text": "\u0001\u0007\u001b"}"#, "malformed", "text", "there is no text to speak"),
+        (#"{"text": " \u0085\u200b\u00ad\ufeff "}"#, "malformed", "text", "there is no text to speak"),
+        (#"{"spans": [{"text": "\u0002"}, {"text": "\u007f"}]}"#, "malformed", "spans", "there is no text to speak"),
+        (
+            #"{"ssml": "<speak>&#x7;<s>&#x9f;</s></speak>"}"#, "malformed", "ssml",
+            "the SSML document has no text to speak"
+        ),
         (#"{}"#, "malformed", "text", "one of 'text', 'spans' or 'ssml' is required"),
         (#"{"priority": "high", "text": null}"#, "malformed", "text", "one of 'text', 'spans' or 'ssml' is required"),
         (
@@ -221,5 +229,35 @@ import Testing
         let again = try Utterance.decode(json: try JSONEncoder().encode(parsed))
         #expect(again == parsed)
         #expect(again.spans == [Span("One ", pauseAfter: 0.3), Span("two", attributes: SpeechAttributes(rate: 1.5))])
+    }
+
+    /// Boundaries travel as `sentenceStarts` and `paragraphStarts`, so an SSML utterance reaches
+    /// an engine worker (which decodes the JSON) with its sentences.
+    @Test func boundariesRoundTrip() throws {
+        let parsed = try Utterance(ssml: "<speak><p><s>Platform one</s><s>Gate two</s></p><p>Mind the gap</p></speak>")
+        #expect(parsed.boundaries == [13: .sentence, 22: .paragraph])
+        let json = try JSONEncoder().encode(parsed)
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        #expect(object["sentenceStarts"] as? [Int] == [13])
+        #expect(object["paragraphStarts"] as? [Int] == [22])
+        #expect(try Utterance.decode(json: json) == parsed)
+        let plain = try Utterance.decode(json: JSONEncoder().encode(Utterance("No markup")))
+        #expect(plain.boundaries.isEmpty)
+
+        let written = try Self.decode(
+            #"{"text": "Please wait here The train", "sentenceStarts": [17], "paragraphStarts": [17]}"#)
+        #expect(written.boundaries == [17: .paragraph])
+    }
+
+    @Test(arguments: [
+        (#"{"text": "ab", "sentenceStarts": [0]}"#, "outOfRange", "sentenceStarts"),
+        (#"{"text": "ab", "paragraphStarts": [2]}"#, "outOfRange", "paragraphStarts"),
+        (#"{"text": "ab", "sentenceStarts": 1}"#, "malformed", "sentenceStarts"),
+        (#"{"text": "ab", "paragraphStarts": [1.5]}"#, "malformed", "paragraphStarts"),
+    ])
+    func badBoundariesNameTheField(json: String, kind: String, field: String) {
+        let error = #expect(throws: SpeechInputError.self) { try Self.decode(json) }
+        #expect(error?.kind == kind)
+        #expect(error?.field == field)
     }
 }

@@ -39,6 +39,20 @@ import Testing
         #expect(error?.field == "text")
     }
 
+    /// espeak-ng says nothing for control characters (the engine turns them into spaces).
+    @Test(arguments: ["\u{01}\u{02}", "\u{07}\n\u{1B}\t", "\u{7F}\u{9F}", "\u{200B}\u{FEFF}\u{AD}"])
+    func onlyControlCharactersIsNothingToSpeak(text: String) {
+        let error = #expect(throws: SpeechInputError.self) { try Utterance(text).validate(limits: .default) }
+        #expect(error?.kind == "malformed")
+        #expect(error?.field == "text")
+        let spans = #expect(throws: SpeechInputError.self) {
+            try Utterance(spans: [Span(text), Span("\u{0}")]).validate(limits: .default)
+        }
+        #expect(spans?.field == "spans")
+        // A control character next to a word is harmless.
+        #expect(throws: Never.self) { try Utterance("\u{01}Gate two").validate(limits: .default) }
+    }
+
     @Test func rangesAreCheckedFirst() {
         let error = #expect(throws: SpeechInputError.self) {
             try Utterance(spans: [Span("a"), Span("b", attributes: SpeechAttributes(pitch: 2.5))]).validate(
