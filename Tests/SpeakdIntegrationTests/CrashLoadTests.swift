@@ -120,6 +120,8 @@ extension SpeakdIntegration {
                 }
                 return kills
             }
+            // It holds the daemon: if the test throws, it must end, or the daemon outlives the test.
+            defer { killer.cancel() }
 
             let logs = try await withThrowingTaskGroup(of: ClientLog.self) { group in
                 for client in 0..<Self.clients {
