@@ -20,6 +20,8 @@ final class EngineWorker: Sendable {
         var job: Job?
         var lastFrame = ContinuousClock.now
         var stalled: Double?
+        /// Set by the reader, under the lock, once the process is gone: no job may start after.
+        var dead = false
     }
 
     let process: Process
@@ -62,26 +64,36 @@ final class EngineWorker: Sendable {
     /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
     private static let setPipeSize: Int32 = 1031
 
-    /// Sends `job` to the worker; false if it could not be sent (the worker is dying, and its
-    /// reader will report that).
-    func start(_ job: Job, json: Data, chunking: RenderChunking) {
-        state.withLock {
-            $0.job = job
-            $0.lastFrame = .now
+    /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
+    /// out, before this call): the job was not taken and belongs on another worker. Once this
+    /// returns true the job ends through this worker, with its frames or with its death.
+    func start(_ job: Job, json: Data, chunking: RenderChunking) -> Bool {
+        let taken = state.withLock { state -> Bool in
+            guard !state.dead else { return false }
+            state.job = job
+            state.lastFrame = .now
+            return true
         }
+        guard taken else { return false }
         guard job.assign(to: self) else {
             // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
             send(.job(json, chunking: chunking))
             send(.cancel)
-            return
+            return true
         }
         send(.job(json, chunking: chunking))
+        return true
     }
 
     /// Aborts `job` if it is still this worker's; its `done` frees the worker.
+    ///
+    /// The cancel is written while the job is known to be current: the reader clears the job
+    /// under the same lock before the worker can be given another, so a cancel always reaches
+    /// the pipe before the next job and can never abort it.
     func cancel(_ job: Job) {
-        let current = state.withLock { $0.job === job }
-        if current { send(.cancel) }
+        state.withLock { state in
+            if state.job === job { send(.cancel) }
+        }
     }
 
     /// Kills the worker if it has sent nothing for `limit` while rendering.
@@ -138,7 +150,10 @@ final class EngineWorker: Sendable {
             case nil, .job?, .cancel?:
                 process.waitUntilExit()
                 let (job, stalled) = state.withLock { state in
-                    defer { state.job = nil }
+                    defer {
+                        state.job = nil
+                        state.dead = true
+                    }
                     return (state.job, state.stalled)
                 }
                 let error: EngineWorkerError

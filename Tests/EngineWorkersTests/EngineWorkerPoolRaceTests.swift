@@ -75,13 +75,17 @@ struct EngineWorkerPoolRaceTests {
         let pool = try await EngineWorkerPoolTests.makePool(workers: 1)
         defer { pool.shutdown() }
         let worker = try #require(pool.workerPIDs.first)
-        // A holds the one worker long enough for B to queue behind it.
+        // A holds the one worker long enough for B to queue behind it: espeak-ng renders about
+        // 15,000 characters a second here, so A is given over a second's worth.
         let first = pool.render(
-            Utterance(String(repeating: "The next train to Porto leaves from platform four. ", count: 40)))
+            Utterance(String(repeating: "The next train to Porto leaves from platform four. ", count: 400)))
         try await Task.sleep(for: .milliseconds(50))
         let second = pool.render(Utterance("Doors closing."))
         try await Task.sleep(for: .milliseconds(50))
-        #expect(Self.isRunning(worker), "the first render ended before the second queued for the worker")
+        // Seen running at some moment of the next second (at one instant it may be in a write).
+        #expect(
+            Self.block(until: { Self.isRunning(worker) }, steady: .zero, timeout: .seconds(1)),
+            "the first render ended before the second queued for the worker")
 
         // With no task able to run, the worker finishes A (its reader hands it to B's waiting
         // task, which cannot run yet) and is killed; its reader reports the death. Only then may
@@ -128,12 +132,11 @@ struct EngineWorkerPoolRaceTests {
             group.cancelAll()
             return first
         }
-        // The pool hands the dead worker to B's task (`release` from the reader thread), the
-        // reader then reports the death with no job, and `start` records B on the dead worker:
-        // nothing ever finishes B's stream. Known until the pool checks for a death in `start`
-        // (or hands B to another worker); then this fails as "known issue was not recorded".
-        withKnownIssue("a worker that dies between hand-over and start leaves its render hanging") {
-            #expect(ended != nil, "the second render neither rendered nor failed within 5 s")
-        }
+        // The pool hands the dead worker to B's task (`release` from the reader thread) and the
+        // reader then reports the death with no job: `start` must refuse the dead worker and B
+        // must go to the replacement, rendered in full, not hang and not fail.
+        #expect(
+            ended?.hasPrefix("rendered") == true,
+            "the second render: \(ended ?? "neither rendered nor failed within 5 s")")
     }
 }
