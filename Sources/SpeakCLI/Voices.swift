@@ -43,7 +43,8 @@ extension Speak {
                 )
                 return
             }
-            for voice in catalog.servedVoices {
+            // The engine's list is the one `GET /v1/voices` serves: the tags after the overrides.
+            for voice in try await engine.voices() {
                 let identifier = voice.identifier.padding(toLength: 24, withPad: " ", startingAt: 0)
                 print("\(identifier) \(voice.languages.joined(separator: " "))")
             }
