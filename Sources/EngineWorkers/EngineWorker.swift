@@ -119,6 +119,8 @@ final class EngineWorker: Sendable {
     }
 
     private func readFrames(_ callbacks: Callbacks) {
+        // Events arrive just before the samples they belong with.
+        var events: [EngineEvent] = []
         while true {
             let frame: WorkerFrame?
             do {
@@ -135,8 +137,12 @@ final class EngineWorker: Sendable {
                     state.lastFrame = .now
                     return state.job
                 }
-                job?.yield(PCMChunk(samples: samples))
+                job?.yield(PCMChunk(samples: samples, events: events))
+                events = []
+            case .events(let reported)?:
+                events = reported
             case .done?, .failure?:
+                events = []
                 let job = state.withLock { state -> Job? in
                     defer { state.job = nil }
                     return state.job

@@ -23,6 +23,9 @@ public enum WorkerFrame: Sendable, Hashable {
     case cancel
     /// Worker → daemon: the next chunk of the current job.
     case pcm([Int16])
+    /// Worker → daemon: what the engine reported about the speech in the `pcm` frame that
+    /// follows (words, sentences, marks), sent just before it.
+    case events([EngineEvent])
     /// Worker → daemon: the current job ended (rendered to the end, or aborted by `cancel`).
     case done
     /// Worker → daemon: the current job failed; the message says why.
@@ -39,6 +42,7 @@ public enum WorkerFrame: Sendable, Hashable {
         case .job: UInt8(ascii: "J")
         case .cancel: UInt8(ascii: "C")
         case .pcm: UInt8(ascii: "P")
+        case .events: UInt8(ascii: "E")
         case .done: UInt8(ascii: "D")
         case .failure: UInt8(ascii: "F")
         }
@@ -58,6 +62,18 @@ public enum WorkerFrame: Sendable, Hashable {
             payload = Self.littleEndianBytes(samples)
         case .failure(let message):
             payload = Array(message.utf8)
+        case .events(let events):
+            // Per event: kind (1 byte), sample, text position, length (4 bytes each), the name's
+            // length (2 bytes) and its UTF-8 bytes.
+            for event in events {
+                let name = Array((event.name ?? "").utf8.prefix(Int(UInt16.max)))
+                payload.append(event.kind.rawValue)
+                payload += Self.littleEndian(UInt32(clamping: event.sample))
+                payload += Self.littleEndian(UInt32(clamping: event.textPosition))
+                payload += Self.littleEndian(UInt32(clamping: event.length))
+                payload += [UInt8(truncatingIfNeeded: name.count), UInt8(truncatingIfNeeded: name.count >> 8)]
+                payload += name
+            }
         }
         return [kind] + Self.littleEndian(UInt32(payload.count)) + payload
     }
@@ -88,6 +104,8 @@ public enum WorkerFrame: Sendable, Hashable {
             return .pcm(samples.map { Int16(littleEndian: $0) })
         case UInt8(ascii: "D"):
             return .done
+        case UInt8(ascii: "E"):
+            return .events(try decodeEvents(payload))
         case UInt8(ascii: "F"):
             return .failure(String(decoding: payload, as: UTF8.self))
         default:
@@ -201,6 +219,33 @@ public enum WorkerFrame: Sendable, Hashable {
             filled += result
         }
         return true
+    }
+
+    private static func decodeEvents(_ payload: [UInt8]) throws(WorkerProtocolError) -> [EngineEvent] {
+        var events: [EngineEvent] = []
+        var offset = 0
+        while offset < payload.count {
+            guard payload.count - offset >= 15,
+                let kind = EngineEvent.Kind(rawValue: payload[offset])
+            else {
+                throw .malformed("an event at byte \(offset) is cut short or of an unknown kind")
+            }
+            let field = { (index: Int) in
+                Int(readLittleEndian(payload[(offset + 1 + 4 * index)..<(offset + 5 + 4 * index)]))
+            }
+            let nameLength = Int(payload[offset + 13]) | Int(payload[offset + 14]) << 8
+            let nameStart = offset + 15
+            guard payload.count - nameStart >= nameLength else {
+                throw .malformed("an event's name at byte \(nameStart) runs past the frame")
+            }
+            let name = String(decoding: payload[nameStart..<(nameStart + nameLength)], as: UTF8.self)
+            events.append(
+                EngineEvent(
+                    kind: kind, sample: field(0), textPosition: field(1), length: field(2),
+                    name: kind == .mark ? name : nil))
+            offset = nameStart + nameLength
+        }
+        return events
     }
 
     private static func littleEndianBytes(_ samples: [Int16]) -> [UInt8] {

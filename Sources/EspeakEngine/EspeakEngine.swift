@@ -263,7 +263,8 @@ public final class EspeakEngine: SpeechRenderer {
         let milliseconds =
             chunking == .whole ? 10_000 : max(configuration.bufferMilliseconds, configuration.chunkMilliseconds)
         let context = RenderContext(
-            coalescedSamples: format.sampleRate * milliseconds / 1000, firstAtOnce: chunking == .streaming,
+            sampleRate: format.sampleRate, coalescedSamples: format.sampleRate * milliseconds / 1000,
+            firstAtOnce: chunking == .streaming,
             sink: deliver)
         let path = dataPath
         let buffer = configuration.bufferMilliseconds

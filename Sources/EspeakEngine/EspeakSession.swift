@@ -15,11 +15,22 @@ private func espeakSynthCallback(
     if context.isCancelled { return 1 }
     var event = events
     while event.pointee.type != espeakEVENT_LIST_TERMINATED {
-        if event.pointee.type == espeakEVENT_MARK, let name = event.pointee.id.name,
-            let index = Int(String(cString: name))
-        {
-            let position = Int(event.pointee.audio_position)
-            context.marks.withLock { $0[index] = position }
+        let sample = Int(event.pointee.audio_position) * context.sampleRate / 1000
+        let position = Int(event.pointee.text_position)
+        switch event.pointee.type {
+        case espeakEVENT_WORD:
+            context.record(
+                EngineEvent(kind: .word, sample: sample, textPosition: position, length: Int(event.pointee.length)))
+        case espeakEVENT_SENTENCE:
+            context.record(EngineEvent(kind: .sentence, sample: sample, textPosition: position))
+        case espeakEVENT_MARK:
+            let name = event.pointee.id.name.map { String(cString: $0) }
+            if let name, let index = Int(name) {
+                context.marks.withLock { $0[index] = Int(event.pointee.audio_position) }
+            }
+            context.record(EngineEvent(kind: .mark, sample: sample, textPosition: position, name: name))
+        default:
+            break
         }
         event += 1
     }

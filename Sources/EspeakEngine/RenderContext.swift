@@ -14,6 +14,8 @@ final class RenderContext: Sendable {
 
     /// Samples synthesised but not yet yielded; only the espeak thread touches them.
     private let pending = Mutex<[Int16]>([])
+    /// Events reported but not yet yielded, in order; only the espeak thread touches them.
+    private let pendingEvents = Mutex<[EngineEvent]>([])
     /// Chunks after the first are coalesced to at least this many samples.
     private let coalescedSamples: Int
     private let yieldedFirst = Atomic<Bool>(false)
@@ -21,10 +23,19 @@ final class RenderContext: Sendable {
     let producedSamples = Atomic<Int>(0)
 
     /// - Parameter firstAtOnce: whether the first block goes out alone, at once.
-    init(coalescedSamples: Int, firstAtOnce: Bool, sink: @escaping @Sendable (PCMChunk) -> Void) {
+    /// The engine's sample rate, to turn espeak-ng's millisecond positions into samples.
+    let sampleRate: Int
+
+    init(sampleRate: Int, coalescedSamples: Int, firstAtOnce: Bool, sink: @escaping @Sendable (PCMChunk) -> Void) {
+        self.sampleRate = sampleRate
         self.sink = sink
         self.coalescedSamples = coalescedSamples
         yieldedFirst.store(!firstAtOnce, ordering: .relaxed)
+    }
+
+    /// Records an event espeak-ng reported; it goes out with the next chunk.
+    func record(_ event: EngineEvent) {
+        pendingEvents.withLock { $0.append(event) }
     }
 
     /// Passes synthesised samples on: the first block at once (time to first sound), later ones
@@ -34,7 +45,7 @@ final class RenderContext: Sendable {
         producedSamples.add(samples.count, ordering: .relaxed)
         if !yieldedFirst.load(ordering: .relaxed) {
             yieldedFirst.store(true, ordering: .relaxed)
-            sink(PCMChunk(samples: Array(samples)))
+            sink(PCMChunk(samples: Array(samples), events: takeEvents()))
             return
         }
         let ready: [Int16]? = pending.withLock { buffer in
@@ -43,16 +54,25 @@ final class RenderContext: Sendable {
             defer { buffer.removeAll(keepingCapacity: true) }
             return buffer
         }
-        if let ready { sink(PCMChunk(samples: ready)) }
+        if let ready { sink(PCMChunk(samples: ready, events: takeEvents())) }
     }
 
-    /// Yields whatever is still pending; called when synthesis has ended.
+    /// Yields whatever is still pending; called when synthesis has ended. Events after the last
+    /// sample (a mark at the very end) go out in a chunk with no samples.
     func flush() {
         let rest = pending.withLock { buffer in
             defer { buffer.removeAll() }
             return buffer
         }
-        if !rest.isEmpty { sink(PCMChunk(samples: rest)) }
+        let events = takeEvents()
+        if !rest.isEmpty || !events.isEmpty { sink(PCMChunk(samples: rest, events: events)) }
+    }
+
+    private func takeEvents() -> [EngineEvent] {
+        pendingEvents.withLock { events in
+            defer { events.removeAll() }
+            return events
+        }
     }
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }

@@ -13,12 +13,44 @@ public struct AudioFormat: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "s16le \(sampleRate) Hz × \(channels)" }
 }
 
-/// A block of rendered audio, in the renderer's `AudioFormat`.
+/// A block of rendered audio, in the renderer's `AudioFormat`, with what the engine reported
+/// about the speech in it.
 public struct PCMChunk: Sendable, Hashable {
     public var samples: [Int16]
+    /// Words, sentences and marks the engine reported up to the end of these samples, in order.
+    public var events: [EngineEvent]
 
-    public init(samples: [Int16]) {
+    public init(samples: [Int16], events: [EngineEvent] = []) {
         self.samples = samples
+        self.events = events
+    }
+}
+
+/// Where the engine says a word, a sentence or a mark begins in the audio it renders.
+///
+/// Positions refer to the engine's own input (for espeak-ng, the text or SSML it was given), not
+/// yet to the announcement's text: mapping them back is the caller's part.
+public struct EngineEvent: Sendable, Hashable {
+    public enum Kind: UInt8, Sendable, Hashable {
+        case word = 1, sentence = 2, mark = 3
+    }
+
+    public var kind: Kind
+    /// The first sample of it, counted from the start of the utterance's audio.
+    public var sample: Int
+    /// Its first character in the engine's input (espeak-ng counts characters from 1); 0 for a mark.
+    public var textPosition: Int
+    /// Its length in characters of the engine's input (words); 0 when the engine gives none.
+    public var length: Int
+    /// A mark's name; nil for words and sentences.
+    public var name: String?
+
+    public init(kind: Kind, sample: Int, textPosition: Int, length: Int = 0, name: String? = nil) {
+        self.kind = kind
+        self.sample = sample
+        self.textPosition = textPosition
+        self.length = length
+        self.name = name
     }
 }
 

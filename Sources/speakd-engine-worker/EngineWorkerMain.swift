@@ -167,7 +167,11 @@ final class WorkerLoop: Sendable {
             return
         }
         let cancellation = engine.render(
-            utterance, chunking: chunking, deliver: { chunk in Self.send(.pcm(chunk.samples)) },
+            utterance, chunking: chunking,
+            deliver: { chunk in
+                if !chunk.events.isEmpty { Self.send(.events(chunk.events)) }
+                Self.send(.pcm(chunk.samples))
+            },
             finished: { error in Self.send(error.map { .failure("\($0)") } ?? .done) })
         current.withLock { $0 = cancellation }
     }

@@ -47,6 +47,42 @@ struct EngineWorkerPoolTests {
         }
     }
 
+    @Test("Word, sentence and mark events come from the worker as the engine reports them in-process")
+    func eventsLikeTheEngine() async throws {
+        let pool = try await Self.makePool(workers: 1)
+        defer { pool.shutdown() }
+        let text = "Platform four. The train to Porto is late."
+        for chunking in [RenderChunking.streaming, .whole] {
+            var viaWorker: [EngineEvent] = []
+            var samples = 0
+            for try await chunk in pool.render(Utterance(text), chunking: chunking) {
+                // Each event belongs to audio already sent or in this chunk.
+                for event in chunk.events { #expect(event.sample <= samples + chunk.samples.count) }
+                samples += chunk.samples.count
+                viaWorker += chunk.events
+            }
+            var inProcess: [EngineEvent] = []
+            for try await chunk in pool.engine.render(Utterance(text)) { inProcess += chunk.events }
+            // The same events at the same places in the text; the audio positions agree within
+            // 50 ms (espeak-ng's pauses vary by a block with what a process rendered before).
+            #expect(viaWorker.map(\.kind) == inProcess.map(\.kind), "\(chunking)")
+            #expect(viaWorker.map(\.textPosition) == inProcess.map(\.textPosition), "\(chunking)")
+            #expect(viaWorker.map(\.length) == inProcess.map(\.length), "\(chunking)")
+            for (worker, local) in zip(viaWorker, inProcess) {
+                #expect(abs(worker.sample - local.sample) <= 22_050 / 20, "\(worker) against \(local)")
+            }
+            // The words espeak-ng reports are the words of the text, in order, as the audio goes.
+            let words = viaWorker.filter { $0.kind == .word }.map { event in
+                let start = text.index(text.startIndex, offsetBy: event.textPosition - 1)
+                return String(text[start...].prefix(event.length))
+            }
+            #expect(words == ["Platform", "four", "The", "train", "to", "Porto", "is", "late"])
+            #expect(viaWorker.filter { $0.kind == .sentence }.count == 2)
+            let starts = viaWorker.map(\.sample)
+            #expect(starts == starts.sorted() && starts.last! < samples)
+        }
+    }
+
     @Test("Two renders at once run on two workers: the short one is not held behind the long one")
     func rendersRunSideBySide() async throws {
         let pool = try await Self.makePool(workers: 2)

@@ -1,5 +1,6 @@
 import EngineWorkers
 import Foundation
+import SpeechModel
 import Testing
 
 @Suite("Engine worker frames")
@@ -10,7 +11,12 @@ struct WorkerFrameTests {
             WorkerFrame.ready(sampleRate: 22_050, sandbox: "no_new_privs, seccomp, landlock ABI 7"),
             .job(Data(#"{"text":"Olá"}"#.utf8), chunking: .streaming),
             .job(Data(#"{"text":"x"}"#.utf8), chunking: .whole), .cancel,
-            .pcm([0, 1, -1, .max, .min, 12_345]), .pcm([]), .done, .failure("espeak-ng: no voice 'xx'"),
+            .pcm([0, 1, -1, .max, .min, 12_345]), .pcm([]),
+            .events([
+                EngineEvent(kind: .sentence, sample: 0, textPosition: 1),
+                EngineEvent(kind: .word, sample: 1_102, textPosition: 1, length: 8),
+                EngineEvent(kind: .mark, sample: 22_050, textPosition: 31, name: "café"),
+            ]), .events([]), .done, .failure("espeak-ng: no voice 'xx'"),
         ])
     func roundTrip(_ frame: WorkerFrame) throws {
         let pipe = Pipe()
@@ -30,6 +36,8 @@ struct WorkerFrameTests {
             ([UInt8(ascii: "J"), 0xFF, 0xFF, 0xFF, 0x7F], "over the limit"),
             ([UInt8(ascii: "J"), 2, 0, 0, 0, UInt8(ascii: "X"), UInt8(ascii: "{")], "starts with S or W"),
             ([UInt8(ascii: "D"), 0, 0], "ended inside a frame"),
+            ([UInt8(ascii: "E"), 3, 0, 0, 0, 1, 0, 0], "cut short"),
+            ([UInt8(ascii: "E"), 15, 0, 0, 0, 3] + [UInt8](repeating: 0, count: 12) + [5, 0], "runs past the frame"),
         ])
     func malformed(_ bytes: [UInt8], message: String) throws {
         let pipe = Pipe()
