@@ -115,7 +115,10 @@ let package = Package(
         // EspeakEngine against raw libespeak-ng, measured in the same run (build with -c release).
         .executableTarget(
             name: "speakd-engine-bench",
-            dependencies: ["EspeakEngine", "CEspeakNG", "SpeechModel", "SpeakTestSupport"],
+            dependencies: [
+                "EspeakEngine", "EngineWorkers", "CEspeakNG", "SpeechModel", "SpeakTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/EngineBenchmark",
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,7 @@
+import EngineWorkers
 import EspeakEngine
 import Foundation
+import Logging
 import SpeakTestSupport
 import SpeechModel
 
@@ -79,8 +81,9 @@ struct EngineBenchmark {
         }
     }
 
-    /// EspeakEngine over `utterances`, timed from `render` to the first chunk in the consumer.
-    static func engineRound(_ engine: EspeakEngine, utterances: [Utterance]) async throws -> Totals {
+    /// A renderer over `utterances`, timed from `render` to the first chunk in the consumer.
+    /// CPU is this process's: for a worker pool it leaves out the workers' own.
+    static func engineRound(_ engine: some SpeechRenderer, utterances: [Utterance]) async throws -> Totals {
         let sampleRate = Double(engine.format.sampleRate)
         // The engine reloads its voice after `runExclusively`: render one utterance first so
         // the round measures steady state, as a daemon speaking one voice sees it.
@@ -112,10 +115,20 @@ struct EngineBenchmark {
         let plainInputs = try plain.map { try engine.espeakInput(for: $0) }
         let attributedInputs = try attributed.map { try engine.espeakInput(for: $0) }
         var raw = Totals(), rawVoiceEach = Totals(), rawPlainInputs = Totals(), speakd = Totals()
-        var rawAttributed = Totals(), speakdAttributed = Totals()
+        var rawAttributed = Totals(), speakdAttributed = Totals(), pooled = Totals()
+        // The daemon's path: one `speakd-engine-worker` (built beside this executable) per job.
+        let worker = EngineWorkerPool.Launch.besideExecutable()
+        let pool: EngineWorkerPool? =
+            FileManager.default.isExecutableFile(atPath: worker)
+            ? try await EngineWorkerPool(
+                launch: .init(executable: worker, arguments: [], count: 1), engine: engine,
+                logger: Logger(label: "bench"))
+            : nil
+        defer { pool?.shutdown() }
         // Warm-up: dictionaries loaded, caches filled, for both paths.
         _ = try await rawRound(engine, voice: voice, inputs: plainText)
         _ = try await engineRound(engine, utterances: plain + attributed)
+        if let pool { _ = try await engineRound(pool, utterances: plain) }
 
         for _ in 0..<rounds {
             raw.add(try await rawRound(engine, voice: voice, inputs: plainText))
@@ -124,6 +137,7 @@ struct EngineBenchmark {
             speakd.add(try await engineRound(engine, utterances: plain))
             rawAttributed.add(try await rawRound(engine, voice: voice, inputs: attributedInputs))
             speakdAttributed.add(try await engineRound(engine, utterances: attributed))
+            if let pool { pooled.add(try await engineRound(pool, utterances: plain)) }
         }
 
         let sampleRate = engine.format.sampleRate
@@ -135,12 +149,13 @@ struct EngineBenchmark {
             ("raw, the engine's input", rawPlainInputs), ("EspeakEngine", speakd),
             ("raw, engine's SSML (2 spans)", rawAttributed), ("EspeakEngine (2 spans)", speakdAttributed),
         ]
-        for (name, totals) in rows {
+        for (name, totals) in rows + (pool == nil ? [] : [("EngineWorkerPool, 1 worker", pooled)]) {
+            let cpuColumn =
+                name.hasPrefix("EngineWorkerPool") ? "-" : format(totals.audioSeconds / totals.cpuSeconds, 0)
             print(
                 row(
                     name, format(median(totals.firstChunks), 3), format(percentile(totals.firstChunks, 0.9), 3),
-                    format(totals.audioSeconds / totals.cpuSeconds, 0),
-                    format(totals.audioSeconds / totals.wallSeconds, 0)))
+                    cpuColumn, format(totals.audioSeconds / totals.wallSeconds, 0)))
         }
         print("")
         func report(_ label: String, _ engine: Totals, _ raw: Totals) {
@@ -152,6 +167,13 @@ struct EngineBenchmark {
         }
         report("plain utterances, EspeakEngine / raw plain text", speakd, raw)
         report("two-span utterances, EspeakEngine / raw with the same SSML", speakdAttributed, rawAttributed)
+        if pool != nil {
+            print(
+                "plain utterances, worker pool: first chunk median \(format(median(pooled.firstChunks) - median(speakd.firstChunks), 3)) ms over the in-process EspeakEngine (goal ≤ 0.5 ms)"
+            )
+        } else {
+            print("worker pool: not measured (no speakd-engine-worker beside this executable; build it in release)")
+        }
     }
 
     /// Prints espeak-ng's pitch parameter → median F0 ratio (relative to 50) for several voices.
