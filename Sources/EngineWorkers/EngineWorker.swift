@@ -31,8 +31,12 @@ final class EngineWorker: Sendable {
     /// Serialises frames written to the worker (a job and a cancel may come from two tasks).
     private let writing = Mutex(())
 
-    /// Starts the worker process; its frames are handled by `callbacks`.
-    init(executable: String, arguments: [String], callbacks: Callbacks) throws {
+    /// The worker's standard error, split into lines for the log.
+    private let diagnostics: WorkerDiagnostics
+
+    /// Starts the worker process; its frames are handled by `callbacks`, its standard error goes
+    /// to `logger`.
+    init(executable: String, arguments: [String], callbacks: Callbacks, logger: Logger) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -49,8 +53,24 @@ final class EngineWorker: Sendable {
         _ = fcntl(output.fileHandleForReading.fileDescriptor, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
         process.standardInput = input
         process.standardOutput = output
-        // Standard error is inherited: the worker's own log lines reach the daemon's log.
+        let errors = Pipe()
+        process.standardError = errors
+        let diagnostics = WorkerDiagnostics(logger: logger)
+        self.diagnostics = diagnostics
         try process.run()
+        // The worker holds the write end now; closing ours lets the reader see the end. A thread
+        // of its own reads it with blocking reads until the worker is gone (Foundation's
+        // readability handler cannot be removed from inside itself without deadlocking).
+        try? errors.fileHandleForWriting.close()
+        let errorReader = Thread {
+            let handle = errors.fileHandleForReading
+            while let data = try? handle.read(upToCount: 4096), !data.isEmpty {
+                diagnostics.received(data)
+            }
+            try? handle.close()
+        }
+        errorReader.name = "speakd-worker-stderr"
+        errorReader.start()
         self.process = process
         self.input = input.fileHandleForWriting
         self.output = output.fileHandleForReading
@@ -60,6 +80,9 @@ final class EngineWorker: Sendable {
     }
 
     var pid: Int32 { process.processIdentifier }
+
+    /// The last line the worker wrote to standard error (glibc's "stack smashing detected", say).
+    var lastDiagnostic: String? { diagnostics.lastLine }
 
     /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
     private static let setPipeSize: Int32 = 1031
@@ -215,4 +238,50 @@ final class Job: Sendable {
     func yield(_ chunk: PCMChunk) { continuation.yield(chunk) }
     func finish() { continuation.finish() }
     func finish(throwing error: any Error) { continuation.finish(throwing: error) }
+}
+
+/// A worker's standard error, line by line: its own messages (`speakd-engine-worker: …` and its
+/// logger's lines) are logged at warning; what the libraries under espeak-ng print is logged at
+/// debug. libespeak-ng 1.51 opens an audio device at start even in synchronous mode, and its
+/// PulseAudio client complains when the sandbox refuses the shared memory, the directory and the
+/// socket it wants: noise, not a fault.
+final class WorkerDiagnostics: Sendable {
+    private let logger: Logger
+    private struct State {
+        var partial = Data()
+        var lastLine: String?
+    }
+    private let state = Mutex(State())
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    var lastLine: String? { state.withLock { $0.lastLine } }
+
+    func received(_ data: Data) {
+        let lines = state.withLock { state -> [String] in
+            state.partial.append(data)
+            var lines: [String] = []
+            while let newline = state.partial.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: state.partial[state.partial.startIndex..<newline], as: UTF8.self)
+                state.partial.removeSubrange(state.partial.startIndex...newline)
+                if !line.isEmpty { lines.append(line) }
+            }
+            // A line longer than 4 kB is logged in pieces rather than held without bound.
+            if state.partial.count > 4096 {
+                lines.append(String(decoding: state.partial, as: UTF8.self))
+                state.partial.removeAll()
+            }
+            if let last = lines.last { state.lastLine = last }
+            return lines
+        }
+        for line in lines {
+            if line.contains("speakd-engine-worker") || line.contains("speakd.engine-worker") {
+                logger.warning("engine worker: \(line)")
+            } else {
+                logger.debug("engine worker library output", metadata: ["engine.worker.stderr": "\(line)"])
+            }
+        }
+    }
 }

@@ -171,7 +171,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             // only read it, so they need no write access anywhere.
             worker = try EngineWorker(
                 executable: launch.executable, arguments: ["--data", engine.dataPath] + launch.arguments,
-                callbacks: callbacks)
+                callbacks: callbacks, logger: logger)
         } catch {
             throw EngineWorkerError.unavailable("\(launch.executable): \(error)")
         }
@@ -219,12 +219,14 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
         if stopped { return }
         if let job {
-            logger.error(
-                "engine worker died while rendering; its announcement failed",
-                metadata: [
-                    "engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)",
-                    "engine.text": "\(Self.excerpt(job.text))",
-                ])
+            var metadata: Logger.Metadata = [
+                "engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)",
+                "engine.text": "\(Self.excerpt(job.text))",
+            ]
+            // What the worker printed last, when it has reached the daemon by now (glibc's
+            // "*** stack smashing detected ***", say).
+            if let line = worker.lastDiagnostic { metadata["engine.stderr"] = "\(line)" }
+            logger.error("engine worker died while rendering; its announcement failed", metadata: metadata)
         } else {
             logger.error(
                 "engine worker died while idle",

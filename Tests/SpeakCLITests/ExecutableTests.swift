@@ -33,6 +33,18 @@ struct ExecutableTests {
         #expect(help.contains("speak say status"), "\(arguments): help does not say how to speak a subcommand's name")
     }
 
+    /// What the libraries under espeak-ng print in the sandboxed worker (libpulse refused its
+    /// shared memory, its directory and its socket) is not shown to the user; the file is written.
+    @Test func workerLibraryNoiseStaysInTheDebugLog() async throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).wav")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try await Self.speak(["--output", output.path, "Platform four"])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardError.isEmpty, "\(result.standardError)")
+        let size = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? 0
+        #expect(size > 44 + 22_050, "\(size) bytes")
+    }
+
     /// The help of a subcommand is still its own.
     @Test func subcommandHelpIsItsOwn() async throws {
         let result = try await Self.speak(["cancel", "--help"])
