@@ -167,18 +167,10 @@ struct RenderBenchmark {
 
     /// CPU seconds used so far by `pid` and by each of its descendants, separately.
     static func treeCPUSeconds(root: pid_t) -> (root: Double, descendants: Double) {
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        func cpu(_ pid: Int) -> Double {
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return 0 }
-            // Fields after the command name: state is field 3, utime 14 and stime 15.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-            return (user + system) / ticks
-        }
-        let all = descendants(of: Int(root))
-        return (cpu(Int(root)), all.filter { $0 != Int(root) }.map(cpu).reduce(0, +))
+        (
+            ProcessTable.cpuSeconds(root),
+            ProcessTable.tree(of: root).dropFirst().map(ProcessTable.cpuSeconds).reduce(0, +)
+        )
     }
 
     /// `clients` concurrent loops of `POST /v1/speech` until `seconds` are up.
@@ -267,29 +259,12 @@ struct RenderBenchmark {
 
     /// PSS in kB of `root` and all its descendants.
     static func processTreePSS(root: pid_t) throws -> (kilobytes: Int, processes: Int) {
-        let all = descendants(of: Int(root))
+        let all = ProcessTable.tree(of: root)
         return (all.map(pss).reduce(0, +), all.count)
     }
 
-    /// `root` and all its descendants, found through `/proc/PID/task/*/children`.
-    static func descendants(of root: Int) -> [Int] {
-        var pending = [root]
-        var seen: [Int] = []
-        while let pid = pending.popLast() {
-            guard !seen.contains(pid) else { continue }
-            seen.append(pid)
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-            for task in tasks {
-                let children =
-                    (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
-                pending += children.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            }
-        }
-        return seen
-    }
-
     /// The `Pss:` line of `/proc/PID/smaps_rollup`, in kB; 0 when the process is gone.
-    static func pss(_ pid: Int) -> Int {
+    static func pss(_ pid: pid_t) -> Int {
         guard let rollup = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return 0 }
         for line in rollup.split(separator: "\n") where line.hasPrefix("Pss:") {
             return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0

@@ -41,18 +41,6 @@ struct EngineWorkerPoolRaceTests {
         var isFinished: Bool { state.withLock { $0.finished } }
     }
 
-    /// Any thread `R` in `/proc/PID/task/*/stat`: on a CPU or runnable.
-    static func isRunning(_ pid: pid_t) -> Bool {
-        // The process's own stat shows only its main thread; espeak-ng renders on another.
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.contains { task in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return false }
-            return stat[stat.index(after: close)...].split(separator: " ").first == "R"
-        }
-    }
-
     /// Waits on this (non-cooperative) thread until `condition` has held for `steady`.
     static func block(until condition: () -> Bool, steady: Duration, timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -84,7 +72,7 @@ struct EngineWorkerPoolRaceTests {
         try await Task.sleep(for: .milliseconds(50))
         // Seen running at some moment of the next second (at one instant it may be in a write).
         #expect(
-            Self.block(until: { Self.isRunning(worker) }, steady: .zero, timeout: .seconds(1)),
+            Self.block(until: { ProcessTable.isRunning(worker) }, steady: .zero, timeout: .seconds(1)),
             "the first render ended before the second queued for the worker")
 
         // With no task able to run, the worker finishes A (its reader hands it to B's waiting
@@ -100,7 +88,8 @@ struct EngineWorkerPoolRaceTests {
                 return
             }
             // Idle: asleep in its read for 200 ms in a row, A's `done` sent.
-            let idle = Self.block(until: { !Self.isRunning(worker) }, steady: .milliseconds(200), timeout: .seconds(20))
+            let idle = Self.block(
+                until: { !ProcessTable.isRunning(worker) }, steady: .milliseconds(200), timeout: .seconds(20))
             controller.note(idle ? "worker idle" : "worker never idle")
             kill(worker, SIGKILL)
             // Reaped (`kill(pid, 0)` fails), then a moment for the reader to report it.

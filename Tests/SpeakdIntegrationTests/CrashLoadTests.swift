@@ -48,18 +48,6 @@ extension SpeakdIntegration {
             var busy: Bool
         }
 
-        /// True when a thread of `pid` is on a CPU or runnable (`R` in its `stat`): a worker rendering.
-        static func isRunning(_ pid: pid_t) -> Bool {
-            // The process's own stat shows only its main thread; espeak-ng renders on another.
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-            return tasks.contains { task in
-                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                    let close = stat.lastIndex(of: ")")
-                else { return false }
-                return stat[stat.index(after: close)...].split(separator: " ").first == "R"
-            }
-        }
-
         /// Sends `POST /v1/speech` and checks the form of the answer: a valid WAV, or a JSON error.
         static func render(_ text: String, crashing: Bool, via client: SpeakHTTPClient, directory: URL) async throws
             -> Render
@@ -114,7 +102,7 @@ extension SpeakdIntegration {
                         break
                     }
                     let workers = EngineWorkerCrashTests.workers(of: daemon.pid)
-                    let busy = workers.filter(Self.isRunning)
+                    let busy = workers.filter(ProcessTable.isRunning)
                     guard let victim = (busy.isEmpty ? workers : busy).randomElement(using: &random) else { continue }
                     if kill(victim, SIGKILL) == 0 { kills.append(Kill(pid: victim, busy: !busy.isEmpty)) }
                 }

@@ -16,14 +16,7 @@ extension SpeakdIntegration {
         }
 
         /// The daemon's child processes: its engine workers.
-        static func workers(of pid: pid_t) -> [pid_t] {
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-            return tasks.flatMap { task -> [pid_t] in
-                let children =
-                    (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
-                return children.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespaces)) }
-            }
-        }
+        static func workers(of pid: pid_t) -> [pid_t] { ProcessTable.children(of: pid) }
 
         /// Waits until the daemon has `count` workers other than `excluded`.
         static func waitForWorkers(

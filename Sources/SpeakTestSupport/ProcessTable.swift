@@ -1,0 +1,53 @@
+import Foundation
+
+/// What `/proc` says about a process and its children: for tests and benchmarks that find the
+/// daemon's engine workers, see whether one is rendering, and add up CPU time and memory.
+public enum ProcessTable {
+    /// The direct children of `pid` (`/proc/PID/task/*/children`); empty when it is gone.
+    public static func children(of pid: pid_t) -> [pid_t] {
+        tasks(of: pid).flatMap { task -> [pid_t] in
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            return children.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespaces)) }
+        }
+    }
+
+    /// `root` and all its descendants, `root` first.
+    public static func tree(of root: pid_t) -> [pid_t] {
+        var pending = [root]
+        var seen: [pid_t] = []
+        while let pid = pending.popLast() {
+            guard !seen.contains(pid) else { continue }
+            seen.append(pid)
+            pending += children(of: pid)
+        }
+        return seen
+    }
+
+    /// Whether any thread of `pid` is on a CPU or runnable (`R` in its `stat`). The process's own
+    /// `stat` shows only its main thread, and espeak-ng renders on another.
+    public static func isRunning(_ pid: pid_t) -> Bool {
+        tasks(of: pid).contains { task in
+            statFields("/proc/\(pid)/task/\(task)/stat")?.first == "R"
+        }
+    }
+
+    /// User plus system CPU seconds `pid` has used (its own threads, not its children); 0 when gone.
+    public static func cpuSeconds(_ pid: pid_t) -> Double {
+        // After the command name, state is the first field; utime and stime the 12th and 13th.
+        guard let fields = statFields("/proc/\(pid)/stat"), fields.count > 12,
+            let user = Double(fields[11]), let system = Double(fields[12])
+        else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    private static func tasks(of pid: pid_t) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    }
+
+    /// The fields of a `stat` file after the command name, which may itself hold spaces.
+    private static func statFields(_ path: String) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: path, encoding: .utf8), let close = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ")
+    }
+}
