@@ -117,9 +117,9 @@ public final class EngineWorkerPool: SpeechRenderer {
         continuation.onTermination = { termination in
             if case .cancelled = termination { job.cancel() }
         }
-        if let worker = state.withLock({ $0.idle.popLast() }), worker.start(job, json: json, chunking: chunking) {
-            // The common case: an idle worker takes the job now, with no task in between.
-        } else {
+        // The common case: an idle worker takes the job now, with no task in between.
+        let idle = state.withLock { $0.idle.popLast() }
+        if idle?.start(job, json: json, chunking: chunking) != true {
             Task {
                 // A worker that died between being handed out and taking the job is skipped:
                 // the job waits for the next one (the replacement, if no other is free).

@@ -210,23 +210,9 @@ public final class EspeakEngine: SpeechRenderer {
     private func render(
         _ utterance: Utterance, marks: Locked<[Int: Int]>?, chunking: RenderChunking = .streaming
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let input: EspeakInput
-        do {
-            input = try self.input(for: utterance, marks: marks != nil)
-        } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
-        }
-        return stream(
-            for: input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: marks,
-            chunking: chunking)
-    }
-
-    private func stream(
-        for input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?, chunking: RenderChunking
-    ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let cancellation = synthesize(
-            input, flags: flags, marks: marks, chunking: chunking, deliver: { continuation.yield($0) },
+        let cancellation = render(
+            utterance, marks: marks, chunking: chunking, deliver: { continuation.yield($0) },
             finished: { error in continuation.finish(throwing: error) })
         continuation.onTermination = { termination in
             if case .cancelled = termination { cancellation.cancel() }
@@ -244,20 +230,25 @@ public final class EspeakEngine: SpeechRenderer {
         _ utterance: Utterance, chunking: RenderChunking = .streaming,
         deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
     ) -> RenderCancellation {
+        render(utterance, marks: nil, chunking: chunking, deliver: deliver, finished: finished)
+    }
+
+    private func render(
+        _ utterance: Utterance, marks: Locked<[Int: Int]>?, chunking: RenderChunking,
+        deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
+    ) -> RenderCancellation {
         let input: EspeakInput
         do {
-            input = try self.input(for: utterance)
+            input = try self.input(for: utterance, marks: marks != nil)
         } catch {
             finished(error)
             return RenderCancellation(nil)
         }
-        return synthesize(
-            input, flags: input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0, marks: nil, chunking: chunking,
-            deliver: deliver, finished: finished)
+        return synthesize(input, marks: marks, chunking: chunking, deliver: deliver, finished: finished)
     }
 
     private func synthesize(
-        _ input: EspeakInput, flags: Int32, marks: Locked<[Int: Int]>?, chunking: RenderChunking,
+        _ input: EspeakInput, marks: Locked<[Int: Int]>?, chunking: RenderChunking,
         deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
     ) -> RenderCancellation {
         let milliseconds =
@@ -266,6 +257,7 @@ public final class EspeakEngine: SpeechRenderer {
             sampleRate: format.sampleRate, coalescedSamples: format.sampleRate * milliseconds / 1000,
             firstAtOnce: chunking == .streaming,
             sink: deliver)
+        let flags = input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
         let logger = logger

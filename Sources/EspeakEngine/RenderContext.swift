@@ -22,10 +22,10 @@ final class RenderContext: Sendable {
     /// Samples espeak-ng produced for this rendering so far.
     let producedSamples = Atomic<Int>(0)
 
-    /// - Parameter firstAtOnce: whether the first block goes out alone, at once.
     /// The engine's sample rate, to turn espeak-ng's millisecond positions into samples.
     let sampleRate: Int
 
+    /// - Parameter firstAtOnce: whether the first block goes out alone, at once.
     init(sampleRate: Int, coalescedSamples: Int, firstAtOnce: Bool, sink: @escaping @Sendable (PCMChunk) -> Void) {
         self.sampleRate = sampleRate
         self.sink = sink

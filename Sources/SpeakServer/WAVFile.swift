@@ -30,5 +30,4 @@ struct WAVFile {
         buffer.setBytes(header, at: 0)
         return buffer
     }
-
 }
