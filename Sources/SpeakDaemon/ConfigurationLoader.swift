@@ -1,40 +1,54 @@
-import AudioOutput
 import Foundation
-import Logging
-import SpeakServer
-import SpeechModel
 
 /// Merges the configuration sources: flags > environment (`SPEAKD_*`) > config file > defaults.
 ///
-/// Every setting has one key, spelled the same in all three: flag `--max-queue`, environment
-/// `SPEAKD_MAX_QUEUE`, file line `max-queue = 32`. The file format is one `key = value` per line;
-/// `#` starts a comment; blank lines are ignored; a value may be quoted with `"`.
+/// Every setting of `DaemonConfiguration.settings` has one key, spelled the same in all three:
+/// flag `--max-queue`, environment `SPEAKD_MAX_QUEUE`, file line `max-queue = 32`. The file format
+/// is one `key = value` per line; `#` starts a comment; blank lines are ignored; a value may be
+/// quoted with `"`. The file is `--config`, else `SPEAKD_CONFIG`, else `defaultConfigPath(environment:)`
+/// if it exists.
 public enum ConfigurationLoader {
-    /// Every key, in the order `--help` and the docs list them.
-    public static let keys: [String] = [
-        "socket", "http", "audio", "voices", "max-queue", "cors-origin", "token-file", "tcp-open", "allowed-host",
-        "default-language",
-        "fallback-language", "max-body-bytes", "max-text-length", "max-spans", "heartbeat",
-        "event-history", "lead-in", "log-level", "max-connections", "idle-timeout", "header-timeout",
-        "body-timeout", "send-timeout", "engine-workers", "engine-worker",
-    ]
-
-    /// Keys whose values are lists: comma-separated, and in a file given on several lines.
-    static let listKeys: Set<String> = ["allowed-host"]
+    /// Every key, in the order `--help` lists them.
+    public static var keys: [String] { DaemonConfiguration.settings.map(\.key) }
 
     /// Where the config file is read from when neither `--config` nor `SPEAKD_CONFIG` names one
-    /// (and only if it exists).
+    /// (and only if it exists), outside systemd's `ConfigurationDirectory=`.
     public static let defaultConfigPath = "/etc/speakd/speakd.conf"
+
+    /// The config file read when it exists and neither `--config` nor `SPEAKD_CONFIG` names one:
+    /// `speakd.conf` in `$CONFIGURATION_DIRECTORY` under systemd (`ConfigurationDirectory=speakd`:
+    /// `/etc/speakd` for the system unit, `~/.config/speakd` for the user unit), else `defaultConfigPath`.
+    public static func defaultConfigPath(environment: [String: String]) -> String {
+        if let directory = environment["CONFIGURATION_DIRECTORY"]?.split(separator: ":").first, !directory.isEmpty {
+            return "\(directory)/speakd.conf"
+        }
+        return defaultConfigPath
+    }
+
+    /// The flag naming the config file; not a setting, since a file cannot name another.
+    public static let configFlag = "--config"
+
+    /// The environment variable naming the config file.
+    public static let configVariable = "SPEAKD_CONFIG"
 
     /// The environment variable of `key` (`max-queue` → `SPEAKD_MAX_QUEUE`).
     public static func environmentName(_ key: String) -> String {
         "SPEAKD_" + key.uppercased().replacingOccurrences(of: "-", with: "_")
     }
 
-    /// A value and where it came from, so an error can point at it.
-    struct Sourced {
-        var value: String
-        var origin: String
+    private static let settingsByKey = Dictionary(
+        uniqueKeysWithValues: DaemonConfiguration.settings.map { ($0.key, $0) })
+
+    /// Merges the sources.
+    /// - Parameters:
+    ///   - arguments: the command line after the program name: `--KEY VALUE` or `--KEY=VALUE` for
+    ///     each setting, a bare `--KEY` for a toggle, and `--config FILE`.
+    ///   - environment: the process environment.
+    public static func load(arguments: [String], environment: [String: String]) throws(ConfigurationError)
+        -> DaemonConfiguration
+    {
+        let (flags, configPath) = try parseArguments(arguments)
+        return try load(flags: flags, configPath: configPath, environment: environment)
     }
 
     /// Merges the sources.
@@ -45,10 +59,18 @@ public enum ConfigurationLoader {
     public static func load(
         flags: [String: String], configPath: String?, environment: [String: String]
     ) throws(ConfigurationError) -> DaemonConfiguration {
-        var values: [String: Sourced] = [:]
-        let explicitPath = configPath ?? environment["SPEAKD_CONFIG"]
-        if let path = explicitPath
-            ?? (FileManager.default.fileExists(atPath: defaultConfigPath) ? defaultConfigPath : nil)
+        var given: [String: SettingValue] = [:]
+        for (key, value) in flags { given[key] = SettingValue(value: value, origin: "--\(key)") }
+        return try load(flags: given, configPath: configPath, environment: environment)
+    }
+
+    private static func load(
+        flags: [String: SettingValue], configPath: String?, environment: [String: String]
+    ) throws(ConfigurationError) -> DaemonConfiguration {
+        var values: [String: SettingValue] = [:]
+        let defaultPath = defaultConfigPath(environment: environment)
+        if let path = configPath ?? environment[configVariable]
+            ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
         {
             let contents: String
             do {
@@ -58,20 +80,57 @@ public enum ConfigurationLoader {
             }
             for (key, value) in try parseFile(contents, path: path) { values[key] = value }
         }
-        for key in keys {
-            let name = environmentName(key)
-            if let value = environment[name] { values[key] = Sourced(value: value, origin: name) }
+        for setting in DaemonConfiguration.settings {
+            if let value = environment[setting.environmentName] {
+                values[setting.key] = SettingValue(value: value, origin: setting.environmentName)
+            }
         }
         for (key, value) in flags {
-            guard keys.contains(key) else { throw .unknownKey(key, origin: "--\(key)") }
-            values[key] = Sourced(value: value, origin: "--\(key)")
+            guard settingsByKey[key] != nil else { throw .unknownKey(key, origin: value.origin) }
+            values[key] = value
         }
         return try resolve(values, environment: environment)
     }
 
+    /// Reads the command line: each setting's flag with its value, and `--config`.
+    static func parseArguments(_ arguments: [String]) throws(ConfigurationError) -> (
+        flags: [String: SettingValue], configPath: String?
+    ) {
+        var flags: [String: SettingValue] = [:]
+        var configPath: String?
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            guard argument.hasPrefix("--"), argument.count > 2 else { throw .unexpectedArgument(argument) }
+            let name = argument.prefix { $0 != "=" }
+            let flag = String(name)
+            var inline = argument.count > name.count ? String(argument.dropFirst(name.count + 1)) : nil
+            let setting = settingsByKey[String(name.dropFirst(2))]
+            guard setting != nil || flag == configFlag else {
+                throw .unknownKey(String(name.dropFirst(2)), origin: flag)
+            }
+            if inline == nil, setting?.kind == .toggle { inline = "true" }
+            // A value never starts with "--": the next flag means this one's value is missing, while
+            // "-1" is a value to check (and report), not an option.
+            guard let value = inline ?? remaining.first.flatMap({ $0.hasPrefix("--") ? nil : $0 }) else {
+                throw .missingValue(origin: flag, valueName: setting?.valueName ?? "file")
+            }
+            if inline == nil { remaining = remaining.dropFirst() }
+            guard let setting else {
+                configPath = value
+                continue
+            }
+            if setting.kind == .list, let earlier = flags[setting.key] {
+                flags[setting.key] = SettingValue(value: earlier.value + "," + value, origin: flag)
+            } else {
+                flags[setting.key] = SettingValue(value: value, origin: flag)
+            }
+        }
+        return (flags, configPath)
+    }
+
     /// Reads `key = value` lines; unknown keys are errors so typos are not silently ignored.
-    static func parseFile(_ contents: String, path: String) throws(ConfigurationError) -> [String: Sourced] {
-        var values: [String: Sourced] = [:]
+    static func parseFile(_ contents: String, path: String) throws(ConfigurationError) -> [String: SettingValue] {
+        var values: [String: SettingValue] = [:]
         for (index, rawLine) in contents.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let origin = "\(path):\(index + 1)"
             var line = Substring(rawLine)
@@ -86,55 +145,27 @@ public enum ConfigurationLoader {
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
                 value = String(value.dropFirst().dropLast())
             }
-            guard keys.contains(key) else { throw .unknownKey(key, origin: origin) }
-            if listKeys.contains(key), let earlier = values[key] {
-                values[key] = Sourced(value: earlier.value + "," + value, origin: origin)
+            guard let setting = settingsByKey[key] else { throw .unknownKey(key, origin: origin) }
+            if setting.kind == .list, let earlier = values[key] {
+                values[key] = SettingValue(value: earlier.value + "," + value, origin: origin)
             } else {
-                values[key] = Sourced(value: value, origin: origin)
+                values[key] = SettingValue(value: value, origin: origin)
             }
         }
         return values
     }
 
-    private static func resolve(_ values: [String: Sourced], environment: [String: String]) throws(ConfigurationError)
-        -> DaemonConfiguration
+    /// Each given value over its setting's default, then the rules that join settings.
+    private static func resolve(_ values: [String: SettingValue], environment: [String: String])
+        throws(ConfigurationError) -> DaemonConfiguration
     {
         var configuration = DaemonConfiguration.defaults(environment: environment)
-        if let socket = values["socket"] {
-            configuration.socketPath = try disabled(socket) ? nil : path(socket)
+        for setting in DaemonConfiguration.settings {
+            if let value = values[setting.key] { try setting.apply(value, to: &configuration) }
         }
-        if let http = values["http"] {
-            if disabled(http) {
-                configuration.http = nil
-            } else {
-                do {
-                    configuration.http = try ListenAddress(hostPort: http.value)
-                } catch {
-                    throw .invalid(origin: http.origin, value: http.value, reason: error.reason)
-                }
-            }
-        }
-        if let audio = values["audio"] { configuration.audio = try audioSpec(audio) }
-        if let voices = values["voices"] { configuration.voicesDirectory = try path(voices) }
-        if let value = values["max-queue"] { configuration.maxQueue = try integer(value, in: 1...100_000) }
-        if let value = values["engine-workers"] {
-            configuration.engineWorkers =
-                value.value == "auto" ? DaemonConfiguration.coreCount : try integer(value, in: 1...64)
-        }
-        if let value = values["engine-worker"] {
-            configuration.engineWorker = value.value == "auto" ? nil : try path(value)
-        }
-        if let origin = values["cors-origin"] {
-            configuration.corsOrigin = disabled(origin) ? nil : try corsOrigin(origin)
-        }
-        if let file = values["token-file"] {
-            configuration.tokenFile = try path(file)
-        } else if let socket = configuration.socketPath {
+        // The token file's default follows the socket.
+        if values["token-file"] == nil, let socket = configuration.socketPath {
             configuration.tokenFile = DaemonConfiguration.defaultTokenFile(socketPath: socket)
-        }
-        if let open = values["tcp-open"] { configuration.tcpOpen = try boolean(open) }
-        if let hosts = values["allowed-host"] {
-            configuration.allowedHosts = disabled(hosts) ? [] : try hostNames(hosts)
         }
         if configuration.tcpOpen, case .tcp(let host, _) = configuration.http, !isLoopback(host) {
             throw .invalid(
@@ -143,88 +174,10 @@ public enum ConfigurationLoader {
                     + "anyone who reaches it could post and cancel. Drop tcp-open (TCP then needs the token) "
                     + "or listen on 127.0.0.1")
         }
-        if let language = values["default-language"] { configuration.defaultLanguage = try languageTag(language) }
-        if let language = values["fallback-language"] {
-            configuration.fallbackLanguage = disabled(language) ? nil : try languageTag(language)
-        }
-        if let value = values["max-body-bytes"] {
-            configuration.maxBodyBytes = try integer(value, in: 256...(64 << 20))
-        }
-        if let value = values["max-text-length"] { configuration.maxTextLength = try integer(value, in: 1...1_000_000) }
-        if let value = values["max-spans"] { configuration.maxSpans = try integer(value, in: 1...100_000) }
-        if let value = values["heartbeat"] {
-            guard let seconds = Double(value.value), seconds.isFinite, (0.01...3_600).contains(seconds) else {
-                throw .invalid(
-                    origin: value.origin, value: value.value, reason: "expected seconds between 0.01 and 3600")
-            }
-            configuration.heartbeatSeconds = seconds
-        }
-        if let value = values["lead-in"] {
-            guard let seconds = Double(value.value), seconds.isFinite, (0...1).contains(seconds) else {
-                throw .invalid(origin: value.origin, value: value.value, reason: "expected seconds between 0 and 1")
-            }
-            configuration.leadInSeconds = seconds
-        }
-        if let value = values["event-history"] { configuration.eventHistory = try integer(value, in: 1...1_000_000) }
-        if let value = values["log-level"] {
-            guard let level = Logger.Level(rawValue: value.value.lowercased()) else {
-                throw .invalid(
-                    origin: value.origin, value: value.value,
-                    reason: "expected one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            configuration.logLevel = level
-        }
-        if let value = values["max-connections"] {
-            configuration.connectionLimits.maxConnections = try integer(value, in: 1...1_000_000)
-        }
-        if let value = values["idle-timeout"] { configuration.connectionLimits.idleTimeout = try duration(value) }
-        if let value = values["header-timeout"] { configuration.connectionLimits.headerTimeout = try duration(value) }
-        if let value = values["body-timeout"] { configuration.connectionLimits.bodyTimeout = try duration(value) }
-        if let value = values["send-timeout"] { configuration.connectionLimits.sendTimeout = try duration(value) }
         if configuration.socketPath == nil, configuration.http == nil {
             throw .invalid(origin: "socket/http", value: "none", reason: "at least one listener is needed")
         }
         return configuration
-    }
-
-    private static func disabled(_ value: Sourced) -> Bool {
-        ["none", "off", ""].contains(value.value.lowercased())
-    }
-
-    private static func path(_ value: Sourced) throws(ConfigurationError) -> String {
-        guard value.value.hasPrefix("/") || value.value.hasPrefix(".") else {
-            throw .invalid(origin: value.origin, value: value.value, reason: "expected a path")
-        }
-        return value.value
-    }
-
-    private static func boolean(_ value: Sourced) throws(ConfigurationError) -> Bool {
-        switch value.value.lowercased() {
-        case "true", "yes", "on", "1": return true
-        case "false", "no", "off", "0", "": return false
-        default: throw .invalid(origin: value.origin, value: value.value, reason: "expected true or false")
-        }
-    }
-
-    /// Comma-separated host names or IP addresses, without ports; lower case, brackets dropped.
-    private static func hostNames(_ value: Sourced) throws(ConfigurationError) -> [String] {
-        var names: [String] = []
-        for item in value.value.split(separator: ",") {
-            let given = item.trimmingCharacters(in: .whitespaces)
-            var name = given.lowercased()
-            if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-            if name.hasSuffix(".") { name = String(name.dropLast()) }
-            let isIPv6 = name.filter { $0 == ":" }.count >= 2 && name.allSatisfy { $0.isHexDigit || ":.".contains($0) }
-            let isName =
-                !name.isEmpty && name.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || "-.".contains($0) }
-            guard isIPv6 || isName else {
-                throw .invalid(
-                    origin: value.origin, value: given,
-                    reason: "expected host names such as kiosk.local or 192.168.1.20, without a port")
-            }
-            names.append(name)
-        }
-        return names
     }
 
     /// `localhost`, `::1` or an address in 127.0.0.0/8: reachable from this machine only.
@@ -238,50 +191,6 @@ public enum ConfigurationLoader {
         }
         return false
     }
-
-    private static func integer(_ value: Sourced, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
-        guard let number = Int(value.value), range.contains(number) else {
-            throw .invalid(
-                origin: value.origin, value: value.value,
-                reason: "expected a whole number \(range.lowerBound)–\(range.upperBound)")
-        }
-        return number
-    }
-
-    /// A timeout in seconds, 0.1 s to a day.
-    private static func duration(_ value: Sourced) throws(ConfigurationError) -> Duration {
-        guard let seconds = Double(value.value), seconds.isFinite, (0.1...86_400).contains(seconds) else {
-            throw .invalid(origin: value.origin, value: value.value, reason: "expected seconds between 0.1 and 86400")
-        }
-        return .milliseconds(Int((seconds * 1000).rounded()))
-    }
-
-    private static func audioSpec(_ value: Sourced) throws(ConfigurationError) -> String {
-        do {
-            _ = try AudioSinkSpec(parsing: value.value)
-        } catch {
-            throw .invalid(origin: value.origin, value: value.value, reason: error.message)
-        }
-        return value.value
-    }
-
-    private static func corsOrigin(_ value: Sourced) throws(ConfigurationError) -> String {
-        guard let url = URL(string: value.value), let scheme = url.scheme, ["http", "https"].contains(scheme),
-            url.host != nil, url.path.isEmpty || url.path == "/"
-        else {
-            throw .invalid(
-                origin: value.origin, value: value.value, reason: "expected an origin such as http://kiosk.local:8080")
-        }
-        return value.value.hasSuffix("/") ? String(value.value.dropLast()) : value.value
-    }
-
-    private static func languageTag(_ value: Sourced) throws(ConfigurationError) -> String {
-        do {
-            return try LanguageTag(value.value).canonical
-        } catch {
-            throw .invalid(origin: value.origin, value: value.value, reason: "\(error)")
-        }
-    }
 }
 
 /// A configuration value that cannot be used; the message names where it came from.
@@ -291,6 +200,8 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
         case malformedLine
         case invalid
         case unreadableFile
+        case unexpectedArgument
+        case missingValue
     }
 
     private let code: Code
@@ -313,6 +224,15 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
 
     static func invalid(origin: String, value: String, reason: String) -> ConfigurationError {
         ConfigurationError(.invalid, "\(origin): '\(value)' is not valid: \(reason)")
+    }
+
+    static func unexpectedArgument(_ argument: String) -> ConfigurationError {
+        ConfigurationError(
+            .unexpectedArgument, "unexpected argument '\(argument)': settings are given as --KEY VALUE (see --help)")
+    }
+
+    static func missingValue(origin: String, valueName: String) -> ConfigurationError {
+        ConfigurationError(.missingValue, "\(origin): missing value, expected <\(valueName)>")
     }
 
     static func unreadableFile(_ path: String, reason: String) -> ConfigurationError {

@@ -2,10 +2,10 @@ import Foundation
 import Logging
 import SpeakAPI
 import SpeakServer
-import SpeechModel
 
 /// Everything `speakd` can be told, after flags, environment, config file and defaults are merged
-/// (in that order of precedence).
+/// (in that order of precedence). Each value is declared, with its default, help and checks, by one
+/// entry of `settings`.
 public struct DaemonConfiguration: Sendable, Hashable {
     /// The Unix socket path, or nil for no Unix listener.
     public var socketPath: String?
@@ -53,33 +53,37 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var logLevel: Logger.Level
     /// Connections per listener and their timeouts (`max-connections`, `idle-timeout`,
     /// `header-timeout`, `body-timeout`, `send-timeout`).
-    public var connectionLimits = ConnectionLimits()
+    public var connectionLimits: ConnectionLimits
 
-    /// The built-in defaults; `environment` decides the default socket path.
+    /// The built-in defaults, each setting's own; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
         -> DaemonConfiguration
     {
-        DaemonConfiguration(
-            socketPath: defaultSocketPath(environment: environment),
-            http: .tcp(host: "127.0.0.1", port: 7770),
-            audio: "auto",
-            voicesDirectory: nil,
-            maxQueue: 32,
-            engineWorkers: coreCount,
-            engineWorker: nil,
-            corsOrigin: nil,
-            tokenFile: defaultTokenFile(socketPath: defaultSocketPath(environment: environment)),
-            tcpOpen: false,
-            allowedHosts: [],
-            defaultLanguage: "en",
-            fallbackLanguage: nil,
-            maxBodyBytes: 64 * 1024,
-            maxTextLength: Utterance.Limits.default.maxTextLength,
-            maxSpans: Utterance.Limits.default.maxSpans,
-            heartbeatSeconds: 15,
-            leadInSeconds: 0,
-            eventHistory: 256,
-            logLevel: .info)
+        var configuration = DaemonConfiguration()
+        for setting in settings { setting.applyDefault(to: &configuration, environment: environment) }
+        return configuration
+    }
+
+    /// Empty values, each replaced at once by its setting's default (see `defaults(environment:)`).
+    private init() {
+        socketPath = nil
+        http = nil
+        audio = ""
+        maxQueue = 0
+        engineWorkers = 0
+        corsOrigin = nil
+        tokenFile = ""
+        tcpOpen = false
+        allowedHosts = []
+        defaultLanguage = ""
+        maxBodyBytes = 0
+        maxTextLength = 0
+        maxSpans = 0
+        heartbeatSeconds = 0
+        leadInSeconds = 0
+        eventHistory = 0
+        logLevel = .info
+        connectionLimits = ConnectionLimits()
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

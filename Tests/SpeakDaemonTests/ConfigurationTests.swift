@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SpeakDaemon
 import SpeakServer
+import SpeakTestSupport
 import SpeechModel
 import Testing
 
@@ -312,5 +313,222 @@ struct ExampleConfigTests {
         #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
         fromExample.voicesDirectory = nil
         #expect(fromExample == DaemonConfiguration.defaults(environment: environment))
+    }
+}
+
+/// The settings are declared once, in `DaemonConfiguration.settings`; these walk all of them, so a
+/// setting cannot reach one source and miss another, or be missing from `--help`.
+@Suite("Configuration settings")
+struct ConfigurationSettingsTests {
+    static let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+
+    /// For each setting: a valid value other than the default, and one that is refused.
+    static let samples: [String: (good: String, bad: String)] = [
+        "socket": ("/tmp/kiosk/speakd.sock", "speakd.sock"),
+        "http": ("[::1]:8080", "localhost"),
+        "audio": ("alsa:hw:0", "speakers"),
+        "voices": ("/usr/local/share/speakd/Voices", "Voices"),
+        "max-queue": ("7", "0"),
+        "engine-workers": ("\(DaemonConfiguration.coreCount + 1)", "65"),
+        "engine-worker": ("/usr/local/bin/speakd-engine-worker", "worker"),
+        "cors-origin": ("http://kiosk.local:8080", "kiosk"),
+        "token-file": ("/etc/speakd/token", "token"),
+        "tcp-open": ("true", "maybe"),
+        "allowed-host": ("kiosk.local,panel.local", "kiosk.local:8080"),
+        "default-language": ("de", "en_GB"),
+        "fallback-language": ("en-GB", "en_GB"),
+        "max-body-bytes": ("4096", "255"),
+        "max-text-length": ("200", "0"),
+        "max-spans": ("5", "100001"),
+        "heartbeat": ("0.5", "0"),
+        "lead-in": ("0.25", "1.5"),
+        "event-history": ("16", "0"),
+        "max-connections": ("100", "0"),
+        "idle-timeout": ("5", "0"),
+        "header-timeout": ("2.5", "never"),
+        "body-timeout": ("7", "-3"),
+        "send-timeout": ("0.5", "inf"),
+        "log-level": ("debug", "loud"),
+    ]
+
+    @Test func everySettingHasSamples() {
+        #expect(Set(Self.samples.keys) == Set(ConfigurationLoader.keys))
+        #expect(ConfigurationLoader.keys.count == DaemonConfiguration.settings.count)
+        #expect(Set(ConfigurationLoader.keys).count == ConfigurationLoader.keys.count, "keys are unique")
+    }
+
+    /// The flag (through `SpeakdCommand`, as `--KEY VALUE` and `--KEY=VALUE`), the environment
+    /// variable and the file key of every setting give the same configuration, which differs from the
+    /// defaults; a bad value is refused by each, naming the flag, variable or file line.
+    @Test(arguments: DaemonConfiguration.settings.map(\.key))
+    func flagEnvironmentAndFileReachTheSameValue(key: String) throws {
+        let setting = try #require(DaemonConfiguration.settings.first { $0.key == key })
+        let sample = try #require(Self.samples[key], "no sample for \(key)")
+        #expect(setting.flag == "--\(key)")
+        #expect(setting.environmentName == ConfigurationLoader.environmentName(key))
+
+        let flagArguments = setting.kind == .toggle ? [setting.flag] : [setting.flag, sample.good]
+        let fromFlag = try SpeakdCommand.parse(flagArguments).configuration(environment: Self.environment)
+        let fromInlineFlag = try SpeakdCommand.parse(["\(setting.flag)=\(sample.good)"])
+            .configuration(environment: Self.environment)
+        let fromEnvironment = try ConfigurationLoader.load(
+            arguments: [], environment: Self.environment.merging([setting.environmentName: sample.good]) { $1 })
+        let path = try configFile("# \(key)\n\(key) = \(sample.good)\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try ConfigurationLoader.load(
+            arguments: ["--config", path], environment: Self.environment)
+
+        #expect(fromFlag != DaemonConfiguration.defaults(environment: Self.environment))
+        #expect(fromInlineFlag == fromFlag)
+        #expect(fromEnvironment == fromFlag)
+        #expect(fromFile == fromFlag)
+
+        let bad = try configFile("audio = null\n\(key) = \(sample.bad)\n")
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        let sources: [(origin: String, load: () throws -> DaemonConfiguration)] = [
+            (
+                setting.flag,
+                {
+                    try SpeakdCommand.parse(
+                        setting.kind == .toggle ? ["\(setting.flag)=\(sample.bad)"] : [setting.flag, sample.bad]
+                    ).configuration(environment: Self.environment)
+                }
+            ),
+            (
+                setting.environmentName,
+                {
+                    try ConfigurationLoader.load(
+                        arguments: [],
+                        environment: Self.environment.merging([setting.environmentName: sample.bad]) { $1 })
+                }
+            ),
+            (
+                "\(bad):2",
+                { try ConfigurationLoader.load(arguments: ["--config", bad], environment: Self.environment) }
+            ),
+        ]
+        for source in sources {
+            #expect {
+                _ = try source.load()
+            } throws: { error in
+                // ArgumentParser reports the loader's error as it is, with the usage.
+                let message = SpeakdCommand.message(for: error)
+                return message.hasPrefix("\(source.origin): '")
+                    && message.contains("\(sample.bad.split(separator: ",").last!)' is not valid: ")
+            }
+        }
+    }
+
+    /// `speakd --help` shows each setting's flag, value, help and default, and the shown default,
+    /// given as a value, is the default (or is a description of it).
+    @Test func helpListsEverySettingWithItsDefault() throws {
+        let help = SpeakdCommand.helpMessage(columns: 80)
+        let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        for setting in DaemonConfiguration.settings {
+            let label = setting.kind == .toggle ? setting.flag : "\(setting.flag) <\(setting.valueName)>"
+            let entry = "\(label) \(setting.help) (default: \(setting.defaultDescription))"
+            #expect(flat.contains(entry), "\(entry)")
+        }
+        #expect(flat.contains("--config <file> Config file"))
+        #expect(help.split(separator: "\n").allSatisfy { $0.count <= 80 }, "\(help)")
+
+        let defaults = DaemonConfiguration.defaults(environment: Self.environment)
+        var described: [String] = []
+        for setting in DaemonConfiguration.settings {
+            if let shown = try? ConfigurationLoader.load(
+                flags: [setting.key: setting.defaultDescription], configPath: nil, environment: Self.environment)
+            {
+                #expect(shown == defaults, "\(setting.key): \(setting.defaultDescription)")
+            } else {
+                described.append(setting.key)
+            }
+        }
+        #expect(
+            described == ["socket", "voices", "engine-workers", "engine-worker", "token-file", "fallback-language"])
+    }
+
+    /// The built executable prints the same help, and exits 0.
+    @Test(.timeLimit(.minutes(1))) func builtSpeakdHelpListsEverySetting() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "speakd-help-\(UUID().uuidString.prefix(8)).log"
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let process = try ChildProcess(
+            try speakdExecutable(), ["--help"], environment: ProcessInfo.processInfo.environment, output: log)
+        #expect(await process.wait(timeout: .seconds(30)) == 0)
+        let help = try String(contentsOfFile: log, encoding: .utf8)
+        for setting in DaemonConfiguration.settings {
+            #expect(help.contains("  \(setting.flag)"), "\(setting.flag)")
+        }
+        #expect(help.contains("(default: 32)"))
+    }
+
+    /// The command line is read like the other sources: a value that looks like an option is still
+    /// a value to check, and every mistake names the flag.
+    @Test(arguments: [
+        (["--max-queue", "-1"], "--max-queue: '-1' is not valid: expected a whole number 1–100000"),
+        (["--max-queue"], "--max-queue: missing value, expected <n>"),
+        (["--socket", "--http", "none"], "--socket: missing value, expected <path>"),
+        (["--max-qeue", "3"], "--max-qeue: unknown setting 'max-qeue' (known: "),
+        (["null"], "unexpected argument 'null'"),
+        (["--audio", "null", "extra"], "unexpected argument 'extra'"),
+        (["--tcp-open=maybe"], "--tcp-open: 'maybe' is not valid: expected true or false"),
+        (["--config"], "--config: missing value, expected <file>"),
+    ])
+    func badCommandLinesNameTheFlag(arguments: [String], message: String) throws {
+        #expect {
+            _ = try ConfigurationLoader.load(arguments: arguments, environment: Self.environment)
+        } throws: { error in
+            "\(error)".hasPrefix(message)
+        }
+        // Parsing checks the configuration too, so the error is printed with the usage.
+        #expect {
+            _ = try SpeakdCommand.parse(arguments)
+        } throws: { error in
+            SpeakdCommand.message(for: error).hasPrefix(message)
+        }
+    }
+
+    @Test func commandLineForms() throws {
+        let configuration = try SpeakdCommand.parse([
+            "--max-queue=5", "--tcp-open=false", "--allowed-host", "a.local", "--allowed-host=b.local", "--audio",
+            "wav:/tmp/a=b.wav",
+        ]).configuration(environment: Self.environment)
+        #expect(configuration.maxQueue == 5)
+        #expect(!configuration.tcpOpen)
+        #expect(configuration.allowedHosts == ["a.local", "b.local"])
+        #expect(configuration.audio == "wav:/tmp/a=b.wav")
+        // A later flag wins over an earlier one, as with the other sources.
+        let last = try SpeakdCommand.parse(["--max-queue", "5", "--max-queue", "6"])
+            .configuration(environment: Self.environment)
+        #expect(last.maxQueue == 6)
+    }
+
+    /// Under systemd with `ConfigurationDirectory=speakd` (the user unit), speakd.conf there is the
+    /// default file; it is optional, and SPEAKD_* (a drop-in's Environment=) wins over it.
+    @Test func configurationDirectoryHoldsTheDefaultFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "speakd-conf-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let environment = Self.environment.merging(["CONFIGURATION_DIRECTORY": directory.path]) { $1 }
+        #expect(ConfigurationLoader.defaultConfigPath(environment: environment) == directory.path + "/speakd.conf")
+        #expect(ConfigurationLoader.defaultConfigPath(environment: [:]) == ConfigurationLoader.defaultConfigPath)
+
+        let missing = try ConfigurationLoader.load(arguments: [], environment: environment)
+        #expect(missing.maxQueue == 32)
+        try "max-queue = 9\naudio = pulse\nmax-spans = lots\n".write(
+            to: directory.appendingPathComponent("speakd.conf"), atomically: true, encoding: .utf8)
+        #expect {
+            _ = try ConfigurationLoader.load(arguments: [], environment: environment)
+        } throws: { error in
+            "\(error)".hasPrefix("\(directory.path)/speakd.conf:3: 'lots' is not valid")
+        }
+        try "max-queue = 9\naudio = pulse\n".write(
+            to: directory.appendingPathComponent("speakd.conf"), atomically: true, encoding: .utf8)
+        let read = try ConfigurationLoader.load(
+            arguments: [], environment: environment.merging(["SPEAKD_AUDIO": "null"]) { $1 })
+        #expect(read.maxQueue == 9)
+        #expect(read.audio == "null")
     }
 }

@@ -1,0 +1,125 @@
+import Foundation
+import Logging
+import SpeakServer
+import SpeechModel
+
+extension DaemonConfiguration {
+    /// Every setting, in the order `--help` lists them. A value's flag, environment variable,
+    /// file key, checks and help all come from its entry here.
+    public static let settings: [DaemonSetting] = listeners + speech + access + limits + connections + [logLevel]
+
+    private static let listeners: [DaemonSetting] = [
+        DaemonSetting(
+            "socket", \.socketPath, valueName: "path", help: "Unix socket path, or 'none'.",
+            environmentDefault: { defaultSocketPath(environment: $0) },
+            shown: "$RUNTIME_DIRECTORY/speakd.sock, else /run/speakd/speakd.sock for root, "
+                + "else $XDG_RUNTIME_DIR/speakd/speakd.sock"
+        ) { value in try value.isNone ? nil : value.path() },
+        DaemonSetting(
+            "http", \.http, valueName: "host:port", help: "TCP listener HOST:PORT, or 'none'.",
+            default: .tcp(host: "127.0.0.1", port: 7770), shown: "127.0.0.1:7770"
+        ) { value in try value.isNone ? nil : value.listenAddress() },
+    ]
+
+    private static let speech: [DaemonSetting] = [
+        DaemonSetting(
+            "audio", \.audio, valueName: "sink", help: "Audio sink: auto, pulse, alsa[:DEVICE], wav:PATH or null.",
+            default: "auto"
+        ) { value in try value.audioSink() },
+        DaemonSetting(
+            "voices", \.voicesDirectory, valueName: "dir", help: "Voices directory with 'overrides' and 'variants/'.",
+            default: nil, shown: "the built-in overrides"
+        ) { value in try value.path() },
+        .integer("max-queue", \.maxQueue, default: 32, in: 1...100_000, help: "Most announcements that may wait."),
+        DaemonSetting(
+            "engine-workers", \.engineWorkers, valueName: "n",
+            help: "Engine worker processes that render speech: a number or auto.", default: coreCount,
+            shown: "auto, one per core"
+        ) { value in try value.value == "auto" ? coreCount : value.integer(in: 1...64) },
+        DaemonSetting(
+            "engine-worker", \.engineWorker, valueName: "path", help: "The speakd-engine-worker executable, or auto.",
+            default: nil, shown: "auto, the one beside speakd"
+        ) { value in try value.value == "auto" ? nil : value.path() },
+    ]
+
+    private static let access: [DaemonSetting] = [
+        DaemonSetting(
+            "cors-origin", \.corsOrigin, valueName: "origin",
+            help: "Browser origin allowed to call the API, e.g. http://localhost:8080.", default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.corsOrigin() },
+        DaemonSetting(
+            "token-file", \.tokenFile, valueName: "path",
+            help: "File with the bearer token TCP requests must carry; created (mode 0640) when missing.",
+            environmentDefault: { defaultTokenFile(socketPath: defaultSocketPath(environment: $0)) },
+            shown: "'token' next to the socket"
+        ) { value in try value.path() },
+        DaemonSetting(
+            "tcp-open", \.tcpOpen, kind: .toggle, valueName: "bool",
+            help: "Let TCP requests in without the token: any local user and web page can then post and cancel. "
+                + "Loopback only.",
+            default: false
+        ) { value in try value.boolean() },
+        DaemonSetting(
+            "allowed-host", \.allowedHosts, kind: .list, valueName: "name",
+            help: "A further name requests may carry in Host (repeatable or comma-separated), besides the listen "
+                + "address and localhost.",
+            default: [], shown: "none"
+        ) { value in try value.isNone ? [] : value.hostNames() },
+        DaemonSetting(
+            "default-language", \.defaultLanguage, valueName: "tag",
+            help: "BCP 47 language of utterances that name none.", default: "en"
+        ) { value in try value.languageTag() },
+        DaemonSetting(
+            "fallback-language", \.fallbackLanguage, valueName: "tag",
+            help: "BCP 47 language used when a requested one has no voice.", default: nil, shown: "none, an error"
+        ) { value in try value.isNone ? nil : value.languageTag() },
+    ]
+
+    private static let limits: [DaemonSetting] = [
+        .integer(
+            "max-body-bytes", \.maxBodyBytes, default: ServerSettings().maxBodyBytes, in: 256...(64 << 20),
+            valueName: "bytes", help: "Largest request body."),
+        .integer(
+            "max-text-length", \.maxTextLength, default: Utterance.Limits.default.maxTextLength, in: 1...1_000_000,
+            valueName: "characters", help: "Longest text of one utterance, in characters."),
+        .integer(
+            "max-spans", \.maxSpans, default: Utterance.Limits.default.maxSpans, in: 1...100_000,
+            help: "Most spans in one utterance."),
+        .seconds(
+            "heartbeat", \.heartbeatSeconds,
+            default: Double(ServerSettings().heartbeatInterval.components.seconds), in: 0.01...3_600,
+            help: "Seconds between heartbeat comments on idle event streams."),
+        .seconds(
+            "lead-in", \.leadInSeconds, default: 0, in: 0...1,
+            help: "Seconds of silence before each announcement, for sound hardware that wakes up late."),
+        .integer(
+            "event-history", \.eventHistory, default: 256, in: 1...1_000_000,
+            help: "Past events kept for Last-Event-ID resume."),
+    ]
+
+    private static let connections: [DaemonSetting] = [
+        .integer(
+            "max-connections", \.connectionLimits.maxConnections, default: ConnectionLimits().maxConnections,
+            in: 1...1_000_000,
+            help: "Most connections per listener; at the limit the longest idle one is closed. Lowered to fit the "
+                + "descriptor limit."),
+        .timeout(
+            "idle-timeout", \.connectionLimits.idleTimeout, default: ConnectionLimits().idleTimeout,
+            help: "Seconds a connection may wait for its next request."),
+        .timeout(
+            "header-timeout", \.connectionLimits.headerTimeout, default: ConnectionLimits().headerTimeout,
+            help: "Seconds a request header may take from its first byte."),
+        .timeout(
+            "body-timeout", \.connectionLimits.bodyTimeout, default: ConnectionLimits().bodyTimeout,
+            help: "Seconds a request body may take after its header."),
+        .timeout(
+            "send-timeout", \.connectionLimits.sendTimeout, default: ConnectionLimits().sendTimeout,
+            help: "Seconds a response (an event stream too) may stay stalled by a client that does not read."),
+    ]
+
+    private static let logLevel = DaemonSetting(
+        "log-level", \.logLevel, valueName: "level",
+        help: Logger.Level.allCases.map(\.rawValue).joined(separator: ", ") + ".", default: .info,
+        shown: Logger.Level.info.rawValue
+    ) { value in try value.logLevel() }
+}
