@@ -3,6 +3,7 @@
 #   systemd-analyze verify       speakd.service (system) and user/speakd.service (user manager)
 #   systemd-sysusers --root      speakd.sysusers, into a scratch root
 #   systemd-tmpfiles --root      speakd.tmpfiles, into the same scratch root
+#   grep                         limits in both units; the user unit's config file
 # The units name /usr/local/bin/speakd, which verify requires to exist; they are checked as
 # copies with ExecStart pointing at SPEAKD (default: the debug build). Any warning fails.
 #
@@ -45,6 +46,10 @@ check "user/speakd.service" env XDG_RUNTIME_DIR="$scratch/run" systemd-analyze -
 for unit in speakd.service user/speakd.service; do
     check "$unit sets LimitNOFILE= and MemoryMax=" sh -c "grep -q '^LimitNOFILE=[0-9]' '$here/$unit' && grep -q '^MemoryMax=[0-9]' '$here/$unit'"
 done
+
+# Both units read the same 'key = value' file format: the user unit through ConfigurationDirectory=
+# ($CONFIGURATION_DIRECTORY/speakd.conf), never an environment file of another format.
+check "user/speakd.service reads speakd.conf, not an EnvironmentFile=" sh -c "grep -q '^ConfigurationDirectory=speakd\$' '$here/user/speakd.service' && ! grep -q '^EnvironmentFile=' '$here/user/speakd.service' '$here/speakd.service'"
 
 # sysusers adds to the scratch root's group file; the audio group comes from a stock one.
 printf 'audio:x:29:\n' > "$scratch/root/etc/group"
