@@ -7,6 +7,11 @@ import Foundation
 /// is one `key = value` per line; `#` starts a comment; blank lines are ignored; a value may be
 /// quoted with `"`. The file is `--config`, else `SPEAKD_CONFIG`, else `defaultConfigPath(environment:)`
 /// if it exists.
+///
+/// The layering is written here rather than with swift-configuration's `ConfigReader`: its values
+/// carry no origin, so an error could not name the flag, the variable or the file line; its getters
+/// fall back to the default when a value does not convert; no provider reports keys it was not
+/// asked for, so typos would pass; and it has no `key = value` file format.
 public enum ConfigurationLoader {
     /// Every key, in the order `--help` lists them.
     public static var keys: [String] { DaemonConfiguration.settings.map(\.key) }

@@ -125,6 +125,35 @@ struct SpeakdProcessTests {
         #expect(!FileManager.default.fileExists(atPath: socketPath))
     }
 
+    /// As the user unit starts it: `ConfigurationDirectory=speakd` sets $CONFIGURATION_DIRECTORY, and
+    /// speakd.conf there is read, under the unit's flags; a drop-in's SPEAKD_* wins over the file.
+    @Test(.timeLimit(.minutes(1))) func readsSpeakdConfInTheConfigurationDirectory() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let socketPath = directory.appendingPathComponent("kiosk.sock").path
+        try "# as ~/.config/speakd/speakd.conf\nsocket = \(socketPath)\nhttp = 127.0.0.1:1\naudio = pulse\n".write(
+            to: directory.appendingPathComponent("speakd.conf"), atomically: true, encoding: .utf8)
+        let notify = try NotifySocket()
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notify.path
+        environment["CONFIGURATION_DIRECTORY"] = directory.path
+        environment["SPEAKD_HTTP"] = "none"
+        environment.removeValue(forKey: "SPEAKD_CONFIG")
+        let log = directory.appendingPathComponent("speakd.log").path
+        let process = try ChildProcess(
+            try speakdExecutable(), ["--audio", "null"], environment: environment, output: log)
+        defer { process.send(SIGKILL) }
+
+        let ready = await notify.receive()
+        let output = { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        #expect(ready?.hasPrefix("READY=1") == true, "\(ready ?? "nothing"); log: \(output())")
+        #expect(FileManager.default.fileExists(atPath: socketPath), "log: \(output())")
+        let client = SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(10))
+        #expect(try await client.send("GET", "/healthz").status == 200)
+        process.send(SIGTERM)
+        #expect(await process.wait(timeout: .seconds(10)) == 0, "log: \(output())")
+    }
+
     @Test(.timeLimit(.minutes(1))) func badConfigurationExitsWithAMessage() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
