@@ -5,8 +5,8 @@ import Foundation
 /// Every setting of `DaemonConfiguration.settings` has one key, spelled the same in all three:
 /// flag `--max-queue`, environment `SPEAKD_MAX_QUEUE`, file line `max-queue = 32`. The file format
 /// is one `key = value` per line; `#` starts a comment; blank lines are ignored; a value may be
-/// quoted with `"`. The file is `--config`, else `SPEAKD_CONFIG`, else `defaultConfigPath(environment:)`
-/// if it exists.
+/// quoted with `"`. The file is `--config`, else `SPEAKD_CONFIG`, else the first of
+/// `defaultConfigPaths(environment:)` that exists.
 ///
 /// The layering is written here rather than with swift-configuration's `ConfigReader`: its values
 /// carry no origin, so an error could not name the flag, the variable or the file line; its getters
@@ -17,17 +17,18 @@ public enum ConfigurationLoader {
     public static var keys: [String] { DaemonConfiguration.settings.map(\.key) }
 
     /// Where the config file is read from when neither `--config` nor `SPEAKD_CONFIG` names one
-    /// (and only if it exists), outside systemd's `ConfigurationDirectory=`.
+    /// (and only if it exists), after `$CONFIGURATION_DIRECTORY/speakd.conf`.
     public static let defaultConfigPath = "/etc/speakd/speakd.conf"
 
-    /// The config file read when it exists and neither `--config` nor `SPEAKD_CONFIG` names one:
-    /// `speakd.conf` in `$CONFIGURATION_DIRECTORY` under systemd (`ConfigurationDirectory=speakd`:
-    /// `/etc/speakd` for the system unit, `~/.config/speakd` for the user unit), else `defaultConfigPath`.
-    public static func defaultConfigPath(environment: [String: String]) -> String {
-        if let directory = environment["CONFIGURATION_DIRECTORY"]?.split(separator: ":").first, !directory.isEmpty {
-            return "\(directory)/speakd.conf"
-        }
-        return defaultConfigPath
+    /// The config files tried, in order, when neither `--config` nor `SPEAKD_CONFIG` names one; the
+    /// first that exists is read. `speakd.conf` in `$CONFIGURATION_DIRECTORY` comes first: systemd
+    /// sets it for `ConfigurationDirectory=speakd`, to `~/.config/speakd` in the user unit.
+    /// `defaultConfigPath` follows, so a user unit without its own file reads the system one, as before.
+    public static func defaultConfigPaths(environment: [String: String]) -> [String] {
+        guard let directory = environment["CONFIGURATION_DIRECTORY"]?.split(separator: ":").first,
+            !directory.isEmpty
+        else { return [defaultConfigPath] }
+        return ["\(directory)/speakd.conf", defaultConfigPath]
     }
 
     /// The flag naming the config file; not a setting, since a file cannot name another.
@@ -73,9 +74,8 @@ public enum ConfigurationLoader {
         flags: [String: SettingValue], configPath: String?, environment: [String: String]
     ) throws(ConfigurationError) -> DaemonConfiguration {
         var values: [String: SettingValue] = [:]
-        let defaultPath = defaultConfigPath(environment: environment)
         if let path = configPath ?? environment[configVariable]
-            ?? (FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil)
+            ?? defaultConfigPaths(environment: environment).first(where: { FileManager.default.fileExists(atPath: $0) })
         {
             let contents: String
             do {

@@ -15,9 +15,9 @@ public struct SpeakdCommand: AsyncParsableCommand {
             SPEAKD_MAX_QUEUE, …: SPEAKD_ and the flag name in capitals with '_' for '-') or from a config \
             file of 'key = value' lines with the flag names as keys ('#' starts a comment). Flags win over \
             the environment, the environment over the file, the file over the defaults. The file is \
-            \(ConfigurationLoader.configFlag), else \(ConfigurationLoader.configVariable), else speakd.conf in \
-            $CONFIGURATION_DIRECTORY (systemd's ConfigurationDirectory=), else \
-            \(ConfigurationLoader.defaultConfigPath), if it exists.
+            \(ConfigurationLoader.configFlag), else \(ConfigurationLoader.configVariable), else the first that \
+            exists of speakd.conf in $CONFIGURATION_DIRECTORY (systemd's ConfigurationDirectory=) and \
+            \(ConfigurationLoader.defaultConfigPath).
 
             'none' turns off the Unix socket (--socket none) or TCP (--http none).
 
@@ -34,8 +34,8 @@ public struct SpeakdCommand: AsyncParsableCommand {
     static func settingsHelp(width: Int = 78) -> String {
         let config = (
             label: "\(ConfigurationLoader.configFlag) <file>", help: "Config file of 'key = value' lines.",
-            shown: "\(ConfigurationLoader.configVariable), else $CONFIGURATION_DIRECTORY/speakd.conf, else "
-                + "\(ConfigurationLoader.defaultConfigPath), if it exists"
+            shown: "\(ConfigurationLoader.configVariable), else the first that exists of "
+                + "$CONFIGURATION_DIRECTORY/speakd.conf and \(ConfigurationLoader.defaultConfigPath)"
         )
         let entries =
             [config]

@@ -512,8 +512,11 @@ struct ConfigurationSettingsTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let environment = Self.environment.merging(["CONFIGURATION_DIRECTORY": directory.path]) { $1 }
-        #expect(ConfigurationLoader.defaultConfigPath(environment: environment) == directory.path + "/speakd.conf")
-        #expect(ConfigurationLoader.defaultConfigPath(environment: [:]) == ConfigurationLoader.defaultConfigPath)
+        #expect(
+            ConfigurationLoader.defaultConfigPaths(environment: environment) == [
+                directory.path + "/speakd.conf", ConfigurationLoader.defaultConfigPath,
+            ])
+        #expect(ConfigurationLoader.defaultConfigPaths(environment: [:]) == [ConfigurationLoader.defaultConfigPath])
 
         let missing = try ConfigurationLoader.load(arguments: [], environment: environment)
         #expect(missing.maxQueue == 32)
