@@ -60,7 +60,7 @@ public enum ConfigurationLoader {
     /// Merges the sources.
     /// - Parameters:
     ///   - flags: values given on the command line, by key (`max-queue`), without the dashes.
-    ///   - configPath: `--config FILE`; it must exist. Nil falls back to `SPEAKD_CONFIG`, then the default path if present.
+    ///   - configPath: `--config FILE`; it must exist. Nil falls back to `SPEAKD_CONFIG`, then the default paths if present.
     ///   - environment: the process environment.
     public static func load(
         flags: [String: String], configPath: String?, environment: [String: String]
@@ -124,13 +124,20 @@ public enum ConfigurationLoader {
                 configPath = value
                 continue
             }
-            if setting.kind == .list, let earlier = flags[setting.key] {
-                flags[setting.key] = SettingValue(value: earlier.value + "," + value, origin: flag)
-            } else {
-                flags[setting.key] = SettingValue(value: value, origin: flag)
-            }
+            add(SettingValue(value: value, origin: flag), for: setting, to: &flags)
         }
         return (flags, configPath)
+    }
+
+    /// Within one source, a list's values add up (a repeated flag, several file lines); any other
+    /// setting keeps the last value.
+    private static func add(_ value: SettingValue, for setting: DaemonSetting, to values: inout [String: SettingValue])
+    {
+        if setting.kind == .list, let earlier = values[setting.key] {
+            values[setting.key] = SettingValue(value: earlier.value + "," + value.value, origin: value.origin)
+        } else {
+            values[setting.key] = value
+        }
     }
 
     /// Reads `key = value` lines; unknown keys are errors so typos are not silently ignored.
@@ -151,11 +158,7 @@ public enum ConfigurationLoader {
                 value = String(value.dropFirst().dropLast())
             }
             guard let setting = settingsByKey[key] else { throw .unknownKey(key, origin: origin) }
-            if setting.kind == .list, let earlier = values[key] {
-                values[key] = SettingValue(value: earlier.value + "," + value, origin: origin)
-            } else {
-                values[key] = SettingValue(value: value, origin: origin)
-            }
+            add(SettingValue(value: value, origin: origin), for: setting, to: &values)
         }
         return values
     }
