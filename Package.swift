@@ -136,8 +136,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedOpenAPIDocument"]
         ),
+        // The repository's openapi.json, compiled into SpeakServer for `GET /openapi.json`.
+        .plugin(
+            name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["speakd-embed-text"]
+        ),
+        .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
         // Builds and runs the daemon: configuration, wiring, services, signals, systemd readiness.
         .target(
             name: "SpeakDaemon",

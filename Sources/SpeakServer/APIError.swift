@@ -12,22 +12,29 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
     public let status: HTTPResponse.Status
     /// The JSON body.
     public let body: ErrorResponse
+    /// Headers the answer carries beside the body (`Allow` on a 405).
+    public let headers: HTTPFields
 
     /// - Parameters:
     ///   - status: the HTTP status.
     ///   - code: a stable name for the kind of problem.
     ///   - message: a sentence for a person.
     ///   - field: the wire-format name of the offending field.
-    public init(status: HTTPResponse.Status, code: String, message: String, field: String? = nil) {
+    ///   - headers: headers the answer carries beside the body.
+    public init(
+        status: HTTPResponse.Status, code: String, message: String, field: String? = nil, headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.body = ErrorResponse(code: code, message: message, field: field)
+        self.headers = headers
     }
 
     public var description: String { "\(status.code) \(body)" }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let data = (try? WireFormat.encoder().encode(body)) ?? Data()
-        var headers: HTTPFields = [.contentType: WireFormat.jsonContentType]
+        var headers = headers
+        headers[.contentType] = WireFormat.jsonContentType
         if status == .tooManyRequests { headers[.retryAfter] = "1" }
         if status == .unauthorized { headers[.wwwAuthenticate] = #"Bearer realm="speakd""# }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))

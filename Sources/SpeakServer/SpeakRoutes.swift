@@ -186,6 +186,12 @@ struct SpeakRoutes: Sendable {
         return try json(report, status: report.status == .ok ? .ok : .serviceUnavailable)
     }
 
+    @Sendable func openAPI(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: WireFormat.jsonContentType],
+            body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+    }
+
     @Sendable func metricsPage(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let report = await currentHealth()
         let gauges = HealthGauges(

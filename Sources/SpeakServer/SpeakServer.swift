@@ -19,6 +19,7 @@ import SpeechModel
 /// | `GET /v1/voices` | `VoiceList` |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
+/// | `GET /openapi.json` | the OpenAPI 3.1 document of these routes (`OpenAPIDocument`) |
 ///
 /// Decisions the contract leaves open:
 /// - The event stream starts with live events; `Last-Event-ID: N` (or `?after=N`) first replays
@@ -37,7 +38,8 @@ import SpeechModel
 ///   an object), 413 `tooLarge` (body, text or span count over the limit; `field` is `body`,
 ///   `text`, `ssml` or `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
 ///   `notFound`) or `invalidValue` and the field (`spans[1].pitch`; unknown keys are named too),
-///   404 `unknownAnnouncement` (`field`: `id`) or `notFound` (no such route), 429 `queueFull`
+///   404 `unknownAnnouncement` (`field`: `id`) or `notFound` (no such route), 405
+///   `methodNotAllowed` (a known path under another method, with `Allow`), 429 `queueFull`
 ///   (with `Retry-After: 1`), 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
     /// The announcement queue.
@@ -129,6 +131,9 @@ public struct SpeakServer: Sendable {
         router.get("/v1/voices", use: routes.voices)
         router.get("/healthz", use: routes.healthz)
         router.get("/metrics", use: routes.metricsPage)
+        router.get("/openapi.json", use: routes.openAPI)
+        // Last, so it wraps only the not-found answer: a known path under another method is a 405.
+        router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))
         return router
     }
 }

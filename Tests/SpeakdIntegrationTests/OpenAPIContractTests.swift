@@ -1,0 +1,131 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+extension SpeakdIntegration {
+    /// The running daemon against its published contract, `openapi.json`: schemathesis generates
+    /// requests from the document (valid and invalid) and checks every answer against it; the
+    /// event stream is checked against the document's event schemas.
+    @Suite(.serialized, .timeLimit(.minutes(5)))
+    struct OpenAPIContractTests {
+        static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        static let document = root.appendingPathComponent("openapi.json")
+        /// The Python environment `scripts/install-deps --test` makes, with schemathesis in it.
+        static let python = root.appendingPathComponent(".build-python/bin")
+
+        /// Cases per operation and the seed: bounded and fixed by default so the suite stays quick
+        /// and repeatable; `SPEAKD_SCHEMATHESIS_EXAMPLES` and `SPEAKD_SCHEMATHESIS_SEED` run it
+        /// longer or elsewhere (see the README).
+        static let examples = ProcessInfo.processInfo.environment["SPEAKD_SCHEMATHESIS_EXAMPLES"] ?? "40"
+        static let seed = ProcessInfo.processInfo.environment["SPEAKD_SCHEMATHESIS_SEED"] ?? "20261123"
+
+        /// Runs `executable` from the Python environment; its exit status and output.
+        static func run(_ executable: String, _ arguments: [String], timeout: Duration) async throws -> (
+            status: Int32?, output: String
+        ) {
+            let path = python.appendingPathComponent(executable).path
+            try #require(
+                FileManager.default.isExecutableFile(atPath: path),
+                "\(path) is missing: run scripts/install-deps --test")
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-openapi-\(UUID()).log")
+            defer { try? FileManager.default.removeItem(at: log) }
+            var environment = ProcessInfo.processInfo.environment
+            environment["NO_COLOR"] = "1"
+            environment["PYTHONUNBUFFERED"] = "1"
+            let process = try ChildProcess(path, arguments, environment: environment, output: log.path)
+            let status = await process.wait(timeout: timeout)
+            if status == nil { await process.terminate() }
+            return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+        }
+
+        @Test("GET /openapi.json serves the repository's openapi.json, an OpenAPI 3.1 document of every route")
+        func servesTheRepositoryDocument() async throws {
+            let daemon = try await SpeakdProcess.start(audio: "null")
+            let response = try await daemon.unixClient.send("GET", "/openapi.json")
+            #expect(response.status == 200)
+            #expect(response.header("content-type")?.hasPrefix("application/json") == true)
+            #expect(response.body == Array(try Data(contentsOf: Self.document)))
+
+            let served = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+            #expect(served["openapi"] as? String == "3.1.0")
+            let paths = try #require(served["paths"] as? [String: Any])
+            #expect(
+                Set(paths.keys) == [
+                    "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices", "/healthz",
+                    "/metrics", "/openapi.json",
+                ])
+            _ = await daemon.stop()
+        }
+
+        @Test("a method a path does not take is 405 methodNotAllowed with Allow; an unknown path stays 404")
+        func wrongMethodIs405() async throws {
+            let daemon = try await SpeakdProcess.start(audio: "null")
+            let client = daemon.tcpClient
+            for (method, path, allow) in [
+                ("DELETE", "/v1/voices", "GET"), ("PUT", "/v1/announcements/abc", "DELETE, GET"),
+                ("PATCH", "/v1/announcements", "DELETE, GET, POST"), ("GET", "/v1/speech", "POST"),
+            ] {
+                let response = try await client.send(method, path)
+                #expect(response.status == 405, "\(method) \(path)")
+                #expect(response.header("allow") == allow, "\(method) \(path)")
+                #expect(response.error?.error.code == "methodNotAllowed", "\(method) \(path)")
+            }
+            let unknown = try await client.send("GET", "/v2/nothing")
+            #expect(unknown.status == 404)
+            #expect(unknown.error?.error.code == "notFound")
+            // The token is still checked first: a stranger learns nothing about the routes.
+            let stranger = SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: daemon.port), timeout: .seconds(10))
+            #expect(try await stranger.send("PUT", "/v1/voices").status == 401)
+            _ = await daemon.stop()
+        }
+
+        @Test("schemathesis against the running daemon: no server error, every answer as documented, events too")
+        func schemathesisFindsNoViolation() async throws {
+            // A WAV sink on /dev/null plays at once, so `?wait=true` answers without real-time playback.
+            let daemon = try await SpeakdProcess.start(audio: "wav:/dev/null", arguments: ["--event-history", "8192"])
+            let events = EventStreamRecorder(client: daemon.unixClient)
+            try await daemon.waitForEventStreams(1)
+            let token = try #require(daemon.token)
+
+            // Every check but two whose premise the API does not share: the schema cannot express
+            // what makes SSML or a language tag valid, so schema-valid bodies may rightly be 422
+            // (positive_data_acceptance); a cancelled announcement stays readable with its
+            // outcome by design (use_after_free). The event stream never ends, so it is checked
+            // below instead.
+            let (status, output) = try await Self.run(
+                "schemathesis",
+                [
+                    "run", Self.document.path, "--url", "http://127.0.0.1:\(daemon.port)",
+                    "-H", "Authorization: Bearer \(token)", "--checks", "all",
+                    "--exclude-checks", "positive_data_acceptance,use_after_free",
+                    "--exclude-path", "/v1/events", "--max-examples", Self.examples, "--seed", Self.seed,
+                    "--request-timeout", "20", "--workers", "1", "--no-color", "--warnings", "off",
+                ], timeout: .seconds(200))
+            let summary = output.split(separator: "\n").filter { $0.contains("generated") || $0.contains("passed") }
+            print("schemathesis: \(summary.suffix(2).joined(separator: " / "))")
+            #expect(status == 0, "schemathesis found violations:\n\(output.suffix(6000))")
+
+            let (checkStatus, checkOutput) = try await Self.run(
+                "python3",
+                [
+                    Self.root.appendingPathComponent("scripts/check-event-stream.py").path, Self.document.path,
+                    "http://127.0.0.1:\(daemon.port)", daemon.tokenFile,
+                ], timeout: .seconds(60))
+            print("event stream: \(checkOutput.trimmingCharacters(in: .whitespacesAndNewlines))")
+            #expect(checkStatus == 0, "\(checkOutput)")
+
+            // Nothing accepted was lost or doubled, and the daemon is still well.
+            let queued = Set(events.events.filter { $0.type == .queued }.map(\.id))
+            #expect(!queued.isEmpty)
+            #expect(await events.waitForFinished(queued, timeout: .seconds(30)))
+            #expect(queued.allSatisfy { events.finished($0).count == 1 })
+            #expect(daemon.isRunning)
+            #expect(try await daemon.unixClient.send("GET", "/healthz").status == 200)
+            events.stop()
+            _ = await daemon.stop()
+        }
+    }
+}
