@@ -81,18 +81,19 @@ struct EngineBenchmark {
         }
     }
 
-    /// A renderer over `utterances`, timed from `render` to the first chunk in the consumer.
+    /// A renderer over `utterances`, timed from `prepare` (validation and compilation, which the
+    /// daemon does when it accepts an announcement) to the first chunk in the consumer.
     /// CPU is this process's: for a worker pool it leaves out the workers' own.
     static func engineRound(_ engine: some SpeechRenderer, utterances: [Utterance]) async throws -> Totals {
         let sampleRate = Double(engine.format.sampleRate)
         // The engine reloads its voice after `runExclusively`: render one utterance first so
         // the round measures steady state, as a daemon speaking one voice sees it.
-        for try await _ in engine.render(Utterance("Ready.")) {}
+        for try await _ in engine.render(try await engine.prepare(Utterance("Ready."))) {}
         var totals = Totals()
         let cpu = Clock.processCPUNanoseconds(), wall = Clock.monotonicNanoseconds()
         for utterance in utterances {
             let start = Clock.monotonicNanoseconds()
-            var iterator = engine.render(utterance).makeAsyncIterator()
+            var iterator = engine.render(try await engine.prepare(utterance)).makeAsyncIterator()
             var first: UInt64?
             var samples = 0
             while let chunk = try await iterator.next() {
@@ -112,8 +113,12 @@ struct EngineBenchmark {
         let plain = corpus.map { Utterance($0) }
         let attributed = attributedCorpus
         let plainText = corpus.map { (text: $0, isMarkup: false) }
-        let plainInputs = try plain.map { try engine.espeakInput(for: $0) }
-        let attributedInputs = try attributed.map { try engine.espeakInput(for: $0) }
+        let plainInputs = try plain.map { try engine.espeakInput(for: $0) }.map {
+            (text: $0.text, isMarkup: $0.isMarkup)
+        }
+        let attributedInputs = try attributed.map { try engine.espeakInput(for: $0) }.map {
+            (text: $0.text, isMarkup: $0.isMarkup)
+        }
         var raw = Totals(), rawVoiceEach = Totals(), rawPlainInputs = Totals(), speakd = Totals()
         var rawAttributed = Totals(), speakdAttributed = Totals(), pooled = Totals()
         // The daemon's path: one `speakd-engine-worker` (built beside this executable) per job.

@@ -163,10 +163,16 @@ public actor AnnouncementQueue {
     ///
     /// When the queue is full, the newest waiting announcement of the lowest priority below the
     /// new one's is discarded (`finished`, `discarded`) to make room; with none lower, it throws.
-    /// - Parameter request: the announcement; `expiresAfter` is checked here.
+    /// - Parameters:
+    ///   - request: the announcement; `expiresAfter` is checked here.
+    ///   - speech: its utterance as the renderer prepared it (`SpeechRenderer.prepare`), which
+    ///     the speaker is handed as it is.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
     /// - Throws: `AnnouncementQueueError.queueFull`, `.shuttingDown`, or `.invalidValue` naming the field.
-    public func submit(_ request: AnnouncementRequest) throws(AnnouncementQueueError) -> AnnouncementAccepted {
+    public func submit(
+        _ request: AnnouncementRequest, speech: PreparedUtterance
+    ) throws(AnnouncementQueueError) -> AnnouncementAccepted {
+        assert(speech.utterance == request.utterance, "the prepared utterance is not the request's")
         guard phase == .open else { throw .shuttingDown }
         do throws(SpeechInputError) {
             try request.validate()
@@ -185,7 +191,7 @@ public actor AnnouncementQueue {
 
         acceptedCount += 1
         let announcement = Announcement(
-            id: makeID(), utterance: request.utterance, priority: request.priority, queue: request.queue,
+            id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount, queuedAt: Date())
         publish(.queued, pending)

@@ -1,3 +1,4 @@
+import EspeakEngine
 import Foundation
 import Logging
 import SpeechModel
@@ -90,7 +91,7 @@ final class EngineWorker: Sendable {
     /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
     /// out, before this call): the job was not taken and belongs on another worker. Once this
     /// returns true the job ends through this worker, with its frames or with its death.
-    func start(_ job: Job, json: Data, chunking: RenderChunking) -> Bool {
+    func start(_ job: Job, input: EspeakInput, chunking: RenderChunking) -> Bool {
         let taken = state.withLock { state -> Bool in
             guard !state.dead else { return false }
             state.job = job
@@ -100,11 +101,11 @@ final class EngineWorker: Sendable {
         guard taken else { return false }
         guard job.assign(to: self) else {
             // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
-            send(.job(json, chunking: chunking))
+            send(.job(input, chunking: chunking))
             send(.cancel)
             return true
         }
-        send(.job(json, chunking: chunking))
+        send(.job(input, chunking: chunking))
         return true
     }
 

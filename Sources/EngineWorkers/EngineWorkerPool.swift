@@ -9,8 +9,9 @@ import Synchronization
 /// A crafted text that crashes espeak-ng ends one worker and fails only its own job (the stream
 /// throws `EngineWorkerError`, e.g. `engine worker crashed: SIGSEGV`); the pool starts a
 /// replacement, with backoff if replacements keep dying. Jobs go to an idle worker, so two renders
-/// run on two cores. Validation, voice resolution and the voice list come from an in-process
-/// `EspeakEngine` that never synthesises: the daemon checks input before any worker sees it.
+/// run on two cores. Validation, compilation to espeak-ng's input, voice resolution and the voice
+/// list come from an in-process `EspeakEngine` that never synthesises: the daemon checks and
+/// compiles input before any worker sees it, and a worker is sent only the compiled input.
 public final class EngineWorkerPool: SpeechRenderer {
     /// How the workers are started.
     public struct Launch: Sendable, Hashable {
@@ -74,7 +75,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         var stopped = false
     }
 
-    /// Validates, resolves voices and lists them; never renders.
+    /// Validates, compiles, resolves voices and lists them; never renders.
     public let engine: EspeakEngine
     public var format: AudioFormat { engine.format }
     public let launch: Launch
@@ -101,36 +102,55 @@ public final class EngineWorkerPool: SpeechRenderer {
         Task { [weak self] in await self?.watchForStalls() }
     }
 
-    public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
-        render(utterance, chunking: .streaming)
+    /// Validates and compiles `utterance` with the daemon's engine: the workers are sent the
+    /// compiled input, never the utterance.
+    public func prepare(_ utterance: Utterance) throws(SpeechInputError) -> PreparedUtterance {
+        try engine.prepare(utterance)
     }
 
-    public func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let json: Data
+    /// Renders `prepared` (which `prepare(_:)` or the pool's engine made) on an idle worker, or
+    /// on the first to become idle; fails the stream with `ForeignPreparationError` for an
+    /// utterance another kind of renderer prepared.
+    public func render(
+        _ prepared: PreparedUtterance, chunking: RenderChunking
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
         do {
-            json = try JSONEncoder().encode(utterance)
+            return render(try prepared.input(as: EspeakInput.self), text: prepared.utterance.text, chunking)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
+    }
+
+    /// Prepares and renders `utterance`, for a caller that renders it once, at once; a bad input
+    /// fails the stream before any worker sees it.
+    public func render(
+        _ utterance: Utterance, chunking: RenderChunking = .streaming
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
+        do {
+            return render(try prepare(utterance), chunking: chunking)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+    }
+
+    private func render(
+        _ input: EspeakInput, text: String, _ chunking: RenderChunking
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let job = Job(text: utterance.text, continuation: continuation)
+        let job = Job(text: text, continuation: continuation)
         continuation.onTermination = { termination in
             if case .cancelled = termination { job.cancel() }
         }
         // The common case: an idle worker takes the job now, with no task in between.
         let idle = state.withLock { $0.idle.popLast() }
-        if idle?.start(job, json: json, chunking: chunking) != true {
+        if idle?.start(job, input: input, chunking: chunking) != true {
             Task {
                 // A worker that died between being handed out and taking the job is skipped:
                 // the job waits for the next one (the replacement, if no other is free).
-                while !(await acquire()).start(job, json: json, chunking: chunking) {}
+                while !(await acquire()).start(job, input: input, chunking: chunking) {}
             }
         }
         return stream
-    }
-
-    public func validate(_ utterance: Utterance) async throws(SpeechInputError) {
-        try await engine.validate(utterance)
     }
 
     public func voices() async throws -> [VoiceInfo] {

@@ -1,3 +1,4 @@
+import EspeakEngine
 import Foundation
 import SpeechModel
 
@@ -8,8 +9,8 @@ import Glibc
 /// One message between the daemon and an engine worker, on the worker's standard input and output.
 ///
 /// A frame is a one-byte kind, a four-byte little-endian payload length and the payload. The
-/// daemon sends `job` (a chunking mode byte, `S` or `W`, then the validated utterance as wire
-/// JSON) and `cancel`; the worker answers
+/// daemon sends `job` (espeak-ng's input as the daemon compiled it, see `job`) and `cancel`; the
+/// worker answers
 /// `ready` once at start (its sample rate), then for each job `pcm` chunks as espeak-ng makes them
 /// and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
 /// daemon never needs job ids: it waits for the `done` or `failure` of the job it sent.
@@ -17,8 +18,14 @@ public enum WorkerFrame: Sendable, Hashable {
     /// Worker → daemon, once: the engine started; samples are s16 mono at this rate, and the
     /// worker is confined as `sandbox` says.
     case ready(sampleRate: Int, sandbox: String)
-    /// Daemon → worker: render this utterance (wire JSON), cut into chunks as `chunking` says.
-    case job(Data, chunking: RenderChunking)
+    /// Daemon → worker: render this input, which the daemon validated and compiled, cut into
+    /// chunks as `chunking` says. The worker hands it to espeak-ng as it is: it parses no JSON
+    /// and compiles nothing.
+    ///
+    /// Payload: the chunking mode (`S` or `W`), the job format version (`jobVersion`), flags
+    /// (bit 0: the text is SSML, bit 1: it switches voices), the rate and the volume (2 bytes
+    /// each), the base voice's length (2 bytes) and UTF-8 name, then the text in UTF-8 to the end.
+    case job(EspeakInput, chunking: RenderChunking)
     /// Daemon → worker: abort the job being rendered.
     case cancel
     /// Worker → daemon: the next chunk of the current job.
@@ -35,6 +42,10 @@ public enum WorkerFrame: Sendable, Hashable {
     /// over the daemon's body limit. Anything larger is a broken peer, not a big message.
     public static let maximumPayload = 1 << 20
     static let headerSize = 5
+    /// The layout of a job's payload. A job of another version (a daemon and a worker from
+    /// different builds) is a malformed frame: the worker says so on standard error and exits,
+    /// failing that one job, rather than render it misread.
+    public static let jobVersion: UInt8 = 1
 
     private var kind: UInt8 {
         switch self {
@@ -54,8 +65,15 @@ public enum WorkerFrame: Sendable, Hashable {
         switch self {
         case .ready(let sampleRate, let sandbox):
             payload = Self.littleEndian(UInt32(clamping: sampleRate)) + Array(sandbox.utf8)
-        case .job(let data, let chunking):
-            payload = [chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S")] + Array(data)
+        case .job(let input, let chunking):
+            let voice = Array(input.voice.utf8.prefix(Int(UInt16.max)))
+            let flags: UInt8 = (input.isMarkup ? 1 : 0) | (input.switchesVoice ? 2 : 0)
+            payload = [chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), Self.jobVersion, flags]
+            payload += Self.littleEndian16(UInt16(clamping: input.rate))
+            payload += Self.littleEndian16(UInt16(clamping: input.volume))
+            payload += Self.littleEndian16(UInt16(voice.count))
+            payload += voice
+            payload += Array(input.text.utf8)
         case .cancel, .done:
             break
         case .pcm(let samples):
@@ -92,7 +110,7 @@ public enum WorkerFrame: Sendable, Hashable {
             guard let mode = payload.first, mode == UInt8(ascii: "S") || mode == UInt8(ascii: "W") else {
                 throw .malformed("a job frame starts with S or W, not \(payload.first.map(String.init) ?? "nothing")")
             }
-            return .job(Data(payload.dropFirst()), chunking: mode == UInt8(ascii: "W") ? .whole : .streaming)
+            return .job(try decodeJob(payload), chunking: mode == UInt8(ascii: "W") ? .whole : .streaming)
         case UInt8(ascii: "C"):
             return .cancel
         case UInt8(ascii: "P"):
@@ -221,6 +239,28 @@ public enum WorkerFrame: Sendable, Hashable {
         return true
     }
 
+    /// The input of a job payload whose mode byte has been checked.
+    private static func decodeJob(_ payload: [UInt8]) throws(WorkerProtocolError) -> EspeakInput {
+        guard payload.count >= 2, payload[1] == jobVersion else {
+            let found = payload.count >= 2 ? "\(payload[1])" : "none"
+            throw .malformed("a job frame of version \(found); this build reads version \(jobVersion)")
+        }
+        guard payload.count >= 9 else {
+            throw .malformed("a job frame has \(payload.count) bytes, not 9 or more")
+        }
+        let flags = payload[2]
+        let rate = Int(readLittleEndian(payload[3..<5]))
+        let volume = Int(readLittleEndian(payload[5..<7]))
+        let voiceLength = Int(readLittleEndian(payload[7..<9]))
+        guard payload.count - 9 >= voiceLength else {
+            throw .malformed("a job's voice name runs past the frame")
+        }
+        return EspeakInput(
+            voice: String(decoding: payload[9..<(9 + voiceLength)], as: UTF8.self), rate: rate, volume: volume,
+            text: String(decoding: payload[(9 + voiceLength)...], as: UTF8.self), isMarkup: flags & 1 != 0,
+            switchesVoice: flags & 2 != 0)
+    }
+
     private static func decodeEvents(_ payload: [UInt8]) throws(WorkerProtocolError) -> [EngineEvent] {
         var events: [EngineEvent] = []
         var offset = 0
@@ -255,6 +295,10 @@ public enum WorkerFrame: Sendable, Hashable {
 
     private static func littleEndian(_ value: UInt32) -> [UInt8] {
         (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    private static func littleEndian16(_ value: UInt16) -> [UInt8] {
+        [UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
     }
 
     private static func readLittleEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {

@@ -140,41 +140,53 @@ public final class EspeakEngine: SpeechRenderer {
     /// resolver's overrides (`VoiceResolving.servedVoices`), not espeak-ng's own language lists.
     public func voices() async throws -> [VoiceInfo] { voiceResolver.servedVoices }
 
-    /// Checks ranges, resolves every span's language and converts its IPA, without rendering;
-    /// the error names the field (`spans[1].language`).
-    public func validate(_ utterance: Utterance) async throws(SpeechInputError) {
-        _ = try input(for: utterance)
+    /// Checks ranges, resolves every span's language and converts its IPA, and compiles the
+    /// result to espeak-ng's input (`EspeakInput`), without rendering; the error names the field
+    /// (`spans[1].language`).
+    public func prepare(_ utterance: Utterance) throws(SpeechInputError) -> PreparedUtterance {
+        let (input, voices) = try compile(utterance)
+        return PreparedUtterance(utterance: utterance, voices: voices, engineInput: input)
     }
 
-    /// The voice each span of `utterance` would be spoken with.
-    public func voices(for utterance: Utterance) throws(SpeechInputError) -> [VoiceInfo] {
-        try input(for: utterance).spanVoices
+    /// The input espeak-ng is given for `utterance` (for diagnostics and benchmarks): SSML, or
+    /// plain text for a single span that needs no markup, with the voice and parameters.
+    public func espeakInput(for utterance: Utterance) throws(SpeechInputError) -> EspeakInput {
+        try compile(utterance).input
     }
 
-    /// The text espeak-ng is given for `utterance` (for diagnostics and benchmarks): SSML, or
-    /// plain text for a single span that needs no markup.
-    public func espeakInput(for utterance: Utterance) throws(SpeechInputError) -> (text: String, isMarkup: Bool) {
-        let input = try input(for: utterance)
-        return (input.text, input.isMarkup)
+    /// Renders `prepared`, which an `EspeakEngine` prepared: the first chunk (about 50 ms) as
+    /// soon as espeak-ng has it, later ones every `chunkMilliseconds` of audio; `.whole` joins
+    /// espeak-ng's blocks into chunks of up to ten seconds. Cancelling the consuming task or
+    /// dropping the stream aborts the synthesis. An utterance another kind of renderer prepared
+    /// fails the stream with `ForeignPreparationError`.
+    public func render(
+        _ prepared: PreparedUtterance, chunking: RenderChunking
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
+        do {
+            return stream(try prepared.input(as: EspeakInput.self), marks: nil, chunking: chunking)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
     }
 
-    /// Renders `utterance`: the first chunk (about 50 ms) as soon as espeak-ng has it, later
-    /// ones every `chunkMilliseconds` of audio. Cancelling the consuming task or dropping the
-    /// stream aborts the synthesis; a bad input fails the stream before any chunk.
-    public func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
-        render(utterance, marks: nil)
-    }
-
-    /// Renders `utterance`; `.whole` joins espeak-ng's blocks into chunks of up to ten seconds.
-    public func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
-        render(utterance, marks: nil, chunking: chunking)
+    /// Prepares and renders `utterance`, for a caller that renders it once, at once (tests,
+    /// benchmarks); a bad input fails the stream before any chunk.
+    public func render(
+        _ utterance: Utterance, chunking: RenderChunking = .streaming
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
+        do {
+            return stream(try compile(utterance).input, marks: nil, chunking: chunking)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
     }
 
     /// Renders `utterance` to the end and returns all of its audio, with each span's start.
     public func renderAll(_ utterance: Utterance) async throws -> Rendering {
         let marks = Locked<[Int: Int]>([:])
+        let (input, voices) = try compile(utterance, marks: true)
         var samples: [Int16] = []
-        for try await chunk in render(utterance, marks: marks) {
+        for try await chunk in stream(input, marks: marks, chunking: .streaming) {
             samples += chunk.samples
         }
         let positions = marks.value
@@ -182,7 +194,20 @@ public final class EspeakEngine: SpeechRenderer {
         return Rendering(
             samples: samples, format: format,
             spanStarts: (0..<count).map { positions[$0].map { Double($0) / 1000 } },
-            spanVoices: try input(for: utterance).spanVoices)
+            spanVoices: voices)
+    }
+
+    /// Renders `input` on the espeak thread and hands each chunk to `deliver` there, as it is
+    /// made, with no stream or task in between: for a caller that forwards chunks at once (the
+    /// engine worker writes them to its pipe). `finished` is called once, on the espeak thread,
+    /// with nil when the rendering ended or was cancelled, or with the error.
+    ///
+    /// - Returns: what cancels the rendering; `finished` still follows.
+    public func render(
+        _ input: EspeakInput, chunking: RenderChunking = .streaming,
+        deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
+    ) -> RenderCancellation {
+        synthesize(input, marks: nil, chunking: chunking, deliver: deliver, finished: finished)
     }
 
     /// Runs `body` on the espeak thread, between utterances, where it may call libespeak-ng
@@ -201,50 +226,25 @@ public final class EspeakEngine: SpeechRenderer {
         }
     }
 
-    private func input(for utterance: Utterance, marks: Bool = false) throws(SpeechInputError) -> EspeakInput {
+    private func compile(
+        _ utterance: Utterance, marks: Bool = false
+    ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo]) {
         try EspeakInput.make(
             utterance, resolver: voiceResolver, defaultPunctuation: configuration.speaksPunctuation,
             variant: configuration.variant, marks: marks)
     }
 
-    private func render(
-        _ utterance: Utterance, marks: Locked<[Int: Int]>?, chunking: RenderChunking = .streaming
+    private func stream(
+        _ input: EspeakInput, marks: Locked<[Int: Int]>?, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let cancellation = render(
-            utterance, marks: marks, chunking: chunking, deliver: { continuation.yield($0) },
+        let cancellation = synthesize(
+            input, marks: marks, chunking: chunking, deliver: { continuation.yield($0) },
             finished: { error in continuation.finish(throwing: error) })
         continuation.onTermination = { termination in
             if case .cancelled = termination { cancellation.cancel() }
         }
         return stream
-    }
-
-    /// Renders `utterance` on the espeak thread and hands each chunk to `deliver` there, as it is
-    /// made, with no stream or task in between: for a caller that forwards chunks at once (the
-    /// engine worker writes them to its pipe). `finished` is called once, on the espeak thread,
-    /// with nil when the rendering ended or was cancelled, or with the error.
-    ///
-    /// - Returns: what cancels the rendering; `finished` still follows.
-    public func render(
-        _ utterance: Utterance, chunking: RenderChunking = .streaming,
-        deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
-    ) -> RenderCancellation {
-        render(utterance, marks: nil, chunking: chunking, deliver: deliver, finished: finished)
-    }
-
-    private func render(
-        _ utterance: Utterance, marks: Locked<[Int: Int]>?, chunking: RenderChunking,
-        deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
-    ) -> RenderCancellation {
-        let input: EspeakInput
-        do {
-            input = try self.input(for: utterance, marks: marks != nil)
-        } catch {
-            finished(error)
-            return RenderCancellation(nil)
-        }
-        return synthesize(input, marks: marks, chunking: chunking, deliver: deliver, finished: finished)
     }
 
     private func synthesize(

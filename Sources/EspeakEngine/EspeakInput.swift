@@ -16,26 +16,37 @@ import SpeechModel
 ///
 /// User text never reaches espeak-ng as markup: `escape(_:)` turns it into character data that
 /// cannot open a tag, an entity, an embedded command (`\u{01}`) or phoneme input (`[[`).
-struct EspeakInput: Sendable, Hashable {
+public struct EspeakInput: Sendable, Hashable {
     /// The voice to load with `espeak_SetVoiceByName` (`gmw/en`, `roa/pt+speakd-kiosk`).
-    var voice: String
+    public let voice: String
     /// Base speaking rate, words per minute.
-    var rate: Int
+    public let rate: Int
     /// Base volume, espeak-ng's 0–200 scale (100 normal).
-    var volume: Int
+    public let volume: Int
     /// The text to synthesise: an SSML document when `isMarkup` (synthesised with
     /// `espeakSSML | espeakPHONEMES`), otherwise plain text (synthesised with neither).
-    var text: String
-    var isMarkup: Bool
+    public let text: String
+    public let isMarkup: Bool
     /// True when a span switches to another voice inside the document.
-    var switchesVoice: Bool
-    /// The voice used for each span, in span order.
-    var spanVoices: [VoiceInfo]
+    public let switchesVoice: Bool
+
+    /// An input as `make` built it, rebuilt field by field where it is received (an engine
+    /// worker reading its job frame). Only `make` turns user text into an input: `text` is given
+    /// to espeak-ng as it is, markup and all.
+    public init(voice: String, rate: Int, volume: Int, text: String, isMarkup: Bool, switchesVoice: Bool) {
+        self.voice = voice
+        self.rate = rate
+        self.volume = volume
+        self.text = text
+        self.isMarkup = isMarkup
+        self.switchesVoice = switchesVoice
+    }
 
     /// espeak-ng's normal rate, which `rate` 1.0 means.
     static let normalWordsPerMinute = 175.0
 
-    /// Builds the input for `utterance`, resolving every span's language with `resolver`.
+    /// Builds the input for `utterance`, resolving every span's language with `resolver`; with it,
+    /// the voice of each span, in span order.
     ///
     /// - Parameters:
     ///   - defaultPunctuation: whether punctuation is spoken in spans that do not say.
@@ -44,7 +55,7 @@ struct EspeakInput: Sendable, Hashable {
     static func make(
         _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?,
         marks: Bool = false
-    ) throws(SpeechInputError) -> EspeakInput {
+    ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo]) {
         try utterance.validate()
         let spans = utterance.resolvedSpans
         var voices: [VoiceInfo] = []
@@ -97,10 +108,11 @@ struct EspeakInput: Sendable, Hashable {
             span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
             (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0, utterance.boundaries.isEmpty
         {
-            return EspeakInput(
+            let input = EspeakInput(
                 voice: baseVoice, rate: Int((normalWordsPerMinute * baseRate).rounded()),
                 volume: Int((baseVolume * 100).rounded()), text: plain(span.text), isMarkup: false,
-                switchesVoice: false, spanVoices: voices)
+                switchesVoice: false)
+            return (input, voices)
         }
         // A sentence or paragraph that markup starts becomes `</s><s>` like one after a full stop:
         // espeak-ng 1.51 then ends the sentence before with falling intonation and pauses 0.59 s
@@ -173,14 +185,14 @@ struct EspeakInput: Sendable, Hashable {
             }
         }
         ssml += sentences ? "</s></speak>" : "</speak>"
-        return EspeakInput(
+        let input = EspeakInput(
             voice: baseVoice,
             rate: Int((normalWordsPerMinute * baseRate).rounded()),
             volume: Int((baseVolume * 100).rounded()),
             text: ssml,
             isMarkup: true,
-            switchesVoice: Set(names).count > 1,
-            spanVoices: voices)
+            switchesVoice: Set(names).count > 1)
+        return (input, voices)
     }
 
     /// Character offsets (over the concatenated span texts) where a new sentence begins: after

@@ -43,10 +43,11 @@ enum LocalSpeech {
         }
     }
 
-    /// Checks `utterance` against the engine's voices (an unknown language is invalid input).
-    private static func prepare(_ utterance: Utterance, on engine: EngineWorkerPool) async throws {
+    /// Validates and compiles `utterance` once (an unknown language is invalid input); the
+    /// worker is sent the compiled input.
+    private static func prepare(_ utterance: Utterance, on engine: EngineWorkerPool) throws -> PreparedUtterance {
         do {
-            try await engine.validate(utterance)
+            return try engine.prepare(utterance)
         } catch {
             throw SpeakFailure.invalidInput(Self.describe(error))
         }
@@ -55,10 +56,10 @@ enum LocalSpeech {
     /// Renders `utterance` into a WAV file.
     static func render(_ utterance: Utterance, toWAV path: String) async throws {
         let engine = try await engine()
-        try await prepare(utterance, on: engine)
+        let speech = try prepare(utterance, on: engine)
         let sink = WAVFileSink(path: path, format: engine.format)
         do {
-            try await AudioPlayback().play(engine.render(utterance), format: engine.format, on: sink)
+            try await AudioPlayback().play(engine.render(speech), format: engine.format, on: sink)
             await sink.close()
         } catch {
             await sink.close()
@@ -73,13 +74,12 @@ enum LocalSpeech {
         _ utterance: Utterance, priority: AnnouncementPriority, on spec: AudioSinkSpec
     ) async throws -> AnnouncementEvent {
         let engine = try await engine()
-        try await prepare(utterance, on: engine)
-        let voice = try? engine.engine.voiceResolver.voice(for: utterance.defaults.language)
+        let speech = try prepare(utterance, on: engine)
         defer { engine.shutdown() }
         func finished(_ reason: FinishReason, detail: String? = nil) -> AnnouncementEvent {
             AnnouncementEvent(
                 type: .finished, id: "local", text: utterance.text, priority: priority, timestamp: Date(),
-                success: reason == .completed, reason: reason, voice: voice?.identifier, detail: detail)
+                success: reason == .completed, reason: reason, voice: speech.voice, detail: detail)
         }
         let sink: any ReopenableAudioSink
         do {
@@ -88,7 +88,7 @@ enum LocalSpeech {
             return finished(.failed, detail: "\(error)")
         }
         do {
-            try await AudioPlayback().play(engine.render(utterance), format: engine.format, on: sink)
+            try await AudioPlayback().play(engine.render(speech), format: engine.format, on: sink)
             await sink.close()
             return finished(.completed)
         } catch {

@@ -94,18 +94,17 @@ public func buildDaemon(
             metadata: ["speakd.audio": "\(spec)", "speakd.error": "\(audio.status.detail ?? "")"])
     }
 
-    let engine = pool?.engine ?? renderer as? EspeakEngine
     let speaker = EngineSpeaker(
         renderer: renderer, audio: audio,
         playback: AudioPlayback(leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000))),
-        voiceName: { utterance in (try? engine?.voices(for: utterance))?.first?.identifier },
         logger: logger)
     let queue = AnnouncementQueue(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
         logger: logger)
     let server = SpeakServer(
         scheduler: queue, renderer: renderer,
-        health: DaemonHealth(engineName: engine == nil ? "renderer" : "espeak-ng", audio: audio, pool: pool),
+        health: DaemonHealth(
+            engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool),
         settings: settings, logger: logger)
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)

@@ -12,28 +12,25 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     let renderer: any SpeechRenderer
     let audio: AudioSupervisor
     let playback: AudioPlayback
-    let voiceName: @Sendable (Utterance) -> String?
     let logger: Logger
 
     /// - Parameters:
-    ///   - renderer: the engine.
+    ///   - renderer: the engine that prepared the announcements.
     ///   - audio: the sink and its health.
     ///   - playback: how chunks are played (lead-in of silence for idle hardware).
-    ///   - voiceName: the voice an utterance is spoken with, for the `finished` event.
     ///   - logger: where failures are logged.
     public init(
         renderer: any SpeechRenderer, audio: AudioSupervisor, playback: AudioPlayback = AudioPlayback(),
-        voiceName: @escaping @Sendable (Utterance) -> String? = { _ in nil },
         logger: Logger = Logger(label: "speakd.speaker")
     ) {
         self.renderer = renderer
         self.audio = audio
         self.playback = playback
-        self.voiceName = voiceName
         self.logger = logger
     }
 
-    /// Renders and plays `announcement`; returns once the sink has played it all.
+    /// Renders and plays `announcement` as it was prepared when accepted; returns once the sink
+    /// has played it all, reporting the voice the preparation resolved.
     ///
     /// However playing ends, a sink that failed under it is reported to the supervisor: a write
     /// or drain error is thrown here, but when the announcement is cancelled or interrupted the
@@ -45,7 +42,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         }
         do {
             try await playback.play(
-                renderer.render(announcement.utterance), format: renderer.format, on: lease.sink)
+                renderer.render(announcement.speech), format: renderer.format, on: lease.sink)
         } catch let error as AudioOutputError {
             audio.reportFailure(error, on: lease)
             throw error
@@ -54,7 +51,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
             throw error
         }
         audio.checkSink(of: lease)
-        return SpeechOutcome(voice: voiceName(announcement.utterance))
+        return SpeechOutcome(voice: announcement.speech.voice)
     }
 
     /// Waits for the audio supervisor to have a working sink.

@@ -4,9 +4,11 @@ import SpeechModel
 /// The real queue behind the routes.
 extension Queue: AnnouncementScheduling {
     /// Submits to the queue; its refusals become `SchedulingError`s.
-    public func accept(_ request: AnnouncementRequest) async throws(SchedulingError) -> AnnouncementAccepted {
+    public func accept(
+        _ request: AnnouncementRequest, speech: PreparedUtterance
+    ) async throws(SchedulingError) -> AnnouncementAccepted {
         do throws(QueueError) {
-            return try submit(request)
+            return try submit(request, speech: speech)
         } catch {
             if error == QueueError.queueFull { throw .queueFull(capacity: capacity) }
             if error == QueueError.shuttingDown { throw .shuttingDown }

@@ -6,9 +6,11 @@ import SpeechModel
 /// `AnnouncementQueue` conforms; keeping the routes behind this protocol keeps the server free of
 /// scheduling logic and lets route tests drive the real queue or a scripted one.
 public protocol AnnouncementScheduling: Sendable {
-    /// Accepts an announcement and gives it an id, or throws `SchedulingError` (`queueFull`,
-    /// `shuttingDown`, `invalidValue`).
-    func accept(_ request: AnnouncementRequest) async throws(SchedulingError) -> AnnouncementAccepted
+    /// Accepts an announcement, with its utterance as the renderer prepared it, and gives it an
+    /// id, or throws `SchedulingError` (`queueFull`, `shuttingDown`, `invalidValue`).
+    func accept(
+        _ request: AnnouncementRequest, speech: PreparedUtterance
+    ) async throws(SchedulingError) -> AnnouncementAccepted
 
     /// Cancels one announcement; returns false when it had already finished or is stopping.
     /// Throws `SchedulingError.unknownAnnouncement` for an id the queue never had (or forgot).

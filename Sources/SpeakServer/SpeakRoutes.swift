@@ -18,9 +18,10 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func post(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let body: AnnouncementRequest
+        let speech: PreparedUtterance
         do {
             body = try await decodeRequest(request)
-            try await validate(body.utterance)
+            speech = try await prepare(body.utterance)
         } catch let error as APIError {
             server.metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")
             throw error
@@ -33,7 +34,7 @@ struct SpeakRoutes: Sendable {
         }
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await scheduler.accept(body)
+            accepted = try await scheduler.accept(body, speech: speech)
         } catch {
             server.metrics.countRefused(
                 error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
@@ -159,12 +160,12 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let body = try await decodeRequest(request)
-        try await validate(body.utterance)
+        let speech = try await prepare(body.utterance)
         let format = server.renderer.format
         // About three seconds: most announcements fit without the buffer growing.
         var file = WAVFile(format: format, capacity: 3 * format.sampleRate)
         do {
-            for try await chunk in server.renderer.render(body.utterance, chunking: .whole) {
+            for try await chunk in server.renderer.render(speech, chunking: .whole) {
                 file.append(chunk.samples)
             }
         } catch let error as SpeechInputError {
@@ -286,10 +287,10 @@ struct SpeakRoutes: Sendable {
         }
     }
 
-    private func validate(_ utterance: Utterance) async throws {
+    /// Validates and compiles `utterance` once, here at the edge; the result travels with it.
+    private func prepare(_ utterance: Utterance) async throws -> PreparedUtterance {
         do {
-            try utterance.validate()
-            try await server.renderer.validate(utterance)
+            return try await server.renderer.prepare(utterance)
         } catch {
             throw APIError.invalid(error)
         }

@@ -38,7 +38,9 @@ public enum FinishReason: String, Sendable, Hashable, Codable, CaseIterable {
 /// An announcement as the queue holds it.
 public struct Announcement: Sendable, Hashable, Identifiable {
     public let id: String
-    public var utterance: Utterance
+    /// What to say, validated and compiled by the renderer where it was accepted: the speaker
+    /// renders it as it is.
+    public var speech: PreparedUtterance
     public var priority: AnnouncementPriority
     /// `false` is Apple's interrupting announcement: it interrupts a lower or equal
     /// (non-high) announcement that is speaking.
@@ -47,15 +49,18 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     public var expiresAfter: Double?
 
     public init(
-        id: String, utterance: Utterance, priority: AnnouncementPriority = .default,
+        id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,
         queue: Bool = true, expiresAfter: Double? = nil
     ) {
         self.id = id
-        self.utterance = utterance
+        self.speech = speech
         self.priority = priority
         self.queue = queue
         self.expiresAfter = expiresAfter
     }
+
+    /// The utterance as the client gave it.
+    public var utterance: Utterance { speech.utterance }
 }
 
 /// Something that happened to an announcement: `queued`, `started`, `finished`.

@@ -84,24 +84,92 @@ public protocol VoiceResolving: Sendable {
 }
 
 /// Renders utterances to PCM, chunk by chunk as the synthesiser produces them.
+///
+/// An utterance is prepared once, where it enters (`prepare(_:)` is the validation), and the
+/// prepared value travels with it to `render(_:chunking:)`, which does not compile it again.
 public protocol SpeechRenderer: Sendable {
     /// The format of every chunk this renderer yields.
     var format: AudioFormat { get }
 
-    /// Renders `utterance`. Chunks arrive as they are synthesised; cancelling the consuming
-    /// task (or dropping the stream) stops synthesis mid-utterance. Errors are thrown
-    /// by the stream, a bad input before any chunk.
-    func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error>
-
-    /// Renders `utterance` with `chunking`: the same samples as `render(_:)`, cut differently.
-    func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error>
-
     /// Checks that `utterance` can be rendered (values in range, every language resolves to a
-    /// voice, every IPA symbol is supported) without rendering it; the error names the field.
-    func validate(_ utterance: Utterance) async throws(SpeechInputError)
+    /// voice, every IPA symbol is supported) and compiles it to the engine's input, without
+    /// rendering it; the error names the field.
+    func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance
+
+    /// Renders `prepared`, which this renderer (or the engine behind it) prepared, cut into
+    /// chunks as `chunking` says. Chunks arrive as they are synthesised; cancelling the
+    /// consuming task (or dropping the stream) stops synthesis mid-utterance. Errors are thrown
+    /// by the stream.
+    func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error>
 
     /// The voices available, each with the BCP 47 tags that resolve to it.
     func voices() async throws -> [VoiceInfo]
+}
+
+extension SpeechRenderer {
+    /// Renders `prepared` for playback (`.streaming`).
+    public func render(_ prepared: PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error> {
+        render(prepared, chunking: .streaming)
+    }
+}
+
+/// An utterance a renderer has validated and compiled: what the engine is given, the voices it
+/// resolved, and the utterance itself, carried together from the edge to the engine so nothing
+/// on the way validates or compiles it again.
+public struct PreparedUtterance: Sendable, Hashable {
+    /// The utterance as it was given (its text, for events and for mapping engine positions back).
+    public let utterance: Utterance
+    /// The voice each span is spoken with, in span order.
+    public let voices: [VoiceInfo]
+    /// The engine's compiled input (espeak-ng: its SSML or text, voice and parameters). Only the
+    /// renderer that made it reads it: other layers carry it without knowing its type.
+    public let engineInput: any Sendable & Hashable
+
+    /// - Parameters:
+    ///   - utterance: the utterance that was prepared.
+    ///   - voices: the voice of each span.
+    ///   - engineInput: what the renderer compiled it to.
+    public init(utterance: Utterance, voices: [VoiceInfo], engineInput: any Sendable & Hashable) {
+        self.utterance = utterance
+        self.voices = voices
+        self.engineInput = engineInput
+    }
+
+    /// The voice it is spoken with, as the `finished` event reports it: the first span's.
+    public var voice: String? { voices.first?.identifier }
+
+    /// The engine input as `type`; a `ForeignPreparationError` when another kind of renderer
+    /// prepared it.
+    public func input<Input: Sendable & Hashable>(as type: Input.Type) throws(ForeignPreparationError) -> Input {
+        guard let input = engineInput as? Input else {
+            throw ForeignPreparationError(expected: "\(Input.self)", found: "\(Swift.type(of: engineInput))")
+        }
+        return input
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.utterance == rhs.utterance && lhs.voices == rhs.voices
+            && AnyHashable(lhs.engineInput) == AnyHashable(rhs.engineInput)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(utterance)
+        hasher.combine(voices)
+        hasher.combine(AnyHashable(engineInput))
+    }
+}
+
+/// A renderer was given an utterance that a different kind of renderer prepared: a wiring
+/// mistake, not bad input.
+public struct ForeignPreparationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The engine input the renderer reads.
+    public let expected: String
+    /// The engine input it was given.
+    public let found: String
+
+    public var description: String {
+        "the utterance was prepared by another renderer (its input is \(found), not \(expected))"
+    }
 }
 
 /// How a rendering is cut into chunks.
@@ -112,13 +180,6 @@ public enum RenderChunking: Sendable, Hashable {
     /// As few chunks as the renderer can make: for a caller that needs all of the audio before
     /// it can use any (`POST /v1/speech`), so it is woken once, not once per second of audio.
     case whole
-}
-
-extension SpeechRenderer {
-    /// Renderers with one way of chunking give it for both.
-    public func render(_ utterance: Utterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
-        render(utterance)
-    }
 }
 
 /// Where rendered audio is played.

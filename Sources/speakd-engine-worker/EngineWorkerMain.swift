@@ -59,7 +59,9 @@ struct EngineWorkerMain {
     }
 }
 
-/// The worker's command line: how the daemon set up its own engine, so voices resolve alike.
+/// The worker's command line: how the daemon set up its own engine. The daemon resolves voices
+/// and sends compiled input; the worker loads the voices directory so its engine starts as the
+/// daemon's did.
 struct WorkerOptions {
     /// espeak-ng's data directory, as the daemon's engine built it (with the voice variants).
     var data: String?
@@ -145,8 +147,8 @@ final class WorkerLoop: Sendable {
             switch frame {
             case nil:
                 return
-            case .job(let json, let chunking)?:
-                start(json, chunking: chunking)
+            case .job(let input, let chunking)?:
+                start(input, chunking: chunking)
             case .cancel?:
                 current.withLock { $0?.cancel() }
             default:
@@ -157,17 +159,11 @@ final class WorkerLoop: Sendable {
     }
 
     /// Starts one job; its chunks, then `done` or `failure`, are written as they come. The daemon
-    /// sends the next job only after that answer, so writes never interleave.
-    private func start(_ json: Data, chunking: RenderChunking) {
-        let utterance: Utterance
-        do {
-            utterance = try JSONDecoder().decode(Utterance.self, from: json)
-        } catch {
-            Self.send(.failure("\(error)"))
-            return
-        }
+    /// sends the next job only after that answer, so writes never interleave. The input is the
+    /// daemon's compiled one: nothing is parsed or compiled here.
+    private func start(_ input: EspeakInput, chunking: RenderChunking) {
         let cancellation = engine.render(
-            utterance, chunking: chunking,
+            input, chunking: chunking,
             deliver: { chunk in
                 if !chunk.events.isEmpty { Self.send(.events(chunk.events)) }
                 Self.send(.pcm(chunk.samples))

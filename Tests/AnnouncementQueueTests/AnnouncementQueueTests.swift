@@ -543,7 +543,10 @@ struct AnnouncementQueueTests {
         let queue = AnnouncementQueue(speaker: speaker, capacity: 10, finishedMemory: 2)
         var ids: [String] = []
         for index in 0..<4 {
-            ids.append(try await queue.submit(AnnouncementRequest(utterance: Utterance("\(index)"))).id)
+            ids.append(
+                try await queue.submit(
+                    AnnouncementRequest(utterance: Utterance("\(index)")), speech: .unrendered("\(index)")
+                ).id)
         }
         #expect(await queue.cancelAll() == 4)
         #expect(await queue.status(id: ids[0]) == nil)

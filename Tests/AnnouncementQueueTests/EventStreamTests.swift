@@ -103,7 +103,9 @@ struct EventStreamConcurrencyTests {
         await withTaskGroup { group in
             group.addTask {
                 for index in 0..<300 {
-                    _ = try? await queue.submit(AnnouncementRequest(utterance: Utterance("\(index)"), priority: .low))
+                    _ = try? await queue.submit(
+                        AnnouncementRequest(utterance: Utterance("\(index)"), priority: .low),
+                        speech: .unrendered("\(index)"))
                 }
             }
             for subscriber in 0..<40 {

@@ -127,7 +127,8 @@ struct QueueHarness {
     ) async throws -> AnnouncementAccepted {
         try await queue.submit(
             AnnouncementRequest(
-                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter))
+                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter),
+            speech: .unrendered(text))
     }
 
     /// Shuts the queue down and waits for `run()` to return.
@@ -135,5 +136,12 @@ struct QueueHarness {
         await queue.shutdown()
         await runner.value
         await recorder.waitForEnd()
+    }
+}
+
+extension PreparedUtterance {
+    /// Plain text as the queue carries it to a fake speaker, which renders nothing.
+    static func unrendered(_ text: String) -> PreparedUtterance {
+        PreparedUtterance(utterance: Utterance(text), voices: [], engineInput: 0)
     }
 }

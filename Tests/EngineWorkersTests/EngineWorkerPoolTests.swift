@@ -39,8 +39,11 @@ struct EngineWorkerPoolTests {
                 json: Data(
                     #"{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT","pitch":1.3}]}"#.utf8)),
         ] {
-            let viaWorker = try await Self.samples(pool.render(utterance))
-            let inProcess = try await Self.samples(pool.engine.render(utterance))
+            // One preparation, rendered by a worker from the compiled input it is sent and by
+            // the engine in-process.
+            let prepared = try pool.prepare(utterance)
+            let viaWorker = try await Self.samples(pool.render(prepared))
+            let inProcess = try await Self.samples(pool.engine.render(prepared))
             #expect(viaWorker.count > 22_050 / 2)
             let same = viaWorker == inProcess
             #expect(same, "\(viaWorker.count) samples, expected \(inProcess.count)")
@@ -169,6 +172,56 @@ struct EngineWorkerPoolTests {
         #expect(abs(peak - expectedPeak) < expectedPeak / 10, "peak \(peak), expected \(expectedPeak)")
         #expect(pool.workerPIDs.first == pid)
         #expect(pool.status.restarts == 0)
+    }
+
+    @Test("A worker renders the compiled input its job frame carries, and refuses a job of utterance JSON")
+    func workerTakesCompiledInputNotJSON() async throws {
+        let engine = try await EspeakEngine(voices: nil)
+        let input = try engine.espeakInput(for: Utterance("Platform four."))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BuiltProduct.path("speakd-engine-worker"))
+        process.arguments = ["--data", engine.dataPath]
+        let toWorker = Pipe(), fromWorker = Pipe(), errors = Pipe()
+        process.standardInput = toWorker
+        process.standardOutput = fromWorker
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let send = toWorker.fileHandleForWriting.fileDescriptor
+        let receive = fromWorker.fileHandleForReading.fileDescriptor
+        guard case .ready? = try WorkerFrame.read(from: receive) else {
+            Issue.record("the worker did not start")
+            return
+        }
+
+        // The daemon's compiled input: the worker renders it as the engine does in-process.
+        try WorkerFrame.job(input, chunking: .whole).write(to: send)
+        var samples: [Int16] = []
+        reading: while let frame = try WorkerFrame.read(from: receive) {
+            switch frame {
+            case .pcm(let chunk): samples += chunk
+            case .events: continue
+            case .done: break reading
+            default:
+                Issue.record("unexpected \(frame)")
+                break reading
+            }
+        }
+        let inProcess = try await Self.samples(engine.render(Utterance("Platform four.")))
+        #expect(samples.count > 22_050 / 2)
+        #expect(abs(samples.count - inProcess.count) < inProcess.count / 10)
+
+        // A job carrying utterance JSON, as workers once took, is not parsed: the worker reports
+        // the malformed frame and ends, so its one job fails.
+        let json = Array(#"{"text":"Platform four."}"#.utf8)
+        let legacy =
+            [UInt8(ascii: "J")] + withUnsafeBytes(of: UInt32(json.count + 1).littleEndian, Array.init)
+            + [UInt8(ascii: "S")] + json
+        legacy.withUnsafeBytes { _ = write(send, $0.baseAddress, $0.count) }
+        #expect(try WorkerFrame.read(from: receive) == nil)
+        process.waitUntilExit()
+        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(diagnostics.contains("job frame of version 123; this build reads version 1"), "\(diagnostics)")
     }
 
     @Test("A worker that cannot start is an error naming the executable")

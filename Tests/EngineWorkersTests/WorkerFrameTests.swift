@@ -1,4 +1,5 @@
 import EngineWorkers
+import EspeakEngine
 import Foundation
 import SpeechModel
 import Testing
@@ -9,8 +10,20 @@ struct WorkerFrameTests {
         "Every frame survives encoding, a pipe and decoding",
         arguments: [
             WorkerFrame.ready(sampleRate: 22_050, sandbox: "no_new_privs, seccomp, landlock ABI 7"),
-            .job(Data(#"{"text":"Olá"}"#.utf8), chunking: .streaming),
-            .job(Data(#"{"text":"x"}"#.utf8), chunking: .whole), .cancel,
+            .job(
+                EspeakInput(
+                    voice: "gmw/en", rate: 175, volume: 100, text: "Olá", isMarkup: false, switchesVoice: false),
+                chunking: .streaming),
+            .job(
+                EspeakInput(
+                    voice: "roa/pt+speakd-kiosk", rate: 350, volume: 200,
+                    text: #"<speak><s>Next train to <voice name="gmw/en">Porto</voice></s></speak>"#, isMarkup: true,
+                    switchesVoice: true),
+                chunking: .whole),
+            .job(
+                EspeakInput(voice: "", rate: 0, volume: 0, text: "", isMarkup: true, switchesVoice: false),
+                chunking: .whole),
+            .cancel,
             .pcm([0, 1, -1, .max, .min, 12_345]), .pcm([]),
             .events([
                 EngineEvent(kind: .sentence, sample: 0, textPosition: 1),
@@ -35,6 +48,17 @@ struct WorkerFrameTests {
             ([UInt8(ascii: "Z"), 0, 0, 0, 0], "unknown frame kind"),
             ([UInt8(ascii: "J"), 0xFF, 0xFF, 0xFF, 0x7F], "over the limit"),
             ([UInt8(ascii: "J"), 2, 0, 0, 0, UInt8(ascii: "X"), UInt8(ascii: "{")], "starts with S or W"),
+            // A job as utterance JSON (an older daemon's) is refused, never parsed.
+            (
+                [UInt8(ascii: "J"), 3, 0, 0, 0, UInt8(ascii: "S"), UInt8(ascii: "{"), UInt8(ascii: "}")],
+                "of version 123; this build reads version 1"
+            ),
+            ([UInt8(ascii: "J"), 1, 0, 0, 0, UInt8(ascii: "W")], "of version none"),
+            ([UInt8(ascii: "J"), 5, 0, 0, 0, UInt8(ascii: "S"), 1, 0, 175, 0], "not 9 or more"),
+            (
+                [UInt8(ascii: "J"), 10, 0, 0, 0, UInt8(ascii: "S"), 1, 0, 175, 0, 100, 0, 2, 0, UInt8(ascii: "x")],
+                "voice name runs past the frame"
+            ),
             ([UInt8(ascii: "D"), 0, 0], "ended inside a frame"),
             ([UInt8(ascii: "E"), 3, 0, 0, 0, 1, 0, 0], "cut short"),
             ([UInt8(ascii: "E"), 15, 0, 0, 0, 3] + [UInt8](repeating: 0, count: 12) + [5, 0], "runs past the frame"),

@@ -84,8 +84,9 @@ extension EspeakEngineTests {
                 Span("Next train to "),
                 Span("Lisboa Santa Apolónia", attributes: SpeechAttributes(language: tag("pt-PT"))),
             ], defaults: SpeechAttributes(language: tag("en-GB")))
-        let voices = try engine.voices(for: mixed)
-        #expect(voices.map(\.identifier) == ["gmw/en", "roa/pt"])
+        let prepared = try engine.prepare(mixed)
+        #expect(prepared.voices.map(\.identifier) == ["gmw/en", "roa/pt"])
+        #expect(prepared.voice == "gmw/en")
         #expect(try engine.espeakInput(for: mixed).text.contains("<voice name=\"roa/pt\">"))
 
         let english = Utterance(

@@ -52,19 +52,20 @@ extension EspeakEngineTests {
         for voice in voices {
             for language in voice.languages {
                 #expect(seen.insert(language.lowercased()).inserted, "\(language) is listed twice")
-                let resolved = try engine.voices(
-                    for: Utterance("a", defaults: SpeechAttributes(language: tag(language))))
+                let resolved = try engine.prepare(
+                    Utterance("a", defaults: SpeechAttributes(language: tag(language)))
+                ).voices
                 #expect(
                     resolved.first?.identifier == voice.identifier, "\(language) → \(resolved.first?.identifier ?? "")")
             }
         }
     }
 
-    @Test func validateNamesTheField() async throws {
+    @Test func prepareNamesTheField() async throws {
         let engine = try await Engines.engine()
         func field(_ utterance: Utterance) async -> String? {
             do {
-                try await engine.validate(utterance)
+                _ = try engine.prepare(utterance)
                 return nil
             } catch {
                 return error.field ?? "(none)"
@@ -85,7 +86,7 @@ extension EspeakEngineTests {
                 Utterance(spans: [Span("Olá", attributes: SpeechAttributes(language: tag("pt-PT"), ipa: "oˈla"))]))
                 == nil)
         do {
-            try await engine.validate(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))]))
+            _ = try engine.prepare(Utterance(spans: [Span("click", attributes: SpeechAttributes(ipa: "ʘa"))]))
         } catch {
             #expect(error.kind == "unsupported")
             #expect(error.message.contains("'ʘ'"))

@@ -198,8 +198,8 @@ extension EspeakEngineTests {
         let rendering = try await engine.renderAll(
             Utterance(spans: [], defaults: SpeechAttributes(language: tag("pt-PT"))))
         #expect(rendering.audio.soundingDuration() == 0)
-        await #expect(throws: SpeechInputError.self) {
-            try await engine.validate(Utterance(spans: [], defaults: SpeechAttributes(language: tag("xx"))))
+        #expect(throws: SpeechInputError.self) {
+            try engine.prepare(Utterance(spans: [], defaults: SpeechAttributes(language: tag("xx"))))
         }
     }
 }

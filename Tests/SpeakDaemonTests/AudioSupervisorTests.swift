@@ -117,7 +117,11 @@ struct SilenceRenderer: SpeechRenderer {
     var chunks = 1_000
     let format = AudioFormat(sampleRate: 22_050)
 
-    func render(_ utterance: Utterance) -> AsyncThrowingStream<PCMChunk, any Error> {
+    func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
+        PreparedUtterance(utterance: utterance, voices: [], engineInput: 0)
+    }
+
+    func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
         let chunks = chunks
         return AsyncThrowingStream { continuation in
             for _ in 0..<chunks { continuation.yield(PCMChunk(samples: Array(repeating: 0, count: 220))) }
@@ -125,7 +129,6 @@ struct SilenceRenderer: SpeechRenderer {
         }
     }
 
-    func validate(_ utterance: Utterance) async throws(SpeechInputError) {}
     func voices() async throws -> [VoiceInfo] { [] }
 }
 
@@ -279,7 +282,9 @@ struct AudioSupervisorTests {
         sink.log.withLock {
             $0.failNextFlush = .timedOut(sink: "scripted", operation: "write", limit: .seconds(2))
         }
-        let speaking = Task { try await speaker.speak(Announcement(id: "a1", utterance: Utterance("Platform four"))) }
+        let announcement = Announcement(
+            id: "a1", speech: try await SilenceRenderer().prepare(Utterance("Platform four")))
+        let speaking = Task { try await speaker.speak(announcement) }
         try await Task.sleep(for: .milliseconds(50))
         speaking.cancel()
         await #expect(throws: CancellationError.self) { try await speaking.value }
@@ -294,8 +299,10 @@ struct AudioSupervisorTests {
         let supervisor = makeSupervisor(sink)
         #expect(await supervisor.connect() == false)
         let speaker = EngineSpeaker(renderer: SilenceRenderer(), audio: supervisor)
+        let announcement = Announcement(
+            id: "a1", speech: try await SilenceRenderer().prepare(Utterance("Anyone there?")))
         let error = await #expect(throws: (any Error).self) {
-            try await speaker.speak(Announcement(id: "a1", utterance: Utterance("Anyone there?")))
+            try await speaker.speak(announcement)
         }
         #expect("\(error.map { "\($0)" } ?? "")".contains("cannot open: no device yet"))
     }

@@ -9,6 +9,7 @@ import Synchronization
 final class GatedSpeaker: AnnouncementSpeaker {
     private struct State {
         var spoken: [String] = []
+        var speeches: [PreparedUtterance] = []
         var gates: [String: CheckedContinuation<Void, Never>] = [:]
         var released: Set<String> = []
     }
@@ -23,8 +24,14 @@ final class GatedSpeaker: AnnouncementSpeaker {
     /// Ids in the order they started speaking.
     var spoken: [String] { state.withLock { $0.spoken } }
 
+    /// What the speaker was handed to render, in the same order.
+    var speeches: [PreparedUtterance] { state.withLock { $0.speeches } }
+
     func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
-        state.withLock { $0.spoken.append(announcement.id) }
+        state.withLock {
+            $0.spoken.append(announcement.id)
+            $0.speeches.append(announcement.speech)
+        }
         if autoComplete { return SpeechOutcome(voice: "tone") }
         let id = announcement.id
         await withTaskCancellationHandler {

@@ -10,11 +10,12 @@ import Testing
 struct Harness {
     let running: RunningQueue
     let health = SwitchableHealth()
+    let renderer = ToneRenderer()
     let server: SpeakServer
 
     init(capacity: Int = 4, autoComplete: Bool = false, settings: ServerSettings = ServerSettings()) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
-        server = SpeakServer(scheduler: running.scheduler, renderer: ToneRenderer(), health: health, settings: settings)
+        server = SpeakServer(scheduler: running.scheduler, renderer: renderer, health: health, settings: settings)
     }
 
     var app: some ApplicationProtocol {
@@ -189,6 +190,37 @@ struct RouteTests {
             #expect(rate == 22_050)
             #expect(await harness.running.scheduler.announcementList().isEmpty)
             #expect(harness.running.speaker.spoken.isEmpty)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func anAnnouncementIsPreparedOnceAndSpokenAsPrepared() async throws {
+        let harness = Harness(autoComplete: true)
+        try await harness.test { client in
+            let body = #"{"spans": [{"text": "Next train to "}, {"text": "Lisboa", "language": "pt-PT"}]}"#
+            let response = try await client.execute(
+                uri: "/v1/announcements?wait=true", method: .post, body: jsonBody(body))
+            #expect(response.status == .ok)
+            #expect(try decode(AnnouncementEvent.self, response).voice == "tone")
+            // Validated and compiled once, where it was accepted; the speaker was handed that
+            // very preparation (serial 1), not the utterance to compile again.
+            #expect(harness.renderer.counts.prepared == 1)
+            let spoken = harness.running.speaker.speeches
+            #expect(spoken.count == 1)
+            #expect(try spoken.first?.input(as: Int.self) == 1)
+            #expect(spoken.first?.utterance.text == "Next train to Lisboa")
+
+            // A refused one is prepared once and goes no further.
+            let refused = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "x", "language": "xx"}"#))
+            #expect(refused.status == .unprocessableContent)
+            #expect(harness.renderer.counts.prepared == 2)
+            #expect(harness.running.speaker.speeches.count == 1)
+
+            // POST /v1/speech renders the preparation it made, once.
+            let speech = try await client.execute(uri: "/v1/speech", method: .post, body: jsonBody(body))
+            #expect(speech.status == .ok)
+            #expect(harness.renderer.counts.prepared == 3)
+            #expect(harness.renderer.counts.rendered == [3])
         }
     }
 
