@@ -13,7 +13,9 @@ extension SpeakdIntegration {
             fileURLWithPath: ProcessInfo.processInfo.environment["SPEAKD_TEST_ARTIFACTS"]
                 ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
 
-        @Test("the page asks for the token, shows health, an announcement queued then finished, cancels one, with no console errors")
+        @Test(
+            "the page asks for the token, shows health, an announcement queued then finished, cancels one, with no console errors"
+        )
         func pageInChromium() async throws {
             // The null sink plays in real time, so an announcement is seen waiting and speaking.
             let daemon = try await SpeakdProcess.start(audio: "null")
