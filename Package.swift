@@ -136,13 +136,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ],
+            exclude: ["StatusPage"],
             swiftSettings: swiftSettings,
-            plugins: ["EmbedOpenAPIDocument"]
+            plugins: ["EmbedServedFiles"]
         ),
-        // The repository's openapi.json, compiled into SpeakServer for `GET /openapi.json`.
-        .plugin(
-            name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["speakd-embed-text"]
-        ),
+        // The repository's openapi.json and the status page, compiled into SpeakServer.
+        .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
         // Builds and runs the daemon: configuration, wiring, services, signals, systemd readiness.
         .target(

@@ -12,12 +12,13 @@ import Synchronization
 ///   rebinds its own DNS name to 127.0.0.1 still sends its own name, so it is refused before
 ///   anything is read or changed. On the Unix socket the socket's path (also percent-encoded)
 ///   is its address, and the port is not checked (curl sends `Host: localhost` there).
-/// - `Origin` (403 otherwise, on every listener): absent (not a browser), or the one
-///   `ServerSettings.corsOrigin`. Browsers send `Origin` with every cross-origin request, also
+/// - `Origin` (403 otherwise, on every listener): absent (not a browser), the one
+///   `ServerSettings.corsOrigin`, or on TCP the listener's own origin (the status page it
+///   serves). Browsers send `Origin` with every cross-origin request, also
 ///   the `text/plain` and form posts they make without a CORS preflight.
 /// - `Authorization: Bearer <token>` (401 otherwise) on TCP when `ServerSettings.tcpToken` is
 ///   set, for every route but `GET /healthz`, whose report names no announcement and which
-///   probes and the CLI use to find a daemon. The token is compared in constant time. It is
+///   probes and the CLI use to find a daemon, and `GET /`, the status page, which holds no data. The token is compared in constant time. It is
 ///   not accepted in the query or a cookie: URLs end up in logs, and cookies are sent by any
 ///   page the browser shows.
 struct AccessPolicy: Sendable {
@@ -80,9 +81,18 @@ struct AccessPolicy: Sendable {
         return nil
     }
 
+    /// Whether a TCP request must carry the token (false on the Unix socket and with `--tcp-open`).
+    var requiresToken: Bool { token != nil }
+
     /// The refusal of a request from a web page whose origin is not allowed, or nil.
-    func checkOrigin(_ origin: String?) -> APIError? {
+    ///
+    /// `host` is the request's `Host`, already checked to name this service: a page whose origin
+    /// is this listener itself (`http://` and that host) is the status page speakd serves, and may
+    /// call it. A foreign page cannot claim that origin: browsers set `Origin`, and a page that
+    /// rebinds its own name to this address is refused for its `Host`.
+    func checkOrigin(_ origin: String?, host: String?) -> APIError? {
         guard let origin else { return nil }
+        if isTCP, let host, origin.lowercased() == "http://" + host.lowercased() { return nil }
         if let corsOrigin, origin.lowercased() == corsOrigin { return nil }
         let allowed = corsOrigin.map { "only \($0) may call this service" } ?? "no web page may (see --cors-origin)"
         return .forbiddenOrigin("requests from the web page at '\(origin)' are refused; \(allowed)")
@@ -91,7 +101,11 @@ struct AccessPolicy: Sendable {
     /// The refusal of a TCP request without the right bearer token, or nil.
     func checkToken(_ request: Request) -> APIError? {
         guard let token else { return nil }
-        if request.method == .get || request.method == .head, request.uri.path == "/healthz" { return nil }
+        // Health names no announcement and the status page holds no data; everything the page
+        // then reads goes through this check.
+        if request.method == .get || request.method == .head, ["/healthz", "/"].contains(request.uri.path) {
+            return nil
+        }
         let whereToFind = tokenFile.map { "the token in \($0)" } ?? "the daemon's token"
         guard let header = request.headers[.authorization] else {
             return .unauthorized("requests over TCP need 'Authorization: Bearer <token>' with \(whereToFind)")
@@ -210,7 +224,7 @@ struct RequestSourceMiddleware<Context: RequestContext>: RouterMiddleware {
         for host in request.headers[values: .host] where refusal == nil {
             refusal = await policy.checkHost(host)
         }
-        if refusal == nil { refusal = policy.checkOrigin(request.headers[.origin]) }
+        if refusal == nil { refusal = policy.checkOrigin(request.headers[.origin], host: request.head.authority) }
         guard let refusal else { return try await next(request, context) }
         policy.logRefusal(refusal, request, logger: context.logger)
         metrics.countResponse(status: refusal.status.code)

@@ -20,6 +20,7 @@ import SpeechModel
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
 /// | `GET /openapi.json` | the OpenAPI 3.1 document of these routes (`OpenAPIDocument`) |
+/// | `GET /` | the status page (`StatusPage`), HTML |
 ///
 /// Decisions the contract leaves open:
 /// - The event stream starts with live events; `Last-Event-ID: N` (or `?after=N`) first replays
@@ -132,6 +133,8 @@ public struct SpeakServer: Sendable {
         router.get("/healthz", use: routes.healthz)
         router.get("/metrics", use: routes.metricsPage)
         router.get("/openapi.json", use: routes.openAPI)
+        let tokenRequired = access.requiresToken
+        router.get("/") { _, _ in StatusPage.response(tokenRequired: tokenRequired) }
         // Last, so it wraps only the not-found answer: a known path under another method is a 405.
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))
         return router

@@ -1,7 +1,7 @@
 import Foundation
 
 /// `speakd-embed-text INPUT OUTPUT TYPE PROPERTY`: writes a Swift file that extends `TYPE` with
-/// `static let PROPERTY: String`, the UTF-8 text of INPUT. Used by the EmbedOpenAPIDocument
+/// `static let PROPERTY: String`, the UTF-8 text of INPUT. Used by the EmbedServedFiles
 /// build plugin.
 @main
 struct EmbedText {

@@ -10,36 +10,13 @@ extension SpeakdIntegration {
     /// event stream is checked against the document's event schemas.
     @Suite(.serialized, .timeLimit(.minutes(5)))
     struct OpenAPIContractTests {
-        static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        static let document = root.appendingPathComponent("openapi.json")
-        /// The Python environment `scripts/install-deps --test` makes, with schemathesis in it.
-        static let python = root.appendingPathComponent(".build-python/bin")
+        static let document = PythonTools.root.appendingPathComponent("openapi.json")
 
         /// Cases per operation and the seed: bounded and fixed by default so the suite stays quick
         /// and repeatable; `SPEAKD_SCHEMATHESIS_EXAMPLES` and `SPEAKD_SCHEMATHESIS_SEED` run it
         /// longer or elsewhere (see the README).
         static let examples = ProcessInfo.processInfo.environment["SPEAKD_SCHEMATHESIS_EXAMPLES"] ?? "40"
         static let seed = ProcessInfo.processInfo.environment["SPEAKD_SCHEMATHESIS_SEED"] ?? "20261123"
-
-        /// Runs `executable` from the Python environment; its exit status and output.
-        static func run(_ executable: String, _ arguments: [String], timeout: Duration) async throws -> (
-            status: Int32?, output: String
-        ) {
-            let path = python.appendingPathComponent(executable).path
-            try #require(
-                FileManager.default.isExecutableFile(atPath: path),
-                "\(path) is missing: run scripts/install-deps --test")
-            let log = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-openapi-\(UUID()).log")
-            defer { try? FileManager.default.removeItem(at: log) }
-            var environment = ProcessInfo.processInfo.environment
-            environment["NO_COLOR"] = "1"
-            environment["PYTHONUNBUFFERED"] = "1"
-            let process = try ChildProcess(path, arguments, environment: environment, output: log.path)
-            let status = await process.wait(timeout: timeout)
-            if status == nil { await process.terminate() }
-            return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
-        }
 
         @Test("GET /openapi.json serves the repository's openapi.json, an OpenAPI 3.1 document of every route")
         func servesTheRepositoryDocument() async throws {
@@ -55,7 +32,7 @@ extension SpeakdIntegration {
             #expect(
                 Set(paths.keys) == [
                     "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices", "/healthz",
-                    "/metrics", "/openapi.json",
+                    "/metrics", "/openapi.json", "/",
                 ])
             _ = await daemon.stop()
         }
@@ -95,7 +72,7 @@ extension SpeakdIntegration {
             // (positive_data_acceptance); a cancelled announcement stays readable with its
             // outcome by design (use_after_free). The event stream never ends, so it is checked
             // below instead.
-            let (status, output) = try await Self.run(
+            let (status, output) = try await PythonTools.run(
                 "schemathesis",
                 [
                     "run", Self.document.path, "--url", "http://127.0.0.1:\(daemon.port)",
@@ -108,12 +85,9 @@ extension SpeakdIntegration {
             print("schemathesis: \(summary.suffix(2).joined(separator: " / "))")
             #expect(status == 0, "schemathesis found violations:\n\(output.suffix(6000))")
 
-            let (checkStatus, checkOutput) = try await Self.run(
-                "python3",
-                [
-                    Self.root.appendingPathComponent("scripts/check-event-stream.py").path, Self.document.path,
-                    "http://127.0.0.1:\(daemon.port)", daemon.tokenFile,
-                ], timeout: .seconds(60))
+            let (checkStatus, checkOutput) = try await PythonTools.script(
+                "check-event-stream.py", [Self.document.path, "http://127.0.0.1:\(daemon.port)", daemon.tokenFile],
+                timeout: .seconds(60))
             print("event stream: \(checkOutput.trimmingCharacters(in: .whitespacesAndNewlines))")
             #expect(checkStatus == 0, "\(checkOutput)")
 

@@ -1,0 +1,66 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import Testing
+
+extension SpeakdIntegration {
+    /// The status page at `GET /`, served by the real daemon and driven in headless Chromium
+    /// through selenium (`scripts/check-status-page.py`).
+    @Suite(.serialized, .timeLimit(.minutes(3)))
+    struct StatusPageTests {
+        /// Where the page's screenshot is kept: `SPEAKD_TEST_ARTIFACTS`, or `.build/test-artifacts`.
+        static let artifacts = URL(
+            fileURLWithPath: ProcessInfo.processInfo.environment["SPEAKD_TEST_ARTIFACTS"]
+                ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
+
+        @Test(
+            "the page asks for the token, shows health, an announcement queued then finished, cancels one, with no console errors"
+        )
+        func pageInChromium() async throws {
+            // The null sink plays in real time, so an announcement is seen waiting and speaking.
+            let daemon = try await SpeakdProcess.start(audio: "null")
+            try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+            let screenshot = Self.artifacts.appendingPathComponent("status-page.png")
+            try? FileManager.default.removeItem(at: screenshot)
+
+            let (status, output) = try await PythonTools.script(
+                "check-status-page.py", ["http://127.0.0.1:\(daemon.port)", daemon.tokenFile, screenshot.path],
+                timeout: .seconds(120))
+            print("status page:\n\(output)")
+            #expect(status == 0, "\(output)")
+            let png = try Data(contentsOf: screenshot)
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "the screenshot is a PNG")
+            #expect(daemon.isRunning)
+            _ = await daemon.stop()
+        }
+
+        @Test("GET / needs no token and is HTML that loads nothing from elsewhere; the data behind it still does")
+        func pageHeadersAndAccess() async throws {
+            let daemon = try await SpeakdProcess.start(audio: "null")
+            let stranger = SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: daemon.port), timeout: .seconds(10))
+            let page = try await stranger.send("GET", "/")
+            #expect(page.status == 200)
+            #expect(page.header("content-type") == "text/html; charset=utf-8")
+            let policy = try #require(page.header("content-security-policy"))
+            #expect(policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"))
+            let html = String(decoding: page.body, as: UTF8.self)
+            #expect(html.contains(#"data-token="required""#))
+            #expect(!html.contains("http://") && !html.contains("https://"), "no external assets")
+            #expect(try await stranger.send("GET", "/v1/announcements").status == 401)
+            // Over the Unix socket no token is needed, and the page says so.
+            let local = try await daemon.unixClient.send("GET", "/")
+            #expect(String(decoding: local.body, as: UTF8.self).contains(#"data-token="none""#))
+            // The page's own origin may call the API (with the token); another origin may not.
+            let port = daemon.port
+            let own = try await daemon.tcpClient.send(
+                "POST", "/v1/announcements", json: ["text": "From the status page"],
+                headers: [("Origin", "http://127.0.0.1:\(port)")])
+            #expect(own.status == 202)
+            let foreign = try await daemon.tcpClient.send(
+                "POST", "/v1/announcements", json: ["text": "From elsewhere"],
+                headers: [("Origin", "http://127.0.0.1:\(port + 1)")])
+            #expect(foreign.status == 403)
+            _ = await daemon.stop()
+        }
+    }
+}

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Drives speakd's status page in headless Chromium and checks what it shows.
+
+Usage: check-status-page.py BASE_URL TOKEN_FILE SCREENSHOT
+
+The page loads and asks for the token; with it, the event stream goes live. A long announcement
+is posted through the page's form, then a short one, which shows as queued behind it; the long
+one is cancelled with its Cancel button (cancelled), and the short one then speaks and finishes
+(completed). Health must read ok. The browser's console must have no errors. A screenshot is
+saved. Prints one line per step; exits 1 naming the step that failed.
+"""
+import os
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+# Selenium Manager would try to download a driver and send statistics: there is no network here,
+# and the Debian driver is given explicitly.
+os.environ["SE_AVOID_STATS"] = "true"
+
+
+def main() -> int:
+    base_url, token_file, screenshot = sys.argv[1:4]
+    with open(token_file, encoding="utf-8") as f:
+        token = f.read().strip()
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,1400",
+                     "--disable-dev-shm-usage", "--no-first-run"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    step = "load the page"
+    try:
+        wait = WebDriverWait(driver, 20, poll_frequency=0.05)
+        driver.get(base_url + "/")
+        print("loaded:", driver.title)
+
+        step = "ask for the token and take it"
+        wait.until(lambda d: d.find_element(By.ID, "token-box").is_displayed())
+        driver.find_element(By.ID, "token").send_keys(token)
+        driver.find_element(By.CSS_SELECTOR, "#token-form button").click()
+        wait.until(lambda d: not d.find_element(By.ID, "token-box").is_displayed())
+        wait.until(lambda d: d.find_element(By.ID, "stream-state").text == "live")
+        print("token accepted, event stream live")
+
+        step = "show health"
+        wait.until(lambda d: d.find_element(By.ID, "engine-state").text == "ok")
+        wait.until(lambda d: d.find_element(By.ID, "audio-state").text == "ok")
+        print("health:", driver.find_element(By.ID, "engine-detail").text, "/",
+              driver.find_element(By.ID, "audio-detail").text)
+
+        def announce(text):
+            field = driver.find_element(By.ID, "say-text")
+            field.clear()
+            field.send_keys(text)
+            driver.find_element(By.ID, "say-button").click()
+            wait.until(lambda d: d.find_element(By.ID, "say-message").text.startswith("Queued as "))
+            return driver.find_element(By.ID, "say-message").text.removeprefix("Queued as ").rstrip(".")
+
+        def queue_state(id):
+            rows = driver.find_elements(By.CSS_SELECTOR, f"#queue tr[data-id='{id}'] td.state-cell")
+            return rows[0].text if rows else None
+
+        def outcome(id):
+            rows = driver.find_elements(By.CSS_SELECTOR, f"#finished tr[data-id='{id}'] td.outcome")
+            return rows[0].text if rows else None
+
+        step = "post a long announcement and see it speak"
+        long_id = announce("This long announcement will be cancelled from the status page before it ends, "
+                           "so the next one can be heard.")
+        wait.until(lambda d: queue_state(long_id) == "speaking")
+        print("long announcement", long_id, "speaking")
+
+        step = "post a second announcement and see it queued behind the first"
+        short_id = announce("Platform four.")
+        wait.until(lambda d: (queue_state(short_id) or "").startswith("queued"))
+        print("second announcement", short_id, queue_state(short_id))
+
+        step = "cancel the first with its button"
+        driver.find_element(By.CSS_SELECTOR, f"#queue tr[data-id='{long_id}'] button.cancel").click()
+        wait.until(lambda d: (outcome(long_id) or "").startswith("cancelled"))
+        print("first:", outcome(long_id))
+
+        step = "see the second speak and finish"
+        wait.until(lambda d: (outcome(short_id) or "").startswith("completed"))
+        print("second:", outcome(short_id))
+        wait.until(lambda d: queue_state(short_id) is None)
+
+        step = "keep a screenshot"
+        driver.save_screenshot(screenshot)
+        print("screenshot:", screenshot)
+
+        step = "a console without errors"
+        time.sleep(0.2)
+        errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+        for entry in errors:
+            print("console error:", entry["message"])
+        if errors:
+            return 1
+        print("console: no errors")
+        return 0
+    except TimeoutException:
+        print(f"failed to {step}")
+        try:
+            driver.save_screenshot(screenshot)
+            print("screenshot of the failure:", screenshot)
+            for entry in driver.get_log("browser"):
+                print("console:", entry["level"], entry["message"])
+        except Exception:
+            pass
+        return 1
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
