@@ -1,65 +1,166 @@
+import CoreMetrics
+import Foundation
+import Prometheus
 import SpeakAPI
 import SpeechModel
 import Synchronization
 
-/// Counters behind `GET /metrics`, kept in memory and written in the Prometheus text format.
+// The swift-metrics API; Prometheus and Foundation have types of the same names.
+private typealias Counter = CoreMetrics.Counter
+private typealias Gauge = CoreMetrics.Gauge
+private typealias Meter = CoreMetrics.Meter
+private typealias Timer = CoreMetrics.Timer
+
+/// speakd's metrics, recorded through swift-metrics into a swift-prometheus registry of this
+/// server's own, which writes `GET /metrics` in the Prometheus text format.
 ///
-/// Counters only grow while the process lives; gauges (queue depth, audio state) are read
-/// when the page is requested.
+/// The registry is per instance rather than the process-wide `MetricsSystem`, so several servers
+/// in one process (the tests) keep separate counts. Every label value the API can produce is
+/// created at start, so each series reads 0 before it first happens instead of being absent.
+/// Gauges that describe the present (queue depth, audio, workers) are set when the page is read.
 public final class SpeakMetrics: Sendable {
-    private struct Counters {
-        var accepted: [AnnouncementPriority: Int] = [:]
-        var refused: [String: Int] = [:]
-        var started = 0
-        var finished: [FinishReason: (success: Int, failure: Int)] = [:]
-        var responses: [Int: Int] = [:]
-        var renders = 0
-        var eventStreams = 0
+    private let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    private let accepted: [AnnouncementPriority: Counter]
+    private let refused: [String: Counter]
+    private let started: Counter
+    private let finished: [FinishReason: (success: Counter, failure: Counter)]
+    private let renders: Counter
+    private let eventStreams: Meter
+    private let responses = Mutex<[Int: Counter]>([:])
+
+    /// `POST /v1/speech`: from the decoded request to the last sample rendered.
+    private let renderTime: Timer
+    /// From `queued` to `started`: how long announcements wait for their turn.
+    private let queueWait: Timer
+    /// From `started` to `finished`, by reason: how long announcements speak.
+    private let speakingTime: [FinishReason: Timer]
+    /// When announcements not finished yet were queued and started, for `queueWait` and
+    /// `speakingTime`; an entry leaves with the announcement's `finished` event.
+    private let pending = Mutex(Pending())
+    private struct Pending {
+        var queuedAt: [String: Date] = [:]
+        var startedAt: [String: Date] = [:]
+    }
+    /// Worker restarts as the pool counted them at the last exposition.
+    private let restarts: Counter
+    private let restartsCounted = Mutex(0)
+
+    /// Why a request to queue an announcement was refused.
+    static let refusalReasons = ["queue_full", "shutting_down", "audio_unavailable", "invalid", "too_large"]
+
+    /// Every series at zero.
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Renders take milliseconds, waits and speech take seconds.
+        factory.durationHistogramBuckets = [
+            "speakd_speech_render_seconds": [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].map {
+                .milliseconds($0)
+            },
+            "speakd_queue_wait_seconds": [0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300].map { .seconds($0) },
+            "speakd_speaking_seconds": [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120].map { .seconds($0) },
+        ]
+        self.factory = factory
+        accepted = Dictionary(
+            uniqueKeysWithValues: AnnouncementPriority.allCases.map {
+                (
+                    $0,
+                    Counter(
+                        label: "speakd_announcements_accepted_total", dimensions: [("priority", $0.rawValue)],
+                        factory: factory)
+                )
+            })
+        refused = Dictionary(
+            uniqueKeysWithValues: Self.refusalReasons.map {
+                (
+                    $0,
+                    Counter(label: "speakd_announcements_refused_total", dimensions: [("reason", $0)], factory: factory)
+                )
+            })
+        started = Counter(label: "speakd_announcements_started_total", factory: factory)
+        finished = Dictionary(
+            uniqueKeysWithValues: FinishReason.allCases.map { reason in
+                let name = "speakd_announcements_finished_total"
+                return (
+                    reason,
+                    (
+                        Counter(
+                            label: name, dimensions: [("reason", reason.rawValue), ("success", "true")],
+                            factory: factory),
+                        Counter(
+                            label: name, dimensions: [("reason", reason.rawValue), ("success", "false")],
+                            factory: factory)
+                    )
+                )
+            })
+        renders = Counter(label: "speakd_speech_renders_total", factory: factory)
+        eventStreams = Meter(label: "speakd_event_streams", factory: factory)
+        renderTime = Timer(label: "speakd_speech_render_seconds", factory: factory)
+        queueWait = Timer(label: "speakd_queue_wait_seconds", factory: factory)
+        restarts = Counter(label: "speakd_engine_worker_restarts_total", factory: factory)
+        speakingTime = Dictionary(
+            uniqueKeysWithValues: FinishReason.allCases.map {
+                ($0, Timer(label: "speakd_speaking_seconds", dimensions: [("reason", $0.rawValue)], factory: factory))
+            })
     }
 
-    private let counters = Mutex(Counters())
-
-    /// Counters at zero.
-    public init() {}
-
     func countAccepted(_ priority: AnnouncementPriority) {
-        counters.withLock { $0.accepted[priority, default: 0] += 1 }
+        accepted[priority]?.increment()
     }
 
     func countRefused(_ reason: String) {
-        counters.withLock { $0.refused[reason, default: 0] += 1 }
+        refused[reason]?.increment()
     }
 
     func countResponse(status: Int) {
-        counters.withLock { $0.responses[status, default: 0] += 1 }
+        let counter = responses.withLock { counters in
+            if let counter = counters[status] { return counter }
+            let counter = Counter(
+                label: "speakd_http_responses_total", dimensions: [("code", String(status))], factory: factory)
+            counters[status] = counter
+            return counter
+        }
+        counter.increment()
     }
 
-    func countRender() {
-        counters.withLock { $0.renders += 1 }
+    /// A `POST /v1/speech` rendered in `duration`.
+    func countRender(duration: Duration) {
+        renders.increment()
+        renderTime.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     func eventStreamOpened() {
-        counters.withLock { $0.eventStreams += 1 }
+        eventStreams.increment()
     }
 
     func eventStreamClosed() {
-        counters.withLock { $0.eventStreams -= 1 }
+        eventStreams.decrement()
     }
 
-    /// Counts a queue event (`started`, `finished` by reason and success).
+    /// Counts a queue event: `started`, `finished` by reason and success, and the time waited
+    /// and spoken from the events' own timestamps.
     public func record(_ event: AnnouncementEvent) {
-        counters.withLock { counters in
-            switch event.type {
-            case .queued:
-                break
-            case .started:
-                counters.started += 1
-            case .finished:
-                let reason = event.reason ?? .failed
-                var tally = counters.finished[reason] ?? (0, 0)
-                if event.success == true { tally.success += 1 } else { tally.failure += 1 }
-                counters.finished[reason] = tally
+        switch event.type {
+        case .queued:
+            pending.withLock { $0.queuedAt[event.id] = event.timestamp }
+        case .started:
+            started.increment()
+            let queued = pending.withLock { pending in
+                pending.startedAt[event.id] = event.timestamp
+                return pending.queuedAt.removeValue(forKey: event.id)
             }
+            if let queued { queueWait.recordSeconds(event.timestamp.timeIntervalSince(queued)) }
+        case .finished:
+            let reason = event.reason ?? .failed
+            let counters = finished[reason]
+            (event.success == true ? counters?.success : counters?.failure)?.increment()
+            // One that never started (expired, discarded, cancelled while waiting) waited but did not speak.
+            let started = pending.withLock { pending in
+                pending.queuedAt.removeValue(forKey: event.id)
+                return pending.startedAt.removeValue(forKey: event.id)
+            }
+            if let started { speakingTime[reason]?.recordSeconds(event.timestamp.timeIntervalSince(started)) }
         }
     }
 
@@ -72,57 +173,27 @@ public final class SpeakMetrics: Sendable {
 
     /// The exposition page, with the gauges given.
     func exposition(health: HealthGauges) -> String {
-        let counters = counters.withLock { $0 }
-        var page = ExpositionWriter()
-        page.family("speakd_announcements_accepted_total", "counter", "Announcements accepted by the queue.")
-        for priority in AnnouncementPriority.allCases {
-            page.sample(
-                "speakd_announcements_accepted_total", ["priority": priority.rawValue], counters.accepted[priority] ?? 0
-            )
-        }
-        page.family(
-            "speakd_announcements_refused_total", "counter", "Announcements refused before they were queued, by reason."
-        )
-        for reason in ["queue_full", "shutting_down", "audio_unavailable", "invalid", "too_large"] {
-            page.sample("speakd_announcements_refused_total", ["reason": reason], counters.refused[reason] ?? 0)
-        }
-        page.family("speakd_announcements_started_total", "counter", "Announcements that started speaking.")
-        page.sample("speakd_announcements_started_total", [:], counters.started)
-        page.family("speakd_announcements_finished_total", "counter", "Finished announcements by reason and success.")
-        for reason in FinishReason.allCases {
-            let tally = counters.finished[reason] ?? (0, 0)
-            page.sample(
-                "speakd_announcements_finished_total", ["reason": reason.rawValue, "success": "true"], tally.success)
-            page.sample(
-                "speakd_announcements_finished_total", ["reason": reason.rawValue, "success": "false"], tally.failure)
-        }
-        page.family("speakd_speech_renders_total", "counter", "Utterances rendered to WAV by POST /v1/speech.")
-        page.sample("speakd_speech_renders_total", [:], counters.renders)
-        page.family("speakd_http_responses_total", "counter", "HTTP responses by status code.")
-        for (status, count) in counters.responses.sorted(by: { $0.key < $1.key }) {
-            page.sample("speakd_http_responses_total", ["code": String(status)], count)
-        }
-        page.family("speakd_event_streams", "gauge", "Open Server-Sent Event streams.")
-        page.sample("speakd_event_streams", [:], counters.eventStreams)
-        page.family("speakd_queue_waiting", "gauge", "Announcements waiting to be spoken.")
-        page.sample("speakd_queue_waiting", [:], health.waiting)
-        page.family("speakd_queue_speaking", "gauge", "1 while an announcement is speaking.")
-        page.sample("speakd_queue_speaking", [:], health.speaking ? 1 : 0)
-        page.family("speakd_queue_capacity", "gauge", "The most announcements that may wait.")
-        page.sample("speakd_queue_capacity", [:], health.capacity)
-        page.family("speakd_audio_up", "gauge", "1 when the audio sink is available.")
-        page.sample("speakd_audio_up", ["sink": health.sink], health.audioUp ? 1 : 0)
-        page.family("speakd_engine_up", "gauge", "1 when the speech engine is available.")
-        page.sample("speakd_engine_up", [:], health.engineUp ? 1 : 0)
+        Gauge(label: "speakd_queue_waiting", factory: factory).record(health.waiting)
+        Gauge(label: "speakd_queue_speaking", factory: factory).record(health.speaking ? 1 : 0)
+        Gauge(label: "speakd_queue_capacity", factory: factory).record(health.capacity)
+        Gauge(label: "speakd_audio_up", dimensions: [("sink", health.sink)], factory: factory)
+            .record(health.audioUp ? 1 : 0)
+        Gauge(label: "speakd_engine_up", factory: factory).record(health.engineUp ? 1 : 0)
         if let workers = health.workers {
-            page.family("speakd_engine_workers", "gauge", "Engine worker processes running.")
-            page.sample("speakd_engine_workers", [:], workers.running)
-            page.family(
-                "speakd_engine_worker_restarts_total", "counter",
-                "Engine workers started to replace one that died (crashed, killed or stalled).")
-            page.sample("speakd_engine_worker_restarts_total", [:], workers.restarts)
+            Gauge(label: "speakd_engine_workers", factory: factory).record(workers.running)
+            // The pool counts restarts itself; the counter catches up with it.
+            let new = restartsCounted.withLock { counted in
+                defer { counted = max(counted, workers.restarts) }
+                return workers.restarts - counted
+            }
+            if new > 0 { restarts.increment(by: new) }
         }
-        return page.text
+        return registry.emitToString()
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
 
@@ -135,28 +206,4 @@ struct HealthGauges {
     var audioUp: Bool
     var engineUp: Bool
     var workers: HealthReport.Workers?
-}
-
-/// Writes the Prometheus text format (version 0.0.4).
-private struct ExpositionWriter {
-    var text = ""
-
-    mutating func family(_ name: String, _ type: String, _ help: String) {
-        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-    }
-
-    mutating func sample(_ name: String, _ labels: [String: String], _ value: Int) {
-        if labels.isEmpty {
-            text += "\(name) \(value)\n"
-            return
-        }
-        let rendered = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escape($0.value))\"" }
-        text += "\(name){\(rendered.joined(separator: ","))} \(value)\n"
-    }
-
-    private static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
-    }
 }

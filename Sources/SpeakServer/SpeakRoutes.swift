@@ -164,6 +164,7 @@ struct SpeakRoutes: Sendable {
         let format = server.renderer.format
         // About three seconds: most announcements fit without the buffer growing.
         var file = WAVFile(format: format, capacity: 3 * format.sampleRate)
+        let began = ContinuousClock.now
         do {
             for try await chunk in server.renderer.render(speech, chunking: .whole) {
                 file.append(chunk.samples)
@@ -171,7 +172,7 @@ struct SpeakRoutes: Sendable {
         } catch let error as SpeechInputError {
             throw APIError.invalid(error)
         }
-        server.metrics.countRender()
+        server.metrics.countRender(duration: .now - began)
         let wav = file.finish()
         return Response(
             status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
