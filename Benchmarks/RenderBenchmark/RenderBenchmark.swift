@@ -15,8 +15,9 @@ import SpeakTestSupport
 /// - CPU time per request of speakd, of its workers and of the client, beside raw CPU per render
 ///   (from `/proc/PID/stat` and `getrusage`): where the time goes, and a ratio that holds even
 ///   when other work shares the cores;
-/// - idle memory: PSS (`/proc/PID/smaps_rollup`) of speakd and every descendant process after
-///   the load has stopped and it has been idle a few seconds (goal ≤ 30 MB), beside
+/// - idle memory: PSS (`/proc/PID/smaps_rollup`) of speakd and every descendant process three
+///   seconds after it started, before any request, and again after the load has stopped and it
+///   has been idle a few seconds (goal ≤ 30 MB), beside
 ///   speech-dispatcher's when one is running (see the README).
 ///
 /// Usage: `speakd-render-bench [--seconds N] [--clients N] [--speakd-args "…"]` (build with `-c release`).
@@ -46,6 +47,9 @@ struct RenderBenchmark {
 
         let raw = try await rawRate(executable: here.path, processes: 2, seconds: phase)
         let daemon = try await SpeakdProcess.start(executable: speakdPath, audio: "null", arguments: extra)
+        // Idle as a kiosk starts: workers started, nothing rendered yet.
+        try await Task.sleep(for: .seconds(3))
+        let startedPSS = try processTreePSS(root: daemon.pid)
         let cpuBefore = (tree: treeCPUSeconds(root: daemon.pid), client: ownCPUSeconds())
         let wrk = executableOnPath("wrk")
         let served =
@@ -84,7 +88,10 @@ struct RenderBenchmark {
                 + pad(String(format: "%.2f", raw.cpuPerRender / max(cpu.daemon + cpu.workers, 1e-9)), 16) + "-")
         print(pad("failed requests", 36) + pad("\(served.failures)", 16) + "0")
         print(
-            pad("speakd idle PSS (\(pss.processes) processes)", 36)
+            pad("speakd idle PSS at start (\(startedPSS.processes) proc.)", 36)
+                + pad(String(format: "%.1f MB", Double(startedPSS.kilobytes) / 1024), 16) + "≤ 30 MB")
+        print(
+            pad("speakd idle PSS after load (\(pss.processes) proc.)", 36)
                 + pad(String(format: "%.1f MB", Double(pss.kilobytes) / 1024), 16) + "≤ 30 MB")
         if let dispatcher {
             print(
