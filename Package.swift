@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "AnnouncementQueue",
             dependencies: [
-                "SpeechModel",
+                "SpeakAPI", "SpeechModel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SpeakAPI
 import SpeechModel
 
 /// Speaks announcements one at a time, by priority, and sends exactly one `finished` event for
@@ -41,7 +42,6 @@ public actor AnnouncementQueue {
 
     private struct Speaking {
         var pending: PendingAnnouncement
-        var startedAt: Date
         var task: Task<Void, Never>?
         /// Set by the first cancel, interrupt or shutdown; it is the reason it finishes with.
         var stopReason: FinishReason?
@@ -73,7 +73,8 @@ public actor AnnouncementQueue {
     private var availabilityWait: Task<Void, Never>?
     private var acceptedCount: UInt64 = 0
 
-    private var finished: [String: AnnouncementStatus] = [:]
+    /// The `finished` events of recently finished announcements, by id.
+    private var finished: [String: AnnouncementEvent] = [:]
     /// Ids in `finished`, oldest first, so the memory stays bounded.
     private var finishedOrder: [String] = []
     private var finishWaiters: [String: [UInt64: CheckedContinuation<AnnouncementEvent?, Never>]] = [:]
@@ -193,7 +194,7 @@ public actor AnnouncementQueue {
         let announcement = Announcement(
             id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
-        var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount, queuedAt: Date())
+        var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         if let seconds = request.expiresAfter, !startsNow {
             pending.expiry = expiryTimer(id: announcement.id, after: seconds)
@@ -218,16 +219,21 @@ public actor AnnouncementQueue {
     }
 
     /// Cancels one announcement, waiting or speaking; a speaking one stops at once.
-    /// - Returns: true when this call cancelled it; false for an unknown id, or one that has
-    ///   finished or is already stopping for another reason.
+    /// - Returns: true when this call cancelled it; false when it has finished or is already
+    ///   stopping for another reason.
+    /// - Throws: `AnnouncementQueueError.unknownAnnouncement` for an id the queue never had or
+    ///   has forgotten, so a client can tell a typo from an announcement that is over.
     @discardableResult
-    public func cancel(id: String) -> Bool {
+    public func cancel(id: String) throws(AnnouncementQueueError) -> Bool {
         if let current = speaking, current.pending.id == id {
             guard current.stopReason == nil else { return false }
             stopSpeaking(reason: .cancelled)
             return true
         }
-        guard let pending = waiting.remove(id: id) else { return false }
+        guard let pending = waiting.remove(id: id) else {
+            guard finished[id] != nil else { throw .unknownAnnouncement(id) }
+            return false
+        }
         finish(pending, reason: .cancelled)
         return true
     }
@@ -271,15 +277,15 @@ public actor AnnouncementQueue {
         if let index = waiting.index(of: id) {
             return status(of: waiting.items[index], position: index + (speaking == nil ? 0 : 1))
         }
-        return finished[id]
+        return finished[id].map(status(of:))
     }
 
     /// Waits for the `finished` event of `id`.
     /// - Returns: the event (at once when it has finished already); nil for an unknown or
     ///   forgotten id, or when the calling task is cancelled first.
     public func finished(id: String) async -> AnnouncementEvent? {
-        if let status = finished[id] {
-            return status.finished
+        if let event = finished[id] {
+            return event
         }
         guard speaking?.pending.id == id || waiting.index(of: id) != nil else { return nil }
         let token = nextWaiterToken
@@ -324,7 +330,7 @@ public actor AnnouncementQueue {
         next.expiry?.cancel()
         next.expiry = nil
         let announcement = next.announcement
-        speaking = Speaking(pending: next, startedAt: Date())
+        speaking = Speaking(pending: next)
         publish(.started, next)
         logger.debug("announcement started", metadata: ["announcement.id": "\(announcement.id)"])
         let speaker = self.speaker
@@ -363,7 +369,7 @@ public actor AnnouncementQueue {
         let detail = "the speaker did not stop within \(stopTimeout) of being cancelled"
         logger.info(
             "speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
-        finish(current.pending, reason: reason, startedAt: current.startedAt, detail: detail)
+        finish(current.pending, reason: reason, detail: detail)
         if phase == .shuttingDown {
             close()
         } else {
@@ -377,15 +383,15 @@ public actor AnnouncementQueue {
         speaking = nil
         switch (current.stopReason, result) {
         case (let reason?, _):
-            finish(current.pending, reason: reason, startedAt: current.startedAt)
+            finish(current.pending, reason: reason)
         case (nil, .success(let outcome)):
-            finish(current.pending, reason: .completed, startedAt: current.startedAt, voice: outcome.voice)
+            finish(current.pending, reason: .completed, voice: outcome.voice)
         case (nil, .failure(let error)):
             let detail = String(describing: error)
             logger.info(
                 "announcement failed; waiting for the speaker",
                 metadata: ["announcement.id": "\(id)", "error": "\(detail)"])
-            finish(current.pending, reason: .failed, startedAt: current.startedAt, detail: detail)
+            finish(current.pending, reason: .failed, detail: detail)
             waitForSpeaker()
         }
         if phase == .shuttingDown {
@@ -447,29 +453,23 @@ public actor AnnouncementQueue {
 
     /// Sends the one `finished` event of an announcement that has left the waiting list or the speaker.
     private func finish(
-        _ pending: PendingAnnouncement, reason: FinishReason, startedAt: Date? = nil, voice: String? = nil,
-        detail: String? = nil
+        _ pending: PendingAnnouncement, reason: FinishReason, voice: String? = nil, detail: String? = nil
     ) {
         pending.expiry?.cancel()
         let event = publish(
             .finished, pending, success: reason == .completed, reason: reason, voice: voice, detail: detail)
         logger.debug(
             "announcement finished", metadata: ["announcement.id": "\(pending.id)", "announcement.reason": "\(reason)"])
-        remember(
-            AnnouncementStatus(
-                id: pending.id, text: event.text, priority: pending.priority, queue: pending.announcement.queue,
-                state: .finished, position: nil, queuedAt: pending.queuedAt,
-                startedAt: startedAt,
-                expiresAt: expiresAt(pending), finished: event))
+        remember(event)
         if let waiters = finishWaiters.removeValue(forKey: pending.id) {
             for continuation in waiters.values { continuation.resume(returning: event) }
         }
     }
 
-    private func remember(_ status: AnnouncementStatus) {
+    private func remember(_ event: AnnouncementEvent) {
         guard finishedMemory > 0 else { return }
-        finished[status.id] = status
-        finishedOrder.append(status.id)
+        finished[event.id] = event
+        finishedOrder.append(event.id)
         if finishedOrder.count > finishedMemory {
             let forgotten = finishedOrder.removeFirst()
             finished[forgotten] = nil
@@ -504,19 +504,20 @@ public actor AnnouncementQueue {
     private func status(of current: Speaking) -> AnnouncementStatus {
         var status = status(of: current.pending, position: 0)
         status.state = .speaking
-        status.startedAt = current.startedAt
         return status
     }
 
     private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
         AnnouncementStatus(
-            id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
-            queue: pending.announcement.queue, state: .queued, position: position, queuedAt: pending.queuedAt,
-            expiresAt: expiresAt(pending))
+            id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority, state: .queued,
+            position: position)
     }
 
-    private func expiresAt(_ pending: PendingAnnouncement) -> Date? {
-        pending.announcement.expiresAfter.map { pending.queuedAt.addingTimeInterval($0) }
+    /// A finished announcement as its `finished` event describes it.
+    private func status(of finished: AnnouncementEvent) -> AnnouncementStatus {
+        AnnouncementStatus(
+            id: finished.id, text: finished.text, priority: finished.priority, state: .finished,
+            success: finished.success, reason: finished.reason)
     }
 
     private func position(ofWaiting id: String) -> Int? {

@@ -1,9 +1,11 @@
-/// Why the queue refused an announcement. Only the server maps these to HTTP statuses.
+/// Why the queue did not do what it was asked. Only the server maps these to HTTP statuses;
+/// the messages are written for the client that made the request.
 public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
     private enum Code: Hashable {
         case queueFull
         case shuttingDown
         case invalidValue
+        case unknownAnnouncement
     }
 
     private let code: Code
@@ -23,15 +25,20 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
 
     static func queueFull(capacity: Int?) -> Self {
         let limit = capacity.map { " (\($0) waiting)" } ?? ""
-        return Self(.queueFull, message: "the announcement queue is full\(limit) and holds nothing of lower priority")
+        return Self(.queueFull, message: "the queue is full\(limit) and nothing of lower priority can be displaced")
     }
 
     /// The queue is shutting down and takes no more announcements (HTTP 503).
-    public static var shuttingDown: Self { Self(.shuttingDown, message: "the announcement queue is shutting down") }
+    public static var shuttingDown: Self { Self(.shuttingDown, message: "the service is shutting down") }
 
     /// A request value is out of range (HTTP 422); `field` names it.
     public static func invalidValue(field: String, message: String) -> Self {
         Self(.invalidValue, message: message, field: field)
+    }
+
+    /// No announcement has `id`, or it finished too long ago to be remembered (HTTP 404).
+    public static func unknownAnnouncement(_ id: String) -> Self {
+        Self(.unknownAnnouncement, message: "no announcement has id '\(id)'", field: "id")
     }
 
     /// Same kind of error; the message and field are not compared.
@@ -39,8 +46,14 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
+    /// True when `self` is `queueFull`.
+    public var isQueueFull: Bool { code == .queueFull }
+    /// True when `self` is `shuttingDown`.
+    public var isShuttingDown: Bool { code == .shuttingDown }
     /// True when `self` is `invalidValue`, whatever the field.
     public var isInvalidValue: Bool { code == .invalidValue }
+    /// True when `self` is `unknownAnnouncement`, whatever the id.
+    public var isUnknownAnnouncement: Bool { code == .unknownAnnouncement }
 
     public var description: String { message }
 }

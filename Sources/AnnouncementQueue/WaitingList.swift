@@ -1,4 +1,3 @@
-import Foundation
 import SpeechModel
 
 /// An accepted announcement that has not finished.
@@ -6,7 +5,6 @@ struct PendingAnnouncement: Sendable {
     var announcement: Announcement
     /// Increases with every accepted announcement: "newest" means the largest.
     var order: UInt64
-    var queuedAt: Date
     var expiry: Task<Void, Never>?
 
     var id: String { announcement.id }

@@ -1,6 +1,6 @@
 import SpeechModel
 
-/// One announcement as `GET /v1/announcements[/{id}]` reports it.
+/// One announcement as the queue reports it, and as `GET /v1/announcements[/{id}]` sends it.
 public struct AnnouncementStatus: Sendable, Hashable, Codable {
     /// The id `POST /v1/announcements` returned.
     public var id: String
@@ -10,7 +10,7 @@ public struct AnnouncementStatus: Sendable, Hashable, Codable {
     public var priority: AnnouncementPriority
     /// Waiting, speaking or finished.
     public var state: AnnouncementState
-    /// 0 while speaking, 1… while waiting; nil once finished.
+    /// 0 while speaking; while waiting, how many announcements will be spoken before it; nil once finished.
     public var position: Int?
     /// Set once finished.
     public var success: Bool?

@@ -102,7 +102,7 @@ public func buildDaemon(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
         logger: logger)
     let server = SpeakServer(
-        scheduler: queue, renderer: renderer,
+        queue: queue, renderer: renderer,
         health: DaemonHealth(
             engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool),
         settings: settings, logger: logger)

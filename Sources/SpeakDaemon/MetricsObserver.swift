@@ -8,7 +8,7 @@ struct MetricsObserver: Service {
     let queue: AnnouncementQueue
 
     func run() async throws {
-        await metrics.observe(await queue.eventStream(after: nil))
+        await metrics.observe(queue.events())
         // The stream ends when the queue shuts down, before this service's turn.
         try? await gracefulShutdown()
     }

@@ -1,3 +1,4 @@
+import AnnouncementQueue
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -95,8 +96,9 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
             message: "the audio sink is unavailable" + (detail.map { ": \($0)" } ?? ""))
     }
 
-    /// The mapping of the queue's refusals.
-    static func scheduling(_ error: SchedulingError) -> APIError {
+    /// The mapping of the queue's refusals: 429 full, 422 a value it rejects, 404 an unknown id,
+    /// 503 shutting down.
+    static func scheduling(_ error: AnnouncementQueueError) -> APIError {
         if error.isQueueFull {
             return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
         }

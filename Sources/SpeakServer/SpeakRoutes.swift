@@ -1,3 +1,4 @@
+import AnnouncementQueue
 import AsyncAlgorithms
 import Foundation
 import HTTPTypes
@@ -12,7 +13,7 @@ struct SpeakRoutes: Sendable {
     /// never repeat across restarts.
     let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
 
-    private var scheduler: any AnnouncementScheduling { server.scheduler }
+    private var queue: AnnouncementQueue { server.queue }
 
     // MARK: Announcements
 
@@ -34,7 +35,7 @@ struct SpeakRoutes: Sendable {
         }
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await scheduler.accept(body, speech: speech)
+            accepted = try await queue.submit(body, speech: speech)
         } catch {
             server.metrics.countRefused(
                 error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
@@ -42,11 +43,8 @@ struct SpeakRoutes: Sendable {
         }
         server.metrics.countAccepted(body.priority)
         if wait {
-            let finished: AnnouncementEvent
-            do {
-                finished = try await scheduler.waitForFinish(id: accepted.id)
-            } catch {
-                throw APIError.scheduling(error)
+            guard let finished = await queue.finished(id: accepted.id) else {
+                throw APIError.scheduling(.unknownAnnouncement(accepted.id))
             }
             return try json(finished, status: .ok)
         }
@@ -56,12 +54,12 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(AnnouncementList(announcements: await scheduler.announcementList()))
+        try json(AnnouncementList(announcements: await queue.snapshot()))
     }
 
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        guard let status = await scheduler.announcementStatus(id: id) else {
+        guard let status = await queue.status(id: id) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }
         return try json(status)
@@ -71,7 +69,7 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         let cancelled: Bool
         do {
-            cancelled = try await scheduler.cancelAnnouncement(id: id)
+            cancelled = try await queue.cancel(id: id)
         } catch {
             throw APIError.scheduling(error)
         }
@@ -79,7 +77,7 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func cancelAll(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(CancelResult(cancelled: await scheduler.cancelEveryAnnouncement()))
+        try json(CancelResult(cancelled: await queue.cancelAll()))
     }
 
     // MARK: Events
@@ -91,7 +89,9 @@ struct SpeakRoutes: Sendable {
         // after a comment saying what happened (the new epoch in the ids says it too).
         let restarted = resume.map { $0.epoch != nil && $0.epoch != epoch } ?? false
         let after = restarted ? 0 : resume?.sequence
-        let events = await scheduler.eventStream(after: after)
+        // The queue's own stream, so its per-subscriber bound applies: a reader that falls too far
+        // behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
+        let events = queue.events(after: after)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger
@@ -198,7 +198,7 @@ struct SpeakRoutes: Sendable {
         let report = await currentHealth()
         let gauges = HealthGauges(
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
-            capacity: report.queue?.capacity ?? scheduler.capacity, sink: report.audio.sink,
+            capacity: report.queue?.capacity ?? queue.capacity, sink: report.audio.sink,
             audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok,
             workers: report.engine.workers)
         let text = server.metrics.exposition(health: gauges)
@@ -211,10 +211,10 @@ struct SpeakRoutes: Sendable {
 
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
-        let snapshot = await scheduler.announcementList()
+        let snapshot = await queue.snapshot()
         let speaking = snapshot.contains { $0.state == .speaking }
         report.queue = HealthReport.Queue(
-            waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: scheduler.capacity)
+            waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: queue.capacity)
         return report
     }
 

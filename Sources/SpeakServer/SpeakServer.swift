@@ -1,3 +1,4 @@
+import AnnouncementQueue
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -44,7 +45,7 @@ import SpeechModel
 ///   (with `Retry-After: 1`), 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
     /// The announcement queue.
-    public let scheduler: any AnnouncementScheduling
+    public let queue: AnnouncementQueue
     /// The engine.
     public let renderer: any SpeechRenderer
     /// Engine and audio state.
@@ -57,18 +58,18 @@ public struct SpeakServer: Sendable {
     public let logger: Logger
 
     /// - Parameters:
-    ///   - scheduler: the announcement queue.
+    ///   - queue: the announcement queue.
     ///   - renderer: the engine, for validation, `/v1/speech` and `/v1/voices`.
     ///   - health: the state of engine and audio sink.
     ///   - settings: limits, heartbeat and CORS.
     ///   - metrics: the counters behind `/metrics`.
     ///   - logger: where request failures are logged.
     public init(
-        scheduler: any AnnouncementScheduling, renderer: any SpeechRenderer, health: any HealthReporting,
+        queue: AnnouncementQueue, renderer: any SpeechRenderer, health: any HealthReporting,
         settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
         logger: Logger = Logger(label: "speakd.server")
     ) {
-        self.scheduler = scheduler
+        self.queue = queue
         self.renderer = renderer
         self.health = health
         self.settings = settings

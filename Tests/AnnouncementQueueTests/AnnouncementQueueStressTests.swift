@@ -71,7 +71,12 @@ struct AnnouncementQueueStressTests {
                         case 6, 7:
                             let ids = accepted.withLock { $0 }
                             if !ids.isEmpty {
-                                await queue.cancel(id: ids[Int(random.next() % UInt64(ids.count))])
+                                do throws(AnnouncementQueueError) {
+                                    try await queue.cancel(id: ids[Int(random.next() % UInt64(ids.count))])
+                                } catch {
+                                    // Only an id the queue has finished and since forgotten.
+                                    #expect(error.isUnknownAnnouncement)
+                                }
                             }
                         case 8:
                             if random.next() % 4 == 0 {

@@ -59,7 +59,7 @@ struct AccessTests {
                 let otherScheme = try await client.execute(uri: uri, method: method, headers: basic, body: body)
                 try Self.expectError(otherScheme, .unauthorized, code: "unauthorized", field: "Authorization")
             }
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
 
             let accepted = try await client.execute(
                 uri: "/v1/announcements", method: .post, headers: Self.bearer(Self.token),
@@ -121,7 +121,7 @@ struct AccessTests {
                         response, .unsupportedMediaType, code: "unsupportedMediaType", field: "Content-Type")
                 }
             }
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
             for type in ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=\"UTF-8\""] {
                 let response = try await client.execute(
                     uri: "/v1/announcements", method: .post, headers: [.contentType: type], body: body)
@@ -150,7 +150,7 @@ struct AccessTests {
                 let read = try await client.execute(uri: "/v1/events", method: .get, headers: [.origin: origin])
                 try Self.expectError(read, .forbidden, code: "forbiddenOrigin", field: "Origin")
             }
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
         }
     }
 
@@ -202,7 +202,7 @@ struct AccessTests {
                     body: jsonBody(#"{"text": "rebound"}"#))
                 try Self.expectError(post, .misdirectedRequest, code: "misdirectedRequest", field: "Host")
             }
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
             for host in [
                 "localhost:7770", "127.0.0.1:7770", "[::1]:7770", "LOCALHOST:7770", "localhost.:7770", "localhost",
                 "kiosk.local:7770", "Kiosk.Local",

@@ -146,7 +146,7 @@ struct ErrorTests {
                 #expect(error.field == bad.field, "\(route): \(error.message)")
                 #expect(!error.message.isEmpty)
             }
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
         }
     }
 
@@ -197,7 +197,7 @@ struct ErrorTests {
                 #expect(error.field == field, "\(error.message)")
                 #expect(error.message.contains("UTF-8"), "\(error.message)")
             }
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
         }
     }
 
@@ -287,7 +287,7 @@ struct ErrorTests {
             #expect(refused.status == .tooManyRequests)
             #expect(refused.headers[.retryAfter] == "1")
             #expect(try decode(ErrorResponse.self, refused).error.code == "queueFull")
-            #expect(await harness.running.scheduler.announcementList().count == 3)
+            #expect(await harness.running.queue.snapshot().count == 3)
         }
     }
 
@@ -325,7 +325,7 @@ struct ErrorTests {
             let error = try decode(ErrorResponse.self, response).error
             #expect(error.code == "audioUnavailable")
             #expect(error.message.contains("the sink went away"))
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
             // Rendering to WAV needs no audio.
             let speech = try await client.execute(uri: "/v1/speech", method: .post, body: jsonBody(#"{"text": "a"}"#))
             #expect(speech.status == .ok)

@@ -79,8 +79,6 @@ final class RunningQueue: Sendable {
         runner = Task { await queue.run() }
     }
 
-    var scheduler: any AnnouncementScheduling { queue }
-
     /// Waits until `run()` is active, so a first announcement starts speaking at once.
     func waitUntilRunning() async throws {
         while await !queue.isRunning {

@@ -15,7 +15,7 @@ struct Harness {
 
     init(capacity: Int = 4, autoComplete: Bool = false, settings: ServerSettings = ServerSettings()) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
-        server = SpeakServer(scheduler: running.scheduler, renderer: renderer, health: health, settings: settings)
+        server = SpeakServer(queue: running.queue, renderer: renderer, health: health, settings: settings)
     }
 
     var app: some ApplicationProtocol {
@@ -188,7 +188,7 @@ struct RouteTests {
             #expect(String(decoding: bytes[8..<12], as: UTF8.self) == "WAVE")
             let rate = bytes[24..<28].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
             #expect(rate == 22_050)
-            #expect(await harness.running.scheduler.announcementList().isEmpty)
+            #expect(await harness.running.queue.snapshot().isEmpty)
             #expect(harness.running.speaker.spoken.isEmpty)
         }
     }
@@ -259,7 +259,7 @@ struct RouteTests {
         let harness = Harness(capacity: 1)
         try await harness.test { client in
             let observer = Task {
-                await harness.server.metrics.observe(await harness.running.scheduler.eventStream(after: 0))
+                await harness.server.metrics.observe(harness.running.queue.events(after: 0))
             }
             defer { observer.cancel() }
             let first = try await harness.post(client, #"{"text": "one", "priority": "low"}"#)
@@ -284,7 +284,7 @@ struct RouteTests {
             #expect(page.contains("speakd_queue_capacity 1"))
             #expect(page.contains(#"speakd_http_responses_total{code="429"} 1"#))
             #expect(page.contains(#"speakd_audio_up{sink="null"} 1"#))
-            #expect(await harness.running.scheduler.announcementStatus(id: first)?.reason == .interrupted)
+            #expect(await harness.running.queue.status(id: first)?.reason == .interrupted)
         }
     }
 
