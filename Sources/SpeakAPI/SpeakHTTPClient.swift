@@ -2,21 +2,6 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Where a speakd daemon listens.
-public enum SpeakEndpoint: Sendable, Hashable, CustomStringConvertible {
-    /// The daemon's Unix socket.
-    case unixSocket(path: String)
-    /// The daemon's TCP listener.
-    case tcp(host: String, port: Int)
-
-    public var description: String {
-        switch self {
-        case .unixSocket(let path): "unix:\(path)"
-        case .tcp(let host, let port): "\(host):\(port)"
-        }
-    }
-}
-
 /// A response as `SpeakHTTPClient` reads it.
 public struct SpeakHTTPResponse: Sendable {
     /// The HTTP status code.
@@ -145,7 +130,7 @@ public struct SpeakHTTPClient: Sendable {
         let host: String
         switch endpoint {
         case .unixSocket: host = "localhost"
-        case .tcp(let name, let port): host = name.contains(":") ? "[\(name)]:\(port)" : "\(name):\(port)"
+        case .tcp: host = endpoint.description
         }
         // A Host among `headers` replaces the endpoint's (tests send foreign ones on purpose).
         let givesHost = headers.contains { $0.0.lowercased() == "host" }
@@ -231,7 +216,7 @@ private final class SocketConnection: Sendable {
             guard connect(descriptor, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
                 let message = String(cString: strerror(errno))
                 Glibc.close(descriptor)
-                throw SpeakClientError("cannot connect to \(host):\(port): \(message)")
+                throw SpeakClientError("cannot connect to \(endpoint): \(message)")
             }
         }
     }

@@ -51,17 +51,14 @@ struct ConnectionOptions: ParsableArguments {
         return defaults
     }
 
-    /// Parses `host:port` (`[::1]:7770` for IPv6).
+    /// Parses `host:port` (`[::1]:7770` for IPv6) as the daemon's `--http` does, except that a
+    /// client must name the host and a port from 1.
     static func tcpEndpoint(_ text: String, flag: String) throws -> SpeakEndpoint {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65535).contains(port)
-        else {
-            throw ValidationError("\(flag) \(text): expected HOST:PORT with a port from 1 to 65535")
+        do throws(SpeakEndpointError) {
+            return try SpeakEndpoint(hostPort: text, for: .client)
+        } catch {
+            throw ValidationError("\(flag) \(text): \(error.reason)")
         }
-        var host = String(text[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw ValidationError("\(flag) \(text): the host is empty") }
-        return .tcp(host: host, port: port)
     }
 
     /// The bearer token for a TCP daemon (`AccessToken.find`); nil for the Unix socket, which

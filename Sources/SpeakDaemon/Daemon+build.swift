@@ -30,7 +30,7 @@ public struct Daemon: Sendable {
     }
 
     /// Waits until every listener accepts connections; returns the bound addresses.
-    public func waitUntilReady() async throws -> [ListenAddress] {
+    public func waitUntilReady() async throws -> [SpeakEndpoint] {
         try await front.waitUntilListening()
     }
 

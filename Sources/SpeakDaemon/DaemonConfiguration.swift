@@ -10,7 +10,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// The Unix socket path, or nil for no Unix listener.
     public var socketPath: String?
     /// The TCP listener, or nil for none.
-    public var http: ListenAddress?
+    public var http: SpeakEndpoint?
     /// The audio sink: `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
     public var audio: String
     /// A directory of voice overrides and variants, replacing the built-in `Voices/`.
@@ -120,7 +120,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     }
 
     /// The listeners these values give, Unix socket first.
-    public var listenAddresses: [ListenAddress] {
+    public var listenAddresses: [SpeakEndpoint] {
         (socketPath.map { [.unixSocket(path: $0)] } ?? []) + (http.map { [$0] } ?? [])
     }
 }

@@ -1,6 +1,7 @@
 import AudioOutput
 import Foundation
 import Logging
+import SpeakAPI
 import SpeakServer
 import SpeechModel
 
@@ -174,9 +175,9 @@ struct SettingValue: Sendable, Hashable {
         number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
     }
 
-    func listenAddress() throws(ConfigurationError) -> ListenAddress {
+    func listenAddress() throws(ConfigurationError) -> SpeakEndpoint {
         do {
-            return try ListenAddress(hostPort: value)
+            return try SpeakEndpoint(hostPort: value, for: .listener)
         } catch {
             throw invalid(error.reason)
         }

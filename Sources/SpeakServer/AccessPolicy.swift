@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import SpeakAPI
 import Synchronization
 
 /// Who may use one listener: the `Host` a request names, the web page it comes from, and on TCP
@@ -26,7 +27,7 @@ struct AccessPolicy: Sendable {
     static let loopbackNames: Set<String> = ["localhost", "127.0.0.1", "::1"]
 
     private let isTCP: Bool
-    private let listener: ListenAddress
+    private let listener: SpeakEndpoint
     private let port: BoundPort
     private let token: [UInt8]?
     private let tokenFile: String?
@@ -37,7 +38,7 @@ struct AccessPolicy: Sendable {
     ///   - listener: the listener these rules guard.
     ///   - settings: the token, the CORS origin and the allowed host names.
     ///   - port: the listener's port once bound.
-    init(listener: ListenAddress, settings: ServerSettings, port: BoundPort) {
+    init(listener: SpeakEndpoint, settings: ServerSettings, port: BoundPort) {
         self.listener = listener
         self.port = port
         self.corsOrigin = settings.corsOrigin?.lowercased()
@@ -186,7 +187,7 @@ final class BoundPort: Sendable {
 
     private let state: Mutex<State>
 
-    init(_ address: ListenAddress) {
+    init(_ address: SpeakEndpoint) {
         var port: Int?
         if case .tcp(_, let configured) = address, configured != 0 { port = configured }
         state = Mutex(State(port: port))

@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import SpeakAPI
 import Synchronization
 
 /// Runs every listener and orders their shutdown: on graceful shutdown the listening sockets close
@@ -20,8 +21,8 @@ public struct SpeakFront: Service {
     }
 
     /// Waits until every listener accepts connections; returns their bound addresses.
-    public func waitUntilListening() async throws -> [ListenAddress] {
-        var bound: [ListenAddress] = []
+    public func waitUntilListening() async throws -> [SpeakEndpoint] {
+        var bound: [SpeakEndpoint] = []
         for listener in listeners {
             bound.append(try await listener.waitUntilListening())
         }

@@ -15,7 +15,7 @@ import Synchronization
 /// phase of a request may take (`ConnectionLimits`).
 public final class SpeakListener: Service, Sendable {
     /// Where it listens, as configured (port 0 stays 0 here).
-    public let address: ListenAddress
+    public let address: SpeakEndpoint
     /// How many connections it holds and their timeouts.
     public let limits: ConnectionLimits
     private let responder: RouterResponder<BasicRequestContext>
@@ -24,9 +24,9 @@ public final class SpeakListener: Service, Sendable {
 
     private struct State {
         var channel: (any Channel)?
-        var bound: ListenAddress?
+        var bound: SpeakEndpoint?
         var failure: (any Error)?
-        var waiters: [CheckedContinuation<ListenAddress, any Error>] = []
+        var waiters: [CheckedContinuation<SpeakEndpoint, any Error>] = []
     }
 
     /// - Parameters:
@@ -35,7 +35,7 @@ public final class SpeakListener: Service, Sendable {
     ///   - limits: how many connections it holds and their timeouts.
     ///   - logger: the listener's logger.
     public init(
-        address: ListenAddress, responder: RouterResponder<BasicRequestContext>,
+        address: SpeakEndpoint, responder: RouterResponder<BasicRequestContext>,
         limits: ConnectionLimits = ConnectionLimits(), logger: Logger
     ) {
         self.address = address
@@ -91,9 +91,9 @@ public final class SpeakListener: Service, Sendable {
 
     /// Waits until the listener accepts connections; returns the bound address (with the real
     /// port when 0 was asked for). Throws when the listener failed to start.
-    public func waitUntilListening() async throws -> ListenAddress {
+    public func waitUntilListening() async throws -> SpeakEndpoint {
         try await withCheckedThrowingContinuation { continuation in
-            let ready: Result<ListenAddress, any Error>? = state.withLock { state in
+            let ready: Result<SpeakEndpoint, any Error>? = state.withLock { state in
                 if let bound = state.bound { return .success(bound) }
                 if let failure = state.failure { return .failure(failure) }
                 state.waiters.append(continuation)
@@ -188,6 +188,6 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible {
 
 /// Waiting for a listener that has already stopped.
 struct ListenerStopped: Error, CustomStringConvertible {
-    let address: ListenAddress
+    let address: SpeakEndpoint
     var description: String { "the listener on \(address) has stopped" }
 }

@@ -80,7 +80,7 @@ public struct SpeakServer: Sendable {
     /// The router with every route, under the access rules of `listener` (`AccessPolicy`): its
     /// `Host` names, and on TCP the bearer token of `settings`. For a listener on port 0 the
     /// `Host` port is not checked; `makeListener(at:logger:)` checks it against the bound port.
-    public func buildRouter(for listener: ListenAddress = .tcp(host: "127.0.0.1", port: 0))
+    public func buildRouter(for listener: SpeakEndpoint = .tcp(host: "127.0.0.1", port: 0))
         -> Router<BasicRequestContext>
     {
         buildRouter(access: AccessPolicy(listener: listener, settings: settings, port: BoundPort(listener)))
@@ -93,7 +93,7 @@ public struct SpeakServer: Sendable {
     ///   - limits: how many connections it holds and their timeouts.
     ///   - logger: the listener's logger.
     public func makeListener(
-        at address: ListenAddress, limits: ConnectionLimits = ConnectionLimits(), logger: Logger
+        at address: SpeakEndpoint, limits: ConnectionLimits = ConnectionLimits(), logger: Logger
     ) -> SpeakListener {
         let port = BoundPort(address)
         let router = buildRouter(access: AccessPolicy(listener: address, settings: settings, port: port))

@@ -49,6 +49,10 @@ import Testing
         (["--output", "x.mp3", "hi"], "--output x.mp3"),
         (["--expires-after", "0", "hi"], "--expires-after 0"),
         (["--http", "localhost", "hi"], "--http localhost"),
+        // The daemon's parser, read as a client: the host and a port from 1 must be given.
+        (["--http", ":7770", "hi"], "--http :7770: the host is empty"),
+        (["--http", "127.0.0.1:0", "hi"], "--http 127.0.0.1:0: '0' is not a port number 1–65535"),
+        (["--http", "::1:7770", "hi"], "--http ::1:7770: write an IPv6 address in brackets"),
         (["--json", "-", "--ssml"], "--json and --ssml"),
         (["cancel"], "missing announcement id"),
         (["cancel", "--all", "abc"], "not both"),

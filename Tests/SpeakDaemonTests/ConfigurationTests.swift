@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SpeakAPI
 import SpeakDaemon
 import SpeakServer
 import SpeakTestSupport
@@ -277,18 +278,18 @@ struct ConfigurationTests {
 @Suite("Listen addresses")
 struct ListenAddressTests {
     @Test(arguments: [
-        ("127.0.0.1:7770", ListenAddress.tcp(host: "127.0.0.1", port: 7770)),
+        ("127.0.0.1:7770", SpeakEndpoint.tcp(host: "127.0.0.1", port: 7770)),
         ("[::1]:80", .tcp(host: "::1", port: 80)),
         (":9000", .tcp(host: "127.0.0.1", port: 9000)),
         ("0.0.0.0:0", .tcp(host: "0.0.0.0", port: 0)),
     ])
-    func parses(_ text: String, _ address: ListenAddress) throws {
-        #expect(try ListenAddress(hostPort: text) == address)
+    func parses(_ text: String, _ address: SpeakEndpoint) throws {
+        #expect(try SpeakEndpoint(hostPort: text, for: .listener) == address)
     }
 
     @Test(arguments: ["7770", "::1:80", "host:port", "[::1]80", "h:70000"])
     func rejects(_ text: String) {
-        #expect(throws: ListenAddressError.self) { try ListenAddress(hostPort: text) }
+        #expect(throws: SpeakEndpointError.self) { try SpeakEndpoint(hostPort: text, for: .listener) }
     }
 }
 

@@ -12,8 +12,8 @@ import Testing
 @Suite("Access")
 struct AccessTests {
     static let token = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
-    static let tcp = ListenAddress.tcp(host: "127.0.0.1", port: 7770)
-    static let unix = ListenAddress.unixSocket(path: "/run/speakd/speakd.sock")
+    static let tcp = SpeakEndpoint.tcp(host: "127.0.0.1", port: 7770)
+    static let unix = SpeakEndpoint.unixSocket(path: "/run/speakd/speakd.sock")
     static let json: HTTPFields = [.contentType: "application/json"]
 
     static func bearer(_ token: String) -> HTTPFields {

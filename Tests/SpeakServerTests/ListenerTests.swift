@@ -17,7 +17,7 @@ func temporaryDirectory() throws -> URL {
 
 /// Runs `front` in a service group until `body` returns, then shuts it down gracefully.
 func withRunningFront<T: Sendable>(
-    _ front: SpeakFront, _ body: @Sendable ([ListenAddress]) async throws -> T
+    _ front: SpeakFront, _ body: @Sendable ([SpeakEndpoint]) async throws -> T
 ) async throws -> T {
     let group = ServiceGroup(
         configuration: .init(services: [front], logger: Logger(label: "test")))

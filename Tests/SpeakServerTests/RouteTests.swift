@@ -26,7 +26,7 @@ struct Harness {
     /// client declares bodies `application/json` unless told otherwise (`JSONClient`); `raw`
     /// leaves requests as written, for the tests of the access rules.
     func test(
-        listener: ListenAddress = .tcp(host: "127.0.0.1", port: 0), raw: Bool = false,
+        listener: SpeakEndpoint = .tcp(host: "127.0.0.1", port: 0), raw: Bool = false,
         _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws {
         try await running.waitUntilRunning()
