@@ -49,13 +49,17 @@ let package = Package(
             providers: [.apt(["libasound2-dev"])]
         ),
 
-        // Attributed utterances, BCP 47 tags, speech attributes, events. Foundation only.
+        // Attributed utterances, BCP 47 tags, speech attributes, SSML, voices. Foundation only;
+        // no queue, HTTP or audio concepts.
         .target(name: "SpeechModel", swiftSettings: swiftSettings),
+        // The engine seam: the renderer protocol, prepared utterances, PCM chunks and their
+        // format, engine events, the WAV header.
+        .target(name: "SpeechRendering", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
         // The only module that imports CEspeakNG.
         .target(
             name: "EspeakEngine",
             dependencies: [
-                "CEspeakNG", "SpeechModel",
+                "CEspeakNG", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -64,7 +68,7 @@ let package = Package(
         .target(
             name: "EngineWorkers",
             dependencies: [
-                "EspeakEngine", "SpeechModel",
+                "EspeakEngine", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -74,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "speakd-engine-worker",
             dependencies: [
-                "EngineWorkers", "EngineSandbox", "EspeakEngine", "SpeechModel",
+                "EngineWorkers", "EngineSandbox", "EspeakEngine", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -83,7 +87,7 @@ let package = Package(
         .target(
             name: "AudioOutput",
             dependencies: [
-                "CPulseSimple", "CALSA", "SpeechModel",
+                "CPulseSimple", "CALSA", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -92,7 +96,7 @@ let package = Package(
         .target(
             name: "AnnouncementQueue",
             dependencies: [
-                "SpeakAPI", "SpeechModel",
+                "SpeakAPI", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -103,7 +107,7 @@ let package = Package(
         .target(
             name: "SpeakCLI",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "EspeakEngine", "EngineWorkers", "AudioOutput",
+                "SpeakAPI", "SpeechModel", "SpeechRendering", "EspeakEngine", "EngineWorkers", "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -118,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "speakd-engine-bench",
             dependencies: [
-                "EspeakEngine", "EngineWorkers", "CEspeakNG", "SpeechModel", "SpeakTestSupport",
+                "EspeakEngine", "EngineWorkers", "CEspeakNG", "SpeechModel", "SpeechRendering", "SpeakTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/EngineBenchmark",
@@ -128,7 +132,7 @@ let package = Package(
         .target(
             name: "SpeakServer",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "AnnouncementQueue",
+                "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -151,7 +155,8 @@ let package = Package(
         .target(
             name: "SpeakDaemon",
             dependencies: [
-                "SpeakServer", "SpeakAPI", "SpeechModel", "AnnouncementQueue", "EspeakEngine", "EngineWorkers",
+                "SpeakServer", "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "EspeakEngine",
+                "EngineWorkers",
                 "AudioOutput",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -165,7 +170,9 @@ let package = Package(
         // cancel → silence (build with -c release).
         .executableTarget(
             name: "speakd-latency-bench",
-            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel", "EspeakEngine", "AudioOutput"],
+            dependencies: [
+                "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "EspeakEngine", "AudioOutput",
+            ],
             path: "Benchmarks/LatencyBenchmark",
             swiftSettings: swiftSettings
         ),
@@ -193,7 +200,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EspeakEngineTests",
-            dependencies: ["EspeakEngine", "SpeakTestSupport"],
+            dependencies: ["EspeakEngine", "SpeechRendering", "SpeakTestSupport"],
             resources: [],
             swiftSettings: swiftSettings
         ),
@@ -206,23 +213,23 @@ let package = Package(
         ),
         .testTarget(
             name: "EngineWorkersTests",
-            dependencies: ["EngineWorkers", "EspeakEngine", "SpeechModel", "SpeakTestSupport"],
+            dependencies: ["EngineWorkers", "EspeakEngine", "SpeechModel", "SpeechRendering", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AudioOutputTests",
-            dependencies: ["AudioOutput", "SpeakTestSupport"],
+            dependencies: ["AudioOutput", "SpeechRendering", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AnnouncementQueueTests",
-            dependencies: ["AnnouncementQueue", "SpeakTestSupport"],
+            dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeechRendering", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SpeakServerTests",
             dependencies: [
-                "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeechModel",
+                "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeechModel", "SpeechRendering",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -234,7 +241,9 @@ let package = Package(
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakTestSupport", "SpeechModel", "AudioOutput",
+                "SpeakDaemon", "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeakTestSupport", "SpeechModel",
+                "SpeechRendering",
+                "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -243,12 +252,12 @@ let package = Package(
         // The built speak and speakd executables, heard through a private PulseAudio server.
         .testTarget(
             name: "SpeakdIntegrationTests",
-            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel"],
+            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SpeakCLITests",
-            dependencies: ["SpeakCLI", "SpeakTestSupport"],
+            dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

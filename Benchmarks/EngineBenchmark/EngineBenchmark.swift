@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 
 /// Measures EspeakEngine against libespeak-ng called directly, in the same run:
 /// time to first chunk and audio seconds per CPU second. `--calibrate-pitch` instead measures

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SpeakAPI
 import SpeechModel
+import SpeechRendering
 
 /// Speaks announcements one at a time, by priority, and sends exactly one `finished` event for
 /// every announcement it accepts.

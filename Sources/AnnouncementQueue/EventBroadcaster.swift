@@ -1,3 +1,4 @@
+import SpeakAPI
 import SpeechModel
 import Synchronization
 

@@ -1,3 +1,4 @@
+import SpeakAPI
 import SpeechModel
 
 /// An accepted announcement that has not finished.

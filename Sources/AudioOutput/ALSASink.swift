@@ -2,6 +2,7 @@ import CALSA
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 
 /// Plays straight to an ALSA device (`default`, `hw:0,0`, `plughw:1`, …), for kiosks without a
 /// sound server.

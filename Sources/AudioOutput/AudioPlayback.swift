@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 
 /// Plays a stream of chunks on a sink, start to end, and stops at once when cancelled.
 public struct AudioPlayback: Sendable {

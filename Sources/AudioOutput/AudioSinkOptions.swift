@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 
 /// Latency and time limits shared by the device sinks.
 public struct AudioSinkOptions: Sendable, Hashable {

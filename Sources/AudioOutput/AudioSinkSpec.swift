@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 
 /// Which sink to play through, as written on the command line or in configuration:
 /// `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.

@@ -1,5 +1,6 @@
 import Logging
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// The engine behind every device sink: a `BlockingAudioDevice` driven from its own thread,

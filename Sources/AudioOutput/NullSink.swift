@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// Discards audio, either at once (load tests, `--audio null`) or paced like a real device, so

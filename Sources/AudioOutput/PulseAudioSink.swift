@@ -2,6 +2,7 @@ import CPulseSimple
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 
 /// Plays through a PulseAudio server, or PipeWire through `pipewire-pulse`, with the simple API.
 ///

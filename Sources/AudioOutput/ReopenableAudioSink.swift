@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 
 /// An `AudioSink` in front of a device that can fail and come back: what a daemon needs to
 /// report health and reconnect with its own backoff.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// Writes audio to a RIFF/WAVE file (PCM s16le), for `--output FILE.wav` and for checking output

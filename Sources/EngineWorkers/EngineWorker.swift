@@ -2,6 +2,7 @@ import EspeakEngine
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// One `speakd-engine-worker` process, seen from the daemon: its pipes, the job it renders, and a

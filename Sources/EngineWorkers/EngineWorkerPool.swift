@@ -2,6 +2,7 @@ import EspeakEngine
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// Renders utterances in a pool of `speakd-engine-worker` processes, each owning one libespeak-ng.

@@ -4,6 +4,7 @@ import SpeechModel
 
 #if canImport(Glibc)
 import Glibc
+import SpeechRendering
 #endif
 
 /// One message between the daemon and an engine worker, on the worker's standard input and output.

@@ -2,6 +2,7 @@ import CEspeakNG
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// Speech from libespeak-ng: voices, utterances → espeak-ng SSML, PCM out as it is synthesised.

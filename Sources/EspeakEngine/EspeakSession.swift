@@ -1,6 +1,7 @@
 import CEspeakNG
 import Foundation
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// The synth callback: forwards each block of samples to the rendering's stream as it is produced.

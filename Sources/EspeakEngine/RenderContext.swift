@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// One rendering in flight: where its chunks go and whether its consumer has gone away.

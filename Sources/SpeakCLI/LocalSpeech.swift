@@ -4,7 +4,9 @@ import EngineWorkers
 import EspeakEngine
 import Foundation
 import Logging
+import SpeakAPI
 import SpeechModel
+import SpeechRendering
 
 /// Speech in the `speak` process itself, for machines where no daemon runs.
 enum LocalSpeech {

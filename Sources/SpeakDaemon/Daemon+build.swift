@@ -8,6 +8,7 @@ import ServiceLifecycle
 import SpeakAPI
 import SpeakServer
 import SpeechModel
+import SpeechRendering
 import UnixSignals
 
 /// A built daemon: every part wired, ready to `run()`.

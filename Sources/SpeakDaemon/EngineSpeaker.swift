@@ -2,6 +2,7 @@ import AnnouncementQueue
 import AudioOutput
 import Logging
 import SpeechModel
+import SpeechRendering
 
 /// What the queue drives: the engine renders an announcement and the sink plays it.
 ///

@@ -1,3 +1,4 @@
+import AnnouncementQueue
 import CoreMetrics
 import Foundation
 import Prometheus

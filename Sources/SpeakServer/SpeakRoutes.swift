@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import SpeakAPI
 import SpeechModel
+import SpeechRendering
 
 /// The handlers behind the routes of `SpeakServer.buildRouter()`.
 struct SpeakRoutes: Sendable {

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import SpeakAPI
 import SpeechModel
+import SpeechRendering
 
 /// The HTTP front of speakd: one router with every route of the API, served by any number of
 /// listeners (TCP, Unix socket).

@@ -1,5 +1,6 @@
 import NIOCore
 import SpeechModel
+import SpeechRendering
 
 /// A RIFF/WAVE file of 16-bit PCM, as `POST /v1/speech` returns it, built in one buffer as the
 /// engine's chunks arrive: each chunk is copied once, in bulk, and the header is written last,

@@ -177,7 +177,7 @@ extension Utterance: Codable {
 extension StrictJSON {
     /// Checks `json` strictly, then decodes it; every error is a `SpeechInputError` naming the
     /// field in wire terms, or no field for JSON that does not parse at all.
-    static func decode<Value: Decodable>(_ type: Value.Type, from json: Data) throws(SpeechInputError) -> Value {
+    public static func decode<Value: Decodable>(_ type: Value.Type, from json: Data) throws(SpeechInputError) -> Value {
         do {
             try check(json)
         } catch {

@@ -4,6 +4,7 @@ import EspeakEngine
 import Foundation
 import Logging
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// One engine worker: owns one libespeak-ng and renders the jobs its parent sends on standard

@@ -1,4 +1,5 @@
 import AnnouncementQueue
+import SpeakAPI
 import SpeakTestSupport
 import SpeechModel
 import Synchronization

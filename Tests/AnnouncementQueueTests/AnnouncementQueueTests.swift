@@ -1,4 +1,5 @@
 import AnnouncementQueue
+import SpeakAPI
 import SpeechModel
 import Testing
 

@@ -1,6 +1,8 @@
 import AnnouncementQueue
+import SpeakAPI
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// Every event the queue sent, collected as it arrives, with ways to wait for one.

@@ -2,6 +2,7 @@ import AudioOutput
 import Foundation
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 
 /// Known PCM to play, and the few measurements the tests make on what was recorded.
 enum TestSignal {

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 import Testing
 
 /// The pool with the real `speakd-engine-worker` and real libespeak-ng in each worker.

@@ -2,6 +2,7 @@ import EngineWorkers
 import EspeakEngine
 import Foundation
 import SpeechModel
+import SpeechRendering
 import Testing
 
 @Suite("Engine worker frames")

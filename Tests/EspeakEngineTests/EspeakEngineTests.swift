@@ -1,6 +1,7 @@
 import Foundation
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 import Testing
 
 @testable import EspeakEngine

@@ -4,6 +4,7 @@ import SpeakAPI
 import SpeakDaemon
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 import Synchronization
 import Testing
 

@@ -1,8 +1,10 @@
+import AnnouncementQueue
 import AudioOutput
 import Foundation
 import SpeakDaemon
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 import Synchronization
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import SpeakAPI
 import SpeakServer
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// A renderer that yields a fixed tone per span and knows a few languages, so validation failures

@@ -2,6 +2,7 @@ import AnnouncementQueue
 import Foundation
 import SpeakServer
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 /// A speaker whose announcements finish when the test says so (or at once with `autoComplete`).

@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 import Testing
 
 @Suite struct WAVHeaderTests {

@@ -1,3 +1,5 @@
+import SpeechModel
+
 /// The sample format of rendered speech: signed 16-bit little-endian PCM, interleaved.
 public struct AudioFormat: Sendable, Hashable, CustomStringConvertible {
     public var sampleRate: Int
@@ -52,35 +54,6 @@ public struct EngineEvent: Sendable, Hashable {
         self.length = length
         self.name = name
     }
-}
-
-/// A voice the renderer can speak with, and the BCP 47 tags it serves.
-public struct VoiceInfo: Sendable, Hashable, Codable {
-    /// The renderer's own identifier (espeak-ng: the voice file, `roa/pt`).
-    public var identifier: String
-    public var name: String
-    /// BCP 47 tags this voice serves, most specific first.
-    public var languages: [String]
-    /// A variant applied on top of the voice (`speakd-kiosk`), if any.
-    public var variant: String?
-
-    public init(identifier: String, name: String, languages: [String], variant: String? = nil) {
-        self.identifier = identifier
-        self.name = name
-        self.languages = languages
-        self.variant = variant
-    }
-}
-
-/// Picks the voice for a language: overrides first, then the renderer's own voices.
-public protocol VoiceResolving: Sendable {
-    /// The voice for `tag`, or for the default language when `tag` is nil.
-    /// A tag that resolves to nothing throws `SpeechInputError.notFound` naming the tag.
-    func voice(for tag: LanguageTag?) throws(SpeechInputError) -> VoiceInfo
-
-    /// Every voice the resolver chooses from, each with the BCP 47 tags that resolve to it, so
-    /// a voice list (`GET /v1/voices`, `speak voices`) shows what resolution does.
-    var servedVoices: [VoiceInfo] { get }
 }
 
 /// Renders utterances to PCM, chunk by chunk as the synthesiser produces them.
@@ -180,25 +153,4 @@ public enum RenderChunking: Sendable, Hashable {
     /// As few chunks as the renderer can make: for a caller that needs all of the audio before
     /// it can use any (`POST /v1/speech`), so it is woken once, not once per second of audio.
     case whole
-}
-
-/// Where rendered audio is played.
-///
-/// Every call returns or throws within a bounded time, even when the device behind the sink
-/// blocks: a wedged device must never hang the caller.
-public protocol AudioSink: Sendable {
-    /// What the sink plays to, for health reports (`pulse`, `alsa:default`, `wav:/tmp/x.wav`).
-    var name: String { get }
-
-    /// Queues `chunk` for playback.
-    func write(_ chunk: PCMChunk) async throws
-
-    /// Returns when every sample written so far has been played.
-    func drain() async throws
-
-    /// Discards everything written but not yet played, so playback stops at once.
-    func flush() async throws
-
-    /// Releases the device. Further writes reopen it where the sink supports that.
-    func close() async
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SpeechModel
 
 /// How urgently an announcement wants to be heard.
 public enum AnnouncementPriority: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
@@ -33,34 +34,6 @@ public enum FinishReason: String, Sendable, Hashable, Codable, CaseIterable {
     case failed
     /// The service shut down.
     case shutdown
-}
-
-/// An announcement as the queue holds it.
-public struct Announcement: Sendable, Hashable, Identifiable {
-    public let id: String
-    /// What to say, validated and compiled by the renderer where it was accepted: the speaker
-    /// renders it as it is.
-    public var speech: PreparedUtterance
-    public var priority: AnnouncementPriority
-    /// `false` is Apple's interrupting announcement: it interrupts a lower or equal
-    /// (non-high) announcement that is speaking.
-    public var queue: Bool
-    /// Seconds it may wait before it starts; nil waits for ever.
-    public var expiresAfter: Double?
-
-    public init(
-        id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,
-        queue: Bool = true, expiresAfter: Double? = nil
-    ) {
-        self.id = id
-        self.speech = speech
-        self.priority = priority
-        self.queue = queue
-        self.expiresAfter = expiresAfter
-    }
-
-    /// The utterance as the client gave it.
-    public var utterance: Utterance { speech.utterance }
 }
 
 /// Something that happened to an announcement: `queued`, `started`, `finished`.

@@ -1,4 +1,5 @@
 import Foundation
+import SpeechModel
 
 /// An announcement as a client asks for it, before the queue gives it an id; also the body of
 /// `POST /v1/announcements`.

@@ -1,4 +1,5 @@
 import Foundation
+import SpeakAPI
 import Testing
 
 @testable import SpeechModel
