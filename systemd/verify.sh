@@ -4,6 +4,7 @@
 #   systemd-sysusers --root      speakd.sysusers, into a scratch root
 #   systemd-tmpfiles --root      speakd.tmpfiles, into the same scratch root
 #   grep                         limits in both units; the user unit's config file
+#   systemd-analyze security     both units' exposure at most 1.5
 # The units name /usr/local/bin/speakd, which verify requires to exist; they are checked as
 # copies with ExecStart pointing at SPEAKD (default: the debug build). Any warning fails.
 #
@@ -50,6 +51,22 @@ done
 # Both units read the same 'key = value' file format: the user unit through ConfigurationDirectory=
 # ($CONFIGURATION_DIRECTORY/speakd.conf), never an environment file of another format.
 check "user/speakd.service reads speakd.conf, not an EnvironmentFile=" sh -c "grep -q '^ConfigurationDirectory=speakd\$' '$here/user/speakd.service' && ! grep -q '^EnvironmentFile=' '$here/user/speakd.service' '$here/speakd.service'"
+
+# Exposure as systemd-analyze security scores it: at most 1.5 for both units (the user unit's
+# remaining points are explained in it).
+exposure() {
+    # $1: the unit copy; the rest: extra systemd-analyze options. Prints the overall exposure.
+    unit=$1
+    shift
+    env XDG_RUNTIME_DIR="$scratch/run" systemd-analyze "$@" security --offline=true --no-pager "$unit" 2>/dev/null |
+        sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'
+}
+for unit in system user; do
+    option=""
+    [ "$unit" = user ] && option="--user"
+    level=$(exposure "$scratch/$unit/speakd.service" $option)
+    check "$unit unit exposure $level is at most 1.5" awk -v level="$level" 'BEGIN { exit !(level != "" && level <= 1.5) }'
+done
 
 # sysusers adds to the scratch root's group file; the audio group comes from a stock one.
 printf 'audio:x:29:\n' > "$scratch/root/etc/group"
