@@ -13,6 +13,9 @@ let package = Package(
         .executable(name: "speak", targets: ["speak"]),
         .executable(name: "speakd", targets: ["speakd"]),
         .library(name: "SpeechModel", targets: ["SpeechModel"]),
+        // For the fuzz package in Fuzz/: request bodies and the IPA transcriber.
+        .library(name: "SpeakAPI", targets: ["SpeakAPI"]),
+        .library(name: "EspeakEngine", targets: ["EspeakEngine"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

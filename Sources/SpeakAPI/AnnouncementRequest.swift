@@ -74,7 +74,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             .filter { !Self.keys.contains($0) }.sorted()
         if let key = unknown.first {
             throw SpeechInputError.malformed(
-                field: key, "unknown key '\(key)'; a request has \(Self.keys.sorted().joined(separator: ", "))")
+                field: StrictJSON.memberPath("", key),
+                "unknown key '\(key)'; a request has \(Self.keys.sorted().joined(separator: ", "))")
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
         do {

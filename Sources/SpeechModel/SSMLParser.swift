@@ -353,13 +353,17 @@ struct SSMLParser {
                     if let pending = separator, hasText {
                         spans[spans.count - 1].text += pending
                     }
-                    if let boundary = pendingBoundary, hasText {
-                        // Counted span by span, as `Utterance.boundaries` is; only at boundaries, which are few.
-                        boundaries[spans.reduce(0) { $0 + $1.text.count }] = boundary
-                    }
+                    let boundary = hasText ? pendingBoundary : nil
                     separator = nil
                     pendingBoundary = nil
                     append(character, attributes)
+                    if let boundary {
+                        // Counted span by span, as `Utterance.boundaries` is, after the character is
+                        // appended: one that extends the Character before it (a combining mark after
+                        // the separator, `<s/>&#x301;`) starts no Character of its own, so the
+                        // boundary goes where the Character it joined starts, never past the end.
+                        boundaries[spans.reduce(0) { $0 + $1.text.count } - 1] = boundary
+                    }
                 }
             case .boundary(let boundary):
                 if boundary == "\n" || separator == nil { separator = boundary }
@@ -388,17 +392,20 @@ struct SSMLParser {
     ]
 
     /// `500ms`, `1s`, `1.5s` → seconds, within `Span.pauseAfterRange`.
-    private static func breakTime(_ value: String, position: String) throws(SpeechInputError) -> Double {
+    /// `position` is computed only for an error: it counts lines from the start of the document.
+    private static func breakTime(
+        _ value: String, position: @autoclosure () -> String
+    ) throws(SpeechInputError) -> Double {
         let (number, unit): (Substring, Double) =
             value.hasSuffix("ms") ? (value.dropLast(2), 0.001) : value.hasSuffix("s") ? (value.dropLast(), 1) : ("", 0)
         guard let amount = ProsodyValue.unsignedNumber(number) else {
-            throw .malformed(field: "ssml", "break time '\(value)' at \(position) must be like '500ms' or '1.5s'")
+            throw .malformed(field: "ssml", "break time '\(value)' at \(position()) must be like '500ms' or '1.5s'")
         }
         let seconds = amount * unit
         guard Span.pauseAfterRange.contains(seconds) else {
             throw .outOfRange(
                 field: "ssml",
-                "break time '\(value)' at \(position) is out of range \(Span.pauseAfterRange.lowerBound)–\(Span.pauseAfterRange.upperBound) s"
+                "break time '\(value)' at \(position()) is out of range \(Span.pauseAfterRange.lowerBound)–\(Span.pauseAfterRange.upperBound) s"
             )
         }
         return seconds
@@ -525,7 +532,11 @@ struct ProsodyValue {
         range: SpeechAttributes.volumeRange, semitones: false, decibels: true)
 
     /// The absolute value of `text`; relative forms (`+20%`, `-2st`, `+6dB`) apply to `base`.
-    func resolve(_ text: String, relativeTo base: Double, position: String) throws(SpeechInputError) -> Double {
+    /// `position` is computed only for an error: it counts lines from the start of the document,
+    /// and a document of many `prosody` elements would otherwise be read once per attribute.
+    func resolve(
+        _ text: String, relativeTo base: Double, position: @autoclosure () -> String
+    ) throws(SpeechInputError) -> Double {
         let value: Double
         if let label = labels[text] {
             value = label
@@ -539,7 +550,7 @@ struct ProsodyValue {
             } else if decibels, body.hasSuffix("dB"), let amount = Self.unsignedNumber(body.dropLast(2)) {
                 value = base * pow(10, direction * amount / 20)
             } else {
-                throw unreadable(text, position: position)
+                throw unreadable(text, position: position())
             }
         } else if text.hasSuffix("%"), let amount = Self.unsignedNumber(text.dropLast()) {
             value = amount / 100
@@ -548,15 +559,15 @@ struct ProsodyValue {
         } else if text.hasSuffix("Hz") {
             throw .unsupported(
                 field: "ssml",
-                "prosody \(attribute)=\"\(text)\" at \(position): Hz values are not supported; use a label, a percentage or semitones"
+                "prosody \(attribute)=\"\(text)\" at \(position()): Hz values are not supported; use a label, a percentage or semitones"
             )
         } else {
-            throw unreadable(text, position: position)
+            throw unreadable(text, position: position())
         }
         guard value.isFinite, range.contains(value) else {
             throw .outOfRange(
                 field: "ssml",
-                "prosody \(attribute)=\"\(text)\" at \(position) gives \(Self.format(value)), outside \(range.lowerBound)–\(range.upperBound)"
+                "prosody \(attribute)=\"\(text)\" at \(position()) gives \(Self.format(value)), outside \(range.lowerBound)–\(range.upperBound)"
             )
         }
         return value

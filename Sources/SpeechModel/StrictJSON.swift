@@ -27,6 +27,32 @@ public enum StrictJSON {
     }
 }
 
+extension StrictJSON {
+    /// The wire path of `key` in the object at `path` (`""` at the top level): `spans[1].pitch`,
+    /// `pitch`. A key that is empty or not a plain name (ASCII letters, digits, `_`, `-`) is
+    /// written as a quoted JSON string, `spans[1][""]`, `["a.b"]`, so a path is never empty and
+    /// never reads as another one.
+    public static func memberPath(_ path: String, _ key: String) -> String {
+        let isPlain =
+            !key.isEmpty
+            && key.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-")
+            }
+        if isPlain { return path.isEmpty ? key : "\(path).\(key)" }
+        var quoted = "\""
+        for scalar in key.unicodeScalars {
+            switch scalar {
+            case "\"", "\\": quoted += "\\\(scalar)"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                quoted += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return "\(path)[\(quoted)\"]"
+    }
+}
+
 /// A body that is not strict JSON; `field` is the wire path of the value at fault (`spans[1].pitch`),
 /// nil when the fault is in the document as a whole.
 public struct StrictJSONError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -171,7 +197,7 @@ private struct Scanner {
             }
             let keyOffset = index
             let key = try string(path: path, collect: true)
-            let member = path.isEmpty ? key : "\(path).\(key)"
+            let member = StrictJSON.memberPath(path, key)
             guard seen.insert(key).inserted else { throw .duplicateKey(member, at: keyOffset) }
             if depth == 1 { topLevelKeys.append(key) }
             skipWhitespace()

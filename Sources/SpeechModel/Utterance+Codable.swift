@@ -119,7 +119,7 @@ extension Utterance: Codable {
             let unknown = spanContainer.allKeys.map(\.stringValue).filter { !spanKeys.contains($0) }.sorted()
             if let key = unknown.first {
                 throw .malformed(
-                    field: "\(field).\(key)",
+                    field: StrictJSON.memberPath(field, key),
                     "unknown key '\(key)' in a span; a span has \(spanKeys.joined(separator: ", "))")
             }
             let reader = WireReader(container: spanContainer, prefix: "\(field).")
