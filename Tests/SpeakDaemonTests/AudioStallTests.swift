@@ -254,8 +254,11 @@ struct AudioStallTests {
             // On a loaded machine a write can overrun the test's 0.6 s call limit before the
             // drain is reached: that announcement fails (once, which the final check counts) and
             // never drains, so the drain is tried with another one, up to three times.
+            // A failed write also marks audio unavailable until the sink is reopened, and posts
+            // are refused (503) meanwhile: a retry waits for health first.
             var id = ""
-            for _ in 0..<3 where frozen.withLock({ $0 }) == nil {
+            for attempt in 0..<3 where frozen.withLock({ $0 }) == nil {
+                if attempt > 0 { _ = try await waitUntilHealthy(unix, timeout: .seconds(5)) }
                 id = try await accept("Doors closing", unix)
                 let deadline = ContinuousClock.now + .seconds(10)
                 while frozen.withLock({ $0 }) == nil, events.finished(id).isEmpty, ContinuousClock.now < deadline {
