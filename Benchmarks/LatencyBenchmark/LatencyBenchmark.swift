@@ -241,11 +241,15 @@ struct LatencyBenchmark {
         // silence was too, until it was left out, which the old figure still counts from.
         let rate = Double(recorder.sampleRate)
         let firstSample = first - Int(reference.leading * rate)
-        let lastSample = last + Int(reference.trailing * rate)
+        let lastAudible = try bounds(frame: last, from: finished.receivedAt, reversed: true)
+        // Those frames are no longer played, so the rendering's end is timed from the last
+        // audible sample: it is the rendering's trailing silence later.
         return Measured(
             firstSample: try bounds(frame: firstSample, from: sent),
-            lastAudibleToFinished: try bounds(frame: last, from: finished.receivedAt, reversed: true),
-            renderingEndToFinished: try bounds(frame: lastSample, from: finished.receivedAt, reversed: true))
+            lastAudibleToFinished: lastAudible,
+            renderingEndToFinished: Bounds(
+                sinkClock: lastAudible.sinkClock - reference.trailing,
+                arrival: lastAudible.arrival - reference.trailing))
     }
 
     /// Starts the long announcement, cancels it after `delay`, returns DELETE sent → last sound played.
