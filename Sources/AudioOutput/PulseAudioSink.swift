@@ -100,11 +100,19 @@ final class PulseAudioDevice: BlockingAudioDevice {
         // a flush queued behind it would wait that long. Waiting here in short polls instead
         // lets an interrupt through within one poll.
         let needed = UInt64(count) * 1_000_000 / bytesPerSecond
+        var previous = UInt64.max
+        var unchanged = 0
         while !interrupted() {
             var error: Int32 = 0
             let latency = pa_simple_get_latency(stream, &error)
             if latency == UInt64.max { throw .writeFailed(sink: sinkName, Self.message(error)) }
             if latency + needed <= targetLatencyMicroseconds { return }
+            // A latency that does not move at all is the client's stale view of a stream that
+            // stopped for an underrun (seen after the server was stopped and continued): writing
+            // is what restarts it and refreshes the timing. Bounded by the call's time limit.
+            unchanged = latency == previous ? unchanged + 1 : 0
+            if unchanged >= 25 { return }
+            previous = latency
             usleep(UInt32(min(latency + needed - targetLatencyMicroseconds, pollMicroseconds)))
         }
     }

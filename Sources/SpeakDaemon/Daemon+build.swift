@@ -97,7 +97,9 @@ public func buildDaemon(
 
     let speaker = EngineSpeaker(
         renderer: renderer, audio: audio,
-        playback: AudioPlayback(leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000))),
+        playback: AudioPlayback(
+            leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000)),
+            gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded()))),
         logger: logger)
     let queue = AnnouncementQueue(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,

@@ -47,6 +47,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Silence played before each announcement, for sound hardware that wakes up late and
     /// would swallow the first syllable.
     public var leadInSeconds: Double
+    /// The least silence from the last sound of one announcement to the start of the next,
+    /// played before the next so that pacing stays natural without delaying `finished`.
+    public var gapSeconds: Double
     /// How many past events the queue keeps for `Last-Event-ID` resume.
     public var eventHistory: Int
     /// The lowest level logged.
@@ -81,6 +84,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         maxSpans = 0
         heartbeatSeconds = 0
         leadInSeconds = 0
+        gapSeconds = 0
         eventHistory = 0
         logLevel = .info
         connectionLimits = ConnectionLimits()

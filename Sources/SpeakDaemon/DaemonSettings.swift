@@ -92,6 +92,9 @@ extension DaemonConfiguration {
         .seconds(
             "lead-in", \.leadInSeconds, default: 0, in: 0...1,
             help: "Seconds of silence before each announcement, for sound hardware that wakes up late."),
+        .seconds(
+            "gap", \.gapSeconds, default: 0.25, in: 0...5,
+            help: "Least seconds of silence from the end of one announcement's speech to the next one's start."),
         .integer(
             "event-history", \.eventHistory, default: 256, in: 1...1_000_000,
             help: "Past events kept for Last-Event-ID resume."),

@@ -18,7 +18,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     /// - Parameters:
     ///   - renderer: the engine that prepared the announcements.
     ///   - audio: the sink and its health.
-    ///   - playback: how chunks are played (lead-in of silence for idle hardware).
+    ///   - playback: how chunks are played (lead-in of silence for idle hardware, the gap between
+    ///     announcements, the engine's trailing silence left out).
     ///   - logger: where failures are logged.
     public init(
         renderer: any SpeechRenderer, audio: AudioSupervisor, playback: AudioPlayback = AudioPlayback(),
@@ -43,7 +44,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         }
         do {
             try await playback.play(
-                renderer.render(announcement.speech), format: renderer.format, on: lease.sink)
+                renderer.render(announcement.speech), format: renderer.format,
+                trailingPause: announcement.speech.trailingPause, on: lease.sink)
         } catch let error as AudioOutputError {
             audio.reportFailure(error, on: lease)
             throw error
@@ -58,6 +60,15 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     /// Waits for the audio supervisor to have a working sink.
     public func waitUntilAvailable() async {
         await audio.waitUntilAvailable()
+    }
+}
+
+extension PreparedUtterance {
+    /// The silence asked for after the last span (`pauseAfter`, an SSML `break` at the end):
+    /// the engine's trailing silence is not played, so this is played in its place.
+    var trailingPause: Duration {
+        guard let seconds = utterance.spans.last?.pauseAfter, seconds > 0 else { return .zero }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 }
 

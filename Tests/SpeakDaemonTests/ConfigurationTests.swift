@@ -343,6 +343,7 @@ struct ConfigurationSettingsTests {
         "max-spans": ("5", "100001"),
         "heartbeat": ("0.5", "0"),
         "lead-in": ("0.25", "1.5"),
+        "gap": ("0.5", "6"),
         "event-history": ("16", "0"),
         "max-connections": ("100", "0"),
         "idle-timeout": ("5", "0"),
