@@ -46,6 +46,24 @@ let package = Package(
             pkgConfig: "libseccomp",
             providers: [.apt(["libseccomp-dev"])]
         ),
+        // EBU R128 loudness and true peak: announcements and chimes are played at one loudness.
+        .systemLibrary(
+            name: "CEbur128",
+            pkgConfig: "libebur128",
+            providers: [.apt(["libebur128-dev"])]
+        ),
+        // Decodes chime files (WAV, FLAC, Ogg…).
+        .systemLibrary(
+            name: "CSndfile",
+            pkgConfig: "sndfile",
+            providers: [.apt(["libsndfile1-dev"])]
+        ),
+        // Resamples chimes to the engine's rate.
+        .systemLibrary(
+            name: "CSamplerate",
+            pkgConfig: "samplerate",
+            providers: [.apt(["libsamplerate0-dev"])]
+        ),
         .systemLibrary(
             name: "CALSA",
             pkgConfig: "alsa",
@@ -86,11 +104,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Sinks: PulseAudio, ALSA, WAV file, null.
+        // Sinks: PulseAudio, ALSA, WAV file, null; chimes and loudness.
         .target(
             name: "AudioOutput",
             dependencies: [
-                "CPulseSimple", "CALSA", "SpeechModel", "SpeechRendering",
+                "CPulseSimple", "CALSA", "CEbur128", "CSndfile", "CSamplerate", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -255,7 +273,7 @@ let package = Package(
         // The built speak and speakd executables, heard through a private PulseAudio server.
         .testTarget(
             name: "SpeakdIntegrationTests",
-            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering"],
+            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -14,6 +14,10 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     public var queue: Bool
     /// Seconds it may wait before it starts; nil waits for ever.
     public var expiresAfter: Double?
+    /// The chime before the speech; the speaker knows the priorities' defaults.
+    public var chime: ChimeChoice = .priorityDefault
+    /// How many times it is spoken as this one announcement; nil once.
+    public var `repeat`: AnnouncementRepeat?
 
     public init(
         id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,

@@ -192,9 +192,11 @@ public actor AnnouncementQueue {
         }
 
         acceptedCount += 1
-        let announcement = Announcement(
+        var announcement = Announcement(
             id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
+        announcement.chime = request.chime
+        announcement.repeat = request.repeat
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         if let seconds = request.expiresAfter, !startsNow {

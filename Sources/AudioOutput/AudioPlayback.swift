@@ -43,14 +43,17 @@ public struct AudioPlayback: Sendable {
     ///   - format: the format of the chunks (sizes the lead-in, the gap and the pause).
     ///   - trailingPause: silence asked for after the last sound (a last span's `pauseAfter`),
     ///     played as part of this stream; the engine's own silence there counts towards it.
+    ///   - silenceBefore: silence written before the first chunk, at least (a repeat's gap:
+    ///     written, not waited, so the stream and its ducking stay on through it).
     ///   - sink: where to play.
     public func play<Chunks: AsyncSequence>(
-        _ chunks: Chunks, format: AudioFormat, trailingPause: Duration = .zero, on sink: any AudioSink
+        _ chunks: Chunks, format: AudioFormat, trailingPause: Duration = .zero, silenceBefore least: Duration = .zero,
+        on sink: any AudioSink
     ) async throws where Chunks.Element == PCMChunk {
         var trimmer = TrailingSilenceTrimmer(format: format, threshold: silenceThreshold)
         do {
             try Task.checkCancellation()
-            let silenceBefore = max(leadIn, lastSound.remainingGap(gap))
+            let silenceBefore = max(leadIn, lastSound.remainingGap(gap), least)
             let silenceBytes = format.byteCount(for: silenceBefore)
             if silenceBytes > 0 {
                 try await sink.write(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))

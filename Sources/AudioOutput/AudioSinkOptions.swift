@@ -13,6 +13,10 @@ public struct AudioSinkOptions: Sendable, Hashable {
     public var targetLatency: Duration
     /// The client name the sound server shows (PulseAudio's application name).
     public var applicationName: String
+    /// PulseAudio: how long after the last announcement the stream is closed; nil keeps it open.
+    /// The sound server ducks other streams while a stream with a ducking role exists, even a
+    /// silent one, so a tagged stream must go away for the music to come back.
+    public var releaseAfterIdle: Duration? = nil
 
     /// - Parameters:
     ///   - openTimeout: limit for opening or connecting.

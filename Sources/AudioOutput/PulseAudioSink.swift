@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SpeechModel
 import SpeechRendering
+import Synchronization
 
 /// Plays through a PulseAudio server, or PipeWire through `pipewire-pulse`, with the simple API.
 ///
@@ -16,6 +17,9 @@ public final class PulseAudioSink: ReopenableAudioSink {
     /// (`PULSE_SERVER`, client.conf, the session's socket).
     public let server: String?
     private let core: DeviceSink
+    private let releaseAfterIdle: Duration?
+    /// Closes the idle stream after `releaseAfterIdle`; a write cancels it first.
+    private let release = Mutex<Task<Void, Never>?>(nil)
 
     public var name: String { core.name }
 
@@ -33,6 +37,7 @@ public final class PulseAudioSink: ReopenableAudioSink {
     ) {
         self.format = format
         self.server = server
+        self.releaseAfterIdle = options.releaseAfterIdle
         let name = device.map { "pulse:\($0)" } ?? "pulse"
         self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
             () throws(AudioOutputError) in
@@ -44,10 +49,45 @@ public final class PulseAudioSink: ReopenableAudioSink {
 
     public var isAvailable: Bool { core.isAvailable }
     public var lastError: AudioOutputError? { core.lastError }
-    public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
-    public func drain() async throws { try await core.drain() }
-    public func flush() async throws { try await core.flush() }
-    public func reopen() async throws { try await core.reopen() }
+    public func write(_ chunk: PCMChunk) async throws {
+        // A pending release is called off; one already closing is waited for, so the write opens afresh.
+        if let pending = release.withLock({ task -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }) {
+            pending.cancel()
+            await pending.value
+        }
+        try await core.write(chunk)
+    }
+
+    public func drain() async throws {
+        try await core.drain()
+        scheduleRelease()
+    }
+
+    /// Closes the stream after `releaseAfterIdle` unless a write comes first.
+    private func scheduleRelease() {
+        guard let idle = releaseAfterIdle else { return }
+        let core = core
+        let task = Task {
+            guard (try? await Task.sleep(for: idle)) != nil else { return }
+            await core.close()
+        }
+        release.withLock {
+            $0?.cancel(); $0 = task
+        }
+    }
+
+    public func flush() async throws {
+        defer { scheduleRelease() }
+        try await core.flush()
+    }
+    public func reopen() async throws {
+        // Opened to probe the server: released again unless an announcement follows.
+        try await core.reopen()
+        scheduleRelease()
+    }
     public func close() async { await core.close() }
 }
 

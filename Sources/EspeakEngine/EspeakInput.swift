@@ -100,7 +100,9 @@ public struct EspeakInput: Sendable, Hashable {
             baseVoice = (voice.variant ?? variant).map { "\(voice.identifier)+\($0)" } ?? voice.identifier
         }
         let baseRate = spans.first?.attributes.rate ?? 1
-        let baseVolume = spans.first?.attributes.volume ?? 1
+        // espeak-ng saturates its own output above volume 100, so louder is applied after it
+        // (the daemon's limiter, `EngineSpeaker`); here it is capped at 1.0.
+        let baseVolume = min(spans.first?.attributes.volume ?? 1, 1)
         // One span with nothing for markup to say is passed as plain text: espeak-ng renders it
         // with less CPU (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
         // as text. Only the control characters need replacing.
@@ -145,7 +147,7 @@ public struct EspeakInput: Sendable, Hashable {
             if let rate = attributes.rate, rate != baseRate {
                 prosody.append("rate=\"\(Int((rate / baseRate * 100).rounded()))%\"")
             }
-            if let volume = attributes.volume, volume != baseVolume {
+            if let volume = attributes.volume.map({ min($0, 1) }), volume != baseVolume {
                 prosody.append("volume=\"\(Int((volume * 100).rounded()))\"")
             }
             if !prosody.isEmpty {

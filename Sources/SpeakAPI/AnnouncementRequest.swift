@@ -18,16 +18,24 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public var queue: Bool
     /// Seconds it may wait before it starts; nil waits for ever.
     public var expiresAfter: Double?
+    /// The chime played before the speech; absent on the wire is the priority's default.
+    public var chime: ChimeChoice = .priorityDefault
+    /// How many times it is spoken, and the silence between; nil once.
+    public var `repeat`: AnnouncementRepeat?
 
     /// - Parameters:
     ///   - utterance: what to say.
     ///   - priority: how urgently it wants to be heard.
     ///   - queue: `false` to interrupt (Apple's non-queued announcement).
     ///   - expiresAfter: seconds it may wait before it starts, 0 … `maximumExpiresAfter`.
+    ///   - chime: the chime before the speech.
+    ///   - repeat: how many times it is spoken; nil once.
     public init(
         utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
-        expiresAfter: Double? = nil
+        expiresAfter: Double? = nil, chime: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil
     ) {
+        self.chime = chime
+        self.repeat = `repeat`
         self.utterance = utterance
         self.priority = priority
         self.queue = queue
@@ -42,6 +50,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
                 "expiresAfter must be a number of seconds from 0 to \(Int(Self.maximumExpiresAfter)), not \(expiresAfter)"
             )
         }
+        try `repeat`?.validate()
+        if case .named(let name) = chime, name.isEmpty {
+            throw .malformed(field: "chime", "chime must be a chime's name (GET /v1/chimes) or null")
+        }
     }
 
     /// Decodes a request body as the daemon does: strict JSON (`StrictJSON`), no unknown key,
@@ -52,13 +64,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter
+        case priority, queue, expiresAfter, chime, `repeat`
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
+        "chime", "repeat",
     ]
 
     private struct AnyKey: CodingKey {
@@ -85,6 +98,19 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
         queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
         expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
+        if !container.contains(.chime) {
+            chime = .priorityDefault
+        } else if try container.decodeNil(forKey: .chime) {
+            chime = ChimeChoice.none
+        } else {
+            do {
+                chime = .named(try container.decode(String.self, forKey: .chime))
+            } catch {
+                throw SpeechInputError.malformed(
+                    field: "chime", "chime must be a chime's name (GET /v1/chimes) or null")
+            }
+        }
+        `repeat` = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
         utterance = try Utterance(from: decoder)
         try validate()
     }
@@ -95,5 +121,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try container.encode(priority, forKey: .priority)
         try container.encode(queue, forKey: .queue)
         try container.encodeIfPresent(expiresAfter, forKey: .expiresAfter)
+        switch chime {
+        case .priorityDefault: break
+        case .none: try container.encodeNil(forKey: .chime)
+        case .named(let name): try container.encode(name, forKey: .chime)
+        }
+        try container.encodeIfPresent(`repeat`, forKey: .repeat)
     }
 }

@@ -42,6 +42,20 @@ extension Speak {
                 "Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
         var expiresAfter: Double?
 
+        @Option(
+            help: ArgumentHelp(
+                "The daemon's chime to play before the speech (GET /v1/chimes lists them), or none.", valueName: "name")
+        )
+        var chime: String?
+
+        @Option(
+            name: .customLong("repeat"),
+            help: ArgumentHelp("Speak it this many times (1-10) as one announcement.", valueName: "n"))
+        var repeatCount: Int?
+
+        @Option(help: ArgumentHelp("Seconds of silence between repeats (0-10, default 1).", valueName: "seconds"))
+        var repeatGap: Double?
+
         @Option(help: ArgumentHelp("Write the speech to a WAV file instead of playing it.", valueName: "file.wav"))
         var output: String?
 
@@ -82,6 +96,21 @@ extension Speak {
                 throw ValidationError("--output \(output): the file name must end in .wav")
             }
             if let audio { _ = try LocalSpeech.sinkSpec(audio, flag: "--audio") }
+            if repeatGap != nil, repeatCount == nil {
+                throw ValidationError("--repeat-gap needs --repeat N")
+            }
+            if let repetition = repetition {
+                do {
+                    try repetition.validate()
+                } catch {
+                    throw ValidationError("--repeat: \(error.message)")
+                }
+            }
+        }
+
+        /// The repeat the flags ask for.
+        var repetition: AnnouncementRepeat? {
+            repeatCount.map { AnnouncementRepeat(count: $0, gap: repeatGap ?? 1) }
         }
 
         func run() async throws {
@@ -155,6 +184,8 @@ extension Speak {
                     utterance: try plainOrSSMLUtterance(defaults: defaults), priority: priority, queue: !interrupt,
                     expiresAfter: expiresAfter)
             }
+            if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
+            if let repetition { request.repeat = repetition }
             do {
                 try request.utterance.validate(limits: .default)
             } catch {

@@ -73,7 +73,12 @@ public func buildDaemon(
         }
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
-    let settings = try accessSettings(configuration, logger: logger)
+    var settings = try accessSettings(configuration, logger: logger)
+    // libpulse reads PULSE_PROP_* into every context it makes: the one way to give pa_simple's
+    // stream a property. Set before any audio thread starts.
+    if let role = configuration.mediaRole {
+        setenv("PULSE_PROP_media.role", role, 1)
+    }
     let renderer: any SpeechRenderer
     let pool: EngineWorkerPool?
     if let givenRenderer {
@@ -83,11 +88,17 @@ public func buildDaemon(
         pool = try await makeEnginePool(configuration, environment: environment, logger: logger)
         renderer = pool!
     }
+    let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
+    settings.chimes = sound.chimes.names
     let spec = try AudioSinkSpec(parsing: configuration.audio)
     let format = renderer.format
+    var sinkOptions = AudioSinkOptions()
+    if configuration.mediaRole != nil { sinkOptions.releaseAfterIdle = .milliseconds(500) }
     let audio = AudioSupervisor(
         spec: spec.description,
-        makeSink: makeSink ?? { try await spec.makeSink(format: format, environment: environment) },
+        makeSink: makeSink ?? { [sinkOptions] in
+            try await spec.makeSink(format: format, options: sinkOptions, environment: environment)
+        },
         logger: logger)
     if await !audio.connect() {
         logger.warning(
@@ -100,7 +111,7 @@ public func buildDaemon(
         playback: AudioPlayback(
             leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000)),
             gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded()))),
-        logger: logger)
+        sound: sound, logger: logger)
     let queue = AnnouncementQueue(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
         logger: logger)
@@ -219,4 +230,60 @@ private func makeEnginePool(
     } catch {
         throw DaemonStartError(description: "--engine-worker: \(error)")
     }
+}
+
+/// The chimes (`--chimes`, else `chimes` in the voices directory found as `--voices` is) checked
+/// against the priorities' defaults, and the loudness calibration, warmed up for the default voice.
+private func makeSound(
+    _ configuration: DaemonConfiguration, renderer: any SpeechRenderer, environment: [String: String], logger: Logger
+) async throws -> AnnouncementSound {
+    var directory: URL?
+    if let configured = configuration.chimesDirectory {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: configured, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
+            throw DaemonStartError(description: "--chimes: '\(configured)' is not a directory")
+        }
+        directory = URL(fileURLWithPath: configured)
+    } else {
+        let voices =
+            configuration.voicesDirectory.map { URL(fileURLWithPath: $0) }
+            ?? VoicesDirectory.discover(environment: environment)?.url
+        directory = voices.map { $0.appendingPathComponent("chimes") }.flatMap {
+            FileManager.default.fileExists(atPath: $0.path) ? $0 : nil
+        }
+    }
+    let chimes: ChimeLibrary
+    do {
+        chimes =
+            try directory.map {
+                try ChimeLibrary(directory: $0, format: renderer.format, loudness: configuration.loudness)
+            } ?? ChimeLibrary(format: renderer.format)
+    } catch {
+        throw DaemonStartError(description: "--chimes: \(error)")
+    }
+    var defaults: [AnnouncementPriority: String] = [:]
+    for (flag, priority, name) in [
+        ("--chime-high", AnnouncementPriority.high, configuration.chimeHigh),
+        ("--chime-default", .default, configuration.chimeDefault), ("--chime-low", .low, configuration.chimeLow),
+    ] {
+        guard let name else { continue }
+        guard chimes.chimes[name] != nil else {
+            let known = chimes.names.isEmpty ? "none" : chimes.names.joined(separator: ", ")
+            throw DaemonStartError(
+                description: "\(flag): no chime named '\(name)' in \(directory?.path ?? "(no chimes directory)") "
+                    + "(chimes: \(known))")
+        }
+        defaults[priority] = name
+    }
+    if !chimes.names.isEmpty {
+        logger.info(
+            "chimes loaded",
+            metadata: [
+                "speakd.chimes": "\(chimes.names.joined(separator: ","))", "speakd.dir": "\(directory?.path ?? "")",
+            ])
+    }
+    let loudness = configuration.loudness.map { LoudnessCalibration(target: $0, renderer: renderer) }
+    await loudness?.warmUp()
+    return AnnouncementSound(chimes: chimes, defaultChimes: defaults, loudness: loudness)
 }

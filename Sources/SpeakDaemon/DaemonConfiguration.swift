@@ -54,6 +54,18 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var eventHistory: Int
     /// The lowest level logged.
     public var logLevel: Logger.Level
+    /// The chimes directory; nil for the project's `Voices/chimes`, found like the voices.
+    public var chimesDirectory: String?
+    /// The chime of high-priority announcements that name none; nil for none.
+    public var chimeHigh: String?
+    /// The chime of default-priority announcements that name none; nil for none.
+    public var chimeDefault: String?
+    /// The chime of low-priority announcements that name none; nil for none.
+    public var chimeLow: String?
+    /// The loudness announcements and chimes are brought to, in LUFS; nil leaves the engine's.
+    public var loudness: Double?
+    /// The `media.role` of the sound server's stream, for its ducking; nil for none.
+    public var mediaRole: String?
     /// Connections per listener and their timeouts (`max-connections`, `idle-timeout`,
     /// `header-timeout`, `body-timeout`, `send-timeout`).
     public var connectionLimits: ConnectionLimits

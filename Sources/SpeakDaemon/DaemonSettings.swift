@@ -6,7 +6,8 @@ import SpeechModel
 extension DaemonConfiguration {
     /// Every setting, in the order `--help` lists them. A value's flag, environment variable,
     /// file key, checks and help all come from its entry here.
-    public static let settings: [DaemonSetting] = listeners + speech + access + limits + connections + [logLevel]
+    public static let settings: [DaemonSetting] =
+        listeners + speech + sound + access + limits + connections + [logLevel]
 
     private static let listeners: [DaemonSetting] = [
         DaemonSetting(

@@ -1,6 +1,7 @@
 import AnnouncementQueue
 import AudioOutput
 import Logging
+import SpeakAPI
 import SpeechModel
 import SpeechRendering
 
@@ -13,6 +14,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     let renderer: any SpeechRenderer
     let audio: AudioSupervisor
     let playback: AudioPlayback
+    let sound: AnnouncementSound
     let logger: Logger
 
     /// - Parameters:
@@ -20,14 +22,16 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     ///   - audio: the sink and its health.
     ///   - playback: how chunks are played (lead-in of silence for idle hardware, the gap between
     ///     announcements, the engine's trailing silence left out).
+    ///   - sound: the chimes and the loudness; nil for none and the engine's own.
     ///   - logger: where failures are logged.
     public init(
         renderer: any SpeechRenderer, audio: AudioSupervisor, playback: AudioPlayback = AudioPlayback(),
-        logger: Logger = Logger(label: "speakd.speaker")
+        sound: AnnouncementSound? = nil, logger: Logger = Logger(label: "speakd.speaker")
     ) {
         self.renderer = renderer
         self.audio = audio
         self.playback = playback
+        self.sound = sound ?? .plain(format: renderer.format)
         self.logger = logger
     }
 
@@ -42,10 +46,25 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         guard let lease = audio.lease() else {
             throw AudioUnavailable(detail: audio.status.detail)
         }
+        let chime = sound.chime(for: announcement)
+        // The engine renders volume up to 1.0 (it saturates above); more is a gain here, under
+        // the limiter.
+        let boost = max(1, announcement.speech.utterance.resolvedSpans.first?.attributes.volume ?? 1)
+        let loudnessGain = await sound.loudness?.gain(for: announcement.speech)
+        let gain = loudnessGain == nil && boost == 1 ? nil : (loudnessGain ?? 1) * boost
+        let repeats = announcement.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
         do {
-            try await playback.play(
-                renderer.render(announcement.speech), format: renderer.format,
-                trailingPause: announcement.speech.trailingPause, on: lease.sink)
+            // Every repeat, with its chime, is part of this one call: cancelling the task stops
+            // whichever is playing and the ones not yet begun.
+            for index in 0..<repeats.count {
+                let speech = renderer.render(announcement.speech)
+                let limiter = gain.map { PeakLimiter(gain: $0, sampleRate: renderer.format.sampleRate) }
+                try await playback.play(
+                    SoundStream(chime: chime, speech: speech, limiter: limiter), format: renderer.format,
+                    trailingPause: announcement.speech.trailingPause,
+                    silenceBefore: index > 0 ? .milliseconds(Int64((repeats.gap * 1000).rounded())) : .zero,
+                    on: lease.sink)
+            }
         } catch let error as AudioOutputError {
             audio.reportFailure(error, on: lease)
             throw error
@@ -60,6 +79,34 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     /// Waits for the audio supervisor to have a working sink.
     public func waitUntilAvailable() async {
         await audio.waitUntilAvailable()
+    }
+}
+
+/// The chime, then the speech with its gain and limiter, as one stream of chunks.
+struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable where Speech.Element == PCMChunk {
+    typealias Element = PCMChunk
+    let chime: [Int16]?
+    let speech: Speech
+    let limiter: PeakLimiter?
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var chime: [Int16]?
+        var speech: Speech.AsyncIterator
+        var limiter: PeakLimiter?
+
+        mutating func next() async throws -> PCMChunk? {
+            if let chime {
+                self.chime = nil
+                return PCMChunk(samples: chime)
+            }
+            guard var chunk = try await speech.next() else { return nil }
+            if limiter != nil { chunk.samples = limiter!.process(chunk.samples) }
+            return chunk
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(chime: chime, speech: speech.makeAsyncIterator(), limiter: limiter)
     }
 }
 

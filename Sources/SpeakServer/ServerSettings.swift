@@ -21,6 +21,8 @@ public struct ServerSettings: Sendable, Hashable {
     /// Host names besides the listener's own address and the loopback names that a request's
     /// `Host` may carry (421 otherwise), lower case, without a port.
     public var allowedHosts: [String]
+    /// The chimes a request may name (`"chime"`), as `GET /v1/chimes` lists them.
+    public var chimes: [String] = []
 
     /// - Parameters: see the properties of the same names; the defaults are speakd's, except
     ///   that speakd's TCP listener has a token.

@@ -23,6 +23,12 @@ struct SpeakRoutes: Sendable {
         let speech: PreparedUtterance
         do {
             body = try await decodeRequest(request)
+            if case .named(let name) = body.chime, !server.settings.chimes.contains(name) {
+                let known =
+                    server.settings.chimes.isEmpty
+                    ? "none are configured" : server.settings.chimes.joined(separator: ", ")
+                throw APIError.invalid(.notFound(field: "chime", "no chime named '\(name)' (\(known))"))
+            }
             speech = try await prepare(body.utterance)
         } catch let error as APIError {
             server.metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")
@@ -182,6 +188,10 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func voices(_ request: Request, context: BasicRequestContext) async throws -> Response {
         try json(VoiceList(voices: try await server.renderer.voices()))
+    }
+
+    @Sendable func chimes(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        try json(ChimeList(chimes: server.settings.chimes))
     }
 
     @Sendable func healthz(_ request: Request, context: BasicRequestContext) async throws -> Response {

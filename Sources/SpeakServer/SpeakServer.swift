@@ -19,6 +19,7 @@ import SpeechRendering
 /// | `GET /v1/events` | `text/event-stream`: `event: queued/started/finished`, `id: <epoch>-<sequence>` (`EventID`), `data: <event JSON>` |
 /// | `POST /v1/speech` | `audio/wav`, rendered without queueing or playing |
 /// | `GET /v1/voices` | `VoiceList` |
+/// | `GET /v1/chimes` | `ChimeList` |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
 /// | `GET /openapi.json` | the OpenAPI 3.1 document of these routes (`OpenAPIDocument`) |
@@ -132,6 +133,7 @@ public struct SpeakServer: Sendable {
         router.get("/v1/events", use: routes.events)
         router.post("/v1/speech", use: routes.speech)
         router.get("/v1/voices", use: routes.voices)
+        router.get("/v1/chimes", use: routes.chimes)
         router.get("/healthz", use: routes.healthz)
         router.get("/metrics", use: routes.metricsPage)
         router.get("/openapi.json", use: routes.openAPI)

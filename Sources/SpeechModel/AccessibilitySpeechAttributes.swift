@@ -66,7 +66,7 @@ extension AttributeScopes.AccessibilitySpeechAttributes {
         public static let name = "speechRate"
     }
 
-    /// Volume, 0.0–1.0 (`volume` on the wire).
+    /// Volume, 0.0–2.0 (`volume` on the wire).
     public enum SpeechVolumeAttribute: CodableAttributedStringKey {
         public typealias Value = Double
         public static let name = "speechVolume"

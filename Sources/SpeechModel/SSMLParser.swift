@@ -22,7 +22,7 @@ extension Utterance {
     /// |---|---|---|
     /// | `pitch` | `x-low` 0.7, `low` 0.85, `medium`/`default` 1.0, `high` 1.2, `x-high` 1.4; `+N%`/`-N%`; `+Nst`/`-Nst`; `N%`; a multiplier `1.2` | 0.0–2.0 |
     /// | `rate` | `x-slow` 0.5, `slow` 0.75, `medium`/`default` 1.0, `fast` 1.5, `x-fast` 2.0; `+N%`/`-N%`; `N%`; a multiplier | 0.5–2.0 |
-    /// | `volume` | `silent` 0, `x-soft` 0.25, `soft` 0.5, `medium` 0.75, `loud`/`x-loud`/`default` 1.0; `+NdB`/`-NdB`; `+N%`/`-N%`; `N%`; a number on SSML 1.0's 0–100 scale | 0.0–1.0 |
+    /// | `volume` | `silent` 0, `x-soft` 0.25, `soft` 0.5, `medium` 0.75, `loud`/`x-loud`/`default` 1.0; `+NdB`/`-NdB`; `+N%`/`-N%`; `N%`; a number on SSML 1.0's 0–100 scale | 0.0–2.0 |
     /// | `break time` | `500ms`, `1.5s` | 0–10 s |
     /// | `break strength` | `none` 0, `x-weak` 0.1, `weak` 0.25, `medium` 0.5 (also a bare `<break/>`), `strong` 0.75, `x-strong` 1.0 s | |
     ///

@@ -1,7 +1,7 @@
 /// Attributes that a span of an utterance may carry; `nil` means "inherit".
 ///
 /// The ranges follow the wire format: pitch 0.0–2.0 (1.0 normal, an F0 multiplier),
-/// rate 0.5–2.0 (× 175 words per minute), volume 0.0–1.0.
+/// rate 0.5–2.0 (× 175 words per minute), volume 0.0–2.0 (above 1.0 raised after the engine, see `EngineSpeaker`).
 public struct SpeechAttributes: Sendable, Hashable {
     public var pitch: Double?
     public var rate: Double?
@@ -15,7 +15,7 @@ public struct SpeechAttributes: Sendable, Hashable {
 
     public static let pitchRange: ClosedRange<Double> = 0.0...2.0
     public static let rateRange: ClosedRange<Double> = 0.5...2.0
-    public static let volumeRange: ClosedRange<Double> = 0.0...1.0
+    public static let volumeRange: ClosedRange<Double> = 0.0...2.0
 
     public init(
         pitch: Double? = nil, rate: Double? = nil, volume: Double? = nil,

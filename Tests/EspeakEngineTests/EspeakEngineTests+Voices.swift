@@ -94,7 +94,7 @@ extension EspeakEngineTests {
         // Rendering an invalid utterance fails before any chunk, with the same error.
         var chunks = 0
         do {
-            for try await _ in engine.render(Utterance(spans: [Span("a", attributes: SpeechAttributes(volume: 2))])) {
+            for try await _ in engine.render(Utterance(spans: [Span("a", attributes: SpeechAttributes(volume: 3))])) {
                 chunks += 1
             }
             Issue.record("an out-of-range volume rendered")

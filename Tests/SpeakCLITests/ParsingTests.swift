@@ -41,7 +41,7 @@ import Testing
         (["--pitch", "3", "hi"], "--pitch 3"),
         (["--pitch=-0.5", "hi"], "--pitch -0.5"),
         (["--rate", "0.1", "hi"], "--rate 0.1"),
-        (["--volume", "1.5", "hi"], "--volume 1.5"),
+        (["--volume", "2.5", "hi"], "--volume 2.5"),
         (["--lang", "en-", "hi"], "--lang en-"),
         (["--lang", "en_GB", "x"], "--lang en_GB"),
         (["--priority", "urgent", "hi"], "urgent"),

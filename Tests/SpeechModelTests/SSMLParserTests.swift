@@ -69,8 +69,8 @@ import Testing
             #"prosody rate="+10%" at line 1, column 40 gives 2.2, outside 0.5–2.0"#
         ),
         (#"rate="20%""#, #"prosody rate="20%" at line 1, column 17 gives 0.2, outside 0.5–2.0"#),
-        (#"volume="+6dB""#, #"prosody volume="+6dB" at line 1, column 17 gives 2, outside 0.0–1.0"#),
-        (#"volume="150""#, #"prosody volume="150" at line 1, column 17 gives 1.5, outside 0.0–1.0"#),
+        (#"volume="+200%""#, #"prosody volume="+200%" at line 1, column 17 gives 3, outside 0.0–2.0"#),
+        (#"volume="250""#, #"prosody volume="250" at line 1, column 17 gives 2.5, outside 0.0–2.0"#),
     ])
     func outOfRangeProsodyIsAnError(attributes: String, message: String) {
         let error = #expect(throws: SpeechInputError.self) {

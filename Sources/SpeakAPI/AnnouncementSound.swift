@@ -1,0 +1,84 @@
+import SpeechModel
+
+/// Which chime an announcement plays before its speech (`"chime"` on the wire).
+public enum ChimeChoice: Sendable, Hashable {
+    /// The key is absent: the chime configured for the announcement's priority, if any.
+    case priorityDefault
+    /// `"chime": null`: none.
+    case none
+    /// `"chime": "ding"`: the chime of that name (`GET /v1/chimes`).
+    case named(String)
+}
+
+/// Speaking an announcement more than once (`"repeat": {"count": 2, "gap": 1.5}`), as one
+/// announcement: one `finished`, and cancelling stops every repeat.
+public struct AnnouncementRepeat: Sendable, Hashable, Codable {
+    /// The most times an announcement may be spoken.
+    public static let countRange = 1...10
+    /// The most seconds between repeats.
+    public static let maximumGap = 10.0
+
+    /// How many times it is spoken, 1 … 10.
+    public var count: Int
+    /// Seconds of silence between one repeat's end and the next one's start, 0 … 10.
+    public var gap: Double
+
+    /// - Parameters:
+    ///   - count: how many times it is spoken.
+    ///   - gap: seconds of silence between repeats.
+    public init(count: Int, gap: Double = 1) {
+        self.count = count
+        self.gap = gap
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case count, gap
+    }
+
+    private struct AnyKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+            .filter { CodingKeys(rawValue: $0) == nil }.sorted()
+        if let key = unknown.first {
+            throw SpeechInputError.malformed(field: "repeat.\(key)", "unknown key '\(key)'; repeat has count and gap")
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        do {
+            count = try container.decode(Int.self, forKey: .count)
+        } catch {
+            throw SpeechInputError.malformed(field: "repeat.count", "repeat.count must be a whole number from 1 to 10")
+        }
+        do {
+            gap = try container.decodeIfPresent(Double.self, forKey: .gap) ?? 1
+        } catch {
+            throw SpeechInputError.malformed(field: "repeat.gap", "repeat.gap must be a number of seconds from 0 to 10")
+        }
+    }
+
+    /// Checks the ranges; the error names the field.
+    public func validate() throws(SpeechInputError) {
+        guard Self.countRange.contains(count) else {
+            throw .outOfRange(field: "repeat.count", "repeat.count must be from 1 to 10, not \(count)")
+        }
+        guard gap.isFinite, gap >= 0, gap <= Self.maximumGap else {
+            throw .outOfRange(field: "repeat.gap", "repeat.gap must be a number of seconds from 0 to 10, not \(gap)")
+        }
+    }
+}
+
+/// The body of `GET /v1/chimes`: the names a request's `"chime"` may take.
+public struct ChimeList: Sendable, Hashable, Codable {
+    /// The chime names, sorted.
+    public var chimes: [String]
+
+    /// - Parameter chimes: the chime names.
+    public init(chimes: [String]) {
+        self.chimes = chimes
+    }
+}

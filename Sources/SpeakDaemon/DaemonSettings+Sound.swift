@@ -1,0 +1,49 @@
+import Foundation
+import SpeakAPI
+
+extension DaemonConfiguration {
+    /// Chimes, loudness and the stream's role for ducking.
+    static let sound: [DaemonSetting] = [
+        DaemonSetting(
+            "chimes", \.chimesDirectory, valueName: "dir",
+            help: "Directory of chimes (WAV, FLAC, Ogg), each named by its file name without extension.",
+            default: nil, shown: "the project's Voices/chimes, found like --voices"
+        ) { value in try value.isNone ? nil : value.path() },
+        chime("high", \.chimeHigh),
+        chime("default", \.chimeDefault),
+        chime("low", \.chimeLow),
+        DaemonSetting(
+            "loudness", \.loudness, valueName: "LUFS",
+            help: "Loudness every announcement and chime is brought to (EBU R128 integrated, -40 to -5), or off.",
+            default: -16, shown: "-16"
+        ) { value in
+            if value.isNone { return nil }
+            guard let lufs = Double(value.value), lufs.isFinite, (-40.0...(-5.0)).contains(lufs) else {
+                throw value.invalid("expected LUFS from -40 to -5, or off")
+            }
+            return lufs
+        },
+        DaemonSetting(
+            "media-role", \.mediaRole, valueName: "role",
+            help: "PulseAudio/PipeWire media.role of speakd's streams, for the server's ducking; none for no role. "
+                + "With a role the stream is closed 0.5 s after the last announcement, so ducking ends.",
+            default: "announcement"
+        ) { value in
+            if value.isNone { return nil }
+            guard value.value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                throw value.invalid("expected a role name such as announcement")
+            }
+            return value.value
+        },
+    ]
+
+    private static func chime(
+        _ priority: String, _ field: any WritableKeyPath<DaemonConfiguration, String?> & Sendable
+    ) -> DaemonSetting {
+        DaemonSetting(
+            "chime-\(priority)", field, valueName: "name",
+            help: "Chime played before \(priority)-priority announcements that name none, or none.", default: nil,
+            shown: "none"
+        ) { value in value.isNone ? nil : value.value }
+    }
+}

@@ -1,0 +1,245 @@
+import AudioOutput
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+import SpeechRendering
+import Testing
+
+extension SpeakdIntegration {
+    /// Chimes, ducking, loudness and repeats, heard on the private server's null sink.
+    @Suite(.serialized, .timeLimit(.minutes(2)))
+    struct SoundTests {
+        @Test("a chime is heard before the speech, and a cancel during the chime silences both")
+        func chime() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let chimes = try await speakd.unix.send("GET", "/v1/chimes").decode(ChimeList.self)
+            #expect(chimes.chimes == ["ding", "two-tone"])
+
+            let body: [String: Any] = ["text": "Doors closing", "chime": "ding"]
+            let reference = try await speakd.reference(["text": "Doors closing"])
+            let start = speakd.recorder.recordedFrames
+            let id = try await speakd.accept(body)
+            #expect(await speakd.events.waitForFinished([id]))
+            let heard = Array(speakd.recorder.samplesSoFar()[start...])
+
+            // Cancelled 0.3 s into a long announcement's 0.85 s chime: nothing of its speech is heard.
+            let long = try await speakd.accept([
+                "text": "Attention please, the train now standing at platform nine is for the coast",
+                "chime": "two-tone",
+            ])
+            _ = try #require(await speakd.events.waitFor(.started, of: long))
+            try await Task.sleep(for: .milliseconds(300))
+            let cancelAt = speakd.recorder.recordedFrames
+            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(long)").status == 200)
+            #expect(await speakd.events.waitForFinished([long]))
+            try await Task.sleep(for: .milliseconds(600))
+            let recording = await speakd.stop()
+
+            let rate = Double(recording.analysis.sampleRate)
+            let analysis = AudioAnalysis(samples: heard, sampleRate: recording.analysis.sampleRate)
+            let segments = analysis.soundingSegments(
+                minimumSilence: 0.15, silenceLevel: Recording.silenceLevel, minimumSound: 0.05)
+            let first = try #require(segments.first, "nothing heard")
+            // The first 0.3 s of sound is the ding (880 Hz and its octave); the last 0.3 s is speech.
+            let chimePart = Array(heard[Int(first.start * rate)..<Int((first.start + 0.3) * rate)])
+            let last = try #require(segments.last)
+            let speechPart = Array(heard[Int((last.end - 0.3) * rate)..<Int(last.end * rate)])
+            #expect(toneShare(chimePart, frequencies: [880, 1760], rate: rate) > 0.6)
+            #expect(toneShare(speechPart, frequencies: [880, 1760], rate: rate) < 0.2)
+            let total = (segments.last!.end - first.start)
+            #expect(
+                abs(total - (reference.soundingDuration + 0.6)) < 0.35,
+                "heard \(total) s; speech \(reference.soundingDuration) s + chime 0.6 s")
+
+            let finished = speakd.events.finished(long).first
+            #expect(finished?.reason == .cancelled)
+            let after = AudioAnalysis(
+                samples: Array(
+                    recording.analysis.samples[min(cancelAt + Int(0.25 * rate), recording.analysis.samples.count)...]),
+                sampleRate: recording.analysis.sampleRate)
+            #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
+            expectExactlyOneFinished([id, long], in: speakd.events.events)
+        }
+
+        @Test("a music stream is ducked while speakd speaks and restored after")
+        func ducking() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let status = try await speakd.pulse.run(
+                "/usr/bin/pactl",
+                [
+                    "load-module", "module-role-ducking", "trigger_roles=announcement", "ducking_roles=music",
+                    "volume=10%",
+                ])
+            try #require(status == 0)
+            let tone = speakd.daemon.directory.appendingPathComponent("music.wav")
+            let sox = try ChildProcess(
+                "/usr/bin/sox",
+                ["-n", "-r", "22050", "-c", "1", "-b", "16", tone.path, "synth", "60", "sine", "330", "gain", "-12"],
+                environment: ProcessInfo.processInfo.environment, output: "/dev/null")
+            #expect(await sox.wait(timeout: .seconds(10)) == 0)
+            let music = try ChildProcess(
+                "/usr/bin/paplay", ["--property=media.role=music", tone.path],
+                environment: speakd.pulse.clientProcessEnvironment, output: "/dev/null")
+            defer { music.send(SIGKILL) }
+            // speakd's stream from start-up is released within 0.5 s; the music plays undisturbed.
+            try await Task.sleep(for: .seconds(1.5))
+            let rate = Double(speakd.recorder.sampleRate)
+            let beforeEnd = speakd.recorder.recordedFrames
+            let id = try await speakd.accept([
+                "text": "Mind the gap", "chime": NSNull(), "repeat": ["count": 2, "gap": 1.5],
+            ])
+            _ = try #require(await speakd.events.waitFor(.started, of: id))
+            try await Task.sleep(for: .milliseconds(300))
+            let inputs = try await sinkInputs(speakd.pulse)
+            #expect(inputs.contains("media.role = \"announcement\""), "\(inputs)")
+            #expect(await speakd.events.waitForFinished([id]))
+            let finishedAt = speakd.recorder.recordedFrames
+            try await Task.sleep(for: .seconds(1.5))
+            let samples = speakd.recorder.samplesSoFar()
+            _ = await speakd.stop()
+
+            let before = rms(samples[(beforeEnd - Int(0.5 * rate))..<beforeEnd])
+            // The quietest 100 ms while it spoke (the gap between repeats): music alone, ducked.
+            var quietest = Double.infinity
+            var index = beforeEnd
+            while index + Int(0.1 * rate) <= finishedAt {
+                quietest = min(quietest, rms(samples[index..<(index + Int(0.1 * rate))]))
+                index += Int(0.05 * rate)
+            }
+            let after = rms(samples[(samples.count - Int(0.5 * rate))..<samples.count])
+            #expect(before > 0.05, "the music was not heard before: RMS \(before)")
+            #expect(quietest < before * 0.3, "not ducked: music \(before), quietest while speaking \(quietest)")
+            #expect(abs(after - before) < before * 0.15, "not restored: before \(before), after \(after)")
+        }
+
+        @Test("five voices, pitches and volumes are heard at the target loudness (±1 LU), none clipped")
+        func loudness() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: ["--loudness", "-18"])
+            let text = "Passengers for the airport should change at the next station for the express service."
+            let cases: [(body: [String: Any], target: Double)] = [
+                (["text": text], -18),
+                (["text": text, "language": "de", "pitch": 1.5], -18),
+                (["text": text, "language": "fr", "pitch": 0.6, "rate": 1.3], -18),
+                (["text": text, "language": "es", "volume": 0.5], -18 - 6.02),
+                (["text": text, "language": "en-GB", "pitch": 1.3, "volume": 1.4], -18 + 2.92),
+                // Volume 2.0 (+6 dB) pushes the peaks into the limiter: measured for clipping only.
+                (["text": text, "volume": 2.0], .nan),
+            ]
+            var measured: [(Double?, Double)] = []
+            var clipped = 0
+            for (body, target) in cases {
+                let start = speakd.recorder.recordedFrames
+                let id = try await speakd.accept(body.merging(["chime": NSNull()]) { $1 })
+                #expect(await speakd.events.waitForFinished([id]))
+                try await Task.sleep(for: .milliseconds(150))
+                let samples = Array(speakd.recorder.samplesSoFar()[start...])
+                clipped += samples.filter { $0 == .max || $0 == .min }.count
+                measured.append((LoudnessMeter.loudness(of: samples, format: AudioFormat(sampleRate: 22050)), target))
+            }
+            _ = await speakd.stop()
+            for (index, (loudness, target)) in measured.enumerated() where !target.isNaN {
+                let loudness = try #require(loudness, "case \(index): nothing measured")
+                #expect(abs(loudness - target) <= 1, "case \(index): \(loudness) LUFS, target \(target)")
+            }
+            #expect(clipped == 0)
+            // The limiter holds the loudest under the ceiling but it is still louder than volume 1.0.
+            let loudest = try #require(measured.last?.0)
+            #expect(loudest > -18 + 2, "volume 2.0 measured \(loudest) LUFS")
+        }
+
+        @Test("repeats are heard N times with one finished; a cancel stops the rest")
+        func repeats() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let reference = try await speakd.reference(["text": "Mind the gap"])
+            let id = try await speakd.accept(["text": "Mind the gap", "repeat": ["count": 3, "gap": 0.8]])
+            #expect(await speakd.events.waitForFinished([id]))
+            let afterFirst = speakd.recorder.recordedFrames
+
+            let cancelled = try await speakd.accept(["text": "Mind the gap", "repeat": ["count": 5, "gap": 0.8]])
+            _ = try #require(await speakd.events.waitFor(.started, of: cancelled))
+            try await Task.sleep(for: .seconds(reference.soundingDuration + 0.4))
+            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(cancelled)").status == 200)
+            #expect(await speakd.events.waitForFinished([cancelled]))
+            try await Task.sleep(for: .seconds(1.5))
+            let recording = await speakd.stop()
+
+            let rate = recording.analysis.sampleRate
+            let first = AudioAnalysis(samples: Array(recording.analysis.samples[..<afterFirst]), sampleRate: rate)
+                .soundingSegments(minimumSilence: 0.5, silenceLevel: Recording.silenceLevel, minimumSound: 0.05)
+            #expect(first.count == 3, "heard \(first)")
+            for segment in first {
+                #expect(
+                    abs(segment.duration - reference.soundingDuration) < 0.2,
+                    "\(segment) vs \(reference.soundingDuration)")
+            }
+            let second = AudioAnalysis(samples: Array(recording.analysis.samples[afterFirst...]), sampleRate: rate)
+                .soundingSegments(minimumSilence: 0.5, silenceLevel: Recording.silenceLevel, minimumSound: 0.05)
+            #expect((1...2).contains(second.count), "heard \(second) of a cancelled five")
+            #expect(speakd.events.finished(id).first?.success == true)
+            #expect(speakd.events.finished(cancelled).first?.reason == .cancelled)
+            expectExactlyOneFinished([id, cancelled], in: speakd.events.events)
+        }
+
+        @Test("bad chimes and repeats are 422 naming the field; an unknown configured chime stops the start")
+        func refused() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let bodies: [([String: Any], String)] = [
+                (["text": "x", "chime": "gong"], "chime"),
+                (["text": "x", "chime": 3], "chime"),
+                (["text": "x", "repeat": ["count": 0]], "repeat.count"),
+                (["text": "x", "repeat": ["count": 11]], "repeat.count"),
+                (["text": "x", "repeat": ["count": 2, "gap": 10.5]], "repeat.gap"),
+                (["text": "x", "repeat": ["count": 2, "gap": "long"]], "repeat.gap"),
+                (["text": "x", "repeat": ["count": 2, "pause": 1]], "repeat.pause"),
+            ]
+            for (body, field) in bodies {
+                let response = try await post(body, via: speakd.unix)
+                #expect(response.status == 422, "\(body): \(response.status)")
+                #expect(
+                    response.error?.error.field == field, "\(body): \(String(decoding: response.body, as: UTF8.self))")
+            }
+            _ = await speakd.stop()
+
+            await #expect(throws: (any Error).self) {
+                _ = try await SpeakdProcess.start(
+                    audio: "null", arguments: ["--chime-high", "gong"], timeout: .seconds(10))
+            }
+        }
+    }
+}
+
+/// The share of `samples`' energy at `frequencies` (Goertzel), 0 … 1.
+private func toneShare(_ samples: [Int16], frequencies: [Double], rate: Double) -> Double {
+    let values = samples.map { Double($0) / 32768 }
+    let total = values.reduce(0) { $0 + $1 * $1 }
+    guard total > 0 else { return 0 }
+    var tone = 0.0
+    for frequency in frequencies {
+        let coefficient = 2 * cos(2 * Double.pi * frequency / rate)
+        var (previous, beforePrevious) = (0.0, 0.0)
+        for value in values {
+            let current = value + coefficient * previous - beforePrevious
+            beforePrevious = previous
+            previous = current
+        }
+        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        tone += 2 * power / Double(values.count)
+    }
+    return tone / total
+}
+
+/// `pactl list sink-inputs` on `pulse`.
+private func sinkInputs(_ pulse: PulseAudioServer) async throws -> String {
+    let output = pulse.directory.appendingPathComponent("sink-inputs.txt")
+    let process = try ChildProcess(
+        "/usr/bin/pactl", ["list", "sink-inputs"], environment: pulse.clientProcessEnvironment, output: output.path)
+    _ = await process.wait(timeout: .seconds(5))
+    return (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+}
+
+/// Root mean square of `samples`, full scale 1.
+private func rms(_ samples: ArraySlice<Int16>) -> Double {
+    guard !samples.isEmpty else { return 0 }
+    return (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot() / 32768
+}
