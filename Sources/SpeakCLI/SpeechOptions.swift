@@ -21,7 +21,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "Speaking rate, 0.5–2.0 (× 175 words per minute).")
     var rate: Double?
 
-    @Option(parsing: .unconditional, help: "Volume, 0.0–1.0.")
+    @Option(parsing: .unconditional, help: "Volume, 0.0–2.0 (above 1.0 raised after the engine, under a limiter).")
     var volume: Double?
 
     /// The utterance defaults these options describe; errors name the flag and its value.

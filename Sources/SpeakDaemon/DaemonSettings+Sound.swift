@@ -27,7 +27,7 @@ extension DaemonConfiguration {
             "media-role", \.mediaRole, valueName: "role",
             help: "PulseAudio/PipeWire media.role of speakd's streams, for the server's ducking; none for no role. "
                 + "With a role the stream is closed 0.5 s after the last announcement, so ducking ends.",
-            default: "announcement"
+            default: "announcement", shown: "announcement"
         ) { value in
             if value.isNone { return nil }
             guard value.value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
@@ -44,6 +44,12 @@ extension DaemonConfiguration {
             "chime-\(priority)", field, valueName: "name",
             help: "Chime played before \(priority)-priority announcements that name none, or none.", default: nil,
             shown: "none"
-        ) { value in value.isNone ? nil : value.value }
+        ) { value in
+            if value.isNone { return nil }
+            guard value.value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                throw value.invalid("expected a chime's name (letters, digits, - and _) or none")
+            }
+            return value.value
+        }
     }
 }

@@ -313,6 +313,8 @@ struct ExampleConfigTests {
         var fromExample = try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
         #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
         fromExample.voicesDirectory = nil
+        #expect(fromExample.chimesDirectory == "/usr/local/share/speakd/Voices/chimes")
+        fromExample.chimesDirectory = nil
         #expect(fromExample == DaemonConfiguration.defaults(environment: environment))
     }
 }
@@ -351,6 +353,12 @@ struct ConfigurationSettingsTests {
         "body-timeout": ("7", "-3"),
         "send-timeout": ("0.5", "inf"),
         "log-level": ("debug", "loud"),
+        "chimes": ("/usr/local/share/speakd/chimes", "chimes"),
+        "chime-high": ("two-tone", "two tone"),
+        "chime-default": ("ding", "ding!"),
+        "chime-low": ("soft_bell", "bell/soft"),
+        "loudness": ("-23", "-3"),
+        "media-role": ("music", "a role"),
     ]
 
     @Test func everySettingHasSamples() {
@@ -446,7 +454,9 @@ struct ConfigurationSettingsTests {
             }
         }
         #expect(
-            described == ["socket", "voices", "engine-workers", "engine-worker", "token-file", "fallback-language"])
+            described == [
+                "socket", "voices", "engine-workers", "engine-worker", "chimes", "token-file", "fallback-language",
+            ])
     }
 
     /// The built executable prints the same help, and exits 0.

@@ -41,7 +41,8 @@ struct AccessTests {
             let requests: [(String, HTTPRequest.Method, ByteBuffer?)] = [
                 ("/v1/announcements", .post, body), ("/v1/announcements", .get, nil),
                 ("/v1/announcements", .delete, nil), ("/v1/announcements/a1", .delete, nil),
-                ("/v1/events", .get, nil), ("/v1/speech", .post, body), ("/v1/voices", .get, nil), ("/v1/chimes", .get, nil),
+                ("/v1/events", .get, nil), ("/v1/speech", .post, body), ("/v1/voices", .get, nil),
+                ("/v1/chimes", .get, nil),
                 ("/metrics", .get, nil), ("/no/such/route", .get, nil),
             ]
             for (uri, method, body) in requests {

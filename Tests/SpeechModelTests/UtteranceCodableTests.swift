@@ -68,7 +68,7 @@ import Testing
         (#"{"text": "a", "pitch": "high"}"#, "malformed", "pitch", "expected a number"),
         (#"{"text": "a", "pitch": 2.5}"#, "outOfRange", "pitch", "2.5 is out of range 0.0–2.0"),
         (#"{"text": "a", "rate": 0.2}"#, "outOfRange", "rate", "0.2 is out of range 0.5–2.0"),
-        (#"{"text": "a", "volume": -1}"#, "outOfRange", "volume", "-1.0 is out of range 0.0–1.0"),
+        (#"{"text": "a", "volume": -1}"#, "outOfRange", "volume", "-1.0 is out of range 0.0–2.0"),
         (#"{"text": "a", "punctuation": 1}"#, "malformed", "punctuation", "expected true or false"),
         (#"{"text": "a", "spellOut": "yes"}"#, "malformed", "spellOut", "expected true or false"),
         (
