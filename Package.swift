@@ -144,6 +144,7 @@ let package = Package(
             name: "speakd-engine-bench",
             dependencies: [
                 "EspeakEngine", "EngineWorkers", "CEspeakNG", "SpeechModel", "SpeechRendering", "SpeakTestSupport",
+                "AudioOutput",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/EngineBenchmark",

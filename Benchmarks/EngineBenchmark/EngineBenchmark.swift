@@ -8,7 +8,8 @@ import SpeechRendering
 
 /// Measures EspeakEngine against libespeak-ng called directly, in the same run:
 /// time to first chunk and audio seconds per CPU second. `--calibrate-pitch` instead measures
-/// espeak-ng's pitch parameter → F0 ratio table that `PitchCalibration` uses.
+/// espeak-ng's pitch parameter → F0 ratio table that `PitchCalibration` uses; `--loudness` the
+/// cost of the loudness stage against rendering.
 @main
 struct EngineBenchmark {
     static let corpus = [
@@ -35,6 +36,8 @@ struct EngineBenchmark {
             }
         } else if arguments.contains("--calibrate-pitch") {
             try await calibratePitch(engine)
+        } else if arguments.contains("--loudness") {
+            try await LoudnessBenchmark.run(engine, rounds: arguments.first.flatMap(Int.init) ?? 20)
         } else {
             let rounds = arguments.first.flatMap(Int.init) ?? 20
             print("chunks after the first: \(configuration.chunkMilliseconds) ms")

@@ -13,9 +13,12 @@ public final class LoudnessMeter {
         public let description: String
     }
 
-    /// - Parameter format: the format of every sample added.
-    public init(format: AudioFormat) throws(Failure) {
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue)
+    /// - Parameters:
+    ///   - format: the format of every sample added.
+    ///   - truePeak: whether to measure the true peak too (4× oversampling: it costs more than
+    ///     the loudness itself).
+    public init(format: AudioFormat, truePeak: Bool = false) throws(Failure) {
+        let mode = Int32(EBUR128_MODE_I.rawValue | (truePeak ? EBUR128_MODE_TRUE_PEAK.rawValue : 0))
         guard let state = ebur128_init(UInt32(format.channels), UInt(format.sampleRate), mode) else {
             throw Failure(description: "libebur128 cannot measure \(format)")
         }
@@ -46,7 +49,8 @@ public final class LoudnessMeter {
         return loudness
     }
 
-    /// The highest true peak of any channel, as a linear factor of full scale (1 = 0 dBTP).
+    /// The highest true peak of any channel, as a linear factor of full scale (1 = 0 dBTP);
+    /// 0 unless made with `truePeak`.
     public var truePeak: Double {
         var highest = 0.0
         for channel in 0..<channels {
@@ -77,38 +81,49 @@ public final class LoudnessMeter {
 /// a sample-peak limiter cannot see) stay under 0 dBTP too.
 public struct PeakLimiter: Sendable {
     /// The linear gain applied before limiting.
-    public var gain: Double
+    public var gain: Float
     /// The highest absolute sample value let out, as a factor of full scale.
-    public let ceiling: Double
+    public let ceiling: Float
     /// Per-sample factor by which a gain reduction recovers (about 50 ms to return within 1 dB).
-    private let release: Double
+    private let release: Float
     /// The gain reduction now, 1 for none.
-    private var reduction = 1.0
+    private var reduction: Float = 1
 
     /// - Parameters:
     ///   - gain: linear gain, e.g. from `LoudnessCalibration`.
     ///   - ceiling: highest sample value let out, as a factor of full scale (-1 dBFS by default).
     ///   - sampleRate: the stream's rate, for the release time.
     public init(gain: Double, ceiling: Double = 0.891, sampleRate: Int) {
-        self.gain = gain
-        self.ceiling = ceiling
-        self.release = exp(-1.0 / (0.025 * Double(max(sampleRate, 1))))
+        self.gain = Float(gain)
+        self.ceiling = Float(ceiling)
+        self.release = Float(exp(-1.0 / (0.025 * Double(max(sampleRate, 1)))))
     }
 
-    /// `samples` with the gain applied and peaks limited.
-    public mutating func process(_ samples: [Int16]) -> [Int16] {
-        guard gain != 1 || reduction < 1 else { return samples }
+    /// Applies the gain to `samples` and limits their peaks, in place.
+    public mutating func process(_ samples: inout [Int16]) {
+        guard gain != 1 || reduction < 1 else { return }
         let limit = ceiling * 32767
-        var output = samples
-        for index in output.indices {
-            let value = Double(output[index]) * gain
-            // Recover towards no reduction, then reduce at once if this sample would pass the limit.
-            reduction = 1 - (1 - reduction) * release
-            let magnitude = abs(value) * reduction
-            if magnitude > limit { reduction = limit / abs(value) }
-            output[index] = Int16((value * reduction).rounded())
+        let gain = gain
+        let release = release
+        var reduction = reduction
+        // Float and no bounds checks: this runs on every sample the daemon plays, and its cost
+        // is measured against rendering (speakd-engine-bench --loudness).
+        samples.withUnsafeMutableBufferPointer { buffer in
+            for index in buffer.indices {
+                let value = Float(buffer[index]) * gain
+                var magnitude = abs(value)
+                if reduction < 1 {
+                    // Recover towards no reduction.
+                    reduction = 1 - (1 - reduction) * release
+                    magnitude *= reduction
+                }
+                // Reduce at once if this sample would pass the limit.
+                if magnitude > limit { reduction = limit / abs(value) }
+                let limited = value * reduction
+                buffer[index] = Int16(limited + (limited < 0 ? -0.5 : 0.5))
+            }
         }
-        return output
+        self.reduction = reduction
     }
 }
 

@@ -100,7 +100,7 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
                 return PCMChunk(samples: chime)
             }
             guard var chunk = try await speech.next() else { return nil }
-            if limiter != nil { chunk.samples = limiter!.process(chunk.samples) }
+            limiter?.process(&chunk.samples)
             return chunk
         }
     }
