@@ -37,11 +37,29 @@ import Testing
         #expect(say.expiresAfter == 10)
     }
 
+    @Test func chimeAndRepeatBecomeRequestFields() throws {
+        let say = try #require(
+            try Speak.parseAsRoot(["--chime", "two-tone", "--repeat", "3", "--repeat-gap", "0.5", "Gate", "B"])
+                as? Speak.Say)
+        let request = try say.readRequest()
+        #expect(request.chime == .named("two-tone"))
+        #expect(request.repeat == AnnouncementRepeat(count: 3, gap: 0.5))
+        let none = try #require(try Speak.parseAsRoot(["--chime", "none", "hi"]) as? Speak.Say)
+        #expect(try none.readRequest().chime == ChimeChoice.none)
+        #expect(try none.readRequest().repeat == nil)
+        let body =
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(try none.readRequest())) as? [String: Any]
+        #expect(body?["chime"] is NSNull)
+    }
+
     @Test(arguments: [
         (["--pitch", "3", "hi"], "--pitch 3"),
         (["--pitch=-0.5", "hi"], "--pitch -0.5"),
         (["--rate", "0.1", "hi"], "--rate 0.1"),
         (["--volume", "2.5", "hi"], "--volume 2.5"),
+        (["--repeat", "11", "hi"], "--repeat: repeat.count must be from 1 to 10, not 11"),
+        (["--repeat", "2", "--repeat-gap", "12", "hi"], "repeat.gap must be a number of seconds from 0 to 10"),
+        (["--repeat-gap", "1", "hi"], "--repeat-gap needs --repeat N"),
         (["--lang", "en-", "hi"], "--lang en-"),
         (["--lang", "en_GB", "x"], "--lang en_GB"),
         (["--priority", "urgent", "hi"], "urgent"),

@@ -31,7 +31,8 @@ extension SpeakdIntegration {
             let paths = try #require(served["paths"] as? [String: Any])
             #expect(
                 Set(paths.keys) == [
-                    "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices", "/v1/chimes",
+                    "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices",
+                    "/v1/chimes",
                     "/healthz", "/metrics", "/openapi.json", "/",
                 ])
             _ = await daemon.stop()
