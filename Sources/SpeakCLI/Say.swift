@@ -115,6 +115,12 @@ extension Speak {
 
         func run() async throws {
             let request = try readRequest()
+            // Chimes and repeats are the daemon's: in-process speech and WAV output have neither.
+            let daemonOnly = [chime.map { _ in "--chime" }, repeatCount.map { _ in "--repeat" }].compactMap { $0 }
+            if let flag = daemonOnly.first, output != nil || local {
+                throw SpeakFailure.invalidInput(
+                    "\(flag) is played by speakd; it cannot be used with --output or --local")
+            }
             if let output {
                 try await LocalSpeech.render(request.utterance, toWAV: output)
                 return
@@ -126,6 +132,9 @@ extension Speak {
             if !local, connection.isExplicit() {
                 let tried = try connection.candidates().map(\.description).joined(separator: ", ")
                 throw SpeakFailure.daemonUnreachable("no speakd answers at \(tried)")
+            }
+            if let flag = daemonOnly.first {
+                throw SpeakFailure.daemonUnreachable("\(flag) needs speakd, and no speakd answers")
             }
             let sink = try LocalSpeech.sinkSpec(
                 audio ?? ProcessInfo.processInfo.environment["SPEAKD_AUDIO"] ?? "auto",
