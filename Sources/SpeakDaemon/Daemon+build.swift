@@ -74,9 +74,13 @@ public func buildDaemon(
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     var settings = try accessSettings(configuration, logger: logger)
+    let spec = try AudioSinkSpec(parsing: configuration.audio)
     // libpulse reads PULSE_PROP_* into every context it makes: the one way to give pa_simple's
-    // stream a property. Set before any audio thread starts.
-    if let role = configuration.mediaRole {
+    // stream a property. Set before any audio thread starts. Only for the PulseAudio sink, which
+    // closes its idle stream: ALSA through the pulse plugin would keep a tagged stream open,
+    // and the other streams ducked, for good.
+    let tagsRole = configuration.mediaRole != nil && [.pulse, .auto].contains(spec)
+    if let role = configuration.mediaRole, tagsRole {
         setenv("PULSE_PROP_media.role", role, 1)
     }
     let renderer: any SpeechRenderer
@@ -90,10 +94,9 @@ public func buildDaemon(
     }
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
     settings.chimes = sound.chimes.names
-    let spec = try AudioSinkSpec(parsing: configuration.audio)
     let format = renderer.format
     var sinkOptions = AudioSinkOptions()
-    if configuration.mediaRole != nil { sinkOptions.releaseAfterIdle = .milliseconds(500) }
+    if tagsRole { sinkOptions.releaseAfterIdle = .milliseconds(500) }
     let audio = AudioSupervisor(
         spec: spec.description,
         makeSink: makeSink ?? { [sinkOptions] in

@@ -25,8 +25,8 @@ extension DaemonConfiguration {
         },
         DaemonSetting(
             "media-role", \.mediaRole, valueName: "role",
-            help: "PulseAudio/PipeWire media.role of speakd's streams, for the server's ducking; none for no role. "
-                + "With a role the stream is closed 0.5 s after the last announcement, so ducking ends.",
+            help: "PulseAudio/PipeWire media.role of speakd's stream (audio pulse or auto), for the server's ducking; "
+                + "none for no role. With a role the stream is closed 0.5 s after the last announcement, so ducking ends.",
             default: "announcement", shown: "announcement"
         ) { value in
             if value.isNone { return nil }
