@@ -69,6 +69,11 @@ let package = Package(
             pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]
         ),
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
 
         // Attributed utterances, BCP 47 tags, speech attributes, SSML, voices. Foundation only;
         // no queue, HTTP or audio concepts.
@@ -129,6 +134,7 @@ let package = Package(
             name: "SpeakCLI",
             dependencies: [
                 "SpeakAPI", "SpeechModel", "SpeechRendering", "EspeakEngine", "EngineWorkers", "AudioOutput",
+                "SpeakFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -170,6 +176,18 @@ let package = Package(
             swiftSettings: swiftSettings,
             plugins: ["EmbedServedFiles"]
         ),
+        // The only module that imports CMosquitto: a kiosk's MQTT fleet link (announcements in,
+        // events, outcomes and status out) and the MQTT client the `speak --mqtt` sender uses.
+        .target(
+            name: "SpeakFleet",
+            dependencies: [
+                "CMosquitto", "SpeakAPI", "SpeakServer", "AnnouncementQueue",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -180,6 +198,7 @@ let package = Package(
                 "SpeakServer", "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "EspeakEngine",
                 "EngineWorkers",
                 "AudioOutput",
+                "SpeakFleet",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -274,7 +293,9 @@ let package = Package(
         // The built speak and speakd executables, heard through a private PulseAudio server.
         .testTarget(
             name: "SpeakdIntegrationTests",
-            dependencies: ["SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput"],
+            dependencies: [
+                "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput", "SpeakFleet",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

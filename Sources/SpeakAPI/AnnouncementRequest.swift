@@ -9,6 +9,8 @@ import SpeechModel
 public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// The longest `expiresAfter` the queue accepts, in seconds (one day).
     public static let maximumExpiresAfter: Double = 86_400
+    /// The longest `requestId`, in characters.
+    public static let maximumRequestIdLength = 128
 
     /// What to say.
     public var utterance: Utterance
@@ -22,6 +24,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public var chime: ChimeChoice = .priorityDefault
     /// How many times it is spoken, and the silence between; nil once.
     public var `repeat`: AnnouncementRepeat?
+    /// The sender's name for this request, so a request delivered twice (an MQTT message
+    /// redelivered after a reconnect) is spoken once; 1 to 128 Unicode scalars (JSON Schema's
+    /// `maxLength`). The HTTP API ignores it.
+    public var requestId: String?
 
     /// - Parameters:
     ///   - utterance: what to say.
@@ -32,7 +38,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     ///   - repeat: how many times it is spoken; nil once.
     public init(
         utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
-        expiresAfter: Double? = nil, chime: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil
+        expiresAfter: Double? = nil, chime: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil,
+        requestId: String? = nil
     ) {
         self.chime = chime
         self.repeat = `repeat`
@@ -40,6 +47,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         self.priority = priority
         self.queue = queue
         self.expiresAfter = expiresAfter
+        self.requestId = requestId
     }
 
     /// Checks the values the queue itself interprets; the error names the field.
@@ -54,6 +62,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         if case .named(let name) = chime, name.isEmpty {
             throw .malformed(field: "chime", "chime must be a chime's name (GET /v1/chimes) or null")
         }
+        if let requestId, !(1...Self.maximumRequestIdLength).contains(requestId.unicodeScalars.count) {
+            throw .outOfRange(
+                field: "requestId", "requestId must have 1 to \(Self.maximumRequestIdLength) characters")
+        }
     }
 
     /// Decodes a request body as the daemon does: strict JSON (`StrictJSON`), no unknown key,
@@ -64,14 +76,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter, chime, `repeat`
+        case priority, queue, expiresAfter, chime, `repeat`, requestId
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
-        "chime", "repeat",
+        "chime", "repeat", "requestId",
     ]
 
     private struct AnyKey: CodingKey {
@@ -111,6 +123,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             }
         }
         `repeat` = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
+        requestId = try container.decodeIfPresent(String.self, forKey: .requestId)
         utterance = try Utterance(from: decoder)
         try validate()
     }
@@ -127,5 +140,6 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         case .named(let name): try container.encode(name, forKey: .chime)
         }
         try container.encodeIfPresent(`repeat`, forKey: .repeat)
+        try container.encodeIfPresent(requestId, forKey: .requestId)
     }
 }

@@ -81,6 +81,35 @@ public struct HealthReport: Sendable, Hashable, Codable {
         }
     }
 
+    /// The MQTT fleet link (`--mqtt`).
+    public struct MQTT: Sendable, Hashable, Codable {
+        /// Whether the link is up; it never makes the daemon unavailable.
+        public enum State: String, Sendable, Hashable, Codable {
+            case connected
+            /// Configured, not connected now: connecting or reconnecting with backoff.
+            case connecting
+            /// No `--mqtt`.
+            case disabled
+        }
+
+        /// Whether the link is up.
+        public var state: State
+        /// The broker's URL (`mqtt://host:1883`), without credentials.
+        public var broker: String?
+        /// This kiosk's device id.
+        public var device: String?
+        /// Why it is not connected, the last error.
+        public var detail: String?
+
+        /// - Parameters: see the properties of the same names.
+        public init(state: State, broker: String? = nil, device: String? = nil, detail: String? = nil) {
+            self.state = state
+            self.broker = broker
+            self.device = device
+            self.detail = detail
+        }
+    }
+
     /// `ok` when every component is, otherwise `unavailable`.
     public var status: State
     /// The speech engine.
@@ -89,12 +118,15 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public var audio: Audio
     /// The queue; filled in by the server.
     public var queue: Queue?
+    /// The MQTT fleet link; not part of `status`.
+    public var mqtt: MQTT?
 
     /// `status` is `ok` when engine and audio both are.
-    public init(engine: Engine, audio: Audio, queue: Queue? = nil) {
+    public init(engine: Engine, audio: Audio, queue: Queue? = nil, mqtt: MQTT? = nil) {
         self.status = engine.state == .ok && audio.state == .ok ? .ok : .unavailable
         self.engine = engine
         self.audio = audio
         self.queue = queue
+        self.mqtt = mqtt
     }
 }

@@ -79,6 +79,8 @@ extension Speak {
 
         @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
+        @OptionGroup(title: "Fleet options") var fleet: FleetOptions
+
         @Argument(help: "The text to speak; standard input when none is given.")
         var text: [String] = []
 
@@ -115,6 +117,10 @@ extension Speak {
 
         func run() async throws {
             let request = try readRequest()
+            if fleet.mqtt != nil {
+                try await fleet.send(request, wait: wait)
+                return
+            }
             // Chimes and repeats are the daemon's: in-process speech and WAV output have neither.
             let daemonOnly = [chime.map { _ in "--chime" }, repeatCount.map { _ in "--repeat" }].compactMap { $0 }
             if let flag = daemonOnly.first, output != nil || local {

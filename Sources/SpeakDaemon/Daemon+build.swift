@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import SpeakAPI
+import SpeakFleet
 import SpeakServer
 import SpeechModel
 import SpeechRendering
@@ -118,13 +119,22 @@ public func buildDaemon(
     let queue = AnnouncementQueue(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
         logger: logger)
-    let server = SpeakServer(
-        queue: queue, renderer: renderer,
-        health: DaemonHealth(
-            engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool),
-        settings: settings, logger: logger)
+    var health = DaemonHealth(
+        engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool)
+    let server = SpeakServer(queue: queue, renderer: renderer, health: health, settings: settings, logger: logger)
+    // The fleet link submits through the same server; /healthz then reports it too.
+    let fleet = try makeFleetLink(configuration, server: server, logger: logger)
+    let routedServer: SpeakServer
+    if let fleet {
+        health.fleet = fleet
+        routedServer = SpeakServer(
+            queue: queue, renderer: renderer, health: health, settings: settings, metrics: server.metrics,
+            logger: logger)
+    } else {
+        routedServer = server
+    }
     let listeners = configuration.listenAddresses.map {
-        server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
+        routedServer.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
@@ -137,7 +147,8 @@ public func buildDaemon(
             .init(service: QueueService(queue: queue), successTerminationBehavior: .ignore, serviceName: "queue"),
             .init(service: audio, successTerminationBehavior: .ignore, serviceName: "audio"),
             .init(
-                service: MetricsObserver(metrics: server.metrics, queue: queue), successTerminationBehavior: .ignore,
+                service: MetricsObserver(metrics: routedServer.metrics, queue: queue),
+                successTerminationBehavior: .ignore,
                 serviceName: "metrics"),
             .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
             .init(
@@ -147,11 +158,30 @@ public func buildDaemon(
         ],
         gracefulShutdownSignals: gracefulShutdownSignals,
         logger: logger)
+    if let fleet {
+        // Failing or ending on its own never stops speaking: the link logs and reconnects itself.
+        groupConfiguration.services.append(
+            .init(
+                service: fleet, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore,
+                serviceName: "mqtt"))
+    }
     // systemd's default stop timeout is 90 s, but a kiosk wants to be gone within 5.
     groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(4_500)
     return Daemon(
-        configuration: configuration, queue: queue, audio: audio, server: server, front: front,
+        configuration: configuration, queue: queue, audio: audio, server: routedServer, front: front,
         group: ServiceGroup(configuration: groupConfiguration))
+}
+
+/// The fleet link `--mqtt` asks for, or nil.
+private func makeFleetLink(
+    _ configuration: DaemonConfiguration, server: SpeakServer, logger: Logger
+) throws -> FleetLink? {
+    do {
+        guard let settings = try configuration.fleetSettings else { return nil }
+        return try FleetLink(settings: settings, server: server, logger: logger)
+    } catch {
+        throw DaemonStartError(description: "--mqtt: \(error)")
+    }
 }
 
 /// The server settings with the TCP token: read from `tokenFile`, or created there at the first

@@ -69,6 +69,20 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Connections per listener and their timeouts (`max-connections`, `idle-timeout`,
     /// `header-timeout`, `body-timeout`, `send-timeout`).
     public var connectionLimits: ConnectionLimits
+    /// The MQTT broker of the fleet (`mqtt://HOST:PORT`, `mqtts://`), or nil for no fleet link.
+    public var mqtt: String?
+    /// This kiosk's device id in the fleet, also its MQTT client id.
+    public var mqttID: String
+    /// The fleet's site: `speakd/{site}/…`.
+    public var mqttSite: String
+    /// The fleet groups this kiosk speaks for.
+    public var mqttGroups: [String]
+    /// The broker user.
+    public var mqttUsername: String?
+    /// A file whose first line is the broker password.
+    public var mqttPasswordFile: String?
+    /// The CA certificate of an `mqtts://` broker; nil trusts the system's store.
+    public var mqttCAFile: String?
 
     /// The built-in defaults, each setting's own; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
@@ -100,6 +114,13 @@ public struct DaemonConfiguration: Sendable, Hashable {
         eventHistory = 0
         logLevel = .info
         connectionLimits = ConnectionLimits()
+        mqtt = nil
+        mqttID = ""
+        mqttSite = ""
+        mqttGroups = []
+        mqttUsername = nil
+        mqttPasswordFile = nil
+        mqttCAFile = nil
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

@@ -1,5 +1,6 @@
 import EngineWorkers
 import SpeakAPI
+import SpeakFleet
 import SpeakServer
 
 /// Health as `/healthz` reports it: the engine (fixed once it started) and the audio supervisor.
@@ -8,6 +9,8 @@ struct DaemonHealth: HealthReporting {
     let audio: AudioSupervisor
     /// The engine's worker processes, when it runs in them.
     let pool: EngineWorkerPool?
+    /// The MQTT fleet link, when `--mqtt` gave one; it never makes the daemon unavailable.
+    var fleet: FleetLink? = nil
 
     func health() async -> HealthReport {
         let status = audio.status
@@ -24,6 +27,7 @@ struct DaemonHealth: HealthReporting {
                 state: engineUp ? .ok : .unavailable, name: engineName,
                 detail: engineUp ? nil : "no engine worker is running; replacements are being started",
                 workers: workers),
-            audio: .init(state: status.available ? .ok : .unavailable, sink: status.sink, detail: status.detail))
+            audio: .init(state: status.available ? .ok : .unavailable, sink: status.sink, detail: status.detail),
+            mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled))
     }
 }

@@ -7,7 +7,7 @@ extension DaemonConfiguration {
     /// Every setting, in the order `--help` lists them. A value's flag, environment variable,
     /// file key, checks and help all come from its entry here.
     public static let settings: [DaemonSetting] =
-        listeners + speech + sound + access + limits + connections + [logLevel]
+        listeners + speech + sound + access + limits + connections + fleet + [logLevel]
 
     private static let listeners: [DaemonSetting] = [
         DaemonSetting(
@@ -119,6 +119,48 @@ extension DaemonConfiguration {
         .timeout(
             "send-timeout", \.connectionLimits.sendTimeout, default: ConnectionLimits().sendTimeout,
             help: "Seconds a response (an event stream too) may stay stalled by a client that does not read."),
+    ]
+
+    private static let fleet: [DaemonSetting] = [
+        DaemonSetting(
+            "mqtt", \.mqtt, valueName: "url",
+            help: "MQTT 5 broker of a fleet of kiosks, mqtt://HOST[:PORT] or mqtts://HOST[:PORT], or 'none'.",
+            default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.mqttBroker() },
+        DaemonSetting(
+            "mqtt-id", \.mqttID, valueName: "id", help: "This kiosk's device id in the fleet and its MQTT client id.",
+            environmentDefault: { _ in
+                ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "speakd"
+            },
+            shown: "the host name"
+        ) { value in try value.topicLevel() },
+        DaemonSetting(
+            "mqtt-site", \.mqttSite, valueName: "site", help: "The fleet's site: topics are speakd/SITE/….",
+            default: "default"
+        ) { value in try value.topicLevel() },
+        DaemonSetting(
+            "mqtt-groups", \.mqttGroups, kind: .list, valueName: "group",
+            help: "Fleet groups this kiosk speaks for (repeatable or comma-separated).", default: [], shown: "none"
+        ) { value in
+            try value.isNone
+                ? []
+                : value.value.split(separator: ",").map { group throws(ConfigurationError) in
+                    try SettingValue(value: group.trimmingCharacters(in: .whitespaces), origin: value.origin)
+                        .topicLevel()
+                }
+        },
+        DaemonSetting(
+            "mqtt-username", \.mqttUsername, valueName: "user", help: "The MQTT broker user.", default: nil,
+            shown: "none"
+        ) { value in value.isNone ? nil : value.value },
+        DaemonSetting(
+            "mqtt-password-file", \.mqttPasswordFile, valueName: "path",
+            help: "File whose first line is the MQTT broker password.", default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.path() },
+        DaemonSetting(
+            "mqtt-ca-file", \.mqttCAFile, valueName: "path",
+            help: "CA certificate of an mqtts:// broker.", default: nil, shown: "the system's trusted CAs"
+        ) { value in try value.isNone ? nil : value.path() },
     ]
 
     private static let logLevel = DaemonSetting(

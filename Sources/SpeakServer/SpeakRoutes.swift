@@ -35,20 +35,7 @@ struct SpeakRoutes: Sendable {
             throw error
         }
         let wait = try boolQuery(request, "wait")
-        let health = await server.health.health()
-        guard health.audio.state == .ok else {
-            server.metrics.countRefused("audio_unavailable")
-            throw APIError.audioUnavailable(health.audio.detail)
-        }
-        let accepted: AnnouncementAccepted
-        do {
-            accepted = try await queue.submit(body, speech: speech)
-        } catch {
-            server.metrics.countRefused(
-                error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
-            throw APIError.scheduling(error)
-        }
-        server.metrics.countAccepted(body.priority)
+        let accepted = try await server.submit(body, speech: speech)
         if wait {
             guard let finished = await queue.finished(id: accepted.id) else {
                 throw APIError.scheduling(.unknownAnnouncement(accepted.id))
@@ -245,36 +232,7 @@ struct SpeakRoutes: Sendable {
             var part = part
             body.writeBuffer(&part)
         }
-        guard body.readableBytes > 0 else {
-            throw APIError.malformed("the body is empty; expected a JSON object with text or spans")
-        }
-        let topLevelKeys: [String]
-        do {
-            topLevelKeys = try StrictJSON.check(body.readableBytesView)
-        } catch {
-            throw APIError.strictJSON(error)
-        }
-        let decoded: AnnouncementRequest
-        do {
-            decoded = try WireFormat.decoder().decode(AnnouncementRequest.self, from: Data(buffer: body))
-        } catch {
-            throw APIError.decoding(error)
-        }
-        // The limits name the field the client wrote: an SSML document becomes spans.
-        let usedSSML = topLevelKeys.contains("ssml")
-        let settings = server.settings
-        if decoded.utterance.spans.count > settings.maxSpans {
-            throw APIError.tooLarge(
-                "\(decoded.utterance.spans.count) spans; the limit is \(settings.maxSpans)",
-                field: usedSSML ? "ssml" : "spans")
-        }
-        let length = decoded.utterance.text.count
-        if length > settings.maxTextLength {
-            let field = usedSSML ? "ssml" : decoded.utterance.spans.count == 1 ? "text" : "spans"
-            throw APIError.tooLarge(
-                "the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
-        }
-        return decoded
+        return try server.decodeAnnouncement(body)
     }
 
     /// Refuses a body not declared `application/json` (a `charset` other than UTF-8 included):
@@ -301,11 +259,7 @@ struct SpeakRoutes: Sendable {
 
     /// Validates and compiles `utterance` once, here at the edge; the result travels with it.
     private func prepare(_ utterance: Utterance) async throws -> PreparedUtterance {
-        do {
-            return try await server.renderer.prepare(utterance)
-        } catch {
-            throw APIError.invalid(error)
-        }
+        try await server.prepare(utterance)
     }
 
     private func boolQuery(_ request: Request, _ name: String) throws -> Bool {

@@ -1,0 +1,296 @@
+import AnnouncementQueue
+import Foundation
+import Logging
+import NIOCore
+import ServiceLifecycle
+import SpeakAPI
+import SpeakServer
+import Synchronization
+
+/// A kiosk's link to its fleet: announcements from an MQTT broker into the queue, their events
+/// and outcomes back to the broker, and a retained status with an `offline` last will.
+///
+/// An MQTT message body is a `POST /v1/announcements` body, decoded, prepared and submitted by
+/// the same `SpeakServer` calls the HTTP route uses, so it is checked and refused the same way;
+/// a refusal goes to the message's response topic as a `refused` `FleetReport` with the same
+/// error. MQTT 5 message expiry shortens `expiresAfter`.
+///
+/// Delivery. libmosquitto acknowledges a QoS 1 message (PUBACK) as it receives it, before this
+/// link sees it: the broker's guarantee ends there, and a message in this process when it dies
+/// is lost (it was never queued, so no `queued` event was published either; a sender waiting for
+/// outcomes sees the kiosk missing). What the broker redelivers — a message whose PUBACK was
+/// lost with the connection, a sender's retry of a publish it never saw acknowledged — arrives
+/// again; the `requestId` (or, without one, the correlation data) of the last
+/// `recentCapacity` requests is remembered, and a repeat is dropped without a second outcome.
+/// A message with neither cannot be told from a new one and is spoken again.
+public final class FleetLink: Service, Sendable {
+    /// The fleet settings.
+    public let settings: FleetSettings
+    /// Requests remembered to drop redeliveries.
+    public static let recentCapacity = 4_096
+
+    private let server: SpeakServer
+    private let client: MQTTClient
+    private let logger: Logger
+    private let state: Mutex<HealthReport.MQTT>
+    private let book = FleetBook(capacity: FleetLink.recentCapacity)
+
+    /// - Parameters:
+    ///   - settings: broker, device id, site, groups, credentials.
+    ///   - server: the daemon's server, whose decoding, preparing and submitting this link uses.
+    ///   - logger: where connection changes and refusals are logged.
+    /// - Throws: `MQTTError` for a password file or TLS option that cannot be used.
+    public init(settings: FleetSettings, server: SpeakServer, logger: Logger) throws {
+        self.settings = settings
+        self.server = server
+        self.logger = logger
+        let offline = FleetStatus(state: .offline, device: settings.device, site: settings.site)
+        client = try MQTTClient(
+            .init(
+                broker: settings.broker, clientID: settings.device, cleanStart: false, sessionExpiry: 86_400,
+                username: settings.username, password: try settings.password(), caFile: settings.caFile,
+                will: MQTTOutgoing(
+                    topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true)))
+        state = Mutex(
+            HealthReport.MQTT(
+                state: .connecting, broker: settings.broker.description, device: settings.device,
+                detail: "not connected yet"))
+    }
+
+    /// The link's state for `/healthz`.
+    public var health: HealthReport.MQTT { state.withLock { $0 } }
+
+    public func run() async throws {
+        // The first connect blocks for the TCP handshake only; a broker that is down is retried
+        // in the background, and speaking goes on meanwhile.
+        let client = client
+        await Task.detached { client.start() }.value
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.followConnection() }
+            group.addTask { await self.forwardEvents() }
+            try? await gracefulShutdown()
+            // A retained `offline` on purpose, since a clean disconnect sends no last will.
+            publish(
+                MQTTOutgoing(
+                    topic: settings.topics.status(settings.device),
+                    payload: Self.encode(FleetStatus(state: .offline, device: settings.device, site: settings.site)),
+                    retain: true))
+            client.stop()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Connection and messages
+
+    private func followConnection() async {
+        for await event in client.events {
+            switch event {
+            case .connected(let sessionPresent):
+                state.withLock { $0 = HealthReport.MQTT(state: .connected, broker: $0.broker, device: $0.device) }
+                logger.info(
+                    "connected to the MQTT broker",
+                    metadata: [
+                        "speakd.mqtt": "\(settings.broker)",
+                        "speakd.mqtt-session": "\(sessionPresent ? "kept" : "new")",
+                    ])
+                // Also with a session present: a broker restarted without persistence forgot it.
+                for topic in settings.subscriptions { client.subscribe(topic) }
+                await publishStatus()
+            case .disconnected(let reason):
+                let wasConnected = state.withLock { state in
+                    defer {
+                        state = HealthReport.MQTT(
+                            state: .connecting, broker: state.broker, device: state.device, detail: reason)
+                    }
+                    return state.state == .connected
+                }
+                if wasConnected {
+                    logger.warning(
+                        "lost the MQTT broker; reconnecting",
+                        metadata: ["speakd.mqtt": "\(settings.broker)", "speakd.error": "\(reason)"])
+                } else {
+                    logger.debug(
+                        "MQTT broker not reachable; retrying",
+                        metadata: ["speakd.mqtt": "\(settings.broker)", "speakd.error": "\(reason)"])
+                }
+            case .message(let message):
+                await handle(message)
+            }
+        }
+    }
+
+    /// Decodes, deduplicates and submits one announcement; a refusal is reported, never thrown.
+    func handle(_ message: MQTTMessage) async {
+        let correlation = message.correlationData.map { $0.map { String(format: "%02x", $0) }.joined() }
+        var request: AnnouncementRequest
+        do {
+            request = try server.decodeAnnouncement(ByteBuffer(bytes: message.payload))
+        } catch {
+            refuse(message, requestId: correlation, error)
+            return
+        }
+        let requestId = request.requestId ?? correlation
+        if let requestId, await !book.remember(requestId) {
+            logger.debug("MQTT message delivered again; not spoken twice", metadata: ["speakd.request": "\(requestId)"])
+            return
+        }
+        if let expiry = message.messageExpiry {
+            request.expiresAfter = min(request.expiresAfter ?? .infinity, Double(expiry))
+        }
+        await book.beginSubmission()
+        let accepted: AnnouncementAccepted
+        do {
+            let speech = try await server.prepare(request.utterance)
+            accepted = try await server.submit(request, speech: speech)
+        } catch {
+            await flush(await book.endSubmission(id: nil, requestId: nil))
+            refuse(message, requestId: requestId, error)
+            return
+        }
+        await flush(await book.endSubmission(id: accepted.id, requestId: requestId))
+        guard let responseTopic = message.responseTopic else { return }
+        let queue = server.queue
+        let settings = settings
+        Task {
+            // The queue's own record, not the event stream: a kiosk that fell behind on the
+            // stream still answers the sender exactly once.
+            guard let finished = await queue.finished(id: accepted.id) else { return }
+            let report = FleetReport(
+                type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: finished)
+            self.publish(
+                MQTTOutgoing(
+                    topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
+        }
+    }
+
+    private func refuse(_ message: MQTTMessage, requestId: String?, _ error: any Error) {
+        let body: ErrorResponse
+        if let error = error as? APIError {
+            body = error.body
+            server.countRefusal(error)
+        } else {
+            body = ErrorResponse(code: ErrorResponse.Code.internalError, message: "\(error)")
+        }
+        logger.info(
+            "MQTT announcement refused",
+            metadata: ["speakd.topic": "\(message.topic)", "speakd.error": "\(body)"])
+        let report = FleetReport(
+            type: .refused, device: settings.device, site: settings.site, requestId: requestId, error: body.error)
+        let payload = Self.encode(report)
+        publish(MQTTOutgoing(topic: settings.topics.events(settings.device), payload: payload))
+        if let responseTopic = message.responseTopic {
+            publish(MQTTOutgoing(topic: responseTopic, payload: payload, correlationData: message.correlationData))
+        }
+    }
+
+    // MARK: Events and status
+
+    /// Publishes every event of the queue to the events topic, resubscribing after falling behind.
+    private func forwardEvents() async {
+        var last = server.queue.lastEventSequence
+        while !Task.isCancelled {
+            for await sequenced in server.queue.events(after: last) {
+                last = sequenced.sequence
+                await flush(await book.arrived(sequenced.event))
+            }
+            // The stream ends at shutdown, or when this reader fell too far behind.
+            guard await server.queue.isRunning, !Task.isCancelled else { return }
+        }
+    }
+
+    private func flush(_ events: [(AnnouncementEvent, String?)]) async {
+        guard !events.isEmpty else { return }
+        for (event, requestId) in events {
+            let type: FleetReport.Kind =
+                switch event.type {
+                case .queued: .queued
+                case .started: .started
+                case .finished: .finished
+                }
+            let report = FleetReport(
+                type: type, device: settings.device, site: settings.site, requestId: requestId, event: event)
+            publish(MQTTOutgoing(topic: settings.topics.events(settings.device), payload: Self.encode(report)))
+        }
+        await publishStatus()
+    }
+
+    private func publishStatus() async {
+        let health = await server.health.health()
+        let snapshot = await server.queue.snapshot()
+        let speaking = snapshot.contains { $0.state == .speaking }
+        let voices = await book.voices(from: server)
+        let status = FleetStatus(
+            state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
+            outputs: [health.audio.sink], audio: health.audio.state,
+            queue: .init(
+                waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: server.queue.capacity))
+        publish(
+            MQTTOutgoing(topic: settings.topics.status(settings.device), payload: Self.encode(status), retain: true))
+    }
+
+    private func publish(_ message: MQTTOutgoing) {
+        var message = message
+        message.userProperties.append(("device", settings.device))
+        do {
+            try client.publish(message)
+        } catch {
+            logger.warning("MQTT publish failed", metadata: ["speakd.error": "\(error)"])
+        }
+    }
+
+    static func encode(_ value: some Encodable) -> Data {
+        (try? WireFormat.encoder().encode(value)) ?? Data("{}".utf8)
+    }
+}
+
+/// The link's memory: recent request ids, which announcement came from which request, and events
+/// held back while a submission that may have caused them is still under way.
+actor FleetBook {
+    private var recent: RecentRequests
+    private var requests: [String: String] = [:]
+    private var submitting = 0
+    private var held: [AnnouncementEvent] = []
+    private var voiceLanguages: [String]?
+
+    init(capacity: Int) {
+        recent = RecentRequests(capacity: capacity)
+    }
+
+    /// False when `requestId` was seen lately.
+    func remember(_ requestId: String) -> Bool { recent.insert(requestId) }
+
+    func beginSubmission() { submitting += 1 }
+
+    /// Ends a submission; returns the held events that may go now, with their request ids.
+    func endSubmission(id: String?, requestId: String?) -> [(AnnouncementEvent, String?)] {
+        submitting -= 1
+        if let id, let requestId { requests[id] = requestId }
+        guard submitting == 0 else { return [] }
+        let release = held
+        held = []
+        return release.map { ($0, lookUp($0)) }
+    }
+
+    /// An event from the queue: returned to publish now, or held while a submission is under way
+    /// (its `queued` event comes before `submit` returns the id that names its request).
+    func arrived(_ event: AnnouncementEvent) -> [(AnnouncementEvent, String?)] {
+        if submitting > 0 && (requests[event.id] == nil || !held.isEmpty) {
+            held.append(event)
+            return []
+        }
+        return [(event, lookUp(event))]
+    }
+
+    private func lookUp(_ event: AnnouncementEvent) -> String? {
+        event.type == .finished ? requests.removeValue(forKey: event.id) : requests[event.id]
+    }
+
+    /// The languages of the renderer's voices, asked once.
+    func voices(from server: SpeakServer) async -> [String] {
+        if let voiceLanguages { return voiceLanguages }
+        let voices = (try? await server.renderer.voices()) ?? []
+        let languages = Array(Set(voices.compactMap(\.languages.first))).sorted()
+        voiceLanguages = languages
+        return languages
+    }
+}

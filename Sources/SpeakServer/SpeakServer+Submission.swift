@@ -1,0 +1,82 @@
+import AnnouncementQueue
+import Foundation
+import Hummingbird
+import SpeakAPI
+import SpeechModel
+import SpeechRendering
+
+/// The steps of `POST /v1/announcements` after the body has been read, shared with every other
+/// way in (the MQTT fleet link), so an announcement is checked and refused the same way whatever
+/// carried it.
+extension SpeakServer {
+    /// Decodes a request body: strict JSON, no unknown key, the text and span limits.
+    /// - Throws: `APIError`, the answer `POST /v1/announcements` gives (400, 413 or 422).
+    public func decodeAnnouncement(_ body: ByteBuffer) throws -> AnnouncementRequest {
+        guard body.readableBytes > 0 else {
+            throw APIError.malformed("the body is empty; expected a JSON object with text or spans")
+        }
+        let topLevelKeys: [String]
+        do {
+            topLevelKeys = try StrictJSON.check(body.readableBytesView)
+        } catch {
+            throw APIError.strictJSON(error)
+        }
+        let decoded: AnnouncementRequest
+        do {
+            decoded = try WireFormat.decoder().decode(AnnouncementRequest.self, from: Data(buffer: body))
+        } catch {
+            throw APIError.decoding(error)
+        }
+        // The limits name the field the client wrote: an SSML document becomes spans.
+        let usedSSML = topLevelKeys.contains("ssml")
+        if decoded.utterance.spans.count > settings.maxSpans {
+            throw APIError.tooLarge(
+                "\(decoded.utterance.spans.count) spans; the limit is \(settings.maxSpans)",
+                field: usedSSML ? "ssml" : "spans")
+        }
+        let length = decoded.utterance.text.count
+        if length > settings.maxTextLength {
+            let field = usedSSML ? "ssml" : decoded.utterance.spans.count == 1 ? "text" : "spans"
+            throw APIError.tooLarge(
+                "the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
+        }
+        return decoded
+    }
+
+    /// Validates and compiles `utterance` once, at the edge; the result travels with it.
+    /// - Throws: `APIError` 422 naming the field.
+    public func prepare(_ utterance: Utterance) async throws -> PreparedUtterance {
+        do {
+            return try await renderer.prepare(utterance)
+        } catch {
+            throw APIError.invalid(error)
+        }
+    }
+
+    /// Hands a decoded and prepared announcement to the queue, counting it in the metrics.
+    /// - Throws: `APIError` 503 `audioUnavailable` while the sink is down, 429 `queueFull`,
+    ///   422 `invalidValue`, 503 `shuttingDown`.
+    public func submit(_ body: AnnouncementRequest, speech: PreparedUtterance) async throws -> AnnouncementAccepted {
+        let health = await health.health()
+        guard health.audio.state == .ok else {
+            metrics.countRefused("audio_unavailable")
+            throw APIError.audioUnavailable(health.audio.detail)
+        }
+        let accepted: AnnouncementAccepted
+        do {
+            accepted = try await queue.submit(body, speech: speech)
+        } catch {
+            metrics.countRefused(
+                error.isQueueFull ? "queue_full" : error.isShuttingDown ? "shutting_down" : "invalid")
+            throw APIError.scheduling(error)
+        }
+        metrics.countAccepted(body.priority)
+        return accepted
+    }
+
+    /// Counts an announcement refused before `submit` (a body that does not decode or prepare),
+    /// as the HTTP route does.
+    public func countRefusal(_ error: APIError) {
+        metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")
+    }
+}

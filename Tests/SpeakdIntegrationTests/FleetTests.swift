@@ -1,0 +1,332 @@
+import Foundation
+import SpeakAPI
+import SpeakFleet
+import SpeakTestSupport
+import Synchronization
+import Testing
+
+extension SpeakdIntegration {
+    /// Three real `speakd` kiosks on one private mosquitto broker, each playing into a WAV file:
+    /// routing to all, a group and one device; outcomes on the response topic; refusals;
+    /// message expiry; a kiosk killed; the broker killed and restarted.
+    @Suite(.serialized, .timeLimit(.minutes(2)))
+    struct FleetTests {
+        static let site = "museum"
+
+        @Test func allGroupAndDeviceReachExactlyTheirKiosks() async throws {
+            let fleet = try await Fleet.start()
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+
+            let all = try await observer.ask(FleetTopics(site: Self.site).all, #"{"text": "Platform four is closed"}"#)
+            let allOutcomes = try await observer.outcomes(for: all, count: 3)
+            #expect(Set(allOutcomes.map(\.device)) == ["k1", "k2", "k3"])
+            #expect(allOutcomes.allSatisfy { $0.type == .finished && $0.event?.reason == .completed })
+            for kiosk in fleet.kiosks {
+                let sounding = try WAVReader.soundingDurationIfAny(kiosk.wav)
+                #expect(sounding > 0.5, "\(kiosk.id) played \(sounding) s")
+            }
+
+            let group = try await observer.ask(FleetTopics(site: Self.site).group("b"), #"{"text": "Group b"}"#)
+            let device = try await observer.ask(FleetTopics(site: Self.site).device("k1"), #"{"text": "Only one"}"#)
+            #expect(Set(try await observer.outcomes(for: group, count: 2).map(\.device)) == ["k2", "k3"])
+            #expect(Set(try await observer.outcomes(for: device, count: 1).map(\.device)) == ["k1"])
+            // Nothing more arrives for either: the other kiosks never heard them.
+            try await Task.sleep(for: .seconds(1))
+            #expect(observer.reports(for: group).count == 2)
+            #expect(observer.reports(for: device).count == 1)
+
+            let health = try await fleet.kiosks[0].daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            #expect(health.mqtt?.state == .connected)
+            #expect(health.mqtt?.device == "k1")
+        }
+
+        @Test func speakCommandPublishesAndCollectsEveryOutcome() async throws {
+            let fleet = try await Fleet.start()
+            let result = try await BuiltProduct.run(
+                "speak",
+                [
+                    "--mqtt", fleet.broker.url, "--site", Self.site, "--group", "a", "--wait", "--count", "2",
+                    "--timeout", "20", "Doors closing",
+                ])
+            #expect(result.status == 0, "\(result.standardError)")
+            let reports = result.standardOutput.split(separator: "\n").compactMap {
+                try? WireFormat.decoder().decode(FleetReport.self, from: Data($0.utf8))
+            }
+            #expect(Set(reports.map(\.device)) == ["k1", "k2"])
+            #expect(reports.allSatisfy { $0.event?.reason == .completed })
+        }
+
+        @Test func invalidMessageIsAnsweredWithTheAPIErrorAndNeverSpoken() async throws {
+            let fleet = try await Fleet.start()
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let bad = try await observer.ask(
+                FleetTopics(site: Self.site).device("k2"), #"{"text": "Too high", "pitch": 9}"#)
+            let garbage = try await observer.ask(FleetTopics(site: Self.site).device("k2"), "not json {")
+            let badReport = try #require(try await observer.outcomes(for: bad, count: 1).first)
+            #expect(badReport.type == .refused)
+            #expect(badReport.error?.code == "outOfRange")
+            #expect(badReport.error?.field == "pitch")
+            let garbageReport = try #require(try await observer.outcomes(for: garbage, count: 1).first)
+            #expect(garbageReport.error?.code == ErrorResponse.Code.malformedRequest)
+            // The same answer the HTTP API gives for the same body.
+            let http = try await fleet.kiosks[1].daemon.unixClient.send(
+                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"text": "Too high", "pitch": 9}"#.utf8))
+            #expect(http.error?.error == badReport.error)
+            let queued = try await fleet.kiosks[1].daemon.unixClient.send("GET", "/v1/announcements")
+                .decode(AnnouncementList.self)
+            #expect(queued.announcements.isEmpty)
+            #expect(try WAVReader.soundingDurationIfAny(fleet.kiosks[1].wav) == 0)
+            #expect(fleet.kiosks[1].daemon.isRunning)
+        }
+
+        @Test func killedKioskLeavesOfflineAndMissesOnlyWhatExpired() async throws {
+            let fleet = try await Fleet.start()
+            let observer = try await Observer.start(
+                fleet.broker, topics: ["speakd/\(Self.site)/replies/#", "speakd/\(Self.site)/device/k3/status"])
+            let stopped = await fleet.kiosks[2].daemon.stop(signal: SIGKILL)
+            #expect(stopped.status == 128 + SIGKILL)
+            let offline = await observer.wait(timeout: .seconds(10)) { messages in
+                messages.last { $0.topic.hasSuffix("/k3/status") }.flatMap {
+                    try? WireFormat.decoder().decode(FleetStatus.self, from: $0.payload)
+                }?.state == .offline
+            }
+            #expect(offline, "no offline status after the kiosk was killed")
+            // Retained: a control room that subscribes later sees it too.
+            let late = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/device/k3/status"])
+            #expect(
+                await late.wait(timeout: .seconds(5)) { messages in
+                    messages.contains { $0.retain && String(decoding: $0.payload, as: UTF8.self).contains("offline") }
+                })
+
+            // While it is away, its session keeps both; one expires before it comes back.
+            let expiring = try await observer.ask(
+                FleetTopics(site: Self.site).device("k3"), #"{"text": "Expired message"}"#, expiry: 1)
+            let lasting = try await observer.ask(
+                FleetTopics(site: Self.site).device("k3"), #"{"text": "Still wanted"}"#)
+            try await Task.sleep(for: .seconds(2))
+            let back = try await Kiosk.start(id: "k3", groups: ["b"], broker: fleet.broker)
+            let outcome = try #require(try await observer.outcomes(for: lasting, count: 1).first)
+            #expect(outcome.device == "k3" && outcome.event?.reason == .completed)
+            try await Task.sleep(for: .seconds(1))
+            #expect(observer.reports(for: expiring).isEmpty, "the expired message was delivered")
+            let history = EventStreamRecorder(client: back.daemon.unixClient)
+            defer { history.stop() }
+            #expect(await history.wait(timeout: .seconds(5)) { $0.contains { $0.type == .finished } })
+            #expect(!history.events.contains { $0.text == "Expired message" })
+        }
+
+        @Test func brokerKilledMidStreamLosesNothingAndRepeatsNothing() async throws {
+            let fleet = try await Fleet.start()
+            let observer = try await Observer.start(
+                fleet.broker, topics: ["speakd/\(Self.site)/device/+/status"])
+            let texts = (1...6).map { "Fleet message \($0)" }
+            let body = { (index: Int) in #"{"text": "\#(texts[index])", "requestId": "stream-\#(index)"}"# }
+            for index in 0..<3 {
+                try observer.publish(FleetTopics(site: Self.site).all, body(index))
+            }
+            await fleet.broker.kill()
+            try await Task.sleep(for: .milliseconds(300))
+            // The kiosks keep speaking while the broker is away; their health says so.
+            let health = try await fleet.kiosks[0].daemon.unixClient.send("GET", "/healthz")
+            #expect(health.status == 200)
+            #expect(try health.decode(HealthReport.self).mqtt?.state == .connecting)
+            let restarted = ContinuousClock.now
+            try await fleet.broker.restart()
+            // Each kiosk publishes `online` after subscribing again, on the same connection.
+            let online = await observer.wait(timeout: .seconds(20)) { messages in
+                let after = messages.filter { $0.received > restarted }
+                return Set(
+                    after.compactMap { try? WireFormat.decoder().decode(FleetStatus.self, from: $0.payload) }
+                        .filter { $0.state == .online }.map(\.device)) == ["k1", "k2", "k3"]
+            }
+            #expect(online, "the kiosks did not come back")
+            // A sender unsure what got through before the crash publishes everything again.
+            for index in 0..<6 {
+                try observer.publish(FleetTopics(site: Self.site).all, body(index))
+            }
+            for kiosk in fleet.kiosks {
+                let history = EventStreamRecorder(client: kiosk.daemon.unixClient)
+                defer { history.stop() }
+                let all = await history.wait(timeout: .seconds(40)) { events in
+                    Set(events.filter { $0.type == .finished }.map(\.text)).isSuperset(of: texts)
+                }
+                #expect(all, "\(kiosk.id) finished \(history.events.filter { $0.type == .finished }.map(\.text))")
+                try await Task.sleep(for: .milliseconds(500))
+                for text in texts {
+                    let finished = history.events.filter { $0.type == .finished && $0.text == text }
+                    #expect(finished.count == 1, "\(kiosk.id) spoke '\(text)' \(finished.count) times")
+                }
+            }
+        }
+    }
+}
+
+/// One `speakd` with `--mqtt`, playing into a WAV file.
+struct Kiosk: Sendable {
+    let id: String
+    let daemon: SpeakdProcess
+    let wav: URL
+
+    static func start(id: String, groups: [String], broker: MosquittoBroker) async throws -> Kiosk {
+        let wav = URL(fileURLWithPath: "/tmp/speakd-fleet-\(id)-\(UUID().uuidString.prefix(8)).wav")
+        let daemon = try await SpeakdProcess.start(
+            audio: "wav:\(wav.path)",
+            arguments: [
+                "--engine-workers", "1", "--mqtt", broker.url, "--mqtt-id", id, "--mqtt-site",
+                SpeakdIntegration.FleetTests.site,
+            ] + (groups.isEmpty ? [] : ["--mqtt-groups", groups.joined(separator: ",")]))
+        return Kiosk(id: id, daemon: daemon, wav: wav)
+    }
+}
+
+/// A broker and three kiosks: k1 in group a, k2 in a and b, k3 in b; all connected.
+struct Fleet: Sendable {
+    let broker: MosquittoBroker
+    let kiosks: [Kiosk]
+
+    static func start() async throws -> Fleet {
+        let broker = try await MosquittoBroker.start()
+        async let k1 = Kiosk.start(id: "k1", groups: ["a"], broker: broker)
+        async let k2 = Kiosk.start(id: "k2", groups: ["a", "b"], broker: broker)
+        async let k3 = Kiosk.start(id: "k3", groups: ["b"], broker: broker)
+        let fleet = Fleet(broker: broker, kiosks: try await [k1, k2, k3])
+        // Connected and subscribed: each publishes its status after subscribing.
+        let deadline = ContinuousClock.now + .seconds(15)
+        for kiosk in fleet.kiosks {
+            while try await kiosk.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state
+                != .connected
+            {
+                guard ContinuousClock.now < deadline else {
+                    throw SpeakdProcess.Failure(description: "\(kiosk.id) did not connect:\n\(kiosk.daemon.log)")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        return fleet
+    }
+}
+
+/// The control room: an MQTT client that publishes requests and records what comes back.
+final class Observer: Sendable {
+    struct Received: Sendable {
+        var topic: String
+        var payload: Data
+        var retain: Bool
+        var correlation: Data?
+        var received: ContinuousClock.Instant
+    }
+
+    /// What the listener task and the test share.
+    private final class Shared: Sendable {
+        let messages = Mutex<[Received]>([])
+        let connected = Mutex(false)
+    }
+
+    private let client: MQTTClient
+    private let shared = Shared()
+    private let listener: Task<Void, Never>?
+
+    static func start(_ broker: MosquittoBroker, topics: [String]) async throws -> Observer {
+        let observer = try Observer(broker: broker, topics: topics)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !observer.shared.connected.withLock({ $0 }) {
+            guard ContinuousClock.now < deadline else {
+                throw SpeakdProcess.Failure(description: "observer: no broker")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        return observer
+    }
+
+    private init(broker: MosquittoBroker, topics: [String]) throws {
+        let client = try MQTTClient(
+            .init(
+                broker: try MQTTBrokerURL(parsing: broker.url), clientID: "observer-\(UUID().uuidString.prefix(8))",
+                cleanStart: true, sessionExpiry: 0))
+        self.client = client
+        let shared = shared
+        listener = Task {
+            for await event in client.events {
+                switch event {
+                case .connected:
+                    for topic in topics { client.subscribe(topic) }
+                    shared.connected.withLock { $0 = true }
+                case .disconnected:
+                    shared.connected.withLock { $0 = false }
+                case .message(let message):
+                    shared.messages.withLock {
+                        $0.append(
+                            Received(
+                                topic: message.topic, payload: message.payload, retain: message.retain,
+                                correlation: message.correlationData, received: .now))
+                    }
+                }
+            }
+        }
+        client.start()
+    }
+
+    deinit {
+        listener?.cancel()
+        client.stop()
+    }
+
+    /// Publishes `body` to `topic` asking for outcomes on a reply topic; returns the correlation id.
+    func ask(_ topic: String, _ body: String, expiry: UInt32? = nil) async throws -> String {
+        let correlation = UUID().uuidString
+        try client.publish(
+            MQTTOutgoing(
+                topic: topic, payload: Data(body.utf8),
+                responseTopic: "speakd/\(SpeakdIntegration.FleetTests.site)/replies/\(correlation)",
+                correlationData: Data(correlation.utf8), messageExpiry: expiry))
+        return correlation
+    }
+
+    /// Publishes without asking for an answer.
+    func publish(_ topic: String, _ body: String) throws {
+        try client.publish(MQTTOutgoing(topic: topic, payload: Data(body.utf8)))
+    }
+
+    /// The reports received on the reply topic of `correlation`, checked to carry it back.
+    func reports(for correlation: String) -> [FleetReport] {
+        shared.messages.withLock { $0 }.filter { $0.topic.hasSuffix("/replies/\(correlation)") }.compactMap { message in
+            #expect(message.correlation == Data(correlation.utf8))
+            return try? WireFormat.decoder().decode(FleetReport.self, from: message.payload)
+        }
+    }
+
+    /// Waits for `count` reports for `correlation`.
+    func outcomes(for correlation: String, count: Int, timeout: Duration = .seconds(20)) async throws -> [FleetReport] {
+        let deadline = ContinuousClock.now + timeout
+        while reports(for: correlation).count < count {
+            guard ContinuousClock.now < deadline else {
+                throw SpeakdProcess.Failure(
+                    description: "\(reports(for: correlation).count) of \(count) outcomes within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return reports(for: correlation)
+    }
+
+    /// Waits until `condition` holds for the messages received so far.
+    func wait(timeout: Duration, until condition: ([Received]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition(shared.messages.withLock { $0 }) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(shared.messages.withLock { $0 })
+    }
+}
+
+extension WAVReader {
+    /// How long the file at `url` sounds; 0 when nothing was ever written to it.
+    static func soundingDurationIfAny(_ url: URL) throws -> Double {
+        guard FileManager.default.fileExists(atPath: url.path) else { return 0 }
+        let wav = try WAVReader(contentsOf: url)
+        return AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate).soundingDuration()
+    }
+}
