@@ -71,8 +71,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var connectionLimits: ConnectionLimits
     /// The MQTT broker of the fleet (`mqtt://HOST:PORT`, `mqtts://`), or nil for no fleet link.
     public var mqtt: String?
-    /// This kiosk's device id in the fleet, also its MQTT client id.
-    public var mqttID: String
+    /// This kiosk's device id in the fleet, also its MQTT client id; nil for the host name.
+    public var mqttID: String?
     /// The fleet's site: `speakd/{site}/…`.
     public var mqttSite: String
     /// The fleet groups this kiosk speaks for.
@@ -115,7 +115,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         logLevel = .info
         connectionLimits = ConnectionLimits()
         mqtt = nil
-        mqttID = ""
+        mqttID = nil
         mqttSite = ""
         mqttGroups = []
         mqttUsername = nil

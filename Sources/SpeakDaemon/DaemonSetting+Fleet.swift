@@ -1,3 +1,4 @@
+import Foundation
 import SpeakAPI
 import SpeakFleet
 
@@ -11,6 +12,17 @@ extension SettingValue {
         }
     }
 
+    /// A broker user name: no spaces or control characters, which a config line or shell quoting
+    /// would silently change.
+    func mqttUsername() throws(ConfigurationError) -> String {
+        guard
+            value.unicodeScalars.allSatisfy({
+                !CharacterSet.whitespacesAndNewlines.union(.controlCharacters).contains($0)
+            })
+        else { throw invalid("expected a user name without spaces or control characters") }
+        return value
+    }
+
     /// One MQTT topic level: a site, group or device id.
     func topicLevel() throws(ConfigurationError) -> String {
         if let problem = FleetTopics.problem(with: value) {
@@ -21,12 +33,20 @@ extension SettingValue {
 }
 
 extension DaemonConfiguration {
+    /// The device id `mqtt-id = auto` stands for: the host name up to its first dot, when that
+    /// is a usable topic level.
+    static var hostDeviceID: String {
+        let name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+        return FleetTopics.problem(with: name) == nil && name != "localhost" ? name : "speakd-\(gethostid())"
+    }
+
     /// The fleet link's settings, or nil without `--mqtt`.
     public var fleetSettings: FleetSettings? {
         get throws {
             guard let mqtt else { return nil }
             return FleetSettings(
-                broker: try MQTTBrokerURL(parsing: mqtt), device: mqttID, site: mqttSite, groups: mqttGroups,
+                broker: try MQTTBrokerURL(parsing: mqtt), device: mqttID ?? Self.hostDeviceID, site: mqttSite,
+                groups: mqttGroups,
                 username: mqttUsername, passwordFile: mqttPasswordFile, caFile: mqttCAFile)
         }
     }

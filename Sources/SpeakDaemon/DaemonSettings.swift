@@ -128,12 +128,10 @@ extension DaemonConfiguration {
             default: nil, shown: "none"
         ) { value in try value.isNone ? nil : value.mqttBroker() },
         DaemonSetting(
-            "mqtt-id", \.mqttID, valueName: "id", help: "This kiosk's device id in the fleet and its MQTT client id.",
-            environmentDefault: { _ in
-                ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "speakd"
-            },
-            shown: "the host name"
-        ) { value in try value.topicLevel() },
+            "mqtt-id", \.mqttID, valueName: "id",
+            help: "This kiosk's device id in the fleet and its MQTT client id; auto: the host name.", default: nil,
+            shown: "auto"
+        ) { value in try value.value.lowercased() == "auto" ? nil : value.topicLevel() },
         DaemonSetting(
             "mqtt-site", \.mqttSite, valueName: "site", help: "The fleet's site: topics are speakd/SITE/….",
             default: "default"
@@ -152,14 +150,14 @@ extension DaemonConfiguration {
         DaemonSetting(
             "mqtt-username", \.mqttUsername, valueName: "user", help: "The MQTT broker user.", default: nil,
             shown: "none"
-        ) { value in value.isNone ? nil : value.value },
+        ) { value in try value.isNone ? nil : value.mqttUsername() },
         DaemonSetting(
             "mqtt-password-file", \.mqttPasswordFile, valueName: "path",
             help: "File whose first line is the MQTT broker password.", default: nil, shown: "none"
         ) { value in try value.isNone ? nil : value.path() },
         DaemonSetting(
             "mqtt-ca-file", \.mqttCAFile, valueName: "path",
-            help: "CA certificate of an mqtts:// broker.", default: nil, shown: "the system's trusted CAs"
+            help: "CA certificate of an mqtts:// broker; none trusts the system's CAs.", default: nil, shown: "none"
         ) { value in try value.isNone ? nil : value.path() },
     ]
 

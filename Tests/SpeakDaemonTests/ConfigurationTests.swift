@@ -359,6 +359,13 @@ struct ConfigurationSettingsTests {
         "chime-low": ("soft_bell", "bell/soft"),
         "loudness": ("-23", "-3"),
         "media-role": ("music", "a role"),
+        "mqtt": ("mqtts://broker.local:8883", "broker.local:1883"),
+        "mqtt-id": ("hall-2", "hall/2"),
+        "mqtt-site": ("museum", "museum/hall"),
+        "mqtt-groups": ("entrance,first-floor", "a/b"),
+        "mqtt-username": ("kiosk", "kiosk user"),
+        "mqtt-password-file": ("/etc/speakd/mqtt-password", "mqtt-password"),
+        "mqtt-ca-file": ("/etc/speakd/broker-ca.pem", "broker-ca.pem"),
     ]
 
     @Test func everySettingHasSamples() {
