@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "speak", targets: ["speak"]),
         .executable(name: "speakd", targets: ["speakd"]),
+        .executable(name: "speakd-fleet-bench", targets: ["speakd-fleet-bench"]),
         .library(name: "SpeechModel", targets: ["SpeechModel"]),
         // For the fuzz package in Fuzz/: request bodies and the IPA transcriber.
         .library(name: "SpeakAPI", targets: ["SpeakAPI"]),
@@ -224,6 +225,15 @@ let package = Package(
             name: "speakd-render-bench",
             dependencies: ["CEspeakNG", "SpeakAPI", "SpeakTestSupport"],
             path: "Benchmarks/RenderBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
+        // Three speakd kiosks and a private mosquitto: publish → first sample at each sink, and
+        // 1,000 announcements fanned out (build with -c release).
+        .executableTarget(
+            name: "speakd-fleet-bench",
+            dependencies: ["SpeakAPI", "SpeakFleet", "SpeakTestSupport"],
+            path: "Benchmarks/FleetBenchmark",
             swiftSettings: swiftSettings
         ),
 

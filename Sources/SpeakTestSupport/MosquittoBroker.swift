@@ -80,6 +80,9 @@ public final class MosquittoBroker: Sendable {
         throw SpeakdProcess.Failure(description: "mosquitto did not listen on \(port) within \(timeout):\n\(log)")
     }
 
+    /// The running broker's PID, for reading its CPU time.
+    public var pid: pid_t? { process.withLock { $0?.pid } }
+
     /// Kills the broker with SIGKILL, as a crash would, and waits until it is gone.
     public func kill() async {
         let child = process.withLock { $0 }
