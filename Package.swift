@@ -309,6 +309,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "SpeakFleetTests",
+            dependencies: ["SpeakFleet", "SpeakAPI"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SpeakCLITests",
             dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport"],
             swiftSettings: swiftSettings

@@ -134,9 +134,7 @@ public final class FleetLink: Service, Sendable {
             logger.debug("MQTT message delivered again; not spoken twice", metadata: ["speakd.request": "\(requestId)"])
             return
         }
-        if let expiry = message.messageExpiry {
-            request.expiresAfter = min(request.expiresAfter ?? .infinity, Double(expiry))
-        }
+        request.expiresAfter = Self.expiresAfter(body: request.expiresAfter, messageExpiry: message.messageExpiry)
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
@@ -236,6 +234,13 @@ public final class FleetLink: Service, Sendable {
         } catch {
             logger.warning("MQTT publish failed", metadata: ["speakd.error": "\(error)"])
         }
+    }
+
+    /// The smaller of the body's `expiresAfter` and the seconds of MQTT 5 message expiry left
+    /// when the broker forwarded the message.
+    static func expiresAfter(body: Double?, messageExpiry: UInt32?) -> Double? {
+        guard let messageExpiry else { return body }
+        return min(body ?? .infinity, Double(messageExpiry))
     }
 
     static func encode(_ value: some Encodable) -> Data {

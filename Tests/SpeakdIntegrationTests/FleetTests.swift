@@ -116,6 +116,39 @@ extension SpeakdIntegration {
             #expect(!history.events.contains { $0.text == "Expired message" })
         }
 
+        @Test func brokerDownAtStartDoesNotStopSpeaking() async throws {
+            let port = try SpeakdProcess.freeLoopbackPort()
+            let wav = URL(fileURLWithPath: "/tmp/speakd-fleet-late-\(UUID().uuidString.prefix(8)).wav")
+            defer { try? FileManager.default.removeItem(at: wav) }
+            let daemon = try await SpeakdProcess.start(
+                audio: "wav:\(wav.path)",
+                arguments: [
+                    "--engine-workers", "1", "--mqtt", "mqtt://127.0.0.1:\(port)", "--mqtt-id", "late", "--mqtt-site",
+                    Self.site,
+                ])
+            let health = try await daemon.unixClient.send("GET", "/healthz")
+            #expect(health.status == 200)
+            #expect(try health.decode(HealthReport.self).mqtt?.state == .connecting)
+            let local = try await daemon.unixClient.send(
+                "POST", "/v1/announcements?wait=true", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"text": "Spoken without a broker"}"#.utf8))
+            #expect(try local.decode(AnnouncementEvent.self).reason == .completed)
+
+            let broker = try await MosquittoBroker.start(port: port)
+            let observer = try await Observer.start(broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let deadline = ContinuousClock.now + .seconds(15)
+            while try await daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state
+                != .connected
+            {
+                try #require(ContinuousClock.now < deadline, "not connected within 15 s:\n\(daemon.log)")
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let asked = try await observer.ask(FleetTopics(site: Self.site).all, #"{"text": "Now through the broker"}"#)
+            let outcome = try #require(try await observer.outcomes(for: asked, count: 1).first)
+            #expect(outcome.device == "late" && outcome.event?.reason == .completed)
+        }
+
         @Test func brokerKilledMidStreamLosesNothingAndRepeatsNothing() async throws {
             let fleet = try await Fleet.start()
             let observer = try await Observer.start(

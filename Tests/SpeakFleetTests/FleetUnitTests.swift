@@ -1,0 +1,89 @@
+import Foundation
+import SpeakAPI
+import Testing
+
+@testable import SpeakFleet
+
+@Suite("Fleet parts")
+struct FleetUnitTests {
+    @Test func recentRequestsRemembersABoundedNumber() {
+        var recent = RecentRequests(capacity: 3)
+        let inserted = ["a", "a", "b", "c"].map { recent.insert($0) }
+        #expect(inserted == [true, false, true, true])
+        // A fourth pushes out the oldest, and only it.
+        let fourth = recent.insert("d")
+        #expect(fourth)
+        #expect(!recent.contains("a"))
+        #expect(recent.contains("b") && recent.contains("c") && recent.contains("d"))
+        let again = recent.insert("a")
+        #expect(again)
+        #expect(!recent.contains("b"))
+    }
+
+    @Test(arguments: [
+        ("mqtt://broker.local", "mqtt://broker.local:1883"),
+        ("mqtts://broker.local", "mqtts://broker.local:8883"),
+        ("MQTT://10.0.0.5:1884", "mqtt://10.0.0.5:1884"),
+        ("mqtt://[::1]:1883", "mqtt://[::1]:1883"),
+    ])
+    func brokerURLs(_ given: String, _ shown: String) throws {
+        #expect(try MQTTBrokerURL(parsing: given).description == shown)
+    }
+
+    @Test(arguments: [
+        "broker.local:1883", "http://broker.local", "mqtt://", "mqtt://user:secret@broker.local",
+        "mqtt://broker.local/topic", "mqtt://broker.local:0",
+    ])
+    func refusedBrokerURLs(_ given: String) {
+        #expect(throws: MQTTError.self) { try MQTTBrokerURL(parsing: given) }
+    }
+
+    @Test func topicLevelsRefuseWildcardsAndSeparators() {
+        #expect(FleetTopics.problem(with: "hall-2") == nil)
+        for bad in ["", "a/b", "a+", "#", "a\u{0}b"] {
+            #expect(FleetTopics.problem(with: bad) != nil, "\(bad)")
+        }
+        let topics = FleetTopics(site: "museum")
+        #expect(topics.all == "speakd/museum/all/announce")
+        #expect(topics.group("entrance") == "speakd/museum/group/entrance/announce")
+        #expect(topics.device("k1") == "speakd/museum/device/k1/announce")
+        #expect(topics.status("k1") == "speakd/museum/device/k1/status")
+    }
+
+    @Test func subscriptionsCoverAllGroupsAndTheDevice() {
+        let settings = FleetSettings(
+            broker: try! MQTTBrokerURL(parsing: "mqtt://b"), device: "k2", site: "s", groups: ["a", "b"])
+        #expect(
+            settings.subscriptions == [
+                "speakd/s/all/announce", "speakd/s/group/a/announce", "speakd/s/group/b/announce",
+                "speakd/s/device/k2/announce",
+            ])
+    }
+
+    @Test func messageExpiryShortensExpiresAfter() {
+        #expect(FleetLink.expiresAfter(body: nil, messageExpiry: 5) == 5)
+        #expect(FleetLink.expiresAfter(body: 60, messageExpiry: 5) == 5)
+        #expect(FleetLink.expiresAfter(body: 2, messageExpiry: 5) == 2)
+        #expect(FleetLink.expiresAfter(body: 2, messageExpiry: nil) == 2)
+        #expect(FleetLink.expiresAfter(body: nil, messageExpiry: nil) == nil)
+    }
+
+    /// An event of an announcement whose submission is under way waits for its request id;
+    /// events keep their order.
+    @Test func eventsWaitForTheSubmissionThatCausedThem() async {
+        let book = FleetBook(capacity: 8)
+        func event(_ type: AnnouncementEvent.Kind, _ id: String) -> AnnouncementEvent {
+            AnnouncementEvent(type: type, id: id, text: id, priority: .default, timestamp: Date())
+        }
+        #expect(await book.arrived(event(.queued, "local")).map(\.1) == [nil])
+        await book.beginSubmission()
+        #expect(await book.arrived(event(.queued, "m1")).isEmpty)
+        #expect(await book.arrived(event(.started, "m1")).isEmpty)
+        let released = await book.endSubmission(id: "m1", requestId: "r1")
+        #expect(released.map(\.0.type) == [.queued, .started])
+        #expect(released.map(\.1) == ["r1", "r1"])
+        #expect(await book.arrived(event(.finished, "m1")).map(\.1) == ["r1"])
+        // Forgotten once finished.
+        #expect(await book.arrived(event(.finished, "m1")).map(\.1) == [nil])
+    }
+}
