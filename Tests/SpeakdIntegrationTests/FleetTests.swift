@@ -195,11 +195,21 @@ extension SpeakdIntegration {
     }
 }
 
-/// One `speakd` with `--mqtt`, playing into a WAV file.
-struct Kiosk: Sendable {
+/// One `speakd` with `--mqtt`, playing into a WAV file, which goes with it.
+final class Kiosk: Sendable {
     let id: String
     let daemon: SpeakdProcess
     let wav: URL
+
+    init(id: String, daemon: SpeakdProcess, wav: URL) {
+        self.id = id
+        self.daemon = daemon
+        self.wav = wav
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: wav)
+    }
 
     static func start(id: String, groups: [String], broker: MosquittoBroker) async throws -> Kiosk {
         let wav = URL(fileURLWithPath: "/tmp/speakd-fleet-\(id)-\(UUID().uuidString.prefix(8)).wav")
