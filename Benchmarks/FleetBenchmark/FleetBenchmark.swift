@@ -198,6 +198,8 @@ final class Control: Sendable {
                     self.connected.withLock { $0 = true }
                 case .disconnected:
                     break
+                case .published:
+                    break
                 case .message(let message):
                     if message.topic.hasSuffix("/status"),
                         let status = try? WireFormat.decoder().decode(FleetStatus.self, from: message.payload),

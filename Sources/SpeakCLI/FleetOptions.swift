@@ -120,6 +120,7 @@ struct FleetOptions: ParsableArguments {
         let deadline = ContinuousClock.now + .seconds(timeout ?? 30)
         let connectDeadline = ContinuousClock.now + .seconds(min(timeout ?? 10, 10))
         var published = false
+        var messageID: Int32 = -1
         var outcomes: [FleetReport] = []
         let events = client.events
         let stop = Task {
@@ -135,12 +136,15 @@ struct FleetOptions: ParsableArguments {
                 // Subscribed first (requests on one connection are handled in order), so no
                 // outcome can come back before the subscription is in place.
                 if !published {
-                    try client.publish(message)
+                    messageID = try client.publish(message)
                     published = true
-                    if !wait {
-                        print("\(requestId) published to \(topic)")
-                        return
-                    }
+                }
+            case .published(let id):
+                // Without --wait, done once the broker has acknowledged the message (QoS 1):
+                // from then on it is the broker's to deliver.
+                if !wait, id == messageID {
+                    print("\(requestId) published to \(topic)")
+                    return
                 }
             case .disconnected(let reason):
                 if !published { printError("speak: \(broker): \(reason); retrying") }
@@ -157,6 +161,9 @@ struct FleetOptions: ParsableArguments {
             }
         }
         guard published else { throw SpeakFailure.daemonUnreachable("no MQTT broker answers at \(broker)") }
+        guard wait else {
+            throw SpeakFailure.daemonUnreachable("the broker at \(broker) did not acknowledge the message")
+        }
         if outcomes.isEmpty { throw SpeakFailure.notCompleted("no kiosk answered within \(timeout ?? 30) s") }
         if let count, outcomes.count < count {
             try? Self.check(outcomes)

@@ -113,6 +113,8 @@ public final class FleetLink: Service, Sendable {
                         "MQTT broker not reachable; retrying",
                         metadata: ["speakd.mqtt": "\(settings.broker)", "speakd.error": "\(reason)"])
                 }
+            case .published:
+                break
             case .message(let message):
                 await handle(message)
             }

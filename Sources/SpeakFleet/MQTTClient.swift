@@ -17,6 +17,8 @@ public final class MQTTClient: @unchecked Sendable {
         case connected(sessionPresent: Bool)
         /// The broker refused the connection (CONNACK reason code) or it was lost.
         case disconnected(reason: String)
+        /// The broker acknowledged the QoS 1 message `publish` returned this id for (PUBACK).
+        case published(messageID: Int32)
         /// A message arrived on a subscription. libmosquitto has already acknowledged it
         /// (PUBACK for QoS 1 goes out before this callback runs).
         case message(MQTTMessage)
@@ -110,6 +112,10 @@ public final class MQTTClient: @unchecked Sendable {
             client.continuation.yield(
                 .disconnected(reason: rc == 0 ? "disconnected" : String(cString: mosquitto_strerror(rc))))
         }
+        mosquitto_publish_v5_callback_set(handle) { _, object, messageID, _, _ in
+            let client = Unmanaged<MQTTClient>.fromOpaque(object!).takeUnretainedValue()
+            client.continuation.yield(.published(messageID: messageID))
+        }
         mosquitto_message_v5_callback_set(handle) { _, object, message, properties in
             guard let message else { return }
             let client = Unmanaged<MQTTClient>.fromOpaque(object!).takeUnretainedValue()
@@ -163,8 +169,10 @@ public final class MQTTClient: @unchecked Sendable {
     }
 
     /// Queues a message for sending; QoS 1 messages are resent after a reconnect until acknowledged.
+    /// - Returns: the message id that `Event.published` reports when the broker has it.
     /// - Throws: `MQTTError` when libmosquitto refuses it (too large, not connected at QoS 0).
-    public func publish(_ message: MQTTOutgoing) throws {
+    @discardableResult
+    public func publish(_ message: MQTTOutgoing) throws -> Int32 {
         var properties: OpaquePointer? = nil
         defer { mosquitto_property_free_all(&properties) }
         if let responseTopic = message.responseTopic {
@@ -183,15 +191,17 @@ public final class MQTTClient: @unchecked Sendable {
         for (name, value) in message.userProperties {
             mosquitto_property_add_string_pair(&properties, Int32(MQTT_PROP_USER_PROPERTY.rawValue), name, value)
         }
+        var messageID: Int32 = 0
         let rc = message.payload.withUnsafeBytes { bytes in
             mosquitto_publish_v5(
-                handle, nil, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos, message.retain,
+                handle, &messageID, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos, message.retain,
                 properties)
         }
         // Not connected: libmosquitto has queued a QoS 1 message and sends it after reconnecting.
         if rc != MOSQ_ERR_SUCCESS.rawValue && rc != MOSQ_ERR_NO_CONN.rawValue {
             throw MQTTError("publish to \(message.topic)", code: rc)
         }
+        return messageID
     }
 
     private func check(_ what: String, _ rc: Int32) throws {

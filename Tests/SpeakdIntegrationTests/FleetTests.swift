@@ -299,6 +299,8 @@ final class Observer: Sendable {
                     shared.connected.withLock { $0 = true }
                 case .disconnected:
                     shared.connected.withLock { $0 = false }
+                case .published:
+                    break
                 case .message(let message):
                     shared.messages.withLock {
                         $0.append(
