@@ -11,7 +11,7 @@ import SpeechModel
 /// - request → first sample at the sink (short announcement over the Unix socket),
 /// - last audible sample played → `finished` event received (and, as before, from where the
 ///   rendering's own trailing silence would have ended),
-/// - cancel sent → silence at the sink,
+/// - cancel sent → silence at the sink, and the same for a pause,
 ///
 /// and, for comparison, the same engine and sink driven in this process without the daemon.
 /// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `-c release`; `speakd` must sit
@@ -72,6 +72,10 @@ struct LatencyBenchmark {
         for round in 0..<repetitions {
             toSilence.append(try await bench.cancelToSilence(after: .milliseconds(600 + 37 * (round % 10))))
         }
+        var pauseToSilence: [Bounds] = []
+        for round in 0..<repetitions {
+            pauseToSilence.append(try await bench.pauseToSilence(after: .milliseconds(600 + 37 * (round % 10))))
+        }
 
         events.stop()
         await daemon.stop()
@@ -95,7 +99,8 @@ struct LatencyBenchmark {
         row("request → first sample at the sink", toFirstSample, goal: "≤ 2 ms median")
         row("last audible sample → finished event", audibleToFinished, goal: "≤ 20 ms, never < 0")
         row("rendering's end → finished event", toFinished, goal: "was 'last sample'")
-        row("cancel sent → silence at the sink", toSilence, goal: "≤ 10 ms")
+        row("cancel sent → silence at the sink", toSilence, goal: "≤ 5 ms")
+        row("pause sent → silence at the sink", pauseToSilence, goal: "≤ 5 ms")
         if !inProcess.isEmpty {
             row("in process: render call → first sample", inProcess, goal: "engine + sink, no daemon")
         }
@@ -269,6 +274,30 @@ struct LatencyBenchmark {
         else { throw SpeakdProcess.Failure(description: "\(id) was not cancelled") }
         try await Task.sleep(for: .milliseconds(300))
         let samples = recorder.samplesSoFar()
+        guard let last = samples[fromFrame...].lastIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }) else {
+            throw SpeakdProcess.Failure(description: "\(id) was not heard")
+        }
+        return try bounds(frame: last, from: sent)
+    }
+
+    /// Starts the long announcement, pauses it after `delay`, returns POST pause sent → last sound
+    /// played; then cancels it.
+    func pauseToSilence(after delay: Duration) async throws -> Bounds {
+        try await waitForSilence()
+        let fromFrame = recorder.recordedFrames
+        let response = try await daemon.unixClient.send(
+            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: ["text": Self.longText])))
+        let id = try response.decode(AnnouncementAccepted.self).id
+        _ = await events.waitFor(.started, of: id, timeout: .seconds(10))
+        try await Task.sleep(for: delay)
+        let sent = ContinuousClock.now
+        let paused = try await daemon.unixClient.send("POST", "/v1/announcements/\(id)/pause")
+        guard paused.status == 200 else { throw SpeakdProcess.Failure(description: "\(id) was not paused") }
+        try await Task.sleep(for: .milliseconds(300))
+        let samples = recorder.samplesSoFar()
+        _ = try await daemon.unixClient.send("DELETE", "/v1/announcements/\(id)")
+        _ = await events.waitFor(.finished, of: id, timeout: .seconds(10))
         guard let last = samples[fromFrame...].lastIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }) else {
             throw SpeakdProcess.Failure(description: "\(id) was not heard")
         }

@@ -34,12 +34,18 @@ import SpeechRendering
 ///   announcements are accepted and wait, and expiry timers keep running.
 /// - A speaker that has not stopped `stopTimeout` after being cancelled is given up on: the
 ///   announcement finishes with its reason and the speaker is treated as failed.
+/// - A paused announcement is still the speaking one: it is interrupted, cancelled and shut
+///   down like one, and waiting ones keep their expiry timers running. Paused longer than
+///   `pauseTimeout`, it finishes `interrupted` with a detail saying so.
 public actor AnnouncementQueue {
     /// The default number of waiting announcements.
     public static let defaultCapacity = 64
 
     /// The default time a cancelled speaker gets to stop.
     public static let defaultStopTimeout = Duration.seconds(2)
+
+    /// The default longest pause before a paused announcement finishes `interrupted`.
+    public static let defaultPauseTimeout = Duration.seconds(300)
 
     private struct Speaking {
         var pending: PendingAnnouncement
@@ -48,6 +54,18 @@ public actor AnnouncementQueue {
         var stopReason: FinishReason?
         /// Gives up on a speaker that does not stop within `stopTimeout` of being cancelled.
         var watchdog: Task<Void, Never>?
+        var pause = PauseState.playing
+        /// Finishes a paused announcement after `pauseTimeout`.
+        var pauseTimer: Task<Void, Never>?
+        /// The `finished` event's detail when it stops for `stopReason`.
+        var stopDetail: String?
+    }
+
+    private enum PauseState {
+        case playing
+        /// Asked to pause; the speaker has not answered yet.
+        case pausing
+        case paused
     }
 
     private enum Phase {
@@ -65,6 +83,7 @@ public actor AnnouncementQueue {
     private let broadcaster: EventBroadcaster
     private let finishedMemory: Int
     private let stopTimeout: Duration
+    private let pauseTimeout: Duration?
 
     private var phase = Phase.open
     private var runners = 0
@@ -94,6 +113,8 @@ public actor AnnouncementQueue {
     ///   - stopTimeout: how long a cancelled `speak` may take to return. After that the queue
     ///     finishes the announcement anyway, treats the speaker as failed and waits for it to be
     ///     available again, so a wedged device cannot wedge the queue or its shutdown.
+    ///   - pauseTimeout: how long an announcement may stay paused before it finishes
+    ///     `interrupted`; nil for ever.
     ///   - logger: where the queue logs, at info and below.
     public init(
         speaker: any AnnouncementSpeaker,
@@ -103,6 +124,7 @@ public actor AnnouncementQueue {
         subscriberBuffer: Int = 256,
         finishedMemory: Int = 1024,
         stopTimeout: Duration = AnnouncementQueue.defaultStopTimeout,
+        pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
         logger: Logger = Logger(label: "speakd.queue")
     ) {
         precondition(capacity >= 0, "capacity must not be negative")
@@ -112,6 +134,7 @@ public actor AnnouncementQueue {
         self.broadcaster = EventBroadcaster(historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer)
         self.finishedMemory = max(0, finishedMemory)
         self.stopTimeout = stopTimeout
+        self.pauseTimeout = pauseTimeout
         self.logger = logger
     }
 
@@ -257,6 +280,104 @@ public actor AnnouncementQueue {
         return count
     }
 
+    // MARK: Pausing
+
+    /// Pauses the speaking announcement: the sound stops at once, or at the end of the current
+    /// word, and `paused` is sent once the sink is silent.
+    /// - Parameters:
+    ///   - id: the announcement, which must be the speaking one; nil for whichever is speaking.
+    ///   - atWordEnd: pause where the next word starts rather than at once.
+    /// - Returns: its status, `paused`.
+    /// - Throws: `unknownAnnouncement` for an id the queue does not know; `notSpeaking` when it
+    ///   is waiting, finished, stopping or paused already, or ends before it could pause.
+    @discardableResult
+    public func pause(id: String? = nil, atWordEnd: Bool = false) async throws(AnnouncementQueueError)
+        -> AnnouncementStatus
+    {
+        let current = try speakingOne(id, verb: "paused")
+        guard current.pause == .playing else {
+            throw .notSpeaking("announcement '\(current.pending.id)' is paused already")
+        }
+        let target = current.pending.id
+        speaking?.pause = .pausing
+        let paused = await speaker.pause(atWordEnd: atWordEnd)
+        guard var now = speaking, now.pending.id == target else {
+            throw .notSpeaking("announcement '\(target)' finished before it could pause")
+        }
+        guard paused, now.stopReason == nil else {
+            if now.pause == .pausing { now.pause = .playing }
+            speaking = now
+            throw .notSpeaking("announcement '\(target)' finished before it could pause")
+        }
+        now.pause = .paused
+        if let pauseTimeout {
+            let clock = self.clock
+            now.pauseTimer = Task {
+                do {
+                    try await clock.sleep(for: pauseTimeout)
+                } catch {
+                    return
+                }
+                self.pauseTimedOut(id: target)
+            }
+        }
+        speaking = now
+        publish(.paused, now.pending)
+        logger.debug("announcement paused", metadata: ["announcement.id": "\(target)"])
+        return status(of: now)
+    }
+
+    /// Continues the paused announcement from the sample where it stopped; sends `resumed`.
+    /// - Parameter id: the announcement, which must be paused; nil for whichever is speaking.
+    /// - Returns: its status, `speaking`.
+    /// - Throws: `unknownAnnouncement` for an id the queue does not know; `notPaused` when it is
+    ///   not paused (waiting, speaking, stopping or finished).
+    @discardableResult
+    public func resume(id: String? = nil) throws(AnnouncementQueueError) -> AnnouncementStatus {
+        let current: Speaking
+        do {
+            current = try speakingOne(id, verb: "resumed")
+        } catch  where error.isNotSpeaking {
+            throw .notPaused(error.message)
+        }
+        guard current.pause == .paused else {
+            throw .notPaused("announcement '\(current.pending.id)' is not paused")
+        }
+        current.pauseTimer?.cancel()
+        speaking?.pauseTimer = nil
+        speaking?.pause = .playing
+        _ = speaker.resume()
+        publish(.resumed, current.pending)
+        logger.debug("announcement resumed", metadata: ["announcement.id": "\(current.pending.id)"])
+        return status(of: speaking ?? current)
+    }
+
+    /// The speaking announcement if `id` names it (or is nil), not stopping.
+    private func speakingOne(_ id: String?, verb: String) throws(AnnouncementQueueError) -> Speaking {
+        if let current = speaking, id == nil || current.pending.id == id {
+            guard current.stopReason == nil else {
+                throw .notSpeaking("announcement '\(current.pending.id)' is stopping and cannot be \(verb)")
+            }
+            return current
+        }
+        guard let id else { throw .notSpeaking("nothing is speaking") }
+        if waiting.index(of: id) != nil {
+            throw .notSpeaking("announcement '\(id)' is waiting, not speaking, and cannot be \(verb)")
+        }
+        if finished[id] != nil {
+            throw .notSpeaking("announcement '\(id)' has finished and cannot be \(verb)")
+        }
+        throw .unknownAnnouncement(id)
+    }
+
+    private func pauseTimedOut(id: String) {
+        guard let current = speaking, current.pending.id == id, current.pause == .paused else { return }
+        logger.info("paused announcement timed out", metadata: ["announcement.id": "\(id)"])
+        stopSpeaking(
+            reason: .interrupted,
+            detail: "paused for longer than the pause timeout (\(pauseTimeout.map { "\($0)" } ?? "none"))")
+    }
+
     // MARK: Looking
 
     /// The speaking and the waiting announcements, in the order they will be spoken.
@@ -348,9 +469,11 @@ public actor AnnouncementQueue {
         }
     }
 
-    private func stopSpeaking(reason: FinishReason) {
+    private func stopSpeaking(reason: FinishReason, detail: String? = nil) {
         guard var current = speaking, current.stopReason == nil else { return }
         current.stopReason = reason
+        current.stopDetail = detail
+        current.pauseTimer?.cancel()
         let id = current.pending.id
         let clock = self.clock
         let timeout = stopTimeout
@@ -372,7 +495,7 @@ public actor AnnouncementQueue {
         let detail = "the speaker did not stop within \(stopTimeout) of being cancelled"
         logger.info(
             "speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
-        finish(current.pending, reason: reason, detail: detail)
+        finish(current.pending, reason: reason, detail: current.stopDetail.map { "\($0); \(detail)" } ?? detail)
         if phase == .shuttingDown {
             close()
         } else {
@@ -383,10 +506,11 @@ public actor AnnouncementQueue {
     private func speakingEnded(id: String, result: Result<SpeechOutcome, any Error>) {
         guard let current = speaking, current.pending.id == id else { return }
         current.watchdog?.cancel()
+        current.pauseTimer?.cancel()
         speaking = nil
         switch (current.stopReason, result) {
         case (let reason?, _):
-            finish(current.pending, reason: reason)
+            finish(current.pending, reason: reason, detail: current.stopDetail)
         case (nil, .success(let outcome)):
             finish(current.pending, reason: .completed, voice: outcome.voice)
         case (nil, .failure(let error)):
@@ -506,7 +630,7 @@ public actor AnnouncementQueue {
 
     private func status(of current: Speaking) -> AnnouncementStatus {
         var status = status(of: current.pending, position: 0)
-        status.state = .speaking
+        status.state = current.pause == .paused ? .paused : .speaking
         return status
     }
 

@@ -6,6 +6,8 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
         case shuttingDown
         case invalidValue
         case unknownAnnouncement
+        case notSpeaking
+        case notPaused
     }
 
     private let code: Code
@@ -41,6 +43,17 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
         Self(.unknownAnnouncement, message: "no announcement has id '\(id)'", field: "id")
     }
 
+    /// The announcement to pause is not the speaking one, or it is paused or stopping already
+    /// (HTTP 409).
+    public static func notSpeaking(_ message: String) -> Self {
+        Self(.notSpeaking, message: message, field: "id")
+    }
+
+    /// The announcement to resume is not paused (HTTP 409).
+    public static func notPaused(_ message: String) -> Self {
+        Self(.notPaused, message: message, field: "id")
+    }
+
     /// Same kind of error; the message and field are not compared.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
@@ -54,6 +67,10 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
     public var isInvalidValue: Bool { code == .invalidValue }
     /// True when `self` is `unknownAnnouncement`, whatever the id.
     public var isUnknownAnnouncement: Bool { code == .unknownAnnouncement }
+    /// True when `self` is `notSpeaking`.
+    public var isNotSpeaking: Bool { code == .notSpeaking }
+    /// True when `self` is `notPaused`.
+    public var isNotPaused: Bool { code == .notPaused }
 
     public var description: String { message }
 }

@@ -21,6 +21,25 @@ public protocol AnnouncementSpeaker: Sendable {
     /// The speaker owns the retry policy (reopening the sink with backoff, say). Must return
     /// promptly when the calling task is cancelled: the queue cancels it on shutdown.
     func waitUntilAvailable() async
+
+    /// Pauses the announcement `speak(_:)` is playing, at once or at the end of the current word.
+    ///
+    /// While paused, `speak(_:)` does not return; cancelling it still stops it.
+    /// - Returns: true once the sink is silent and the rest is kept for `resume()`; false when
+    ///   nothing is playing or it ended before the point to pause at.
+    func pause(atWordEnd: Bool) async -> Bool
+
+    /// Continues a paused announcement from the sample where it stopped.
+    /// - Returns: false when nothing is paused.
+    func resume() -> Bool
+}
+
+extension AnnouncementSpeaker {
+    /// A speaker that cannot pause.
+    public func pause(atWordEnd: Bool) async -> Bool { false }
+
+    /// A speaker that cannot pause has nothing to resume.
+    public func resume() -> Bool { false }
 }
 
 /// What a speaker reports about an announcement it played to the end.

@@ -20,6 +20,8 @@ public struct AudioPlayback: Sendable {
     /// When the last sounding sample played so far was played, shared by copies of this value
     /// (the daemon plays one stream at a time through one of them).
     private let lastSound = LastSound()
+    /// Pauses and resumes the stream being played.
+    public let control = PlaybackControl()
 
     /// - Parameters:
     ///   - leadIn: silence before the first chunk; zero for none.
@@ -51,17 +53,21 @@ public struct AudioPlayback: Sendable {
         on sink: any AudioSink
     ) async throws where Chunks.Element == PCMChunk {
         var trimmer = TrailingSilenceTrimmer(format: format, threshold: silenceThreshold)
+        control.begin(on: sink)
+        defer { control.end() }
+        var tape = Tape(sink: sink, control: control, channels: max(1, format.channels))
         do {
             try Task.checkCancellation()
             let silenceBefore = max(leadIn, lastSound.remainingGap(gap), least)
             let silenceBytes = format.byteCount(for: silenceBefore)
             if silenceBytes > 0 {
-                try await sink.write(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
+                try await tape.put(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
             }
+            tape.utteranceStart = tape.written
             for try await chunk in chunks {
                 try Task.checkCancellation()
                 if let part = trimmer.push(chunk) {
-                    try await sink.write(part)
+                    try await tape.put(part)
                 }
             }
             try Task.checkCancellation()
@@ -69,10 +75,10 @@ public struct AudioPlayback: Sendable {
             let pauseFrames = format.byteCount(for: trailingPause) / format.bytesPerFrame
             let padFrames = max(0, pauseFrames - playedSilence)
             if padFrames > 0 || !events.isEmpty {
-                try await sink.write(
+                try await tape.put(
                     PCMChunk(samples: Array(repeating: 0, count: padFrames * format.channels), events: events))
             }
-            try await sink.drain()
+            try await tape.drain()
             if trimmer.hasSounded {
                 lastSound.note(ContinuousClock.now - format.duration(frames: max(pauseFrames, playedSilence)))
             }
@@ -84,6 +90,138 @@ public struct AudioPlayback: Sendable {
             if error is CancellationError || Task.isCancelled { throw CancellationError() }
             throw error
         }
+    }
+}
+
+/// What one stream has written to the sink and not yet seen played, so a pause can take back
+/// what the sink discarded and write it again on resume: nothing repeated, nothing skipped.
+private struct Tape {
+    let sink: any AudioSink
+    let control: PlaybackControl
+    let channels: Int
+    /// Samples of this stream written to the sink so far, lead-in included.
+    var written = 0
+    /// Where the utterance's own audio starts in the stream (after the lead-in), in samples.
+    var utteranceStart = 0
+    /// The last samples written, from stream position `keptFrom` to `written`.
+    private var kept: [Int16] = []
+    private var keptFrom = 0
+    /// The sink's count of frames taken when the stream started.
+    private let takenAtStart: Int?
+    /// Word starts reported by the engine not yet written past, in utterance frames.
+    private var wordStarts: [Int] = []
+    /// How much is kept: far more than any sink buffers ahead of playback.
+    private let keptLimit: Int
+
+    init(sink: any AudioSink, control: PlaybackControl, channels: Int) {
+        self.sink = sink
+        self.control = control
+        self.channels = channels
+        self.takenAtStart = sink.framesTaken
+        self.keptLimit = 2 * 48_000 * channels
+    }
+
+    /// Writes `chunk`, pausing where a pause asks to, and when paused waits for the resume.
+    mutating func put(_ chunk: PCMChunk) async throws {
+        for event in chunk.events where event.kind == .word {
+            wordStarts.append(event.sample)
+        }
+        var samples = chunk.samples
+        var events = chunk.events
+        var offset = 0
+        while offset < samples.count {
+            try Task.checkCancellation()
+            if control.request == .now {
+                samples = try await pauseNow(unwritten: Array(samples[offset...]))
+                offset = 0
+                continue
+            }
+            var end = samples.count
+            var cut = false
+            if control.request == .wordEnd, let start = nextWordStart(within: samples.count - offset) {
+                end = offset + (start - written)
+                cut = true
+            }
+            if end > offset {
+                let piece = Array(samples[offset..<end])
+                keep(piece)
+                try await sink.write(PCMChunk(samples: piece, events: events))
+                events = []
+            }
+            offset = end
+            if control.request == .now {
+                continue
+            }
+            if cut {
+                samples = try await pauseAtWordEnd(unwritten: Array(samples[offset...]))
+                offset = 0
+            }
+        }
+    }
+
+    /// Waits until the sink has played everything, pausing if asked to meanwhile.
+    mutating func drain() async throws {
+        while true {
+            try Task.checkCancellation()
+            if control.request == .now {
+                let rest = try await pauseNow(unwritten: [])
+                try await put(PCMChunk(samples: rest))
+                continue
+            }
+            try await sink.drain()
+            // A pause's flush ends the drain early; anything else means all was played.
+            guard control.request == .now else { return }
+        }
+    }
+
+    /// The first word start after what is written and within the next `count` samples, in
+    /// stream samples; the utterance's first word does not count (nothing would be heard).
+    private mutating func nextWordStart(within count: Int) -> Int? {
+        let startFrames = wordStarts.map { utteranceStart + $0 * channels }
+        guard let start = startFrames.filter({ $0 > written && $0 > utteranceStart }).min(),
+            start <= written + count
+        else { return nil }
+        return start
+    }
+
+    private mutating func keep(_ piece: [Int16]) {
+        kept += piece
+        written += piece.count
+        let excess = kept.count - keptLimit
+        if excess > 0 {
+            kept.removeFirst(excess)
+            keptFrom += excess
+        }
+    }
+
+    /// The sink was flushed mid-stream: finds where the sound stopped, takes back what was not
+    /// played and waits for the resume. Returns what to write next.
+    private mutating func pauseNow(unwritten: [Int16]) async throws -> [Int16] {
+        await control.awaitRequestedFlush()
+        // A second flush: a write that raced the first one is discarded too, and the count of
+        // what was not played is read with nothing left in flight.
+        let unplayed = try await sink.flushCountingUnplayed()
+        var played = written
+        if let unplayed, let start = takenAtStart, let taken = sink.framesTaken {
+            played = (max(0, taken - unplayed) - start) * channels
+        }
+        played = min(max(played, keptFrom), written)
+        let rest = Array(kept[(played - keptFrom)...]) + unwritten
+        kept.removeLast(written - played)
+        written = played
+        try await control.pausedUntilResumed()
+        return rest
+    }
+
+    /// Written up to the start of the next word: waits for it to be played, then for the resume.
+    private mutating func pauseAtWordEnd(unwritten: [Int16]) async throws -> [Int16] {
+        try await sink.drain()
+        if control.request == .now {
+            // Asked to pause now while waiting for the word to end.
+            return try await pauseNow(unwritten: unwritten)
+        }
+        try await control.pausedUntilResumed()
+        return unwritten
     }
 }
 

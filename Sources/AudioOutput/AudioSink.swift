@@ -19,4 +19,21 @@ public protocol AudioSink: Sendable {
 
     /// Releases the device. Further writes reopen it where the sink supports that.
     func close() async
+
+    /// Frames the device has taken since the sink was made, played or still queued; nil when
+    /// the sink does not count them (then everything written counts as played).
+    var framesTaken: Int? { get }
+
+    /// Like `flush()`, and tells how many of the frames taken were discarded unplayed, so a
+    /// pause can resume at the exact sample where the sound stopped; nil when the sink cannot tell.
+    func flushCountingUnplayed() async throws -> Int?
+}
+
+extension AudioSink {
+    public var framesTaken: Int? { nil }
+
+    public func flushCountingUnplayed() async throws -> Int? {
+        try await flush()
+        return nil
+    }
 }

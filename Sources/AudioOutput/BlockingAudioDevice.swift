@@ -20,12 +20,17 @@ protocol BlockingAudioDevice: AnyObject {
     /// Discards what was written but not yet played.
     func flush() throws(AudioOutputError)
 
+    /// Bytes written but not yet played (the device's delay); nil when the device cannot tell.
+    func unplayedBytes() -> Int?
+
     /// Releases the device without playing what is left.
     func close()
 }
 
 extension BlockingAudioDevice {
     func waitForRoom(_ count: Int, until interrupted: () -> Bool) throws(AudioOutputError) {}
+
+    func unplayedBytes() -> Int? { nil }
 }
 
 /// Opens a device; runs on the sink's device thread, within `AudioSinkOptions.openTimeout`.

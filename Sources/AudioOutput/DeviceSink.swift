@@ -19,6 +19,8 @@ final class DeviceSink: ReopenableAudioSink {
     private let open: BlockingAudioDeviceOpener
     private let logger: Logger
     private let state = Mutex(State())
+    /// Bytes the devices have taken since the sink was made.
+    private let takenBytes = Atomic<Int>(0)
 
     /// A flush that took longer than this waited on a stalled device.
     static let stalledFlush = Duration.milliseconds(500)
@@ -89,6 +91,7 @@ final class DeviceSink: ReopenableAudioSink {
                             try device.waitForRoom(piece.count, until: { thread.currentGeneration != generation })
                             guard thread.currentGeneration == generation else { return }
                             try device.write(piece)
+                            self.takenBytes.add(piece.count, ordering: .relaxed)
                         }
                     } catch  where mayReopen && offset == 0 && !error.isTimeout {
                         mayReopen = false
@@ -123,17 +126,36 @@ final class DeviceSink: ReopenableAudioSink {
         }
     }
 
+    var framesTaken: Int? { takenBytes.load(ordering: .relaxed) / format.bytesPerFrame }
+
     func flush() async throws {
+        _ = try await flush(counting: false)
+    }
+
+    func flushCountingUnplayed() async throws -> Int? {
+        try await flush(counting: true)
+    }
+
+    /// Flushes; when `counting`, first asks the device how much of what it took is unplayed.
+    private func flush(counting: Bool) async throws -> Int? {
         // Stop the running write at its next piece before queueing the flush behind it.
         let idle = state.withLock { state in
             state.thread?.interrupt()
             return state.thread == nil && state.stuck == nil
         }
-        guard !idle else { return }
+        guard !idle else { return counting ? 0 : nil }
         let requested = ContinuousClock.now
+        let unplayed = Mutex<Int?>(nil)
         try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
-            guard let device = thread.openedDevice else { return }
+            guard let device = thread.openedDevice else {
+                unplayed.withLock { $0 = 0 }
+                return
+            }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
+                // Read just before the flush: the device's clock is what stops it.
+                if counting, let bytes = device.unplayedBytes() {
+                    unplayed.withLock { $0 = bytes / self.format.bytesPerFrame }
+                }
                 try device.flush()
             }
             // The flush waited long behind a call the device did not answer (a frozen sound
@@ -143,6 +165,7 @@ final class DeviceSink: ReopenableAudioSink {
                 thread.closeDevice(limit: self.options.callTimeout)
             }
         }
+        return unplayed.withLock { $0 }
     }
 
     /// Opens the device now (closing it first if open), to probe it or recover after a failure.

@@ -83,6 +83,11 @@ public final class PulseAudioSink: ReopenableAudioSink {
         defer { scheduleRelease() }
         try await core.flush()
     }
+    public var framesTaken: Int? { core.framesTaken }
+    public func flushCountingUnplayed() async throws -> Int? {
+        defer { scheduleRelease() }
+        return try await core.flushCountingUnplayed()
+    }
     public func reopen() async throws {
         // Opened to probe the server: released again unless an announcement follows.
         try await core.reopen()
@@ -198,6 +203,14 @@ final class PulseAudioDevice: BlockingAudioDevice {
         if pa_simple_flush(stream, &error) < 0 {
             throw .flushFailed(sink: sinkName, Self.message(error))
         }
+    }
+
+    func unplayedBytes() -> Int? {
+        // The stream's buffer plus the sink's own latency: what has not reached the speaker.
+        var error: Int32 = 0
+        let latency = pa_simple_get_latency(stream, &error)
+        guard latency != UInt64.max else { return nil }
+        return Int(latency * bytesPerSecond / 1_000_000)
     }
 
     func close() {

@@ -36,12 +36,21 @@ public enum FinishReason: String, Sendable, Hashable, Codable, CaseIterable {
     case shutdown
 }
 
-/// Something that happened to an announcement: `queued`, `started`, `finished`.
+/// Something that happened to an announcement: `queued`, `started`, `paused`, `resumed`, `finished`.
 public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public enum Kind: String, Sendable, Hashable, Codable {
         case queued
         case started
+        /// The speaking announcement fell silent on a pause request.
+        case paused
+        /// A paused announcement continues from where it stopped.
+        case resumed
         case finished
+
+        /// Apple's name (`AVSpeechSynthesizerDelegate`) for `paused`.
+        public static var didPause: Self { .paused }
+        /// Apple's name for `resumed`.
+        public static var didContinue: Self { .resumed }
     }
 
     public var type: Kind

@@ -4,6 +4,8 @@ public enum AnnouncementState: String, Sendable, Hashable, Codable, CaseIterable
     case queued
     /// Handed to the speaker (possibly stopping after a cancel or interrupt).
     case speaking
+    /// The speaking one, paused: still the speaking one for priorities, silent until resumed.
+    case paused
     /// Done; its `finished` event has been posted.
     case finished
 }

@@ -53,6 +53,10 @@ extension ErrorResponse {
         public static let misdirectedRequest = "misdirectedRequest"
         /// 404: no announcement has that id (or it left the history).
         public static let unknownAnnouncement = "unknownAnnouncement"
+        /// 409: a pause of an announcement that is not speaking, or is paused or stopping already.
+        public static let notSpeaking = "notSpeaking"
+        /// 409: a resume of an announcement that is not paused.
+        public static let notPaused = "notPaused"
         /// 404: no such route.
         public static let notFound = "notFound"
         /// 405: the route does not take that method.

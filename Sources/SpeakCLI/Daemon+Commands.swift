@@ -62,6 +62,42 @@ extension Speak {
         }
     }
 
+    /// `speak pause [ID]`: silences the speaking announcement, keeping the rest for `speak resume`.
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pause the speaking announcement; 'speak resume' continues where it stopped.")
+
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
+
+        @Flag(help: "Pause at the end of the current word rather than at once.")
+        var word = false
+
+        @Argument(help: "The announcement's id; the speaking one when left out.")
+        var id: String?
+
+        func run() async throws {
+            let client = try await connection.requireDaemon()
+            let base = id.map { "/v1/announcements/\(Cancel.escapePath($0))/pause" } ?? "/v1/pause"
+            try await client.send("POST", word ? base + "?at=word" : base).printBody(orFailWith: "pause")
+        }
+    }
+
+    /// `speak resume [ID]`: continues a paused announcement from where it stopped.
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume the paused announcement.")
+
+        @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
+
+        @Argument(help: "The announcement's id; the paused speaking one when left out.")
+        var id: String?
+
+        func run() async throws {
+            let client = try await connection.requireDaemon()
+            let path = id.map { "/v1/announcements/\(Cancel.escapePath($0))/resume" } ?? "/v1/resume"
+            try await client.send("POST", path).printBody(orFailWith: "resume")
+        }
+    }
+
     /// `speak status`: the daemon's health and queue.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show the daemon's health and its queue.")

@@ -15,7 +15,7 @@ public struct Speak: AsyncParsableCommand {
 
             \(Say.examples)
             """,
-        subcommands: [Say.self, Voices.self, Events.self, Cancel.self, Status.self],
+        subcommands: [Say.self, Voices.self, Events.self, Cancel.self, Pause.self, Resume.self, Status.self],
         defaultSubcommand: Say.self
     )
 

@@ -118,6 +118,7 @@ public func buildDaemon(
         sound: sound, logger: logger)
     let queue = AnnouncementQueue(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
+        pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
         logger: logger)
     var health = DaemonHealth(
         engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool)

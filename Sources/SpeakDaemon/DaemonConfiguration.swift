@@ -50,6 +50,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// The least silence from the last sound of one announcement to the start of the next,
     /// played before the next so that pacing stays natural without delaying `finished`.
     public var gapSeconds: Double
+    /// How long an announcement may stay paused before it finishes `interrupted`.
+    public var pauseTimeoutSeconds: Double
     /// How many past events the queue keeps for `Last-Event-ID` resume.
     public var eventHistory: Int
     /// The lowest level logged.
@@ -111,6 +113,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         heartbeatSeconds = 0
         leadInSeconds = 0
         gapSeconds = 0
+        pauseTimeoutSeconds = 0
         eventHistory = 0
         logLevel = .info
         connectionLimits = ConnectionLimits()

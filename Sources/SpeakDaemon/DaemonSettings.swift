@@ -96,6 +96,9 @@ extension DaemonConfiguration {
         .seconds(
             "gap", \.gapSeconds, default: 0.25, in: 0...5,
             help: "Least seconds of silence from the end of one announcement's speech to the next one's start."),
+        .seconds(
+            "pause-timeout", \.pauseTimeoutSeconds, default: 300, in: 0.1...86_400,
+            help: "Seconds an announcement may stay paused before it finishes 'interrupted'."),
         .integer(
             "event-history", \.eventHistory, default: 256, in: 1...1_000_000,
             help: "Past events kept for Last-Event-ID resume."),

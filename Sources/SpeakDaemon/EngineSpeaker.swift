@@ -80,6 +80,16 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     public func waitUntilAvailable() async {
         await audio.waitUntilAvailable()
     }
+
+    /// Pauses the playing stream; the playback keeps what the sink discarded for the resume.
+    public func pause(atWordEnd: Bool) async -> Bool {
+        await playback.control.pause(atWordEnd ? .wordEnd : .now)
+    }
+
+    /// Continues the paused stream.
+    public func resume() -> Bool {
+        playback.control.resume()
+    }
 }
 
 /// The chime, then the speech with its gain and limiter, as one stream of chunks.

@@ -97,7 +97,7 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
     }
 
     /// The mapping of the queue's refusals: 429 full, 422 a value it rejects, 404 an unknown id,
-    /// 503 shutting down.
+    /// 409 a pause or resume that does not fit the announcement's state, 503 shutting down.
     static func scheduling(_ error: AnnouncementQueueError) -> APIError {
         if error.isQueueFull {
             return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
@@ -109,6 +109,13 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         if error.isUnknownAnnouncement {
             return APIError(
                 status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
+        }
+        if error.isNotSpeaking {
+            return APIError(
+                status: .conflict, code: ErrorResponse.Code.notSpeaking, message: error.message, field: "id")
+        }
+        if error.isNotPaused {
+            return APIError(status: .conflict, code: ErrorResponse.Code.notPaused, message: error.message, field: "id")
         }
         return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
     }

@@ -152,6 +152,9 @@ public final class SpeakMetrics: Sendable {
                 return pending.queuedAt.removeValue(forKey: event.id)
             }
             if let queued { queueWait.recordSeconds(event.timestamp.timeIntervalSince(queued)) }
+        case .paused, .resumed:
+            // Speaking time counts from start to finish, pauses included.
+            break
         case .finished:
             let reason = event.reason ?? .failed
             let counters = finished[reason]

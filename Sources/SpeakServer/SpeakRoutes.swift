@@ -70,6 +70,40 @@ struct SpeakRoutes: Sendable {
         return try json(CancelResult(cancelled: cancelled ? 1 : 0))
     }
 
+    /// Pauses the announcement in the path, or the speaking one; `?at=word` waits for the end of
+    /// the current word. Answers once the sink is silent.
+    @Sendable func pause(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let id = context.parameters.get("id")
+        let atWordEnd: Bool
+        switch request.uri.queryParameters["at"] {
+        case nil, "now": atWordEnd = false
+        case "word": atWordEnd = true
+        case let other?:
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "'\(other)' is not a place to pause at: use 'now' or 'word'", field: "at")
+        }
+        let status: AnnouncementStatus
+        do {
+            status = try await queue.pause(id: id, atWordEnd: atWordEnd)
+        } catch {
+            throw APIError.scheduling(error)
+        }
+        return try json(status)
+    }
+
+    /// Resumes the paused announcement in the path, or the paused speaking one.
+    @Sendable func resume(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let id = context.parameters.get("id")
+        let status: AnnouncementStatus
+        do {
+            status = try await queue.resume(id: id)
+        } catch {
+            throw APIError.scheduling(error)
+        }
+        return try json(status)
+    }
+
     @Sendable func cancelAll(_ request: Request, context: BasicRequestContext) async throws -> Response {
         try json(CancelResult(cancelled: await queue.cancelAll()))
     }

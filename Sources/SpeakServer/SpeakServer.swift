@@ -16,7 +16,9 @@ import SpeechRendering
 /// | `GET /v1/announcements` | `AnnouncementList`: speaking first, then waiting in speaking order |
 /// | `GET /v1/announcements/{id}` | `AnnouncementStatus`, also for recently finished ones |
 /// | `DELETE /v1/announcements/{id}`, `DELETE /v1/announcements` | `CancelResult` (how many this cancelled) |
-/// | `GET /v1/events` | `text/event-stream`: `event: queued/started/finished`, `id: <epoch>-<sequence>` (`EventID`), `data: <event JSON>` |
+/// | `POST /v1/announcements/{id}/pause`, `POST /v1/pause` (the speaking one), `?at=word` | `AnnouncementStatus`, `paused`, once the sink is silent; 409 when not speaking |
+/// | `POST /v1/announcements/{id}/resume`, `POST /v1/resume` | `AnnouncementStatus`, `speaking`; 409 when not paused |
+/// | `GET /v1/events` | `text/event-stream`: `event: queued/started/paused/resumed/finished`, `id: <epoch>-<sequence>` (`EventID`), `data: <event JSON>` |
 /// | `POST /v1/speech` | `audio/wav`, rendered without queueing or playing |
 /// | `GET /v1/voices` | `VoiceList` |
 /// | `GET /v1/chimes` | `ChimeList` |
@@ -130,6 +132,10 @@ public struct SpeakServer: Sendable {
         router.get("/v1/announcements/:id", use: routes.status)
         router.delete("/v1/announcements/:id", use: routes.cancel)
         router.delete("/v1/announcements", use: routes.cancelAll)
+        router.post("/v1/announcements/:id/pause", use: routes.pause)
+        router.post("/v1/announcements/:id/resume", use: routes.resume)
+        router.post("/v1/pause", use: routes.pause)
+        router.post("/v1/resume", use: routes.resume)
         router.get("/v1/events", use: routes.events)
         router.post("/v1/speech", use: routes.speech)
         router.get("/v1/voices", use: routes.voices)
