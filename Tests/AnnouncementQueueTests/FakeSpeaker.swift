@@ -27,6 +27,9 @@ final class FakeSpeaker: AnnouncementSpeaker {
         var availabilityCallWaiters: [Waiter] = []
         var overlapping = false
         var ignoresCancellation = false
+        var paused = false
+        var pauses = 0
+        var resumes = 0
 
         /// Takes the waiters whose count has been reached.
         static func due(_ waiters: inout [Waiter], reached count: Int) -> [CheckedContinuation<Void, Never>] {
@@ -63,6 +66,7 @@ final class FakeSpeaker: AnnouncementSpeaker {
                     return nil
                 }
                 if let continuation = state.speaking.removeValue(forKey: id) {
+                    state.paused = false
                     state.cancelled.append(id)
                     return continuation
                 }
@@ -83,6 +87,28 @@ final class FakeSpeaker: AnnouncementSpeaker {
             for waiter in due { waiter.resume() }
         }
     }
+
+    /// Pauses whatever `speak` is running: true when something is, and not paused already.
+    func pause(atWordEnd: Bool) async -> Bool {
+        state.withLock { state in
+            guard !state.speaking.isEmpty, !state.paused else { return false }
+            state.paused = true
+            state.pauses += 1
+            return true
+        }
+    }
+
+    func resume() -> Bool {
+        state.withLock { state in
+            guard state.paused else { return false }
+            state.paused = false
+            state.resumes += 1
+            return true
+        }
+    }
+
+    /// How often `pause` and `resume` succeeded.
+    var pauseCalls: (pauses: Int, resumes: Int) { state.withLock { ($0.pauses, $0.resumes) } }
 
     /// When set, `speak` goes on after its task is cancelled, as a wedged device would.
     var ignoresCancellation: Bool {
@@ -138,7 +164,11 @@ final class FakeSpeaker: AnnouncementSpeaker {
     /// Resumes `speak` for `id`; false when it is not speaking (it was cancelled, say).
     @discardableResult
     func resume(_ id: String, with result: Result<SpeechOutcome, any Error>) -> Bool {
-        guard let continuation = state.withLock({ $0.speaking.removeValue(forKey: id) }) else { return false }
+        let continuation = state.withLock { state in
+            defer { state.paused = false }
+            return state.speaking.removeValue(forKey: id)
+        }
+        guard let continuation else { return false }
         continuation.resume(with: result)
         return true
     }

@@ -106,11 +106,12 @@ struct QueueHarness {
     let runner: Task<Void, Never>
 
     init(
-        capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true
+        capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true,
+        pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout
     ) async {
         queue = AnnouncementQueue(
             speaker: speaker, capacity: capacity, clock: clock, eventHistory: eventHistory,
-            subscriberBuffer: subscriberBuffer)
+            subscriberBuffer: subscriberBuffer, pauseTimeout: pauseTimeout)
         recorder = EventRecorder(queue.events(after: 0))
         let queue = self.queue
         runner = running ? Task { await queue.run() } : Task {}
