@@ -22,6 +22,10 @@ public struct AudioPlayback: Sendable {
     private let lastSound = LastSound()
     /// Pauses and resumes the stream being played.
     public let control = PlaybackControl()
+    /// Silence written before the rest of a resumed stream: a sound server that starts a stream
+    /// again mixes it into what its sink has rendered ahead already, and what it cannot take
+    /// back (tens of milliseconds on a PulseAudio null sink) would cut off the first sound.
+    static let resumeSilence = Duration.milliseconds(30)
 
     /// - Parameters:
     ///   - leadIn: silence before the first chunk; zero for none.
@@ -55,7 +59,9 @@ public struct AudioPlayback: Sendable {
         var trimmer = TrailingSilenceTrimmer(format: format, threshold: silenceThreshold)
         control.begin(on: sink)
         defer { control.end() }
-        var tape = Tape(sink: sink, control: control, channels: max(1, format.channels))
+        var tape = Tape(
+            sink: sink, control: control, channels: max(1, format.channels),
+            resumeSilence: format.byteCount(for: Self.resumeSilence) / 2)
         do {
             try Task.checkCancellation()
             let silenceBefore = max(leadIn, lastSound.remainingGap(gap), least)
@@ -113,10 +119,14 @@ private struct Tape {
     /// How much is kept: far more than any sink buffers ahead of playback.
     private let keptLimit: Int
 
-    init(sink: any AudioSink, control: PlaybackControl, channels: Int) {
+    /// Samples of silence written before the rest on resume.
+    private let resumeSilence: Int
+
+    init(sink: any AudioSink, control: PlaybackControl, channels: Int, resumeSilence: Int) {
         self.sink = sink
         self.control = control
         self.channels = channels
+        self.resumeSilence = resumeSilence - resumeSilence % channels
         self.takenAtStart = sink.framesTaken
         self.keptLimit = 2 * 48_000 * channels
     }
@@ -197,20 +207,28 @@ private struct Tape {
     /// The sink was flushed mid-stream: finds where the sound stopped, takes back what was not
     /// played and waits for the resume. Returns what to write next.
     private mutating func pauseNow(unwritten: [Int16]) async throws -> [Int16] {
-        await control.awaitRequestedFlush()
-        // A second flush: a write that raced the first one is discarded too, and the count of
-        // what was not played is read with nothing left in flight.
-        let unplayed = try await sink.flushCountingUnplayed()
+        // Nothing of this stream is in flight now. The flush `pause` started is where the sound
+        // stopped, unless a write raced it and was taken after it: then flush that too.
+        var position = await control.awaitRequestedFlush()
+        if position == nil || position?.taken != sink.framesTaken {
+            position = try await sink.flushCountingUnplayed() ?? position
+        }
         var played = written
-        if let unplayed, let start = takenAtStart, let taken = sink.framesTaken {
-            played = (max(0, taken - unplayed) - start) * channels
+        if let position, let start = takenAtStart {
+            played = (position.played - start) * channels
         }
         played = min(max(played, keptFrom), written)
         let rest = Array(kept[(played - keptFrom)...]) + unwritten
         kept.removeLast(written - played)
         written = played
         try await control.pausedUntilResumed()
-        return rest
+        return resumed(rest)
+    }
+
+    /// What to write on resume: silence, then `rest`, whose stream positions move by as much.
+    private mutating func resumed(_ rest: [Int16]) -> [Int16] {
+        if written >= utteranceStart { utteranceStart += resumeSilence }
+        return Array(repeating: 0, count: resumeSilence) + rest
     }
 
     /// Written up to the start of the next word: waits for it to be played, then for the resume.
@@ -221,7 +239,7 @@ private struct Tape {
             return try await pauseNow(unwritten: unwritten)
         }
         try await control.pausedUntilResumed()
-        return unwritten
+        return resumed(unwritten)
     }
 }
 

@@ -24,15 +24,31 @@ public protocol AudioSink: Sendable {
     /// the sink does not count them (then everything written counts as played).
     var framesTaken: Int? { get }
 
-    /// Like `flush()`, and tells how many of the frames taken were discarded unplayed, so a
-    /// pause can resume at the exact sample where the sound stopped; nil when the sink cannot tell.
-    func flushCountingUnplayed() async throws -> Int?
+    /// Like `flush()`, and tells where the sound stopped, so a pause can resume at that sample;
+    /// nil when the sink cannot tell.
+    func flushCountingUnplayed() async throws -> FlushPosition?
+}
+
+/// Where a flush stopped the sound, in frames counted since the sink was made.
+public struct FlushPosition: Sendable, Hashable {
+    /// Frames the device had taken when it was flushed (`AudioSink.framesTaken`).
+    public var taken: Int
+    /// Of those, the frames not yet heard, which the flush discarded.
+    public var unplayed: Int
+
+    public init(taken: Int, unplayed: Int) {
+        self.taken = taken
+        self.unplayed = unplayed
+    }
+
+    /// Frames heard.
+    public var played: Int { max(0, taken - unplayed) }
 }
 
 extension AudioSink {
     public var framesTaken: Int? { nil }
 
-    public func flushCountingUnplayed() async throws -> Int? {
+    public func flushCountingUnplayed() async throws -> FlushPosition? {
         try await flush()
         return nil
     }

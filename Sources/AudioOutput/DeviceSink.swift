@@ -132,29 +132,34 @@ final class DeviceSink: ReopenableAudioSink {
         _ = try await flush(counting: false)
     }
 
-    func flushCountingUnplayed() async throws -> Int? {
+    func flushCountingUnplayed() async throws -> FlushPosition? {
         try await flush(counting: true)
     }
 
     /// Flushes; when `counting`, first asks the device how much of what it took is unplayed.
-    private func flush(counting: Bool) async throws -> Int? {
+    private func flush(counting: Bool) async throws -> FlushPosition? {
         // Stop the running write at its next piece before queueing the flush behind it.
         let idle = state.withLock { state in
             state.thread?.interrupt()
             return state.thread == nil && state.stuck == nil
         }
-        guard !idle else { return counting ? 0 : nil }
+        let bytesPerFrame = format.bytesPerFrame
+        guard !idle else {
+            return counting
+                ? FlushPosition(taken: takenBytes.load(ordering: .relaxed) / bytesPerFrame, unplayed: 0) : nil
+        }
         let requested = ContinuousClock.now
-        let unplayed = Mutex<Int?>(nil)
+        let position = Mutex<FlushPosition?>(nil)
         try await perform(interruptible: false) { thread, _ throws(AudioOutputError) in
+            let taken = self.takenBytes.load(ordering: .relaxed) / bytesPerFrame
             guard let device = thread.openedDevice else {
-                unplayed.withLock { $0 = 0 }
+                position.withLock { $0 = FlushPosition(taken: taken, unplayed: 0) }
                 return
             }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
-                // Read just before the flush: the device's clock is what stops it.
+                // Read just before the flush, on the thread that writes: nothing is taken between.
                 if counting, let bytes = device.unplayedBytes() {
-                    unplayed.withLock { $0 = bytes / self.format.bytesPerFrame }
+                    position.withLock { $0 = FlushPosition(taken: taken, unplayed: min(taken, bytes / bytesPerFrame)) }
                 }
                 try device.flush()
             }
@@ -165,7 +170,7 @@ final class DeviceSink: ReopenableAudioSink {
                 thread.closeDevice(limit: self.options.callTimeout)
             }
         }
-        return unplayed.withLock { $0 }
+        return position.withLock { $0 }
     }
 
     /// Opens the device now (closing it first if open), to probe it or recover after a failure.

@@ -19,7 +19,7 @@ public final class PlaybackControl: Sendable {
         var sink: (any AudioSink)?
         var request: PauseMoment?
         /// The flush started by `pause(.now)`, so the silence is immediate.
-        var flush: Task<Void, Never>?
+        var flush: Task<FlushPosition?, Never>?
         var isPaused = false
         /// The caller of `pause` waiting to hear whether the stream paused.
         var pauseWaiters: [CheckedContinuation<Bool, Never>] = []
@@ -42,7 +42,7 @@ public final class PlaybackControl: Sendable {
                 state.request = moment
                 state.pauseWaiters.append(continuation)
                 if moment == .now {
-                    state.flush = Task { _ = try? await sink.flushCountingUnplayed() }
+                    state.flush = Task { (try? await sink.flushCountingUnplayed()) ?? nil }
                 }
                 return false
             }
@@ -88,9 +88,10 @@ public final class PlaybackControl: Sendable {
     var request: PauseMoment? { state.withLock { $0.request } }
 
     /// Waits for the flush `pause(.now)` started, if any.
-    func awaitRequestedFlush() async {
+    /// - Returns: where it stopped the sound; nil when there was none or the sink cannot tell.
+    func awaitRequestedFlush() async -> FlushPosition? {
         let flush = state.withLock { $0.flush }
-        await flush?.value
+        return await flush?.value
     }
 
     /// The sink is silent: answers the pause, then waits for `resume()`.

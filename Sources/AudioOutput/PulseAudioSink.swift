@@ -84,7 +84,7 @@ public final class PulseAudioSink: ReopenableAudioSink {
         try await core.flush()
     }
     public var framesTaken: Int? { core.framesTaken }
-    public func flushCountingUnplayed() async throws -> Int? {
+    public func flushCountingUnplayed() async throws -> FlushPosition? {
         defer { scheduleRelease() }
         return try await core.flushCountingUnplayed()
     }
@@ -206,7 +206,8 @@ final class PulseAudioDevice: BlockingAudioDevice {
     }
 
     func unplayedBytes() -> Int? {
-        // The stream's buffer plus the sink's own latency: what has not reached the speaker.
+        // The stream's buffer plus the sink's own latency: what has not reached the speaker. A
+        // flush rewinds the sink too, so none of it is heard after one.
         var error: Int32 = 0
         let latency = pa_simple_get_latency(stream, &error)
         guard latency != UInt64.max else { return nil }
