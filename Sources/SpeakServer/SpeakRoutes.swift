@@ -244,7 +244,7 @@ struct SpeakRoutes: Sendable {
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
         let snapshot = await queue.snapshot()
-        let speaking = snapshot.contains { $0.state == .speaking }
+        let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
         report.queue = HealthReport.Queue(
             waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: queue.capacity)
         return report

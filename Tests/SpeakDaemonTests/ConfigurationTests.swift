@@ -346,6 +346,7 @@ struct ConfigurationSettingsTests {
         "heartbeat": ("0.5", "0"),
         "lead-in": ("0.25", "1.5"),
         "gap": ("0.5", "6"),
+        "pause-timeout": ("30", "0"),
         "event-history": ("16", "0"),
         "max-connections": ("100", "0"),
         "idle-timeout": ("5", "0"),
