@@ -32,8 +32,8 @@ extension SpeakdIntegration {
             #expect(
                 Set(paths.keys) == [
                     "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices",
-                    "/v1/chimes",
-                    "/healthz", "/metrics", "/openapi.json", "/",
+                    "/v1/chimes", "/v1/announcements/{id}/pause", "/v1/announcements/{id}/resume", "/v1/pause",
+                    "/v1/resume", "/healthz", "/metrics", "/openapi.json", "/",
                 ])
             _ = await daemon.stop()
         }
@@ -62,8 +62,10 @@ extension SpeakdIntegration {
 
         @Test("schemathesis against the running daemon: no server error, every answer as documented, events too")
         func schemathesisFindsNoViolation() async throws {
-            // A WAV sink on /dev/null plays at once, so `?wait=true` answers without real-time playback.
-            let daemon = try await SpeakdProcess.start(audio: "wav:/dev/null", arguments: ["--event-history", "8192"])
+            // A WAV sink on /dev/null plays at once, so `?wait=true` answers without real-time playback;
+            // a pause that nothing resumes ends after a second, not the default five minutes.
+            let daemon = try await SpeakdProcess.start(
+                audio: "wav:/dev/null", arguments: ["--event-history", "8192", "--pause-timeout", "1"])
             let events = EventStreamRecorder(client: daemon.unixClient)
             try await daemon.waitForEventStreams(1)
             let token = try #require(daemon.token)
