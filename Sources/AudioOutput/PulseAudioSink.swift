@@ -84,9 +84,10 @@ public final class PulseAudioSink: ReopenableAudioSink {
         try await core.flush()
     }
     public var framesTaken: Int? { core.framesTaken }
+    /// A pause's flush: the stream is kept for the resume, which then continues on it rather
+    /// than on a fresh stream whose start the server may cut; a cancel while paused releases it.
     public func flushCountingUnplayed() async throws -> FlushPosition? {
-        defer { scheduleRelease() }
-        return try await core.flushCountingUnplayed()
+        try await core.flushCountingUnplayed()
     }
     public func reopen() async throws {
         // Opened to probe the server: released again unless an announcement follows.
