@@ -201,12 +201,15 @@ public final class FleetLink: Service, Sendable {
     private func flush(_ events: [(AnnouncementEvent, String?)]) async {
         guard !events.isEmpty else { return }
         for (event, requestId) in events {
-            let type: FleetReport.Kind =
+            let type: FleetReport.Kind? =
                 switch event.type {
                 case .queued: .queued
                 case .started: .started
                 case .finished: .finished
+                // Pauses are the kiosk's own business; the fleet hears the outcome.
+                case .paused, .resumed: nil
                 }
+            guard let type else { continue }
             let report = FleetReport(
                 type: type, device: settings.device, site: settings.site, requestId: requestId, event: event)
             publish(MQTTOutgoing(topic: settings.topics.events(settings.device), payload: Self.encode(report)))
@@ -217,7 +220,7 @@ public final class FleetLink: Service, Sendable {
     private func publishStatus() async {
         let health = await server.health.health()
         let snapshot = await server.queue.snapshot()
-        let speaking = snapshot.contains { $0.state == .speaking }
+        let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
         let voices = await book.voices(from: server)
         let status = FleetStatus(
             state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
