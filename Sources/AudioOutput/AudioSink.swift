@@ -19,4 +19,13 @@ public protocol AudioSink: Sendable {
 
     /// Releases the device. Further writes reopen it where the sink supports that.
     func close() async
+
+    /// When everything written so far will have been played, as the sink estimated it right
+    /// after its last write returned; nil when the sink does not know (it plays, or stores,
+    /// what it is given at once). Read after a write, it places that write's samples in time.
+    var playedOutAt: ContinuousClock.Instant? { get }
+}
+
+extension AudioSink {
+    public var playedOutAt: ContinuousClock.Instant? { nil }
 }
