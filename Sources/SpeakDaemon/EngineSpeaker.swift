@@ -143,15 +143,12 @@ extension PreparedUtterance {
     func progress(of event: EngineEvent) -> SpeechProgress? {
         switch event.kind {
         case .word:
-            guard let range = textMap?.range(position: event.textPosition, length: event.length) else { return nil }
+            guard let range = textMap?.range(of: event) else { return nil }
             return SpeechProgress(
                 kind: .word, range: TextRange(location: range.lowerBound, length: range.count),
                 word: utterance.text.utf16Substring(range))
         case .sentence:
-            guard let map = textMap, let start = map.range(position: event.textPosition, length: 0) else {
-                return nil
-            }
-            let sentence = map.sentence(containing: start.lowerBound)
+            guard let sentence = textMap?.range(of: event) else { return nil }
             return SpeechProgress(
                 kind: .sentence, range: TextRange(location: sentence.lowerBound, length: sentence.count))
         case .mark:

@@ -63,6 +63,30 @@ public struct TextOffsetMap: Sendable, Hashable {
         return Int(starts[index])..<Int(starts[index] + lengths[index])
     }
 
+    /// The part of the text `event` is about: a word's own characters, a sentence up to the next
+    /// one. Nil for marks, and for words that cover no text: espeak-ng also reports words of
+    /// no length (where a clause ends) and words inside markup.
+    public func range(of event: EngineEvent) -> Range<Int>? {
+        switch event.kind {
+        case .word:
+            guard event.length > 0, let range = range(position: event.textPosition, length: event.length) else {
+                return nil
+            }
+            return wordCovers(position: event.textPosition, length: event.length) ? range : nil
+        case .sentence:
+            return range(position: event.textPosition, length: 0).map { sentence(containing: $0.lowerBound) }
+        case .mark:
+            return nil
+        }
+    }
+
+    /// Whether any scalar from `position` for `length` came from the text.
+    private func wordCovers(position: Int, length: Int) -> Bool {
+        let first = max(0, position - 1)
+        let end = min(starts.count, first + length)
+        return first < end && starts[first..<end].contains { $0 >= 0 }
+    }
+
     /// The sentence that starts at or contains UTF-16 offset `location`: up to the next
     /// sentence start or the end of the text.
     public func sentence(containing location: Int) -> Range<Int> {
