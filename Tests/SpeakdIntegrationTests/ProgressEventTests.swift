@@ -1,0 +1,90 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+extension SpeakdIntegration {
+    /// Word events against the recording of the null sink's monitor: each is sent when its
+    /// word's first sample is heard, bracketed as `PromptFinishTests` brackets `finished`.
+    @Suite(.serialized, .timeLimit(.minutes(2)))
+    struct ProgressEventTests {
+        /// Onsets of sound after at least `gap` seconds of silence, as frame indices from `fromFrame`.
+        static func onsets(_ speakd: AudibleDaemon, from fromFrame: Int, gap: Double = 0.25) -> [Int] {
+            let channels = speakd.recorder.channels
+            let samples = speakd.recorder.samplesSoFar()
+            let quietFrames = Int(gap * Double(speakd.recorder.sampleRate))
+            var onsets: [Int] = []
+            var lastAudible = Int.min / 2
+            var frame = fromFrame
+            while frame * channels + channels <= samples.count {
+                let audible = (0..<channels).contains {
+                    abs(Int(samples[frame * channels + $0])) > PromptFinishTests.audible
+                }
+                if audible {
+                    if frame - lastAudible > quietFrames { onsets.append(frame) }
+                    lastAudible = frame
+                }
+                frame += 1
+            }
+            return onsets
+        }
+
+        @Test("word events arrive within 20 ms of their word's first sample, never before it; ranges index the text")
+        func wordEventsFollowTheSound() async throws {
+            let speakd = try await AudibleDaemon.start()
+            _ = try await PromptFinishTests.finishDelay(announcement("Platform four"), speakd)
+            try await Task.sleep(for: .milliseconds(400))
+            let fromFrame = speakd.recorder.recordedFrames
+            // Words that start with a sound, not with a plosive's silent closure, which is part
+            // of the word but not audible.
+            let ssml = "<speak>Amsterdam<break time=\"600ms\"/>Madrid<break time=\"600ms\"/>Lisbon</speak>"
+            let id = try await speakd.accept(["ssml": ssml])
+            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+            #expect(finished.event.success == true)
+            try await Task.sleep(for: .milliseconds(150))
+            let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
+            let onsets = Self.onsets(speakd, from: fromFrame)
+            _ = await speakd.stop()
+
+            #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
+            let text = "AmsterdamMadridLisbon"
+            #expect(
+                words.map { $0.event.range } == [
+                    TextRange(location: 0, length: 9), TextRange(location: 9, length: 6),
+                    TextRange(location: 15, length: 6),
+                ])
+            #expect(words.allSatisfy { $0.event.text == text })
+            // Every word event comes before finished.
+            #expect(words.allSatisfy { $0.receivedAt <= finished.receivedAt })
+            try #require(onsets.count == 3, "onsets \(onsets)")
+            var delays: [PromptFinishTests.Delay] = []
+            for (word, onset) in zip(words, onsets) {
+                delays.append(try PromptFinishTests.delay(from: onset, to: word.receivedAt, speakd))
+            }
+            print("measured: word's first sample → word event: \(delays.map(\.description).joined(separator: ", "))")
+            for delay in delays {
+                #expect(delay.atMost >= 0, "word event \(delay) after its first sample: before it was heard")
+                #expect(
+                    delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom,
+                    "word event \(delay) after its first sample")
+            }
+        }
+
+        @Test("?progress=false leaves progress events out")
+        func progressCanBeLeftOut() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let quiet = EventStreamRecorder(client: speakd.unix, path: "/v1/events?progress=false")
+            defer { quiet.stop() }
+            try await Task.sleep(for: .milliseconds(200))
+            let id = try await speakd.accept(announcement("Doors closing. Mind the gap."))
+            #expect(await speakd.events.waitForFinished([id], timeout: .seconds(10)))
+            #expect(await quiet.waitForFinished([id], timeout: .seconds(5)))
+            _ = await speakd.stop()
+            let all = speakd.events.events(for: id).map(\.type)
+            #expect(all.filter { $0 == .word }.count == 5)
+            #expect(all.filter { $0 == .sentence }.count == 2)
+            #expect(quiet.events(for: id).map(\.type) == [.queued, .started, .finished])
+        }
+    }
+}
