@@ -159,3 +159,35 @@ extension AnnouncementEvent {
             name: try container.decodeIfPresent(String.self, forKey: .name))
     }
 }
+
+extension AnnouncementEvent {
+    /// An event as Apple's speech synthesizer delegate names what happens to an utterance
+    /// (`AVSpeechSynthesizerDelegate`): what a client switches over.
+    public enum Activity: Sendable, Hashable {
+        /// Accepted and waiting (no delegate counterpart).
+        case queued
+        /// Speaking began (`didStart`).
+        case didStart
+        /// A word is heard now: its range in `text` and the word (`willSpeakRangeOfSpeechString`).
+        case willSpeakRange(TextRange, word: String)
+        /// A sentence is heard now: its range in `text`.
+        case willSpeakSentence(TextRange)
+        /// A mark is reached (`willSpeakMarker`).
+        case willSpeakMarker(name: String)
+        /// It finished: `didFinish` when spoken to the end, `didCancel` otherwise, with the reason.
+        case didFinish(success: Bool, reason: FinishReason?)
+    }
+
+    /// What this event says, as `Activity` names it; nil for a progress event missing the
+    /// fields it carries.
+    public var activity: Activity? {
+        switch type {
+        case .queued: .queued
+        case .started: .didStart
+        case .word: range.flatMap { range in word.map { .willSpeakRange(range, word: $0) } }
+        case .sentence: range.map { .willSpeakSentence($0) }
+        case .mark: name.map { .willSpeakMarker(name: $0) }
+        case .finished: .didFinish(success: success == true, reason: reason)
+        }
+    }
+}

@@ -201,12 +201,14 @@ public final class FleetLink: Service, Sendable {
     private func flush(_ events: [(AnnouncementEvent, String?)]) async {
         guard !events.isEmpty else { return }
         for (event, requestId) in events {
-            let type: FleetReport.Kind =
-                switch event.type {
-                case .queued: .queued
-                case .started: .started
-                case .finished: .finished
-                }
+            let type: FleetReport.Kind
+            switch event.type {
+            case .queued: type = .queued
+            case .started: type = .started
+            case .finished: type = .finished
+            // The fleet's stream is subscribed without progress events.
+            case .word, .sentence, .mark: continue
+            }
             let report = FleetReport(
                 type: type, device: settings.device, site: settings.site, requestId: requestId, event: event)
             publish(MQTTOutgoing(topic: settings.topics.events(settings.device), payload: Self.encode(report)))
