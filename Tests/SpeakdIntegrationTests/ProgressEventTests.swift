@@ -86,5 +86,20 @@ extension SpeakdIntegration {
             #expect(all.filter { $0 == .sentence }.count == 2)
             #expect(quiet.events(for: id).map(\.type) == [.queued, .started, .finished])
         }
+
+        @Test("speak --wait --progress prints each word, then the finished event")
+        func cliPrintsWords() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let result = try await BuiltProduct.run(
+                "speak",
+                ["--wait", "--progress", "Doors closing at platform four", "--socket", speakd.daemon.socketPath],
+                environment: speakd.pulse.environment)
+            _ = await speakd.stop()
+            #expect(result.status == 0, "stderr: \(result.standardError)")
+            let lines = result.standardOutput.split(separator: "\n").map(String.init)
+            #expect(lines.dropLast() == ["Doors", "closing", "at", "platform", "four"])
+            let finished = try WireFormat.decoder().decode(AnnouncementEvent.self, from: Data((lines.last ?? "").utf8))
+            #expect(finished.type == .finished && finished.success == true)
+        }
     }
 }
