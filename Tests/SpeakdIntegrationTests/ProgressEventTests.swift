@@ -80,7 +80,15 @@ extension SpeakdIntegration {
             let id = try await speakd.accept(announcement("Doors closing. Mind the gap."))
             #expect(await speakd.events.waitForFinished([id], timeout: .seconds(10)))
             #expect(await quiet.waitForFinished([id], timeout: .seconds(5)))
+            // The sink-timed histograms have one observation each, of a plausible size.
+            let metrics = String(decoding: try await speakd.unix.send("GET", "/metrics").body, as: UTF8.self)
             _ = await speakd.stop()
+            for name in ["speakd_first_sample_seconds", "speakd_finished_delay_seconds"] {
+                #expect(metrics.contains("\(name)_count 1"), "\(name) in:\n\(metrics)")
+            }
+            let firstSample = metrics.split(separator: "\n").first { $0.hasPrefix("speakd_first_sample_seconds_sum ") }
+            let seconds = try #require(firstSample.flatMap { Double($0.split(separator: " ")[1]) })
+            #expect(seconds > 0 && seconds < 1, "request → first sample \(seconds) s")
             let all = speakd.events.events(for: id).map(\.type)
             #expect(all.filter { $0 == .word }.count == 5)
             #expect(all.filter { $0 == .sentence }.count == 2)
