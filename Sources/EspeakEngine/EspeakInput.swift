@@ -43,6 +43,9 @@ public struct EspeakInput: Sendable, Hashable {
         self.switchesVoice = switchesVoice
     }
 
+    /// What a client's mark name is prefixed with in the input, and its `EngineEvent.name`.
+    public static let clientMarkPrefix = "m:"
+
     /// espeak-ng's normal rate, which `rate` 1.0 means.
     static let normalWordsPerMinute = 175.0
 
@@ -115,7 +118,7 @@ public struct EspeakInput: Sendable, Hashable {
         // One span with nothing for markup to say is passed as plain text: espeak-ng renders it
         // with less CPU (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
         // as text. Only the control characters need replacing.
-        if !marks, spans.count == 1, let span = spans.first, span.attributes.ipa == nil,
+        if !marks, spans.count == 1, let span = spans.first, span.mark == nil, span.attributes.ipa == nil,
             span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
             (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0, utterance.boundaries.isEmpty
         {
@@ -175,6 +178,10 @@ public struct EspeakInput: Sendable, Hashable {
             }
             if marks {
                 emit("<mark name=\"\(index)\"/>")
+            }
+            // A client's mark; the prefix keeps it apart from the span-index marks above.
+            if let mark = span.mark {
+                emit("<mark name=\"\(EspeakInput.clientMarkPrefix)\(escape(mark))\"/>")
             }
             var open = ""
             var close = ""

@@ -1,5 +1,6 @@
 import AnnouncementQueue
 import AudioOutput
+import EspeakEngine
 import Logging
 import SpeakAPI
 import SpeechModel
@@ -152,8 +153,8 @@ extension PreparedUtterance {
             return SpeechProgress(
                 kind: .sentence, range: TextRange(location: sentence.lowerBound, length: sentence.count))
         case .mark:
-            guard let name = event.name else { return nil }
-            return SpeechProgress(kind: .mark, name: name)
+            guard let name = event.name, name.hasPrefix(EspeakInput.clientMarkPrefix) else { return nil }
+            return SpeechProgress(kind: .mark, name: String(name.dropFirst(EspeakInput.clientMarkPrefix.count)))
         }
     }
 

@@ -109,5 +109,27 @@ extension SpeakdIntegration {
             let finished = try WireFormat.decoder().decode(AnnouncementEvent.self, from: Data((lines.last ?? "").utf8))
             #expect(finished.type == .finished && finished.success == true)
         }
+
+        @Test("span marks arrive in order, as their spans are heard; a bad mark name is refused naming the field")
+        func marksInOrder() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let body: [String: Any] = [
+                "spans": [
+                    ["text": "Platform four. ", "mark": "first"], ["text": "Doors closing. ", "mark": "second.part"],
+                    ["text": "Mind the gap.", "mark": "third"],
+                ]
+            ]
+            let id = try await speakd.accept(body)
+            #expect(await speakd.events.waitForFinished([id], timeout: .seconds(10)))
+            let refused = try await post(["spans": [["text": "Platform four", "mark": "no spaces"]]], via: speakd.unix)
+            _ = await speakd.stop()
+            let events = speakd.events.events(for: id)
+            #expect(events.filter { $0.type == .mark }.compactMap(\.name) == ["first", "second.part", "third"])
+            // Each mark comes before the first word of its span.
+            let order = events.filter { $0.type == .mark || $0.type == .word }.map { $0.name ?? $0.word ?? "" }
+            #expect(order.prefix(2) == ["first", "Platform"])
+            #expect(refused.status == 422)
+            #expect(String(decoding: refused.body, as: UTF8.self).contains("spans[0].mark"))
+        }
     }
 }
