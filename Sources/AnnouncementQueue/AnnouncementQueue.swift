@@ -3,6 +3,7 @@ import Logging
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
+import Synchronization
 
 /// Speaks announcements one at a time, by priority, and sends exactly one `finished` event for
 /// every announcement it accepts.
@@ -66,6 +67,8 @@ public actor AnnouncementQueue {
         /// Asked to pause; the speaker has not answered yet.
         case pausing
         case paused
+        /// Lets its progress events through until it finishes.
+        var progress: ProgressGate
     }
 
     private enum Phase {
@@ -84,6 +87,7 @@ public actor AnnouncementQueue {
     private let finishedMemory: Int
     private let stopTimeout: Duration
     private let pauseTimeout: Duration?
+    private nonisolated let playbackTiming: PlaybackTiming?
 
     private var phase = Phase.open
     private var runners = 0
@@ -115,6 +119,7 @@ public actor AnnouncementQueue {
     ///     available again, so a wedged device cannot wedge the queue or its shutdown.
     ///   - pauseTimeout: how long an announcement may stay paused before it finishes
     ///     `interrupted`; nil for ever.
+    ///   - playbackTiming: told when each announcement's first sample is heard and its last sound ends.
     ///   - logger: where the queue logs, at info and below.
     public init(
         speaker: any AnnouncementSpeaker,
@@ -125,8 +130,10 @@ public actor AnnouncementQueue {
         finishedMemory: Int = 1024,
         stopTimeout: Duration = AnnouncementQueue.defaultStopTimeout,
         pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
+        playbackTiming: PlaybackTiming? = nil,
         logger: Logger = Logger(label: "speakd.queue")
     ) {
+        self.playbackTiming = playbackTiming
         precondition(capacity >= 0, "capacity must not be negative")
         self.speaker = speaker
         self.capacity = capacity
@@ -428,8 +435,12 @@ public actor AnnouncementQueue {
     /// Never blocks the queue: a subscriber that leaves more than its buffer unread has its
     /// stream ended, and resumes by subscribing again with the last sequence it saw.
     /// - Parameter after: the last sequence seen (SSE `Last-Event-ID`); nil for live events only.
-    public nonisolated func events(after: UInt64? = nil) -> AsyncStream<SequencedAnnouncementEvent> {
-        broadcaster.subscribe(after: after)
+    /// - Parameter progress: whether the stream has progress events (`word`, `sentence`, `mark`)
+    ///   as they are heard; they are live only, never replayed.
+    public nonisolated func events(after: UInt64? = nil, progress: Bool = false) -> AsyncStream<
+        SequencedAnnouncementEvent
+    > {
+        broadcaster.subscribe(after: after, progress: progress)
     }
 
     /// The sequence number of the newest event sent, 0 before the first.
@@ -454,14 +465,16 @@ public actor AnnouncementQueue {
         next.expiry?.cancel()
         next.expiry = nil
         let announcement = next.announcement
-        speaking = Speaking(pending: next)
+        let gate = ProgressGate()
+        speaking = Speaking(pending: next, progress: gate)
         publish(.started, next)
         logger.debug("announcement started", metadata: ["announcement.id": "\(announcement.id)"])
         let speaker = self.speaker
+        let listener = listener(for: next, gate: gate)
         speaking?.task = Task {
             let result: Result<SpeechOutcome, any Error>
             do {
-                result = .success(try await speaker.speak(announcement))
+                result = .success(try await speaker.speak(announcement, listener: listener))
             } catch {
                 result = .failure(error)
             }
@@ -492,6 +505,7 @@ public actor AnnouncementQueue {
     private func speakerDidNotStop(id: String) {
         guard let current = speaking, current.pending.id == id, let reason = current.stopReason else { return }
         speaking = nil
+        current.progress.close()
         let detail = "the speaker did not stop within \(stopTimeout) of being cancelled"
         logger.info(
             "speaker did not stop", metadata: ["announcement.id": "\(id)", "queue.stop_timeout": "\(stopTimeout)"])
@@ -508,6 +522,7 @@ public actor AnnouncementQueue {
         current.watchdog?.cancel()
         current.pauseTimer?.cancel()
         speaking = nil
+        current.progress.close()
         switch (current.stopReason, result) {
         case (let reason?, _):
             finish(current.pending, reason: reason, detail: current.stopDetail)
@@ -565,6 +580,29 @@ public actor AnnouncementQueue {
     }
 
     // MARK: Events
+
+    /// What the speaker reports to while it plays `pending`: progress events to the subscribers
+    /// that want them, through `gate`, so none follows the announcement's `finished` event.
+    private nonisolated func listener(for pending: PendingAnnouncement, gate: ProgressGate) -> SpeechListener {
+        let broadcaster = self.broadcaster
+        let id = pending.id
+        let text = pending.announcement.utterance.text
+        let priority = pending.priority
+        let timing = playbackTiming
+        return SpeechListener(
+            wantsProgress: { broadcaster.hasProgressSubscribers },
+            progress: { progress in
+                gate.pass {
+                    broadcaster.publishProgress {
+                        AnnouncementEvent(
+                            type: progress.kind, id: id, text: text, priority: priority, timestamp: Date(),
+                            range: progress.range, word: progress.word, name: progress.name)
+                    }
+                }
+            },
+            firstSample: { instant in timing?.firstSample(id, instant) },
+            lastSound: { instant in timing?.lastSound(id, instant) })
+    }
 
     @discardableResult
     private func publish(
@@ -660,5 +698,38 @@ public actor AnnouncementQueue {
                 return padded
             }
         }
+    }
+}
+
+/// Who is told when announcements are heard: for latency figures.
+public struct PlaybackTiming: Sendable {
+    /// An announcement's first sample is heard at the instant given.
+    public var firstSample: @Sendable (_ id: String, ContinuousClock.Instant) -> Void
+    /// An announcement's last sound ended at the instant given (it played to the end).
+    public var lastSound: @Sendable (_ id: String, ContinuousClock.Instant) -> Void
+
+    /// - Parameters: see the properties of the same names.
+    public init(
+        firstSample: @escaping @Sendable (_ id: String, ContinuousClock.Instant) -> Void,
+        lastSound: @escaping @Sendable (_ id: String, ContinuousClock.Instant) -> Void
+    ) {
+        self.firstSample = firstSample
+        self.lastSound = lastSound
+    }
+}
+
+/// Lets an announcement's progress events through until it finishes: closing waits for one
+/// being published, so none can follow the `finished` event.
+final class ProgressGate: Sendable {
+    private let open = Mutex(true)
+
+    func pass(_ body: () -> Void) {
+        open.withLock { open in
+            if open { body() }
+        }
+    }
+
+    func close() {
+        open.withLock { $0 = false }
     }
 }

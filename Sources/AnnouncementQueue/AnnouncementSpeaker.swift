@@ -1,3 +1,5 @@
+import Foundation
+import SpeakAPI
 import SpeechModel
 
 /// Plays one announcement at a time for an `AnnouncementQueue`.
@@ -15,6 +17,12 @@ public protocol AnnouncementSpeaker: Sendable {
     /// - Parameter announcement: the announcement to speak.
     /// - Returns: what the queue reports in the `finished` event.
     func speak(_ announcement: Announcement) async throws -> SpeechOutcome
+
+    /// `speak(_:)`, telling `listener` what is heard while it plays: each word, sentence and
+    /// mark as the sink plays its first sample, the first sample, the end of the last sound.
+    /// Every progress report is made before this returns or throws. A speaker that cannot tell
+    /// plays without reporting (the default).
+    func speak(_ announcement: Announcement, listener: SpeechListener) async throws -> SpeechOutcome
 
     /// Returns once speaking may succeed again after `speak(_:)` threw.
     ///
@@ -40,6 +48,57 @@ extension AnnouncementSpeaker {
 
     /// A speaker that cannot pause has nothing to resume.
     public func resume() -> Bool { false }
+}
+
+extension AnnouncementSpeaker {
+    public func speak(_ announcement: Announcement, listener: SpeechListener) async throws -> SpeechOutcome {
+        try await speak(announcement)
+    }
+}
+
+/// A word, sentence or mark of an announcement, heard now.
+public struct SpeechProgress: Sendable, Hashable {
+    /// `word`, `sentence` or `mark`.
+    public var kind: AnnouncementEvent.Kind
+    /// The part of the announcement's text (UTF-16), when the speaker can tell.
+    public var range: TextRange?
+    /// The word, for `word`.
+    public var word: String?
+    /// The name, for `mark`.
+    public var name: String?
+
+    /// - Parameters: see the properties of the same names.
+    public init(kind: AnnouncementEvent.Kind, range: TextRange? = nil, word: String? = nil, name: String? = nil) {
+        self.kind = kind
+        self.range = range
+        self.word = word
+        self.name = name
+    }
+}
+
+/// What wants to hear about an announcement while it is played.
+public struct SpeechListener: Sendable {
+    /// Whether anybody wants progress now: a speaker need not map or report it when not.
+    public var wantsProgress: @Sendable () -> Bool
+    /// A word, sentence or mark, called as it is heard.
+    public var progress: @Sendable (SpeechProgress) -> Void
+    /// When the first sample is heard (the sink's estimate), called once.
+    public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
+    /// When the last sound ended, called once when played to the end.
+    public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
+
+    /// - Parameters: see the properties of the same names.
+    public init(
+        wantsProgress: @escaping @Sendable () -> Bool = { true },
+        progress: @escaping @Sendable (SpeechProgress) -> Void = { _ in },
+        firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
+        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
+    ) {
+        self.wantsProgress = wantsProgress
+        self.progress = progress
+        self.firstSample = firstSample
+        self.lastSound = lastSound
+    }
 }
 
 /// What a speaker reports about an announcement it played to the end.

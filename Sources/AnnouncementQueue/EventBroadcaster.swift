@@ -10,11 +10,24 @@ import Synchronization
 final class EventBroadcaster: Sendable {
     private typealias Continuation = AsyncStream<SequencedAnnouncementEvent>.Continuation
 
+    private struct Subscriber {
+        var continuation: Continuation
+        /// Whether it takes progress events.
+        var progress: Bool
+    }
+
     private struct State {
         var nextSequence: UInt64 = 1
         /// Oldest first; trimmed to `historyCapacity` in batches so trimming stays cheap.
         var history: [SequencedAnnouncementEvent] = []
-        var subscribers: [UInt64: Continuation] = [:]
+        var subscribers: [UInt64: Subscriber] = [:]
+        /// How many subscribers take progress events.
+        var progressSubscribers = 0
+
+        mutating func remove(_ key: UInt64) {
+            guard let subscriber = subscribers.removeValue(forKey: key) else { return }
+            if subscriber.progress { progressSubscribers -= 1 }
+        }
         var nextSubscriber: UInt64 = 0
         var isFinished = false
     }
@@ -39,18 +52,42 @@ final class EventBroadcaster: Sendable {
     /// Sends `event` to every subscriber and records it; returns its sequence number.
     @discardableResult
     func publish(_ event: AnnouncementEvent) -> UInt64 {
+        deliver(event, progress: false)!
+    }
+
+    /// Whether any subscriber takes progress events.
+    var hasProgressSubscribers: Bool {
+        state.withLock { $0.progressSubscribers > 0 }
+    }
+
+    /// Sends the event `make` builds to the subscribers that take progress events, without
+    /// recording it: it is news only while it is heard, and it would crowd the announcements'
+    /// states out of the history. Nothing is built when none takes them.
+    func publishProgress(_ make: () -> AnnouncementEvent) {
+        guard hasProgressSubscribers else { return }
+        deliver(make(), progress: true)
+    }
+
+    /// Sends `event` to the subscribers that take it; records it unless it is `progress`.
+    /// Nil when it is progress and none takes it.
+    private func deliver(_ event: AnnouncementEvent, progress: Bool) -> UInt64? {
         delivery.withLock { _ in
-            let (sequenced, subscribers) = state.withLock { state in
+            let taken = state.withLock { state -> (SequencedAnnouncementEvent, [UInt64: Subscriber])? in
+                if progress, state.progressSubscribers == 0 { return nil }
                 let sequenced = SequencedAnnouncementEvent(sequence: state.nextSequence, event: event)
                 state.nextSequence += 1
-                state.history.append(sequenced)
-                if state.history.count >= 2 * historyCapacity + 1 {
-                    state.history.removeFirst(state.history.count - historyCapacity)
+                if !progress {
+                    state.history.append(sequenced)
+                    if state.history.count >= 2 * historyCapacity + 1 {
+                        state.history.removeFirst(state.history.count - historyCapacity)
+                    }
                 }
                 return (sequenced, state.subscribers)
             }
+            guard let (sequenced, subscribers) = taken else { return nil }
             var gone: [UInt64] = []
-            for (key, continuation) in subscribers {
+            for (key, subscriber) in subscribers where subscriber.progress || !progress {
+                let continuation = subscriber.continuation
                 switch continuation.yield(sequenced) {
                 case .enqueued: break
                 case .dropped:
@@ -63,7 +100,7 @@ final class EventBroadcaster: Sendable {
             }
             if !gone.isEmpty {
                 state.withLock { state in
-                    for key in gone { state.subscribers[key] = nil }
+                    for key in gone { state.remove(key) }
                 }
             }
             return sequenced.sequence
@@ -72,9 +109,11 @@ final class EventBroadcaster: Sendable {
 
     /// Events after `sequence` still in history, then live ones until `finish()`.
     ///
-    /// - Parameter sequence: the last sequence the subscriber saw; nil for live events only,
-    ///   0 for the whole history.
-    func subscribe(after sequence: UInt64?) -> AsyncStream<SequencedAnnouncementEvent> {
+    /// - Parameters:
+    ///   - sequence: the last sequence the subscriber saw; nil for live events only, 0 for the
+    ///     whole history.
+    ///   - progress: whether it takes progress events.
+    func subscribe(after sequence: UInt64?, progress: Bool = false) -> AsyncStream<SequencedAnnouncementEvent> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SequencedAnnouncementEvent.self, bufferingPolicy: .bufferingOldest(historyCapacity + subscriberBuffer))
         delivery.withLock { _ in
@@ -88,7 +127,8 @@ final class EventBroadcaster: Sendable {
                 guard !state.isFinished else { return (replay, nil) }
                 let key = state.nextSubscriber
                 state.nextSubscriber += 1
-                state.subscribers[key] = continuation
+                state.subscribers[key] = Subscriber(continuation: continuation, progress: progress)
+                if progress { state.progressSubscribers += 1 }
                 return (replay, key)
             }
             for event in replay {
@@ -99,7 +139,7 @@ final class EventBroadcaster: Sendable {
                 return
             }
             continuation.onTermination = { [weak self] _ in
-                self?.state.withLock { _ = $0.subscribers.removeValue(forKey: key) }
+                self?.state.withLock { $0.remove(key) }
             }
         }
         return stream
@@ -115,8 +155,11 @@ final class EventBroadcaster: Sendable {
         delivery.withLock { _ in
             let continuations = state.withLock { state in
                 state.isFinished = true
-                defer { state.subscribers = [:] }
-                return Array(state.subscribers.values)
+                defer {
+                    state.subscribers = [:]
+                    state.progressSubscribers = 0
+                }
+                return state.subscribers.values.map(\.continuation)
             }
             for continuation in continuations { continuation.finish() }
         }

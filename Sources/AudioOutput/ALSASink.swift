@@ -50,6 +50,7 @@ public final class ALSASink: ReopenableAudioSink {
     public func flushCountingUnplayed() async throws -> FlushPosition? { try await core.flushCountingUnplayed() }
     public func reopen() async throws { try await core.reopen() }
     public func close() async { await core.close() }
+    public var playedOutAt: ContinuousClock.Instant? { core.playedOutAt }
 }
 
 /// One open ALSA playback PCM, in non-blocking mode.
@@ -59,6 +60,7 @@ final class ALSADevice: BlockingAudioDevice {
     private let configuration: OpaquePointer?
     private let sinkName: String
     private let bytesPerFrame: Int
+    private let sampleRate: Int
     /// How long one wait for room or for the drain may take; past it the device is wedged.
     private let waitLimit: Duration
 
@@ -68,6 +70,7 @@ final class ALSADevice: BlockingAudioDevice {
     ) throws(AudioOutputError) {
         self.sinkName = sinkName
         self.bytesPerFrame = format.bytesPerFrame
+        self.sampleRate = format.sampleRate
         // Shorter than the sink's own limit, so the device's answer arrives before the watchdog's.
         self.waitLimit = options.callTimeout * 3 / 4
         let configuration = try text.map { (text) throws(AudioOutputError) in
@@ -94,6 +97,13 @@ final class ALSADevice: BlockingAudioDevice {
             throw .unsupportedFormat(sink: sinkName, "\(device) cannot play \(format): \(Self.message(status))")
         }
         self.pcm = handle
+    }
+
+    /// The PCM's delay: frames written and not yet heard, as ALSA counts them.
+    func queuedDuration() -> Duration? {
+        var frames: snd_pcm_sframes_t = 0
+        guard snd_pcm_delay(pcm, &frames) == 0, frames >= 0 else { return nil }
+        return .microseconds(Int64(frames) * 1_000_000 / Int64(sampleRate))
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {

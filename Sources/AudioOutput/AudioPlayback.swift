@@ -52,9 +52,11 @@ public struct AudioPlayback: Sendable {
     ///   - silenceBefore: silence written before the first chunk, at least (a repeat's gap:
     ///     written, not waited, so the stream and its ducking stay on through it).
     ///   - sink: where to play.
+    ///   - observer: told when the stream's engine events, its first sample and its last sound
+    ///     are heard; nil when nobody asks.
     public func play<Chunks: AsyncSequence>(
         _ chunks: Chunks, format: AudioFormat, trailingPause: Duration = .zero, silenceBefore least: Duration = .zero,
-        on sink: any AudioSink
+        on sink: any AudioSink, observer: PlaybackObserver? = nil
     ) async throws where Chunks.Element == PCMChunk {
         var trimmer = TrailingSilenceTrimmer(format: format, threshold: silenceThreshold)
         control.begin(on: sink)
@@ -70,6 +72,7 @@ public struct AudioPlayback: Sendable {
                 try await tape.put(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
             }
             tape.utteranceStart = tape.written
+            tape.timeline = observer.map { PlayTimeline(format: format, observer: $0) }
             for try await chunk in chunks {
                 try Task.checkCancellation()
                 if let part = trimmer.push(chunk) {
@@ -80,15 +83,21 @@ public struct AudioPlayback: Sendable {
             let (playedSilence, events) = trimmer.finish()
             let pauseFrames = format.byteCount(for: trailingPause) / format.bytesPerFrame
             let padFrames = max(0, pauseFrames - playedSilence)
-            if padFrames > 0 || !events.isEmpty {
-                try await tape.put(
-                    PCMChunk(samples: Array(repeating: 0, count: padFrames * format.channels), events: events))
+            // Events held with the dropped silence are heard when the last sound ends.
+            tape.timeline?.finishEvents(events, on: sink)
+            if padFrames > 0 {
+                try await tape.put(PCMChunk(samples: Array(repeating: 0, count: padFrames * format.channels)))
             }
             try await tape.drain()
+            let soundEnded = ContinuousClock.now - format.duration(frames: max(pauseFrames, playedSilence))
             if trimmer.hasSounded {
-                lastSound.note(ContinuousClock.now - format.duration(frames: max(pauseFrames, playedSilence)))
+                lastSound.note(soundEnded)
             }
+            // Every event is due by now; waiting for the last keeps them ahead of what follows.
+            await tape.timeline?.scheduler.finish()
+            if trimmer.hasSounded { observer?.lastSound(soundEnded) }
         } catch {
+            await tape.timeline?.scheduler.cancel()
             // Flushing is short and bounded by the sink, and it is how a cancel becomes silence,
             // so it runs even though this task is cancelled.
             try? await sink.flush()
@@ -121,6 +130,9 @@ private struct Tape {
 
     /// Samples of silence written before the rest on resume.
     private let resumeSilence: Int
+    /// Places the utterance's engine events on the sink's clock; nil when nobody listens (and
+    /// during the lead-in, which is not the utterance's).
+    var timeline: PlayTimeline?
 
     init(sink: any AudioSink, control: PlaybackControl, channels: Int, resumeSilence: Int) {
         self.sink = sink
@@ -155,7 +167,7 @@ private struct Tape {
             if end > offset {
                 let piece = Array(samples[offset..<end])
                 keep(piece)
-                try await sink.write(PCMChunk(samples: piece, events: events))
+                try await write(PCMChunk(samples: piece, events: events))
                 events = []
             }
             offset = end
@@ -194,6 +206,15 @@ private struct Tape {
         return start
     }
 
+    /// Writes `chunk`, through the timeline when there is one.
+    private mutating func write(_ chunk: PCMChunk) async throws {
+        if timeline != nil {
+            try await timeline!.write(chunk, to: sink)
+        } else {
+            try await sink.write(chunk)
+        }
+    }
+
     private mutating func keep(_ piece: [Int16]) {
         kept += piece
         written += piece.count
@@ -221,14 +242,20 @@ private struct Tape {
         let rest = Array(kept[(played - keptFrom)...]) + unwritten
         kept.removeLast(written - played)
         written = played
+        // Events of what the flush discarded are heard again after the resume.
+        await timeline?.rewind(toFrame: max(0, played - utteranceStart) / channels)
         try await control.pausedUntilResumed()
-        return resumed(rest)
+        return try await resumed(rest)
     }
 
-    /// What to write on resume: silence, then `rest`, whose stream positions move by as much.
-    private mutating func resumed(_ rest: [Int16]) -> [Int16] {
+    /// On resume: writes the silence, then returns `rest`, whose stream positions move by as much.
+    private mutating func resumed(_ rest: [Int16]) async throws -> [Int16] {
         if written >= utteranceStart { utteranceStart += resumeSilence }
-        return Array(repeating: 0, count: resumeSilence) + rest
+        let silence = [Int16](repeating: 0, count: resumeSilence)
+        keep(silence)
+        // Not the utterance's audio: the timeline does not count it.
+        try await sink.write(PCMChunk(samples: silence))
+        return rest
     }
 
     /// Written up to the start of the next word: waits for it to be played, then for the resume.
@@ -239,7 +266,157 @@ private struct Tape {
             return try await pauseNow(unwritten: unwritten)
         }
         try await control.pausedUntilResumed()
-        return resumed(unwritten)
+        return try await resumed(unwritten)
+    }
+}
+
+/// What wants to know when a stream is heard: each engine event when the sink plays its first
+/// sample, the first sample of the stream, and the end of its last sound.
+public struct PlaybackObserver: Sendable {
+    /// An engine event, called at about the instant the sink plays its first sample.
+    public var event: @Sendable (EngineEvent) -> Void
+    /// The instant the stream's first sample is played (the sink's estimate), called once when
+    /// it is written.
+    public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
+    /// The instant its last sounding sample ended, called once the sink has played it all.
+    public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
+
+    public init(
+        event: @escaping @Sendable (EngineEvent) -> Void,
+        firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
+        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
+    ) {
+        self.event = event
+        self.firstSample = firstSample
+        self.lastSound = lastSound
+    }
+}
+
+/// Places a stream's engine events on the sink's clock: a part is written up to each event's
+/// sample, so right after that write the sink's `playedOutAt` is when the event's first sample
+/// will be heard, and the event is scheduled for then. Sinks without a clock fire on writing.
+struct PlayTimeline {
+    let format: AudioFormat
+    let observer: PlaybackObserver
+    private(set) var scheduler: PlayedEventScheduler
+    /// Frames of the stream written so far (the lead-in not counted).
+    private var written = 0
+    /// Events whose sample has not been written yet.
+    private var pending: [EngineEvent] = []
+    private var reportedFirst = false
+
+    init(format: AudioFormat, observer: PlaybackObserver) {
+        self.format = format
+        self.observer = observer
+        self.scheduler = PlayedEventScheduler(deliver: observer.event)
+    }
+
+    /// When what was written so far will have been heard: the sink's estimate, or now.
+    private func playedOut(_ sink: any AudioSink) -> ContinuousClock.Instant {
+        max(sink.playedOutAt ?? .now, .now)
+    }
+
+    mutating func write(_ part: PCMChunk, to sink: any AudioSink) async throws {
+        let channels = max(1, format.channels)
+        pending += part.events
+        let frames = part.samples.count / channels
+        var start = 0
+        while start < frames {
+            // Up to and including the first frame of the next event, so the sink's estimate
+            // right after the write, fresh whatever was written before, places that frame.
+            var end = frames
+            if let next = pending.first.map({ $0.sample - written }), next < frames {
+                end = max(start + 1, next + 1)
+            }
+            try await sink.write(PCMChunk(samples: Array(part.samples[(start * channels)..<(end * channels)])))
+            start = end
+            let heard = playedOut(sink)
+            if !reportedFirst {
+                reportedFirst = true
+                observer.firstSample(heard - format.duration(frames: start))
+            }
+            let due = pending.prefix { $0.sample - written < start }
+            guard !due.isEmpty else { continue }
+            scheduler.schedule(
+                due.map { event in
+                    (max(.now, heard - format.duration(frames: start - max(0, event.sample - written))), event)
+                })
+            pending.removeFirst(due.count)
+        }
+        written += frames
+    }
+
+    /// The sink discarded what was written from utterance frame `frame` on (a pause): events
+    /// not yet fired are taken back, those before `frame` fired now (they were heard), and the
+    /// rest wait to be written again.
+    mutating func rewind(toFrame frame: Int) async {
+        let unfired = await scheduler.cancel()
+        scheduler = PlayedEventScheduler(deliver: observer.event)
+        let heard = unfired.prefix { $0.sample < frame }
+        for event in heard { observer.event(event) }
+        pending = Array(unfired.dropFirst(heard.count)) + pending
+        written = min(written, frame)
+    }
+
+    /// Schedules what is left (events beyond the last sound) for when the last written sample ends.
+    mutating func finishEvents(_ events: [EngineEvent], on sink: any AudioSink) {
+        pending += events
+        guard !pending.isEmpty else { return }
+        scheduler.schedule(pending.map { (playedOut(sink), $0) })
+        pending = []
+    }
+}
+
+/// Fires events at instants, in order; cancelling drops those not yet fired.
+final class PlayedEventScheduler: Sendable {
+    private let deliver: @Sendable (EngineEvent) -> Void
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    /// Every event scheduled, in order, and how many of them have fired (they fire in order).
+    private let scheduled = Mutex<(events: [EngineEvent], fired: Int)>(([], 0))
+
+    init(deliver: @escaping @Sendable (EngineEvent) -> Void) {
+        self.deliver = deliver
+    }
+
+    /// Fires each event at its instant (at once when that has passed), after all scheduled before.
+    func schedule(_ items: [(ContinuousClock.Instant, EngineEvent)]) {
+        let deliver = self.deliver
+        let scheduled = self.scheduled
+        scheduled.withLock { $0.events += items.map(\.1) }
+        tasks.withLock { tasks in
+            let previous = tasks.last
+            tasks.append(
+                Task {
+                    await previous?.value
+                    for (instant, event) in items {
+                        if instant > .now { try? await Task.sleep(until: instant, tolerance: .milliseconds(1)) }
+                        // Counted and delivered under the lock, so a cancel sees each event
+                        // either fired or not.
+                        let fired = scheduled.withLock { state -> Bool in
+                            if Task.isCancelled { return false }
+                            state.fired += 1
+                            return true
+                        }
+                        guard fired else { return }
+                        deliver(event)
+                    }
+                })
+        }
+    }
+
+    /// Returns once every scheduled event has fired.
+    func finish() async {
+        let last = tasks.withLock { $0.last }
+        await last?.value
+    }
+
+    /// Drops the events not yet fired and returns them, in order, once none can fire any more.
+    @discardableResult
+    func cancel() async -> [EngineEvent] {
+        let all = tasks.withLock { $0 }
+        for task in all { task.cancel() }
+        for task in all { await task.value }
+        return scheduled.withLock { Array($0.events[$0.fired...]) }
     }
 }
 

@@ -20,6 +20,11 @@ public protocol AudioSink: Sendable {
     /// Releases the device. Further writes reopen it where the sink supports that.
     func close() async
 
+    /// When everything written so far will have been played, as the sink estimated it right
+    /// after its last write returned; nil when the sink does not know (it plays, or stores,
+    /// what it is given at once). Read after a write, it places that write's samples in time.
+    var playedOutAt: ContinuousClock.Instant? { get }
+
     /// Frames the device has taken since the sink was made, played or still queued; nil when
     /// the sink does not count them (then everything written counts as played).
     var framesTaken: Int? { get }
@@ -46,6 +51,8 @@ public struct FlushPosition: Sendable, Hashable {
 }
 
 extension AudioSink {
+    public var playedOutAt: ContinuousClock.Instant? { nil }
+
     public var framesTaken: Int? { nil }
 
     public func flushCountingUnplayed() async throws -> FlushPosition? {

@@ -25,12 +25,16 @@ protocol BlockingAudioDevice: AnyObject {
 
     /// Releases the device without playing what is left.
     func close()
+
+    /// How long until what was written so far has been played; nil when the device cannot say.
+    func queuedDuration() -> Duration?
 }
 
 extension BlockingAudioDevice {
     func waitForRoom(_ count: Int, until interrupted: () -> Bool) throws(AudioOutputError) {}
 
     func unplayedBytes() -> Int? { nil }
+    func queuedDuration() -> Duration? { nil }
 }
 
 /// Opens a device; runs on the sink's device thread, within `AudioSinkOptions.openTimeout`.

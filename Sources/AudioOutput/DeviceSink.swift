@@ -21,6 +21,8 @@ final class DeviceSink: ReopenableAudioSink {
     private let state = Mutex(State())
     /// Bytes the devices have taken since the sink was made.
     private let takenBytes = Atomic<Int>(0)
+    /// When the audio written so far will have been played, measured after the last write.
+    private let playout = Mutex<ContinuousClock.Instant?>(nil)
 
     /// A flush that took longer than this waited on a stalled device.
     static let stalledFlush = Duration.milliseconds(500)
@@ -112,8 +114,12 @@ final class DeviceSink: ReopenableAudioSink {
                 }
             }
             if let failure { throw failure }
+            let queued = device.queuedDuration()
+            self.playout.withLock { $0 = queued.map { ContinuousClock.now + $0 } }
         }
     }
+
+    var playedOutAt: ContinuousClock.Instant? { playout.withLock { $0 } }
 
     func drain() async throws {
         // Nothing was written since the sink was made or closed.

@@ -95,6 +95,7 @@ public final class PulseAudioSink: ReopenableAudioSink {
         scheduleRelease()
     }
     public func close() async { await core.close() }
+    public var playedOutAt: ContinuousClock.Instant? { core.playedOutAt }
 }
 
 /// One `pa_simple` playback stream.
@@ -161,6 +162,14 @@ final class PulseAudioDevice: BlockingAudioDevice {
             previous = latency
             usleep(UInt32(min(latency + needed - targetLatencyMicroseconds, pollMicroseconds)))
         }
+    }
+
+    /// The stream's latency: what was written and not yet played, plus the server's and the
+    /// device's own buffering, so the time until the last sample written is heard.
+    func queuedDuration() -> Duration? {
+        var error: Int32 = 0
+        let latency = pa_simple_get_latency(stream, &error)
+        return latency == UInt64.max ? nil : .microseconds(Int64(latency))
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {

@@ -145,8 +145,8 @@ public final class EspeakEngine: SpeechRenderer {
     /// result to espeak-ng's input (`EspeakInput`), without rendering; the error names the field
     /// (`spans[1].language`).
     public func prepare(_ utterance: Utterance) throws(SpeechInputError) -> PreparedUtterance {
-        let (input, voices) = try compile(utterance)
-        return PreparedUtterance(utterance: utterance, voices: voices, engineInput: input)
+        let (input, voices, textMap) = try compile(utterance)
+        return PreparedUtterance(utterance: utterance, voices: voices, engineInput: input, textMap: textMap)
     }
 
     /// The input espeak-ng is given for `utterance` (for diagnostics and benchmarks): SSML, or
@@ -185,7 +185,7 @@ public final class EspeakEngine: SpeechRenderer {
     /// Renders `utterance` to the end and returns all of its audio, with each span's start.
     public func renderAll(_ utterance: Utterance) async throws -> Rendering {
         let marks = Locked<[Int: Int]>([:])
-        let (input, voices) = try compile(utterance, marks: true)
+        let (input, voices, _) = try compile(utterance, marks: true)
         var samples: [Int16] = []
         for try await chunk in stream(input, marks: marks, chunking: .streaming) {
             samples += chunk.samples
@@ -229,7 +229,7 @@ public final class EspeakEngine: SpeechRenderer {
 
     private func compile(
         _ utterance: Utterance, marks: Bool = false
-    ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo]) {
+    ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo], textMap: TextOffsetMap) {
         try EspeakInput.make(
             utterance, resolver: voiceResolver, defaultPunctuation: configuration.speaksPunctuation,
             variant: configuration.variant, marks: marks)

@@ -1,4 +1,5 @@
 import SpeechModel
+import SpeechRendering
 
 /// An utterance as libespeak-ng takes it: the base voice and parameters to set before synthesis,
 /// and SSML for the text with every span's attributes.
@@ -42,6 +43,9 @@ public struct EspeakInput: Sendable, Hashable {
         self.switchesVoice = switchesVoice
     }
 
+    /// What a client's mark name is prefixed with in the input, and its `EngineEvent.name`.
+    public static let clientMarkPrefix = "m:"
+
     /// espeak-ng's normal rate, which `rate` 1.0 means.
     static let normalWordsPerMinute = 175.0
 
@@ -52,10 +56,12 @@ public struct EspeakInput: Sendable, Hashable {
     ///   - defaultPunctuation: whether punctuation is spoken in spans that do not say.
     ///   - variant: the espeak variant for voices that name none (`speakd-kiosk`).
     ///   - marks: whether each span starts with `<mark name="INDEX"/>`, so its audio position is reported.
+    /// - Returns: the input; the voice of each span; and where each scalar of the input's text
+    ///   came from in `utterance.text`, to map espeak-ng's event positions back to it.
     static func make(
         _ utterance: Utterance, resolver: any VoiceResolving, defaultPunctuation: Bool, variant: String?,
         marks: Bool = false
-    ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo]) {
+    ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo], textMap: TextOffsetMap) {
         try utterance.validate()
         let spans = utterance.resolvedSpans
         var voices: [VoiceInfo] = []
@@ -103,10 +109,16 @@ public struct EspeakInput: Sendable, Hashable {
         // espeak-ng saturates its own output above volume 100, so louder is applied after it
         // (the daemon's limiter, `EngineSpeaker`); here it is capped at 1.0.
         let baseVolume = min(spans.first?.attributes.volume ?? 1, 1)
+        // The UTF-16 offset in the utterance's text of each character offset the boundaries use.
+        var utf16Offsets = [0]
+        for span in spans {
+            for character in span.text { utf16Offsets.append(utf16Offsets.last! + character.utf16.count) }
+        }
+        var textMap = TextOffsetMap(textLength: utf16Offsets.last!)
         // One span with nothing for markup to say is passed as plain text: espeak-ng renders it
         // with less CPU (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
         // as text. Only the control characters need replacing.
-        if !marks, spans.count == 1, let span = spans.first, span.attributes.ipa == nil,
+        if !marks, spans.count == 1, let span = spans.first, span.mark == nil, span.attributes.ipa == nil,
             span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
             (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0, utterance.boundaries.isEmpty
         {
@@ -114,25 +126,62 @@ public struct EspeakInput: Sendable, Hashable {
                 voice: baseVoice, rate: Int((normalWordsPerMinute * baseRate).rounded()),
                 volume: Int((baseVolume * 100).rounded()), text: plain(span.text), isMarkup: false,
                 switchesVoice: false)
-            return (input, voices)
+            // `plain` replaces scalar for scalar.
+            var offset = 0
+            for scalar in span.text.unicodeScalars {
+                textMap.append(scalars: 1, from: offset..<offset + UTF16.width(scalar))
+                offset += UTF16.width(scalar)
+            }
+            for start in sentenceStarts(in: [span.text]).sorted() { textMap.noteSentenceStart(utf16Offsets[start]) }
+            return (input, voices, textMap)
         }
         // A sentence or paragraph that markup starts becomes `</s><s>` like one after a full stop:
         // espeak-ng 1.51 then ends the sentence before with falling intonation and pauses 0.59 s
         // at the normal rate, the pause its own `<p>` and `<s>` give (a full stop alone: 0.31 s).
         let boundaries = sentenceStarts(in: spans.map(\.text)).union(utterance.boundaries.keys)
+        for start in boundaries.sorted() where start < utf16Offsets.count {
+            textMap.noteSentenceStart(utf16Offsets[start])
+        }
 
         // Sentences are wrapped in <s> only when spans or markup make it matter: espeak-ng 1.51
         // carries prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
         let sentences = spans.count > 1 || !utterance.boundaries.isEmpty
-        var ssml = sentences ? "<speak><s>" : "<speak>"
+        var ssml = ""
+        // Appends to the document, noting where it came from in the text (nil: markup).
+        func emit(_ part: String, from source: Range<Int>? = nil) {
+            ssml += part
+            textMap.append(scalars: part.unicodeScalars.count, from: source)
+        }
+        // Appends `piece` of the text, starting at UTF-16 offset `start`, as `content` writes
+        // it, character by character so each maps back to its own place.
+        func emitContent(_ piece: Substring, at start: Int, spellsOut: Bool) {
+            var location = start
+            var wroteAny = false
+            for character in piece {
+                let width = character.utf16.count
+                defer { location += width }
+                if spellsOut {
+                    if character.isWhitespace { continue }
+                    if wroteAny { emit(" ") }
+                }
+                emit(escape(String(character)), from: location..<location + width)
+                wroteAny = true
+            }
+        }
+        emit(sentences ? "<speak><s>" : "<speak>")
         var offset = 0
         for (index, span) in spans.enumerated() {
             let attributes = span.attributes
+            let spanStart = utf16Offsets[offset]
             if sentences, index > 0, boundaries.contains(offset) {
-                ssml += "</s><s>"
+                emit("</s><s>")
             }
             if marks {
-                ssml += "<mark name=\"\(index)\"/>"
+                emit("<mark name=\"\(index)\"/>")
+            }
+            // A client's mark; the prefix keeps it apart from the span-index marks above.
+            if let mark = span.mark {
+                emit("<mark name=\"\(EspeakInput.clientMarkPrefix)\(escape(mark))\"/>")
             }
             var open = ""
             var close = ""
@@ -161,7 +210,9 @@ public struct EspeakInput: Sendable, Hashable {
             if let phonemes = phonemes[index] {
                 // The display text is replaced by its pronunciation; phoneme input ends at `]]`,
                 // which the transcriber never produces.
-                ssml += open + " [[\(phonemes)]] " + close
+                emit(open)
+                emit(" [[\(phonemes)]] ", from: spanStart..<spanStart + span.text.utf16.count)
+                emit(close)
             } else {
                 let spellsOut = attributes.spellOut == true
                 if spellsOut {
@@ -174,19 +225,28 @@ public struct EspeakInput: Sendable, Hashable {
                 for characterIndex in span.text.indices {
                     if sentences, position != offset, boundaries.contains(position) {
                         let piece = span.text[pieceStart..<characterIndex]
-                        ssml += open + content(piece, spellsOut: spellsOut) + close + "</s><s>"
+                        emit(open)
+                        emitContent(
+                            piece, at: spanStart + span.text.utf16.distance(from: span.text.startIndex, to: pieceStart),
+                            spellsOut: spellsOut)
+                        emit(close + "</s><s>")
                         pieceStart = characterIndex
                     }
                     position += 1
                 }
-                ssml += open + content(span.text[pieceStart...], spellsOut: spellsOut) + close
+                emit(open)
+                emitContent(
+                    span.text[pieceStart...],
+                    at: spanStart + span.text.utf16.distance(from: span.text.startIndex, to: pieceStart),
+                    spellsOut: spellsOut)
+                emit(close)
             }
             offset += span.text.count
             if let pause = span.pauseAfter, pause > 0 {
-                ssml += "<break time=\"\(Int((pause * 1000).rounded()))ms\"/>"
+                emit("<break time=\"\(Int((pause * 1000).rounded()))ms\"/>")
             }
         }
-        ssml += sentences ? "</s></speak>" : "</speak>"
+        emit(sentences ? "</s></speak>" : "</speak>")
         let input = EspeakInput(
             voice: baseVoice,
             rate: Int((normalWordsPerMinute * baseRate).rounded()),
@@ -194,7 +254,7 @@ public struct EspeakInput: Sendable, Hashable {
             text: ssml,
             isMarkup: true,
             switchesVoice: Set(names).count > 1)
-        return (input, voices)
+        return (input, voices, textMap)
     }
 
     /// Character offsets (over the concatenated span texts) where a new sentence begins: after

@@ -36,7 +36,20 @@ public enum FinishReason: String, Sendable, Hashable, Codable, CaseIterable {
     case shutdown
 }
 
-/// Something that happened to an announcement: `queued`, `started`, `paused`, `resumed`, `finished`.
+/// A range of an announcement's `text` in UTF-16 code units, like `NSRange`.
+public struct TextRange: Sendable, Hashable, Codable {
+    public var location: Int
+    public var length: Int
+
+    public init(location: Int, length: Int) {
+        self.location = location
+        self.length = length
+    }
+}
+
+/// Something that happened to an announcement: `queued`, `started`, `paused`, `resumed`, `finished`; and while it is
+/// heard, `word`, `sentence` and `mark` (progress events), each sent when the sink plays its
+/// first sample.
 public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public enum Kind: String, Sendable, Hashable, Codable {
         case queued
@@ -46,6 +59,15 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         /// A paused announcement continues from where it stopped.
         case resumed
         case finished
+        /// A word starts being heard; `range` and `word` say which.
+        case word
+        /// A sentence starts being heard; `range` says which.
+        case sentence
+        /// A mark (SSML `<mark name>`, a span's `mark`) is reached; `name` says which.
+        case mark
+
+        /// Whether it reports progress through the speech rather than a change of state.
+        public var isProgress: Bool { self == .word || self == .sentence || self == .mark }
 
         /// Apple's name (`AVSpeechSynthesizerDelegate`) for `paused`.
         public static var didPause: Self { .paused }
@@ -67,10 +89,17 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var voice: String?
     /// A human-readable detail, e.g. why an announcement failed.
     public var detail: String?
+    /// Progress events: the part of `text` being heard (UTF-16 location and length).
+    public var range: TextRange?
+    /// `word` events: the word, `text` at `range`.
+    public var word: String?
+    /// `mark` events: the mark's name.
+    public var name: String?
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
-        success: Bool? = nil, reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
+        success: Bool? = nil, reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil,
+        range: TextRange? = nil, word: String? = nil, name: String? = nil
     ) {
         self.type = type
         self.id = id
@@ -81,12 +110,15 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         self.reason = reason
         self.voice = voice
         self.detail = detail
+        self.range = range
+        self.word = word
+        self.name = name
     }
 }
 
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
-        case type, id, text, priority, timestamp, success, reason, voice, detail
+        case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -106,6 +138,9 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(reason, forKey: .reason)
         try container.encodeIfPresent(voice, forKey: .voice)
         try container.encodeIfPresent(detail, forKey: .detail)
+        try container.encodeIfPresent(range, forKey: .range)
+        try container.encodeIfPresent(word, forKey: .word)
+        try container.encodeIfPresent(name, forKey: .name)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -127,6 +162,41 @@ extension AnnouncementEvent {
             success: try container.decodeIfPresent(Bool.self, forKey: .success),
             reason: try container.decodeIfPresent(FinishReason.self, forKey: .reason),
             voice: try container.decodeIfPresent(String.self, forKey: .voice),
-            detail: try container.decodeIfPresent(String.self, forKey: .detail))
+            detail: try container.decodeIfPresent(String.self, forKey: .detail),
+            range: try container.decodeIfPresent(TextRange.self, forKey: .range),
+            word: try container.decodeIfPresent(String.self, forKey: .word),
+            name: try container.decodeIfPresent(String.self, forKey: .name))
+    }
+}
+
+extension AnnouncementEvent {
+    /// An event as Apple's speech synthesizer delegate names what happens to an utterance
+    /// (`AVSpeechSynthesizerDelegate`): what a client switches over.
+    public enum Activity: Sendable, Hashable {
+        /// Accepted and waiting (no delegate counterpart).
+        case queued
+        /// Speaking began (`didStart`).
+        case didStart
+        /// A word is heard now: its range in `text` and the word (`willSpeakRangeOfSpeechString`).
+        case willSpeakRange(TextRange, word: String)
+        /// A sentence is heard now: its range in `text`.
+        case willSpeakSentence(TextRange)
+        /// A mark is reached (`willSpeakMarker`).
+        case willSpeakMarker(name: String)
+        /// It finished: `didFinish` when spoken to the end, `didCancel` otherwise, with the reason.
+        case didFinish(success: Bool, reason: FinishReason?)
+    }
+
+    /// What this event says, as `Activity` names it; nil for a progress event missing the
+    /// fields it carries.
+    public var activity: Activity? {
+        switch type {
+        case .queued: .queued
+        case .started: .didStart
+        case .word: range.flatMap { range in word.map { .willSpeakRange(range, word: $0) } }
+        case .sentence: range.map { .willSpeakSentence($0) }
+        case .mark: name.map { .willSpeakMarker(name: $0) }
+        case .finished: .didFinish(success: success == true, reason: reason)
+        }
     }
 }

@@ -36,6 +36,9 @@ extension Speak {
         @Flag(help: "Wait until it finished; print its finished event; exit 1 unless it was spoken to the end.")
         var wait = false
 
+        @Flag(help: "With --wait, through the daemon: print each word on its own line as it is heard.")
+        var progress = false
+
         @Option(
             parsing: .unconditional,
             help: ArgumentHelp(
@@ -85,6 +88,9 @@ extension Speak {
         var text: [String] = []
 
         func validate() throws {
+            if progress, !wait {
+                throw ValidationError("--progress prints words while waiting; give --wait with it")
+            }
             if json != nil, !text.isEmpty {
                 throw ValidationError("--json reads the request from a file; give no TEXT with it")
             }
@@ -154,6 +160,10 @@ extension Speak {
 
         /// Posts the announcement; with `--wait`, prints its finished event and fails unless it succeeded.
         private func speakThroughDaemon(_ daemon: SpeakHTTPClient, _ request: AnnouncementRequest) async throws {
+            if progress {
+                try await speakWithProgress(daemon, request)
+                return
+            }
             let response = try await daemon.send(
                 "POST", wait ? "/v1/announcements?wait=true" : "/v1/announcements", json: request)
             try response.checkStatus("speakd at \(daemon.endpoint)")
@@ -169,6 +179,38 @@ extension Speak {
                     "\(finished.id) finished \(finished.reason?.rawValue ?? "unsuccessfully")"
                         + (finished.detail.map { ": \($0)" } ?? ""))
             }
+        }
+
+        /// Follows the event stream, posts the announcement, prints each of its words as the
+        /// `word` events say it is heard, then its finished event as `--wait` does.
+        private func speakWithProgress(_ daemon: SpeakHTTPClient, _ request: AnnouncementRequest) async throws {
+            // Subscribed before posting, so no word is missed; events of others are skipped.
+            let messages = daemon.events()
+            var iterator = messages.makeAsyncIterator()
+            let response = try await daemon.send("POST", "/v1/announcements", json: request)
+            try response.checkStatus("speakd at \(daemon.endpoint)")
+            let id = try response.decode(AnnouncementAccepted.self).id
+            while let message = try await iterator.next() {
+                guard let event = try? message.announcementEvent(), event.id == id else { continue }
+                switch event.type {
+                case .word:
+                    if let word = event.word {
+                        // Written unbuffered: each word is wanted as it is heard, piped or not.
+                        FileHandle.standardOutput.write(Data((word + "\n").utf8))
+                    }
+                case .finished:
+                    print(String(decoding: try WireFormat.encoder().encode(event), as: UTF8.self))
+                    guard event.success == true else {
+                        throw SpeakFailure.notCompleted(
+                            "\(event.id) finished \(event.reason?.rawValue ?? "unsuccessfully")"
+                                + (event.detail.map { ": \($0)" } ?? ""))
+                    }
+                    return
+                default:
+                    continue
+                }
+            }
+            throw SpeakFailure.notCompleted("the event stream ended before \(id) finished")
         }
 
         /// The utterance from `--json`, `--ssml` or plain text, with the flags as its defaults.

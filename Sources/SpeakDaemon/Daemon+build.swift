@@ -116,13 +116,15 @@ public func buildDaemon(
             leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000)),
             gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded()))),
         sound: sound, logger: logger)
+    let metrics = SpeakMetrics()
     let queue = AnnouncementQueue(
         speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
         pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
-        logger: logger)
+        playbackTiming: metrics.playbackTiming, logger: logger)
     var health = DaemonHealth(
         engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool)
-    let server = SpeakServer(queue: queue, renderer: renderer, health: health, settings: settings, logger: logger)
+    let server = SpeakServer(
+        queue: queue, renderer: renderer, health: health, settings: settings, metrics: metrics, logger: logger)
     // The fleet link submits through the same server; /healthz then reports it too.
     let fleet = try makeFleetLink(configuration, server: server, logger: logger)
     let routedServer: SpeakServer

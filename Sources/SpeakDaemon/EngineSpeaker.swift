@@ -1,5 +1,6 @@
 import AnnouncementQueue
 import AudioOutput
+import EspeakEngine
 import Logging
 import SpeakAPI
 import SpeechModel
@@ -43,6 +44,16 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     /// flush that silences it may fail or time out too (a frozen sound server), and playback
     /// throws only the cancellation. The announcement's reason stays the queue's.
     public func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
+        try await speak(announcement, listener: nil)
+    }
+
+    /// `speak(_:)`, telling `listener` each word, sentence and mark as the sink plays it, with
+    /// its range in the announcement's text.
+    public func speak(_ announcement: Announcement, listener: SpeechListener) async throws -> SpeechOutcome {
+        try await speak(announcement, listener: Optional(listener))
+    }
+
+    private func speak(_ announcement: Announcement, listener: SpeechListener?) async throws -> SpeechOutcome {
         guard let lease = audio.lease() else {
             throw AudioUnavailable(detail: audio.status.detail)
         }
@@ -53,6 +64,15 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         let loudnessGain = await sound.loudness?.gain(for: announcement.speech)
         let gain = loudnessGain == nil && boost == 1 ? nil : (loudnessGain ?? 1) * boost
         let repeats = announcement.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
+        let observer = listener.map { listener in
+            let speech = announcement.speech
+            return PlaybackObserver(
+                event: { event in
+                    guard listener.wantsProgress(), let progress = speech.progress(of: event) else { return }
+                    listener.progress(progress)
+                },
+                firstSample: listener.firstSample, lastSound: listener.lastSound)
+        }
         do {
             // Every repeat, with its chime, is part of this one call: cancelling the task stops
             // whichever is playing and the ones not yet begun.
@@ -63,7 +83,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                     SoundStream(chime: chime, speech: speech, limiter: limiter), format: renderer.format,
                     trailingPause: announcement.speech.trailingPause,
                     silenceBefore: index > 0 ? .milliseconds(Int64((repeats.gap * 1000).rounded())) : .zero,
-                    on: lease.sink)
+                    on: lease.sink, observer: observer)
             }
         } catch let error as AudioOutputError {
             audio.reportFailure(error, on: lease)
@@ -104,13 +124,20 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
         var speech: Speech.AsyncIterator
         var limiter: PeakLimiter?
 
+        /// Samples of chime before the speech: the engine's event positions count from the speech.
+        var offset = 0
+
         mutating func next() async throws -> PCMChunk? {
             if let chime {
                 self.chime = nil
+                offset = chime.count
                 return PCMChunk(samples: chime)
             }
             guard var chunk = try await speech.next() else { return nil }
             limiter?.process(&chunk.samples)
+            if offset > 0 {
+                for index in chunk.events.indices { chunk.events[index].sample += offset }
+            }
             return chunk
         }
     }
@@ -121,6 +148,26 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
 }
 
 extension PreparedUtterance {
+    /// `event` as the announcement's text has it: a word or sentence with its range and a
+    /// mark with its name. Nil for the marks speakd places itself and for events the text map
+    /// cannot place.
+    func progress(of event: EngineEvent) -> SpeechProgress? {
+        switch event.kind {
+        case .word:
+            guard let range = textMap?.range(of: event) else { return nil }
+            return SpeechProgress(
+                kind: .word, range: TextRange(location: range.lowerBound, length: range.count),
+                word: utterance.text.utf16Substring(range))
+        case .sentence:
+            guard let sentence = textMap?.range(of: event) else { return nil }
+            return SpeechProgress(
+                kind: .sentence, range: TextRange(location: sentence.lowerBound, length: sentence.count))
+        case .mark:
+            guard let name = event.name, name.hasPrefix(EspeakInput.clientMarkPrefix) else { return nil }
+            return SpeechProgress(kind: .mark, name: String(name.dropFirst(EspeakInput.clientMarkPrefix.count)))
+        }
+    }
+
     /// The silence asked for after the last span (`pauseAfter`, an SSML `break` at the end):
     /// the engine's trailing silence is not played, so this is played in its place.
     var trailingPause: Duration {
@@ -133,4 +180,15 @@ extension PreparedUtterance {
 struct AudioUnavailable: Error, CustomStringConvertible {
     let detail: String?
     var description: String { "the audio sink is unavailable" + (detail.map { ": \($0)" } ?? "") }
+}
+
+extension String {
+    /// The text at a range of UTF-16 offsets; nil when the range is outside it. A range that
+    /// splits a surrogate pair is widened to whole scalars.
+    func utf16Substring(_ range: Range<Int>) -> String? {
+        guard range.lowerBound >= 0, range.upperBound <= utf16.count else { return nil }
+        let start = utf16.index(utf16.startIndex, offsetBy: range.lowerBound)
+        let end = utf16.index(utf16.startIndex, offsetBy: range.upperBound)
+        return String(self[start..<end])
+    }
 }

@@ -208,6 +208,8 @@ public final class FleetLink: Service, Sendable {
                 case .finished: .finished
                 // Pauses are the kiosk's own business; the fleet hears the outcome.
                 case .paused, .resumed: nil
+                // The fleet's stream is subscribed without progress events.
+                case .word, .sentence, .mark: nil
                 }
             guard let type else { continue }
             let report = FleetReport(

@@ -43,7 +43,15 @@ public final class SpeakMetrics: Sendable {
     private struct Pending {
         var queuedAt: [String: Date] = [:]
         var startedAt: [String: Date] = [:]
+        /// Queued and not heard yet, for `firstSample`.
+        var awaitingSound: [String: Date] = [:]
+        /// When the last sound of an announcement still speaking ended, for `finishedDelay`.
+        var soundEndedAt: [String: Date] = [:]
     }
+    /// From `queued` to the first sample played at the sink: the latency a listener hears.
+    private let firstSample: Timer
+    /// From the last audible sample played to the `finished` event.
+    private let finishedDelay: Timer
     /// Worker restarts as the pool counted them at the last exposition.
     private let restarts: Counter
     private let restartsCounted = Mutex(0)
@@ -61,6 +69,10 @@ public final class SpeakMetrics: Sendable {
             },
             "speakd_queue_wait_seconds": [0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300].map { .seconds($0) },
             "speakd_speaking_seconds": [0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120].map { .seconds($0) },
+            "speakd_first_sample_seconds": [10, 20, 50, 100, 200, 300, 500, 1000, 2000, 5000, 10000, 60000].map {
+                .milliseconds($0)
+            },
+            "speakd_finished_delay_seconds": [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000].map { .milliseconds($0) },
         ]
         self.factory = factory
         accepted = Dictionary(
@@ -99,6 +111,8 @@ public final class SpeakMetrics: Sendable {
         eventStreams = Meter(label: "speakd_event_streams", factory: factory)
         renderTime = Timer(label: "speakd_speech_render_seconds", factory: factory)
         queueWait = Timer(label: "speakd_queue_wait_seconds", factory: factory)
+        firstSample = Timer(label: "speakd_first_sample_seconds", factory: factory)
+        finishedDelay = Timer(label: "speakd_finished_delay_seconds", factory: factory)
         restarts = Counter(label: "speakd_engine_worker_restarts_total", factory: factory)
         speakingTime = Dictionary(
             uniqueKeysWithValues: FinishReason.allCases.map {
@@ -144,7 +158,10 @@ public final class SpeakMetrics: Sendable {
     public func record(_ event: AnnouncementEvent) {
         switch event.type {
         case .queued:
-            pending.withLock { $0.queuedAt[event.id] = event.timestamp }
+            pending.withLock { pending in
+                pending.queuedAt[event.id] = event.timestamp
+                pending.awaitingSound[event.id] = event.timestamp
+            }
         case .started:
             started.increment()
             let queued = pending.withLock { pending in
@@ -160,12 +177,41 @@ public final class SpeakMetrics: Sendable {
             let counters = finished[reason]
             (event.success == true ? counters?.success : counters?.failure)?.increment()
             // One that never started (expired, discarded, cancelled while waiting) waited but did not speak.
-            let started = pending.withLock { pending in
+            let (started, soundEnded) = pending.withLock { pending in
                 pending.queuedAt.removeValue(forKey: event.id)
-                return pending.startedAt.removeValue(forKey: event.id)
+                pending.awaitingSound.removeValue(forKey: event.id)
+                return (
+                    pending.startedAt.removeValue(forKey: event.id), pending.soundEndedAt.removeValue(forKey: event.id)
+                )
             }
             if let started { speakingTime[reason]?.recordSeconds(event.timestamp.timeIntervalSince(started)) }
+            if let soundEnded { finishedDelay.recordSeconds(max(0, event.timestamp.timeIntervalSince(soundEnded))) }
+        case .word, .sentence, .mark:
+            break
         }
+    }
+
+    /// Times the queue's announcements at the sink: `speakd_first_sample_seconds` from `queued`
+    /// to the first sample heard, `speakd_finished_delay_seconds` from the end of the last sound
+    /// to `finished`.
+    public var playbackTiming: PlaybackTiming {
+        PlaybackTiming(
+            firstSample: { [self] id, instant in
+                let heard = Self.date(of: instant)
+                let queued = pending.withLock { $0.awaitingSound.removeValue(forKey: id) }
+                if let queued { firstSample.recordSeconds(max(0, heard.timeIntervalSince(queued))) }
+            },
+            lastSound: { [self] id, instant in
+                let ended = Self.date(of: instant)
+                pending.withLock { $0.soundEndedAt[id] = ended }
+            })
+    }
+
+    /// The wall-clock time of a monotonic instant, to compare with event timestamps.
+    private static func date(of instant: ContinuousClock.Instant) -> Date {
+        let offset = instant - .now
+        return Date().addingTimeInterval(
+            Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18)
     }
 
     /// Counts every event of `events` until it ends; run it for the life of the queue.

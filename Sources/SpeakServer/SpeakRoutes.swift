@@ -112,6 +112,8 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func events(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let resume = try lastEventID(request)
+        // Progress events (word, sentence, mark) unless `?progress=false`.
+        let progress = request.uri.queryParameters["progress"] == nil ? true : try boolQuery(request, "progress")
         let epoch = epoch
         // An id from another run of the daemon: everything of this run still in history follows,
         // after a comment saying what happened (the new epoch in the ids says it too).
@@ -119,7 +121,7 @@ struct SpeakRoutes: Sendable {
         let after = restarted ? 0 : resume?.sequence
         // The queue's own stream, so its per-subscriber bound applies: a reader that falls too far
         // behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
-        let events = queue.events(after: after)
+        let events = queue.events(after: after, progress: progress)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger

@@ -37,12 +37,13 @@ public final class EventStreamRecorder: Sendable {
     /// Starts following `client`'s `/v1/events`.
     /// - Parameter lastEventID: where to start; "0" replays the daemon's whole history first
     ///   (a fresh daemon's every event), nil takes live events only.
-    public init(client: SpeakHTTPClient, lastEventID: String? = "0") {
+    /// - Parameter path: the stream's path and query (`/v1/events?progress=false`).
+    public init(client: SpeakHTTPClient, path: String = "/v1/events", lastEventID: String? = "0") {
         let work = Task { [storage] in
             var resumeAfter = lastEventID
             while !Task.isCancelled {
                 do {
-                    for try await message in client.events(lastEventID: resumeAfter) {
+                    for try await message in client.events(path, lastEventID: resumeAfter) {
                         let now = ContinuousClock.now
                         if let id = message.id { resumeAfter = id }
                         guard let event = try? message.announcementEvent() else { continue }

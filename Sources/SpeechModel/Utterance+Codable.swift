@@ -23,7 +23,8 @@ extension Utterance: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: WireKey.self)
-        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil {
+        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil, spans[0].mark == nil
+        {
             try container.encode(spans[0].text, forKey: "text")
         } else {
             var list = container.nestedUnkeyedContainer(forKey: "spans")
@@ -32,6 +33,7 @@ extension Utterance: Codable {
                 try spanContainer.encode(span.text, forKey: "text")
                 try Self.encode(span.attributes, includingIPA: true, to: &spanContainer)
                 try spanContainer.encodeIfPresent(span.pauseAfter, forKey: "pauseAfter")
+                try spanContainer.encodeIfPresent(span.mark, forKey: "mark")
             }
         }
         try Self.encode(defaults, includingIPA: false, to: &container)
@@ -51,7 +53,7 @@ extension Utterance: Codable {
 
     /// The keys a span may have.
     static let spanKeys: [String] = [
-        "text", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "ipa", "pauseAfter",
+        "text", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "ipa", "pauseAfter", "mark",
     ]
 
     private static func decodeWire(from decoder: any Decoder) throws(SpeechInputError) -> Utterance {
@@ -131,7 +133,9 @@ extension Utterance: Codable {
                 throw .malformed(field: "\(field).text", "must not be empty (only a span with a pauseAfter may be)")
             }
             spans.append(
-                Span(text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter))
+                Span(
+                    text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter,
+                    mark: try reader.string("mark")))
         }
         guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
         guard spans.contains(where: { hasSpeech($0.text) }) else {

@@ -4,11 +4,26 @@ public struct Span: Sendable, Hashable {
     public var attributes: SpeechAttributes
     /// Silence after the span, in seconds (SSML `break`).
     public var pauseAfter: Double?
+    /// A mark reached as the span starts being heard (reported as a `mark` event); an XML NMTOKEN.
+    public var mark: String?
 
-    public init(_ text: String, attributes: SpeechAttributes = SpeechAttributes(), pauseAfter: Double? = nil) {
+    public init(
+        _ text: String, attributes: SpeechAttributes = SpeechAttributes(), pauseAfter: Double? = nil,
+        mark: String? = nil
+    ) {
         self.text = text
         self.attributes = attributes
         self.pauseAfter = pauseAfter
+        self.mark = mark
+    }
+
+    /// Whether `name` is an XML NMTOKEN (letters, digits, `.`, `-`, `_`, `:`), as a mark's name must be.
+    public static func isValidMark(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 256
+            && name.unicodeScalars.allSatisfy { scalar in
+                scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+                    || ".-_:".unicodeScalars.contains(scalar)
+            }
     }
 }
 
@@ -47,7 +62,10 @@ public struct Utterance: Sendable, Hashable {
 
     /// Each span with its attributes after inheriting the utterance defaults.
     public var resolvedSpans: [Span] {
-        spans.map { Span($0.text, attributes: $0.attributes.inheriting(from: defaults), pauseAfter: $0.pauseAfter) }
+        spans.map {
+            Span(
+                $0.text, attributes: $0.attributes.inheriting(from: defaults), pauseAfter: $0.pauseAfter, mark: $0.mark)
+        }
     }
 
     /// Checks the defaults, every span and the boundaries; the error names the field
@@ -64,6 +82,11 @@ public struct Utterance: Sendable, Hashable {
             }
             if let pause = span.pauseAfter, !(pause.isFinite && Span.pauseAfterRange.contains(pause)) {
                 throw .outOfRange(field: "spans[\(index)].pauseAfter", value: pause, range: Span.pauseAfterRange)
+            }
+            if let mark = span.mark, !Span.isValidMark(mark) {
+                throw .malformed(
+                    field: "spans[\(index)].mark",
+                    "'\(mark)' is not a mark name (letters, digits, '.', '-', '_', ':')")
             }
         }
         // A boundary before the first character or after the last one separates nothing.

@@ -97,15 +97,24 @@ public struct PreparedUtterance: Sendable, Hashable {
     /// The engine's compiled input (espeak-ng: its SSML or text, voice and parameters). Only the
     /// renderer that made it reads it: other layers carry it without knowing its type.
     public let engineInput: any Sendable & Hashable
+    /// Where each position of `engineInput` came from in `utterance.text`, to report the engine's
+    /// word, sentence and mark events as ranges of the text; nil when the renderer made none.
+    /// It stays with the daemon: an engine worker is given only the input.
+    public let textMap: TextOffsetMap?
 
     /// - Parameters:
     ///   - utterance: the utterance that was prepared.
     ///   - voices: the voice of each span.
     ///   - engineInput: what the renderer compiled it to.
-    public init(utterance: Utterance, voices: [VoiceInfo], engineInput: any Sendable & Hashable) {
+    ///   - textMap: where each position of `engineInput` came from in the utterance's text.
+    public init(
+        utterance: Utterance, voices: [VoiceInfo], engineInput: any Sendable & Hashable,
+        textMap: TextOffsetMap? = nil
+    ) {
         self.utterance = utterance
         self.voices = voices
         self.engineInput = engineInput
+        self.textMap = textMap
     }
 
     /// The voice it is spoken with, as the `finished` event reports it: the first span's.

@@ -125,7 +125,7 @@ import Testing
         (#"{"spans": [{"text": "a", "ipa": ""}]}"#, "malformed", "spans[0].ipa", "must not be empty"),
         (
             #"{"spans": [{"text": "a", "colour": "red", "Pitch": 1}]}"#, "malformed", "spans[0].Pitch",
-            "unknown key 'Pitch' in a span; a span has text, language, pitch, rate, volume, punctuation, spellOut, ipa, pauseAfter"
+            "unknown key 'Pitch' in a span; a span has text, language, pitch, rate, volume, punctuation, spellOut, ipa, pauseAfter, mark"
         ),
         (#"{"ssml": 3}"#, "malformed", "ssml", "expected a string"),
         (
