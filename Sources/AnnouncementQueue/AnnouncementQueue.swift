@@ -60,6 +60,8 @@ public actor AnnouncementQueue {
         var pauseTimer: Task<Void, Never>?
         /// The `finished` event's detail when it stops for `stopReason`.
         var stopDetail: String?
+        /// Lets its progress events through until it finishes.
+        var progress: ProgressGate
     }
 
     private enum PauseState {
@@ -67,8 +69,6 @@ public actor AnnouncementQueue {
         /// Asked to pause; the speaker has not answered yet.
         case pausing
         case paused
-        /// Lets its progress events through until it finishes.
-        var progress: ProgressGate
     }
 
     private enum Phase {

@@ -208,8 +208,9 @@ private struct Tape {
 
     /// Writes `chunk`, through the timeline when there is one.
     private mutating func write(_ chunk: PCMChunk) async throws {
-        if timeline != nil {
-            try await timeline!.write(chunk, to: sink)
+        if var placed = timeline {
+            defer { timeline = placed }
+            try await placed.write(chunk, to: sink)
         } else {
             try await sink.write(chunk)
         }
@@ -243,7 +244,10 @@ private struct Tape {
         kept.removeLast(written - played)
         written = played
         // Events of what the flush discarded are heard again after the resume.
-        await timeline?.rewind(toFrame: max(0, played - utteranceStart) / channels)
+        if var moved = timeline {
+            await moved.rewind(toFrame: max(0, played - utteranceStart) / channels)
+            timeline = moved
+        }
         try await control.pausedUntilResumed()
         return try await resumed(rest)
     }
@@ -381,18 +385,17 @@ final class PlayedEventScheduler: Sendable {
     /// Fires each event at its instant (at once when that has passed), after all scheduled before.
     func schedule(_ items: [(ContinuousClock.Instant, EngineEvent)]) {
         let deliver = self.deliver
-        let scheduled = self.scheduled
         scheduled.withLock { $0.events += items.map(\.1) }
         tasks.withLock { tasks in
             let previous = tasks.last
             tasks.append(
-                Task {
+                Task { [self] in
                     await previous?.value
                     for (instant, event) in items {
                         if instant > .now { try? await Task.sleep(until: instant, tolerance: .milliseconds(1)) }
                         // Counted and delivered under the lock, so a cancel sees each event
                         // either fired or not.
-                        let fired = scheduled.withLock { state -> Bool in
+                        let fired = self.scheduled.withLock { state -> Bool in
                             if Task.isCancelled { return false }
                             state.fired += 1
                             return true

@@ -183,6 +183,10 @@ extension AnnouncementEvent {
         case willSpeakSentence(TextRange)
         /// A mark is reached (`willSpeakMarker`).
         case willSpeakMarker(name: String)
+        /// The sound stopped for a pause (`didPause`).
+        case didPause
+        /// A paused one continues where it stopped (`didContinue`).
+        case didContinue
         /// It finished: `didFinish` when spoken to the end, `didCancel` otherwise, with the reason.
         case didFinish(success: Bool, reason: FinishReason?)
     }
@@ -196,6 +200,8 @@ extension AnnouncementEvent {
         case .word: range.flatMap { range in word.map { .willSpeakRange(range, word: $0) } }
         case .sentence: range.map { .willSpeakSentence($0) }
         case .mark: name.map { .willSpeakMarker(name: $0) }
+        case .paused: .didPause
+        case .resumed: .didContinue
         case .finished: .didFinish(success: success == true, reason: reason)
         }
     }
