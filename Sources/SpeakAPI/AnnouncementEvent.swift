@@ -67,10 +67,13 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var voice: String?
     /// A human-readable detail, e.g. why an announcement failed.
     public var detail: String?
+    /// The named output whose queue holds the announcement (`default` unless the request named another).
+    public var output: String?
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
-        success: Bool? = nil, reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
+        success: Bool? = nil, reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil,
+        output: String? = nil
     ) {
         self.type = type
         self.id = id
@@ -81,12 +84,13 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         self.reason = reason
         self.voice = voice
         self.detail = detail
+        self.output = output
     }
 }
 
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
-        case type, id, text, priority, timestamp, success, reason, voice, detail
+        case type, id, text, priority, timestamp, success, reason, voice, detail, output
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -106,6 +110,7 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(reason, forKey: .reason)
         try container.encodeIfPresent(voice, forKey: .voice)
         try container.encodeIfPresent(detail, forKey: .detail)
+        try container.encodeIfPresent(output, forKey: .output)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -127,6 +132,7 @@ extension AnnouncementEvent {
             success: try container.decodeIfPresent(Bool.self, forKey: .success),
             reason: try container.decodeIfPresent(FinishReason.self, forKey: .reason),
             voice: try container.decodeIfPresent(String.self, forKey: .voice),
-            detail: try container.decodeIfPresent(String.self, forKey: .detail))
+            detail: try container.decodeIfPresent(String.self, forKey: .detail),
+            output: try container.decodeIfPresent(String.self, forKey: .output))
     }
 }

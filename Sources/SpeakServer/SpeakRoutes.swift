@@ -15,6 +15,7 @@ struct SpeakRoutes: Sendable {
     let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
 
     private var queue: AnnouncementQueue { server.queue }
+    private var outputs: AnnouncementOutputs { server.outputs }
 
     // MARK: Announcements
 
@@ -37,7 +38,7 @@ struct SpeakRoutes: Sendable {
         let wait = try boolQuery(request, "wait")
         let accepted = try await server.submit(body, speech: speech)
         if wait {
-            guard let finished = await queue.finished(id: accepted.id) else {
+            guard let finished = await outputs.finished(id: accepted.id) else {
                 throw APIError.scheduling(.unknownAnnouncement(accepted.id))
             }
             return try json(finished, status: .ok)
@@ -48,12 +49,12 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(AnnouncementList(announcements: await queue.snapshot()))
+        try json(AnnouncementList(announcements: await outputs.snapshot()))
     }
 
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        guard let status = await queue.status(id: id) else {
+        guard let status = await outputs.status(id: id) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }
         return try json(status)
@@ -63,7 +64,7 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         let cancelled: Bool
         do {
-            cancelled = try await queue.cancel(id: id)
+            cancelled = try await outputs.cancel(id: id)
         } catch {
             throw APIError.scheduling(error)
         }
@@ -105,7 +106,14 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func cancelAll(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(CancelResult(cancelled: await queue.cancelAll()))
+        let output = request.uri.queryParameters["output"].map(String.init)
+        let cancelled: Int
+        do {
+            cancelled = try await outputs.cancelAll(output: output)
+        } catch {
+            throw APIError.scheduling(error)
+        }
+        return try json(CancelResult(cancelled: cancelled))
     }
 
     // MARK: Events
@@ -119,7 +127,7 @@ struct SpeakRoutes: Sendable {
         let after = restarted ? 0 : resume?.sequence
         // The queue's own stream, so its per-subscriber bound applies: a reader that falls too far
         // behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
-        let events = queue.events(after: after)
+        let events = outputs.events(after: after)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger
@@ -232,7 +240,7 @@ struct SpeakRoutes: Sendable {
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
             capacity: report.queue?.capacity ?? queue.capacity, sink: report.audio.sink,
             audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok,
-            workers: report.engine.workers)
+            workers: report.engine.workers, outputs: report.outputs ?? [])
         let text = server.metrics.exposition(health: gauges)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -243,11 +251,23 @@ struct SpeakRoutes: Sendable {
 
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
+        report.queue = await occupancy(of: queue)
+        if var outputs = report.outputs {
+            for index in outputs.indices {
+                if let queue = self.outputs.queue(named: outputs[index].name) {
+                    outputs[index].queue = await occupancy(of: queue)
+                }
+            }
+            report.outputs = outputs
+        }
+        return report
+    }
+
+    private func occupancy(of queue: AnnouncementQueue) async -> HealthReport.Queue {
         let snapshot = await queue.snapshot()
         let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
-        report.queue = HealthReport.Queue(
+        return HealthReport.Queue(
             waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: queue.capacity)
-        return report
     }
 
     /// Reads the body up to the configured limit and decodes it, enforcing the media type, strict
