@@ -64,7 +64,7 @@ public struct AnnouncementOutputs: Sendable {
     /// One queue as the only output, `default` whatever its own name.
     public init(single queue: AnnouncementQueue) {
         self.queues = [queue]
-        self.byName = [queue.output: queue, Self.defaultName: queue]
+        self.byName = [queue.output: queue].merging([Self.defaultName: queue]) { $1 }
         self.subscribe = { queue.events(after: $0) }
         self.lastSequence = { queue.lastEventSequence }
     }

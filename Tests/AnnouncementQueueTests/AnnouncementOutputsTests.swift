@@ -90,6 +90,16 @@ struct AnnouncementOutputsTests {
         #expect(harness.recorder.events.isEmpty)
     }
 
+    /// A server built over one queue (as before outputs had names) sees it as `default`.
+    @Test(arguments: ["default", "hall"])
+    func aSingleQueueIsTheDefaultOutput(name: String) async throws {
+        let queue = AnnouncementQueue(speaker: FakeSpeaker(), output: name)
+        let outputs = AnnouncementOutputs(single: queue)
+        #expect(outputs.defaultQueue === queue)
+        #expect(try outputs.queue(for: AnnouncementRequest(utterance: Utterance("Hi"))) === queue)
+        #expect(outputs.queue(named: name) === queue)
+    }
+
     @Test func theStreamEndsWhenTheLastQueueHasShutDown() async throws {
         let harness = await Harness()
         await harness.outputs.queues[1].shutdown()
