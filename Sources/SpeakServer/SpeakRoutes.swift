@@ -85,6 +85,8 @@ struct SpeakRoutes: Sendable {
                 message: "'\(other)' is not a place to pause at: use 'now' or 'word'", field: "at")
         }
         let status: AnnouncementStatus
+        // An id is paused in whichever output's queue holds it; without one, the default output's.
+        let queue = await queue(holding: id)
         do {
             status = try await queue.pause(id: id, atWordEnd: atWordEnd)
         } catch {
@@ -97,6 +99,7 @@ struct SpeakRoutes: Sendable {
     @Sendable func resume(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = context.parameters.get("id")
         let status: AnnouncementStatus
+        let queue = await queue(holding: id)
         do {
             status = try await queue.resume(id: id)
         } catch {
@@ -248,6 +251,13 @@ struct SpeakRoutes: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The queue holding `id`, or the default output's for no id or one no queue knows (which
+    /// then answers as it always has).
+    private func queue(holding id: String?) async -> AnnouncementQueue {
+        guard let id, let queue = await outputs.queue(holding: id) else { return queue }
+        return queue
+    }
 
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
