@@ -79,11 +79,14 @@ public actor AnnouncementQueue {
 
     /// The most announcements that may wait (the speaking one is not counted).
     public nonisolated let capacity: Int
+    /// The named output this queue speaks on; its events and statuses carry it.
+    public nonisolated let output: String
 
     private let speaker: any AnnouncementSpeaker
     private let clock: any Clock<Duration>
     private let logger: Logger
     private let broadcaster: EventBroadcaster
+    private let ids: AnnouncementIDs
     private let finishedMemory: Int
     private let stopTimeout: Duration
     private let pauseTimeout: Duration?
@@ -120,6 +123,9 @@ public actor AnnouncementQueue {
     ///   - pauseTimeout: how long an announcement may stay paused before it finishes
     ///     `interrupted`; nil for ever.
     ///   - playbackTiming: told when each announcement's first sample is heard and its last sound ends.
+    ///   - output: the name of the output it speaks on, carried by its events and statuses.
+    ///   - shared: the event stream and id space it shares with the queues of other outputs
+    ///     (`AnnouncementOutputs`); nil gives it its own, sized by `eventHistory` and `subscriberBuffer`.
     ///   - logger: where the queue logs, at info and below.
     public init(
         speaker: any AnnouncementSpeaker,
@@ -131,6 +137,8 @@ public actor AnnouncementQueue {
         stopTimeout: Duration = AnnouncementQueue.defaultStopTimeout,
         pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
         playbackTiming: PlaybackTiming? = nil,
+        output: String = AnnouncementOutputs.defaultName,
+        shared: SharedQueueState? = nil,
         logger: Logger = Logger(label: "speakd.queue")
     ) {
         self.playbackTiming = playbackTiming
@@ -138,7 +146,11 @@ public actor AnnouncementQueue {
         self.speaker = speaker
         self.capacity = capacity
         self.clock = clock
-        self.broadcaster = EventBroadcaster(historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer)
+        self.output = output
+        let shared =
+            shared ?? SharedQueueState(eventHistory: eventHistory, subscriberBuffer: subscriberBuffer, queues: 1)
+        self.broadcaster = shared.broadcaster
+        self.ids = shared.ids
         self.finishedMemory = max(0, finishedMemory)
         self.stopTimeout = stopTimeout
         self.pauseTimeout = pauseTimeout
@@ -589,6 +601,7 @@ public actor AnnouncementQueue {
         let text = pending.announcement.utterance.text
         let priority = pending.priority
         let timing = playbackTiming
+        let output = self.output
         return SpeechListener(
             wantsProgress: { broadcaster.hasProgressSubscribers },
             progress: { progress in
@@ -596,7 +609,7 @@ public actor AnnouncementQueue {
                     broadcaster.publishProgress {
                         AnnouncementEvent(
                             type: progress.kind, id: id, text: text, priority: priority, timestamp: Date(),
-                            range: progress.range, word: progress.word, name: progress.name)
+                            range: progress.range, word: progress.word, name: progress.name, output: output)
                     }
                 }
             },
@@ -611,7 +624,7 @@ public actor AnnouncementQueue {
     ) -> AnnouncementEvent {
         let event = AnnouncementEvent(
             type: type, id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
-            timestamp: Date(), success: success, reason: reason, voice: voice, detail: detail)
+            timestamp: Date(), success: success, reason: reason, voice: voice, detail: detail, output: output)
         broadcaster.publish(event)
         return event
     }
@@ -632,12 +645,13 @@ public actor AnnouncementQueue {
     }
 
     private func remember(_ event: AnnouncementEvent) {
-        guard finishedMemory > 0 else { return }
+        guard finishedMemory > 0 else { return ids.release(event.id) }
         finished[event.id] = event
         finishedOrder.append(event.id)
         if finishedOrder.count > finishedMemory {
             let forgotten = finishedOrder.removeFirst()
             finished[forgotten] = nil
+            ids.release(forgotten)
         }
     }
 
@@ -675,14 +689,14 @@ public actor AnnouncementQueue {
     private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
         AnnouncementStatus(
             id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority, state: .queued,
-            position: position)
+            position: position, output: output)
     }
 
     /// A finished announcement as its `finished` event describes it.
     private func status(of finished: AnnouncementEvent) -> AnnouncementStatus {
         AnnouncementStatus(
             id: finished.id, text: finished.text, priority: finished.priority, state: .finished,
-            success: finished.success, reason: finished.reason)
+            success: finished.success, reason: finished.reason, output: output)
     }
 
     private func position(ofWaiting id: String) -> Int? {
@@ -690,13 +704,13 @@ public actor AnnouncementQueue {
     }
 
     /// Twelve hex digits: short enough to type, random so ids from before a restart do not collide.
+    /// Claimed in the id space shared with the other outputs' queues, so an id names one
+    /// announcement whichever queue holds it.
     private func makeID() -> String {
         while true {
             let id = String(UInt64.random(in: 0..<(1 << 48)), radix: 16)
             let padded = String(repeating: "0", count: 12 - id.count) + id
-            if finished[padded] == nil && speaking?.pending.id != padded && waiting.index(of: padded) == nil {
-                return padded
-            }
+            if ids.claim(padded) { return padded }
         }
     }
 }

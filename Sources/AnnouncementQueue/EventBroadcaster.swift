@@ -30,6 +30,8 @@ final class EventBroadcaster: Sendable {
         }
         var nextSubscriber: UInt64 = 0
         var isFinished = false
+        /// Queues still publishing; the streams end when the last one has finished.
+        var publishers = 1
     }
 
     let historyCapacity: Int
@@ -44,9 +46,11 @@ final class EventBroadcaster: Sendable {
     /// - Parameters:
     ///   - historyCapacity: how many recent events a new subscriber can be replayed.
     ///   - subscriberBuffer: how many live events a subscriber may have unread before it is dropped.
-    init(historyCapacity: Int, subscriberBuffer: Int) {
+    ///   - publishers: how many queues publish here; `finish()` ends the streams on the last call.
+    init(historyCapacity: Int, subscriberBuffer: Int, publishers: Int = 1) {
         self.historyCapacity = max(0, historyCapacity)
         self.subscriberBuffer = max(1, subscriberBuffer)
+        state.withLock { $0.publishers = max(1, publishers) }
     }
 
     /// Sends `event` to every subscriber and records it; returns its sequence number.
@@ -150,10 +154,13 @@ final class EventBroadcaster: Sendable {
         state.withLock { $0.nextSequence - 1 }
     }
 
-    /// Ends every stream after the events already sent; later subscribers get history only.
+    /// Ends every stream after the events already sent, once every publisher has called it;
+    /// later subscribers get history only.
     func finish() {
         delivery.withLock { _ in
-            let continuations = state.withLock { state in
+            let continuations = state.withLock { state -> [Continuation] in
+                state.publishers -= 1
+                guard state.publishers <= 0 else { return [] }
                 state.isFinished = true
                 defer {
                     state.subscribers = [:]

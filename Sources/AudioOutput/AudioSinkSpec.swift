@@ -4,7 +4,7 @@ import SpeechModel
 import SpeechRendering
 
 /// Which sink to play through, as written on the command line or in configuration:
-/// `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
+/// `auto`, `pulse[:SINK]`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
 ///
 /// A system service has no desktop session, so on a kiosk it reaches audio one of three ways:
 /// - as a user service of the kiosk user: `pulse` finds the session's PipeWire (through
@@ -18,6 +18,9 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     case auto
     /// The PulseAudio (or pipewire-pulse) server libpulse finds, `PULSE_SERVER` first.
     case pulse
+    /// One sink of that server, by its name (`pactl list short sinks`), e.g. a headset's, so
+    /// one named output can play there while another plays on the default sink.
+    case pulseSink(name: String)
     /// An ALSA PCM device.
     case alsa(device: String)
     /// A WAV file.
@@ -25,7 +28,7 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     /// Discard the audio.
     case null
 
-    /// Parses `auto|pulse|alsa[:DEVICE]|wav:PATH|null`; keywords are case-insensitive.
+    /// Parses `auto|pulse[:SINK]|alsa[:DEVICE]|wav:PATH|null`; keywords are case-insensitive.
     /// - Throws: `AudioOutputError` naming the value when it does not parse.
     public init(parsing value: String) throws(AudioOutputError) {
         let (keyword, argument): (Substring, Substring?) =
@@ -37,6 +40,9 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         switch (keyword.lowercased(), argument) {
         case ("auto", nil): self = .auto
         case ("pulse", nil): self = .pulse
+        case ("pulse", let sink?) where !sink.isEmpty: self = .pulseSink(name: String(sink))
+        case ("pulse", _):
+            throw .invalidSpec(value, "audio sink '\(value)' names no PulseAudio sink; expected pulse or pulse:SINK")
         case ("null", nil): self = .null
         case ("alsa", nil): self = .alsa(device: "default")
         case ("alsa", let device?) where !device.isEmpty: self = .alsa(device: String(device))
@@ -45,11 +51,19 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         case ("wav", let path?) where !path.isEmpty: self = .wav(path: String(path))
         case ("wav", _):
             throw .invalidSpec(value, "audio sink '\(value)' needs a file; expected wav:PATH")
-        case ("auto", _), ("pulse", _), ("null", _):
+        case ("auto", _), ("null", _):
             throw .invalidSpec(value, "audio sink '\(value)' takes no argument; expected \(keyword.lowercased())")
         default:
             throw .invalidSpec(
-                value, "unknown audio sink '\(value)'; expected auto, pulse, alsa[:DEVICE], wav:PATH or null")
+                value, "unknown audio sink '\(value)'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null")
+        }
+    }
+
+    /// `pulse` or `pulse:SINK`: played through a PulseAudio (or pipewire-pulse) server.
+    public var isPulseAudio: Bool {
+        switch self {
+        case .pulse, .pulseSink: true
+        default: false
         }
     }
 
@@ -57,6 +71,7 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .auto: "auto"
         case .pulse: "pulse"
+        case .pulseSink(let name): "pulse:\(name)"
         case .alsa(let device): "alsa:\(device)"
         case .wav(let path): "wav:\(path)"
         case .null: "null"
@@ -85,6 +100,8 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .pulse:
             return PulseAudioSink(format: format, server: server, options: options, logger: logger)
+        case .pulseSink(let name):
+            return PulseAudioSink(format: format, server: server, device: name, options: options, logger: logger)
         case .alsa(let device):
             return ALSASink(device: device, format: format, options: options, logger: logger)
         case .wav(let path):

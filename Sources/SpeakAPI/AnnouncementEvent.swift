@@ -95,11 +95,13 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var word: String?
     /// `mark` events: the mark's name.
     public var name: String?
+    /// The named output whose queue holds the announcement (`default` unless the request named another).
+    public var output: String?
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
         success: Bool? = nil, reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil,
-        range: TextRange? = nil, word: String? = nil, name: String? = nil
+        range: TextRange? = nil, word: String? = nil, name: String? = nil, output: String? = nil
     ) {
         self.type = type
         self.id = id
@@ -113,12 +115,13 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         self.range = range
         self.word = word
         self.name = name
+        self.output = output
     }
 }
 
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
-        case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name
+        case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -141,6 +144,7 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(range, forKey: .range)
         try container.encodeIfPresent(word, forKey: .word)
         try container.encodeIfPresent(name, forKey: .name)
+        try container.encodeIfPresent(output, forKey: .output)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -165,7 +169,8 @@ extension AnnouncementEvent {
             detail: try container.decodeIfPresent(String.self, forKey: .detail),
             range: try container.decodeIfPresent(TextRange.self, forKey: .range),
             word: try container.decodeIfPresent(String.self, forKey: .word),
-            name: try container.decodeIfPresent(String.self, forKey: .name))
+            name: try container.decodeIfPresent(String.self, forKey: .name),
+            output: try container.decodeIfPresent(String.self, forKey: .output))
     }
 }
 

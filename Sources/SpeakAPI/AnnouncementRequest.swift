@@ -5,7 +5,7 @@ import SpeechModel
 /// `POST /v1/announcements`.
 ///
 /// On the wire this is one flat JSON object: the utterance fields (`text` or `spans`, `ssml`,
-/// `language`, `pitch`, …) next to `priority`, `queue` and `expiresAfter`.
+/// `language`, `pitch`, …) next to `priority`, `queue`, `expiresAfter` and `output`.
 public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// The longest `expiresAfter` the queue accepts, in seconds (one day).
     public static let maximumExpiresAfter: Double = 86_400
@@ -28,6 +28,9 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// redelivered after a reconnect) is spoken once; 1 to 128 Unicode scalars (JSON Schema's
     /// `maxLength`). The HTTP API ignores it.
     public var requestId: String?
+    /// The named output (`--output NAME=SPEC`) that speaks it; nil is the output called `default`.
+    /// The daemon answers an output it does not have with 422 naming `output`.
+    public var output: String?
 
     /// - Parameters:
     ///   - utterance: what to say.
@@ -36,10 +39,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     ///   - expiresAfter: seconds it may wait before it starts, 0 … `maximumExpiresAfter`.
     ///   - chime: the chime before the speech.
     ///   - repeat: how many times it is spoken; nil once.
+    ///   - output: the named output that speaks it; nil for `default`.
     public init(
         utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
         expiresAfter: Double? = nil, chime: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil,
-        requestId: String? = nil
+        requestId: String? = nil, output: String? = nil
     ) {
         self.chime = chime
         self.repeat = `repeat`
@@ -48,6 +52,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         self.queue = queue
         self.expiresAfter = expiresAfter
         self.requestId = requestId
+        self.output = output
     }
 
     /// Checks the values the queue itself interprets; the error names the field.
@@ -76,14 +81,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter, chime, `repeat`, requestId
+        case priority, queue, expiresAfter, chime, `repeat`, requestId, output
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
-        "chime", "repeat", "requestId",
+        "chime", "repeat", "requestId", "output",
     ]
 
     private struct AnyKey: CodingKey {
@@ -124,6 +129,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
         `repeat` = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
         requestId = try container.decodeIfPresent(String.self, forKey: .requestId)
+        do {
+            output = try container.decodeIfPresent(String.self, forKey: .output)
+        } catch {
+            throw SpeechInputError.malformed(field: "output", "expected the name of an output, such as \"headset\"")
+        }
         utterance = try Utterance(from: decoder)
         try validate()
     }
@@ -141,5 +151,6 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
         try container.encodeIfPresent(`repeat`, forKey: .repeat)
         try container.encodeIfPresent(requestId, forKey: .requestId)
+        try container.encodeIfPresent(output, forKey: .output)
     }
 }

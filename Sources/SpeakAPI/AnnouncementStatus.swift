@@ -16,11 +16,13 @@ public struct AnnouncementStatus: Sendable, Hashable, Codable {
     public var success: Bool?
     /// Set once finished.
     public var reason: FinishReason?
+    /// The named output whose queue holds it (`default` unless the request named another).
+    public var output: String?
 
     /// - Parameters: see the properties of the same names.
     public init(
         id: String, text: String, priority: AnnouncementPriority, state: AnnouncementState,
-        position: Int? = nil, success: Bool? = nil, reason: FinishReason? = nil
+        position: Int? = nil, success: Bool? = nil, reason: FinishReason? = nil, output: String? = nil
     ) {
         self.id = id
         self.text = text
@@ -29,5 +31,6 @@ public struct AnnouncementStatus: Sendable, Hashable, Codable {
         self.position = position
         self.success = success
         self.reason = reason
+        self.output = output
     }
 }

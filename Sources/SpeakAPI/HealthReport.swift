@@ -110,23 +110,50 @@ public struct HealthReport: Sendable, Hashable, Codable {
         }
     }
 
-    /// `ok` when every component is, otherwise `unavailable`.
+    /// One named output (`--output NAME=SPEC`; `default` is `--audio`): its sink and its queue.
+    public struct Output: Sendable, Hashable, Codable {
+        /// The output's name, as requests give it in `output`.
+        public var name: String
+        /// Whether its sink works.
+        public var state: State
+        /// What the sink plays to (`pulse:headset`, `null`).
+        public var sink: String
+        /// Why it is unavailable, the last error it reported.
+        public var detail: String?
+        /// Its queue's occupancy; filled in by the server.
+        public var queue: Queue?
+
+        /// - Parameters: see the properties of the same names.
+        public init(name: String, state: State, sink: String, detail: String? = nil, queue: Queue? = nil) {
+            self.name = name
+            self.state = state
+            self.sink = sink
+            self.detail = detail
+            self.queue = queue
+        }
+    }
+
+    /// `ok` when the engine and the `default` output are, otherwise `unavailable`. Another output
+    /// that fails shows in `outputs` only: the default output and the others still speak.
     public var status: State
     /// The speech engine.
     public var engine: Engine
-    /// The audio sink.
+    /// The audio sink of the `default` output.
     public var audio: Audio
-    /// The queue; filled in by the server.
+    /// The `default` output's queue; filled in by the server.
     public var queue: Queue?
     /// The MQTT fleet link; not part of `status`.
     public var mqtt: MQTT?
+    /// Every output, `default` first, each with its own sink state and queue.
+    public var outputs: [Output]?
 
-    /// `status` is `ok` when engine and audio both are.
-    public init(engine: Engine, audio: Audio, queue: Queue? = nil, mqtt: MQTT? = nil) {
+    /// `status` is `ok` when engine and audio (the `default` output's) both are.
+    public init(engine: Engine, audio: Audio, queue: Queue? = nil, outputs: [Output]? = nil, mqtt: MQTT? = nil) {
         self.status = engine.state == .ok && audio.state == .ok ? .ok : .unavailable
         self.engine = engine
         self.audio = audio
         self.queue = queue
         self.mqtt = mqtt
+        self.outputs = outputs
     }
 }

@@ -40,6 +40,9 @@ extension Speak {
         @Flag(help: "Cancel every announcement, speaking and waiting.")
         var all = false
 
+        @Option(help: ArgumentHelp("With --all: cancel only those of this named output.", valueName: "name"))
+        var to: String?
+
         @Argument(help: "The announcement's id.")
         var id: String?
 
@@ -49,11 +52,13 @@ extension Speak {
             case (false, .none): throw ValidationError("missing announcement id (or --all)")
             default: break
             }
+            if to != nil, !all { throw ValidationError("--to goes with --all; an id names one announcement anywhere") }
         }
 
         func run() async throws {
             let client = try await connection.requireDaemon()
-            let path = all ? "/v1/announcements" : "/v1/announcements/\(Self.escapePath(id ?? ""))"
+            let everything = "/v1/announcements" + (to.map { "?output=\(Self.escapePath($0))" } ?? "")
+            let path = all ? everything : "/v1/announcements/\(Self.escapePath(id ?? ""))"
             try await client.send("DELETE", path).printBody(orFailWith: "cancel")
         }
 

@@ -64,6 +64,12 @@ extension Speak {
 
         @Option(
             help: ArgumentHelp(
+                "The daemon's named output to speak on (its --output NAME=SINK), e.g. headset; default: default.",
+                valueName: "name"))
+        var to: String?
+
+        @Option(
+            help: ArgumentHelp(
                 "Read a request body in the wire format (JSON) from FILE, or - for standard input; the flags given override its values.",
                 valueName: "file"))
         var json: String?
@@ -76,7 +82,7 @@ extension Speak {
 
         @Option(
             help: ArgumentHelp(
-                "In-process audio: auto, pulse, alsa[:DEVICE], wav:PATH or null (default: $SPEAKD_AUDIO or auto).",
+                "In-process audio: auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null (default: $SPEAKD_AUDIO or auto).",
                 valueName: "sink"))
         var audio: String?
 
@@ -104,6 +110,9 @@ extension Speak {
                 throw ValidationError("--output \(output): the file name must end in .wav")
             }
             if let audio { _ = try LocalSpeech.sinkSpec(audio, flag: "--audio") }
+            if to != nil, local || output != nil {
+                throw ValidationError("--to names one of the daemon's outputs; it cannot go with --local or --output")
+            }
             if repeatGap != nil, repeatCount == nil {
                 throw ValidationError("--repeat-gap needs --repeat N")
             }
@@ -140,6 +149,9 @@ extension Speak {
             if !local, let daemon = try await connection.reachableDaemon() {
                 try await speakThroughDaemon(daemon, request)
                 return
+            }
+            if let to, to != "default" {
+                throw SpeakFailure.daemonUnreachable("--to \(to) needs the daemon, and no speakd answers")
             }
             if !local, connection.isExplicit() {
                 let tried = try connection.candidates().map(\.description).joined(separator: ", ")
@@ -236,10 +248,11 @@ extension Speak {
                 if let priorityOption { request.priority = priorityOption }
                 if interrupt { request.queue = false }
                 if let expiresAfter { request.expiresAfter = expiresAfter }
+                if let to { request.output = to }
             } else {
                 request = AnnouncementRequest(
                     utterance: try plainOrSSMLUtterance(defaults: defaults), priority: priority, queue: !interrupt,
-                    expiresAfter: expiresAfter)
+                    expiresAfter: expiresAfter, output: to)
             }
             if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
             if let repetition { request.repeat = repetition }

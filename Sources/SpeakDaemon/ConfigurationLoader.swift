@@ -135,6 +135,9 @@ public enum ConfigurationLoader {
     {
         if setting.kind == .list, let earlier = values[setting.key] {
             values[setting.key] = SettingValue(value: earlier.value + "," + value.value, origin: value.origin)
+        } else if setting.kind == .keyed, let earlier = values[setting.key] {
+            values[setting.key] = SettingValue(
+                value: earlier.value + String(DaemonSetting.entrySeparator) + value.value, origin: value.origin)
         } else {
             values[setting.key] = value
         }
@@ -156,6 +159,14 @@ public enum ConfigurationLoader {
             var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
                 value = String(value.dropFirst().dropLast())
+            }
+            // `output.headset = pulse:x` is the entry `headset=pulse:x` of the keyed setting `output`.
+            if let dot = key.firstIndex(of: "."), let setting = settingsByKey[String(key[..<dot])],
+                setting.kind == .keyed
+            {
+                let name = key[key.index(after: dot)...]
+                add(SettingValue(value: "\(name)=\(value)", origin: origin), for: setting, to: &values)
+                continue
             }
             guard let setting = settingsByKey[key] else { throw .unknownKey(key, origin: origin) }
             add(SettingValue(value: value, origin: origin), for: setting, to: &values)

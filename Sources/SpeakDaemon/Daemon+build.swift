@@ -16,10 +16,14 @@ import UnixSignals
 public struct Daemon: Sendable {
     /// What it was built from.
     public let configuration: DaemonConfiguration
-    /// The announcement queue.
+    /// The `default` output's announcement queue.
     public let queue: AnnouncementQueue
-    /// The audio sink and its health.
+    /// The `default` output's audio sink and its health.
     public let audio: AudioSupervisor
+    /// Every output's queue, `default` first.
+    public let outputs: AnnouncementOutputs
+    /// Every output's audio supervisor, by name.
+    public let outputAudio: [String: AudioSupervisor]
     /// The routes.
     public let server: SpeakServer
     /// The listeners.
@@ -47,7 +51,8 @@ public struct DaemonStartError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
-/// Builds the daemon from its configuration: engine, audio, queue, server, listeners, services.
+/// Builds the daemon from its configuration: engine, each output's audio and queue, server,
+/// listeners, services.
 ///
 /// - Parameters:
 ///   - configuration: the merged configuration.
@@ -55,14 +60,17 @@ public struct DaemonStartError: Error, Sendable, CustomStringConvertible {
 ///   - logger: the daemon's logger.
 ///   - gracefulShutdownSignals: the signals that shut down gracefully.
 ///   - renderer: the renderer; nil starts espeak-ng with the configured voices.
-///   - makeSink: makes the audio sink; nil makes the one `configuration.audio` names.
+///   - makeSink: makes the `default` output's audio sink; nil makes the one `configuration.audio` names.
+///   - makeOutputSink: makes the sink of the output with the given name, other than `default`; nil
+///     (or nil for that name) makes the one its `--output` names.
 public func buildDaemon(
     _ configuration: DaemonConfiguration,
     environment: [String: String] = ProcessInfo.processInfo.environment,
     logger: Logger = Logger(label: "speakd"),
     gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
     renderer givenRenderer: (any SpeechRenderer)? = nil,
-    makeSink: AudioSupervisor.MakeSink? = nil
+    makeSink: AudioSupervisor.MakeSink? = nil,
+    makeOutputSink: (@Sendable (String) -> AudioSupervisor.MakeSink?)? = nil
 ) async throws -> Daemon {
     // Before anything slow starts, so a second instance or an unusable path fails at once.
     if let path = configuration.socketPath {
@@ -80,7 +88,7 @@ public func buildDaemon(
     // stream a property. Set before any audio thread starts. Only for the PulseAudio sink, which
     // closes its idle stream: ALSA through the pulse plugin would keep a tagged stream open,
     // and the other streams ducked, for good.
-    let tagsRole = configuration.mediaRole != nil && [.pulse, .auto].contains(spec)
+    let tagsRole = configuration.mediaRole != nil && (spec.isPulseAudio || spec == .auto)
     if let role = configuration.mediaRole, tagsRole {
         setenv("PULSE_PROP_media.role", role, 1)
     }
@@ -96,42 +104,62 @@ public func buildDaemon(
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
     settings.chimes = sound.chimes.names
     let format = renderer.format
-    var sinkOptions = AudioSinkOptions()
-    if tagsRole { sinkOptions.releaseAfterIdle = .milliseconds(500) }
-    let audio = AudioSupervisor(
-        spec: spec.description,
-        makeSink: makeSink ?? { [sinkOptions] in
-            try await spec.makeSink(format: format, options: sinkOptions, environment: environment)
-        },
-        logger: logger)
-    if await !audio.connect() {
-        logger.warning(
-            "audio unavailable at start; retrying in the background",
-            metadata: ["speakd.audio": "\(spec)", "speakd.error": "\(audio.status.detail ?? "")"])
-    }
-
-    let speaker = EngineSpeaker(
-        renderer: renderer, audio: audio,
-        playback: AudioPlayback(
-            leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000)),
-            gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded()))),
-        sound: sound, logger: logger)
     let metrics = SpeakMetrics()
-    let queue = AnnouncementQueue(
-        speaker: speaker, capacity: configuration.maxQueue, eventHistory: configuration.eventHistory,
-        pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
-        playbackTiming: metrics.playbackTiming, logger: logger)
+    // `--audio` is the output called `default`; each `--output` adds one. Each has its own
+    // supervisor, speaker and queue, so one failing or busy leaves the others speaking; the engine
+    // workers, the chimes, the event stream and the id space are shared.
+    let named =
+        [NamedOutput(name: AnnouncementOutputs.defaultName, sink: configuration.audio)] + configuration.outputs
+    let shared = SharedQueueState(
+        eventHistory: configuration.eventHistory, subscriberBuffer: 256, queues: named.count)
+    var parts: [OutputParts] = []
+    for output in named {
+        let spec = try AudioSinkSpec(parsing: output.sink)
+        let isDefault = output.name == AnnouncementOutputs.defaultName
+        var outputLogger = logger
+        if !isDefault { outputLogger[metadataKey: "speakd.output"] = "\(output.name)" }
+        var sinkOptions = AudioSinkOptions()
+        if tagsRole, spec.isPulseAudio { sinkOptions.releaseAfterIdle = .milliseconds(500) }
+        let audio = AudioSupervisor(
+            spec: spec.description,
+            makeSink: (isDefault ? makeSink : makeOutputSink?(output.name))
+                ?? { [sinkOptions] in
+                    try await spec.makeSink(format: format, options: sinkOptions, environment: environment)
+                },
+            logger: outputLogger)
+        if await !audio.connect() {
+            outputLogger.warning(
+                "audio unavailable at start; retrying in the background",
+                metadata: ["speakd.audio": "\(spec)", "speakd.error": "\(audio.status.detail ?? "")"])
+        }
+        // One playback per output: it holds the output's pause control and its last sound.
+        let playback = AudioPlayback(
+            leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000)),
+            gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded())))
+        let speaker = EngineSpeaker(
+            renderer: renderer, audio: audio, playback: playback, sound: sound, logger: outputLogger)
+        let queue = AnnouncementQueue(
+            speaker: speaker, capacity: configuration.maxQueue,
+            pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
+            playbackTiming: metrics.playbackTiming, output: output.name, shared: shared, logger: outputLogger)
+        parts.append(OutputParts(name: output.name, audio: audio, queue: queue))
+    }
+    let outputs = AnnouncementOutputs(parts.map(\.queue), shared: shared)
+    let audio = parts[0].audio
+    let queue = parts[0].queue
     var health = DaemonHealth(
-        engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer", audio: audio, pool: pool)
+        engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer",
+        outputs: parts.map { ($0.name, $0.audio) }, pool: pool)
     let server = SpeakServer(
-        queue: queue, renderer: renderer, health: health, settings: settings, metrics: metrics, logger: logger)
+        outputs: outputs, renderer: renderer, health: health, settings: settings, metrics: metrics,
+        logger: logger)
     // The fleet link submits through the same server; /healthz then reports it too.
     let fleet = try makeFleetLink(configuration, server: server, logger: logger)
     let routedServer: SpeakServer
     if let fleet {
         health.fleet = fleet
         routedServer = SpeakServer(
-            queue: queue, renderer: renderer, health: health, settings: settings, metrics: server.metrics,
+            outputs: outputs, renderer: renderer, health: health, settings: settings, metrics: server.metrics,
             logger: logger)
     } else {
         routedServer = server
@@ -141,18 +169,25 @@ public func buildDaemon(
     }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
-        await queue.shutdown()
+        await outputs.shutdown()
         pool?.shutdown()
     }
 
-    var groupConfiguration = ServiceGroupConfiguration(
-        services: [
-            .init(service: QueueService(queue: queue), successTerminationBehavior: .ignore, serviceName: "queue"),
-            .init(service: audio, successTerminationBehavior: .ignore, serviceName: "audio"),
+    // The default output keeps the service names it had before outputs had names.
+    let outputServices = parts.flatMap { part -> [ServiceGroupConfiguration.ServiceConfiguration] in
+        let suffix = part.name == AnnouncementOutputs.defaultName ? "" : ".\(part.name)"
+        return [
             .init(
-                service: MetricsObserver(metrics: routedServer.metrics, queue: queue),
-                successTerminationBehavior: .ignore,
-                serviceName: "metrics"),
+                service: QueueService(queue: part.queue), successTerminationBehavior: .ignore,
+                serviceName: "queue\(suffix)"),
+            .init(service: part.audio, successTerminationBehavior: .ignore, serviceName: "audio\(suffix)"),
+        ]
+    }
+    var groupConfiguration = ServiceGroupConfiguration(
+        services: outputServices + [
+            .init(
+                service: MetricsObserver(metrics: routedServer.metrics, outputs: outputs),
+                successTerminationBehavior: .ignore, serviceName: "metrics"),
             .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
             .init(
                 service: SystemdReadiness(
@@ -171,8 +206,16 @@ public func buildDaemon(
     // systemd's default stop timeout is 90 s, but a kiosk wants to be gone within 5.
     groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(4_500)
     return Daemon(
-        configuration: configuration, queue: queue, audio: audio, server: routedServer, front: front,
-        group: ServiceGroup(configuration: groupConfiguration))
+        configuration: configuration, queue: queue, audio: audio, outputs: outputs,
+        outputAudio: Dictionary(uniqueKeysWithValues: parts.map { ($0.name, $0.audio) }), server: routedServer,
+        front: front, group: ServiceGroup(configuration: groupConfiguration))
+}
+
+/// The parts of one named output.
+private struct OutputParts {
+    let name: String
+    let audio: AudioSupervisor
+    let queue: AnnouncementQueue
 }
 
 /// The fleet link `--mqtt` asks for, or nil.

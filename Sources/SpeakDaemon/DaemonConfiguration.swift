@@ -13,6 +13,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var http: SpeakEndpoint?
     /// The audio sink: `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
     public var audio: String
+    /// Further named outputs (`--output NAME=SPEC`), in the order given; `audio` is the one called
+    /// `default`.
+    public var outputs: [NamedOutput]
     /// A directory of voice overrides and variants, replacing the built-in `Voices/`.
     public var voicesDirectory: String?
     /// The most announcements that may wait at once.
@@ -100,6 +103,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         socketPath = nil
         http = nil
         audio = ""
+        outputs = []
         maxQueue = 0
         engineWorkers = 0
         corsOrigin = nil
@@ -162,5 +166,17 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// The listeners these values give, Unix socket first.
     public var listenAddresses: [SpeakEndpoint] {
         (socketPath.map { [.unixSocket(path: $0)] } ?? []) + (http.map { [$0] } ?? [])
+    }
+}
+
+/// An output besides `default`: its name, as requests give it in `output`, and its sink as
+/// `--audio` takes it (`pulse[:SINK]`, `alsa[:DEVICE]`, `wav:PATH`, `null`).
+public struct NamedOutput: Sendable, Hashable {
+    public var name: String
+    public var sink: String
+
+    public init(name: String, sink: String) {
+        self.name = name
+        self.sink = sink
     }
 }

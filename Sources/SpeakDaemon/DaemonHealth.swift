@@ -3,17 +3,19 @@ import SpeakAPI
 import SpeakFleet
 import SpeakServer
 
-/// Health as `/healthz` reports it: the engine (fixed once it started) and the audio supervisor.
+/// Health as `/healthz` reports it: the engine (fixed once it started) and each output's audio
+/// supervisor. `audio` (and so the overall status) is the `default` output's; every output,
+/// `default` too, is listed in `outputs` with its own state.
 struct DaemonHealth: HealthReporting {
     let engineName: String
-    let audio: AudioSupervisor
+    /// Every output's supervisor, `default` first.
+    let outputs: [(name: String, audio: AudioSupervisor)]
     /// The engine's worker processes, when it runs in them.
     let pool: EngineWorkerPool?
     /// The MQTT fleet link, when `--mqtt` gave one; it never makes the daemon unavailable.
     var fleet: FleetLink? = nil
 
     func health() async -> HealthReport {
-        let status = audio.status
         let workers = pool.map { pool in
             let status = pool.status
             return HealthReport.Workers(
@@ -22,12 +24,19 @@ struct DaemonHealth: HealthReporting {
         }
         // The engine is up while at least one worker runs; the pool keeps replacing dead ones.
         let engineUp = workers.map { $0.running > 0 } ?? true
+        let outputs = outputs.map { output in
+            let status = output.audio.status
+            return HealthReport.Output(
+                name: output.name, state: status.available ? .ok : .unavailable, sink: status.sink,
+                detail: status.detail)
+        }
+        let audio = outputs[0]
         return HealthReport(
             engine: .init(
                 state: engineUp ? .ok : .unavailable, name: engineName,
                 detail: engineUp ? nil : "no engine worker is running; replacements are being started",
                 workers: workers),
-            audio: .init(state: status.available ? .ok : .unavailable, sink: status.sink, detail: status.detail),
-            mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled))
+            audio: .init(state: audio.state, sink: audio.sink, detail: audio.detail),
+            outputs: outputs, mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled))
     }
 }

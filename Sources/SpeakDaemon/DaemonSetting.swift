@@ -20,7 +20,14 @@ public struct DaemonSetting: Sendable {
         case list
         /// True or false; the bare flag means true.
         case toggle
+        /// Named entries `NAME=VALUE`: a repeatable flag (`--output headset=pulse:sink`), a file
+        /// line per entry with the name after a dot (`output.headset = pulse:sink`), and in the
+        /// environment entries separated by `;`. Within one source the entries add up.
+        case keyed
     }
+
+    /// What separates the entries of a `keyed` setting in one value.
+    static let entrySeparator: Character = ";"
 
     /// The key: the long flag without its dashes, and the config-file key.
     public let key: String
@@ -132,10 +139,12 @@ extension DaemonSetting {
 struct SettingValue: Sendable, Hashable {
     var value: String
     var origin: String
+    /// What errors quote instead of `value`: the whole `NAME=VALUE` entry a keyed setting's value came from.
+    var quoted: String? = nil
 
     /// The error for this value.
     func invalid(_ reason: String, value shown: String? = nil) -> ConfigurationError {
-        .invalid(origin: origin, value: shown ?? value, reason: reason)
+        .invalid(origin: origin, value: shown ?? quoted ?? value, reason: reason)
     }
 
     /// `none`, `off` or nothing: the setting is turned off.
@@ -191,6 +200,52 @@ struct SettingValue: Sendable, Hashable {
             throw invalid(error.message)
         }
         return value
+    }
+
+    /// `NAME=SPEC` entries of a `keyed` setting, separated by `DaemonSetting.entrySeparator`, each
+    /// name checked by `checkName` and each value by `checkValue`. A name given twice is an error.
+    func entries<Value>(
+        checkName: (SettingValue, String) throws(ConfigurationError) -> Void,
+        checkValue: (SettingValue) throws(ConfigurationError) -> Value
+    ) throws(ConfigurationError) -> [(name: String, value: Value)] {
+        var result: [(name: String, value: Value)] = []
+        for item in value.split(separator: DaemonSetting.entrySeparator) {
+            let entry = item.trimmingCharacters(in: .whitespaces)
+            if entry.isEmpty { continue }
+            guard let equals = entry.firstIndex(of: "=") else {
+                throw invalid("expected NAME=VALUE, such as headset=pulse:usb-headset", value: entry)
+            }
+            let name = entry[..<equals].trimmingCharacters(in: .whitespaces)
+            let given = SettingValue(
+                value: entry[entry.index(after: equals)...].trimmingCharacters(in: .whitespaces), origin: origin,
+                quoted: entry)
+            try given.check(name: name, with: checkName)
+            guard !result.contains(where: { $0.name == name }) else {
+                throw invalid("the name '\(name)' is given twice", value: entry)
+            }
+            result.append((name, try checkValue(given)))
+        }
+        return result
+    }
+
+    private func check(
+        name: String, with checkName: (SettingValue, String) throws(ConfigurationError) -> Void
+    ) throws(ConfigurationError) {
+        try checkName(self, name)
+    }
+
+    /// The name of an output: 1–32 of lower-case ASCII letters, digits, `-` and `_`, starting
+    /// with a letter, so it is the same in a URL query, a file key and a Prometheus label.
+    /// `default` is `--audio`'s output and cannot be given again.
+    static func outputName(_ entry: SettingValue, _ name: String) throws(ConfigurationError) {
+        let allowed = name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || "-_".contains($0) }
+        guard (1...32).contains(name.count), allowed, name.first?.isLetter == true else {
+            throw entry.invalid(
+                "an output name is 1–32 characters of a–z, 0–9, '-' and '_', starting with a letter")
+        }
+        guard name != "default" else {
+            throw entry.invalid("'default' is the output --audio configures; give it with --audio")
+        }
     }
 
     /// A browser origin; a final `/` is dropped.

@@ -24,9 +24,23 @@ extension DaemonConfiguration {
 
     private static let speech: [DaemonSetting] = [
         DaemonSetting(
-            "audio", \.audio, valueName: "sink", help: "Audio sink: auto, pulse, alsa[:DEVICE], wav:PATH or null.",
+            "audio", \.audio, valueName: "sink",
+            help: "Audio sink: auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null.",
             default: "auto"
         ) { value in try value.audioSink() },
+        DaemonSetting(
+            "output", \.outputs, kind: .keyed, valueName: "name=sink",
+            help: "A further named output with its own queue (repeatable; file: output.NAME = SINK), e.g. "
+                + "headset=pulse:SINK. Requests pick it with \"output\"; --audio is the one called default.",
+            default: [], shown: "none"
+        ) { value in
+            try value.isNone
+                ? []
+                : value.entries(checkName: SettingValue.outputName) { sink throws(ConfigurationError) in
+                    try sink.audioSink()
+                }
+                .map { NamedOutput(name: $0.name, sink: $0.value) }
+        },
         DaemonSetting(
             "voices", \.voicesDirectory, valueName: "dir", help: "Voices directory with 'overrides' and 'variants/'.",
             default: nil, shown: "the built-in overrides"

@@ -2,14 +2,14 @@ import AnnouncementQueue
 import ServiceLifecycle
 import SpeakServer
 
-/// Counts queue events for `/metrics` until the queue's event stream ends.
+/// Counts the events of every output's queue for `/metrics` until their shared stream ends.
 struct MetricsObserver: Service {
     let metrics: SpeakMetrics
-    let queue: AnnouncementQueue
+    let outputs: AnnouncementOutputs
 
     func run() async throws {
-        await metrics.observe(queue.events())
-        // The stream ends when the queue shuts down, before this service's turn.
+        await metrics.observe(outputs.events())
+        // The stream ends when the last queue shuts down, before this service's turn.
         try? await gracefulShutdown()
     }
 }

@@ -149,12 +149,12 @@ public final class FleetLink: Service, Sendable {
         }
         await flush(await book.endSubmission(id: accepted.id, requestId: requestId))
         guard let responseTopic = message.responseTopic else { return }
-        let queue = server.queue
+        let outputs = server.outputs
         let settings = settings
         Task {
             // The queue's own record, not the event stream: a kiosk that fell behind on the
             // stream still answers the sender exactly once.
-            guard let finished = await queue.finished(id: accepted.id) else { return }
+            guard let finished = await outputs.finished(id: accepted.id) else { return }
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: finished)
             self.publish(
@@ -185,11 +185,12 @@ public final class FleetLink: Service, Sendable {
 
     // MARK: Events and status
 
-    /// Publishes every event of the queue to the events topic, resubscribing after falling behind.
+    /// Publishes every event of every output's queue to the events topic, resubscribing after
+    /// falling behind.
     private func forwardEvents() async {
-        var last = server.queue.lastEventSequence
+        var last = server.outputs.lastEventSequence
         while !Task.isCancelled {
-            for await sequenced in server.queue.events(after: last) {
+            for await sequenced in server.outputs.events(after: last) {
                 last = sequenced.sequence
                 await flush(await book.arrived(sequenced.event))
             }

@@ -30,6 +30,8 @@ public final class SpeakMetrics: Sendable {
     private let renders: Counter
     private let eventStreams: Meter
     private let responses = Mutex<[Int: Counter]>([:])
+    /// Finished announcements by output and success, made as outputs are first seen.
+    private let outputFinished = Mutex<[String: Counter]>([:])
 
     /// `POST /v1/speech`: from the decoded request to the last sample rendered.
     private let renderTime: Timer
@@ -145,6 +147,20 @@ public final class SpeakMetrics: Sendable {
         renderTime.recordNanoseconds(Self.nanoseconds(duration))
     }
 
+    /// `speakd_output_announcements_finished_total{output, success}`.
+    private func countFinished(output: String, success: Bool) {
+        let key = "\(output)\u{0}\(success)"
+        let counter = outputFinished.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(
+                label: "speakd_output_announcements_finished_total",
+                dimensions: [("output", output), ("success", String(success))], factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
     func eventStreamOpened() {
         eventStreams.increment()
     }
@@ -176,6 +192,7 @@ public final class SpeakMetrics: Sendable {
             let reason = event.reason ?? .failed
             let counters = finished[reason]
             (event.success == true ? counters?.success : counters?.failure)?.increment()
+            if let output = event.output { countFinished(output: output, success: event.success == true) }
             // One that never started (expired, discarded, cancelled while waiting) waited but did not speak.
             let (started, soundEnded) = pending.withLock { pending in
                 pending.queuedAt.removeValue(forKey: event.id)
@@ -229,6 +246,18 @@ public final class SpeakMetrics: Sendable {
         Gauge(label: "speakd_audio_up", dimensions: [("sink", health.sink)], factory: factory)
             .record(health.audioUp ? 1 : 0)
         Gauge(label: "speakd_engine_up", factory: factory).record(health.engineUp ? 1 : 0)
+        // Per output, under their own names: the unlabelled gauges above stay the default output's,
+        // as they were before outputs had names.
+        for output in health.outputs {
+            let label = [("output", output.name)]
+            Gauge(label: "speakd_output_up", dimensions: label + [("sink", output.sink)], factory: factory)
+                .record(output.state == .ok ? 1 : 0)
+            if let queue = output.queue {
+                Gauge(label: "speakd_output_waiting", dimensions: label, factory: factory).record(queue.waiting)
+                Gauge(label: "speakd_output_speaking", dimensions: label, factory: factory)
+                    .record(queue.speaking ? 1 : 0)
+            }
+        }
         if let workers = health.workers {
             Gauge(label: "speakd_engine_workers", factory: factory).record(workers.running)
             // The pool counts restarts itself; the counter catches up with it.
@@ -256,4 +285,6 @@ struct HealthGauges {
     var audioUp: Bool
     var engineUp: Bool
     var workers: HealthReport.Workers?
+    /// Every named output, when the health report lists them.
+    var outputs: [HealthReport.Output] = []
 }

@@ -15,6 +15,7 @@ struct SpeakRoutes: Sendable {
     let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
 
     private var queue: AnnouncementQueue { server.queue }
+    private var outputs: AnnouncementOutputs { server.outputs }
 
     // MARK: Announcements
 
@@ -37,7 +38,7 @@ struct SpeakRoutes: Sendable {
         let wait = try boolQuery(request, "wait")
         let accepted = try await server.submit(body, speech: speech)
         if wait {
-            guard let finished = await queue.finished(id: accepted.id) else {
+            guard let finished = await outputs.finished(id: accepted.id) else {
                 throw APIError.scheduling(.unknownAnnouncement(accepted.id))
             }
             return try json(finished, status: .ok)
@@ -48,12 +49,12 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(AnnouncementList(announcements: await queue.snapshot()))
+        try json(AnnouncementList(announcements: await outputs.snapshot()))
     }
 
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        guard let status = await queue.status(id: id) else {
+        guard let status = await outputs.status(id: id) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }
         return try json(status)
@@ -63,7 +64,7 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         let cancelled: Bool
         do {
-            cancelled = try await queue.cancel(id: id)
+            cancelled = try await outputs.cancel(id: id)
         } catch {
             throw APIError.scheduling(error)
         }
@@ -84,6 +85,8 @@ struct SpeakRoutes: Sendable {
                 message: "'\(other)' is not a place to pause at: use 'now' or 'word'", field: "at")
         }
         let status: AnnouncementStatus
+        // An id is paused in whichever output's queue holds it; without one, the default output's.
+        let queue = await queue(holding: id)
         do {
             status = try await queue.pause(id: id, atWordEnd: atWordEnd)
         } catch {
@@ -96,6 +99,7 @@ struct SpeakRoutes: Sendable {
     @Sendable func resume(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = context.parameters.get("id")
         let status: AnnouncementStatus
+        let queue = await queue(holding: id)
         do {
             status = try await queue.resume(id: id)
         } catch {
@@ -105,7 +109,14 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func cancelAll(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(CancelResult(cancelled: await queue.cancelAll()))
+        let output = request.uri.queryParameters["output"].map(String.init)
+        let cancelled: Int
+        do {
+            cancelled = try await outputs.cancelAll(output: output)
+        } catch {
+            throw APIError.scheduling(error)
+        }
+        return try json(CancelResult(cancelled: cancelled))
     }
 
     // MARK: Events
@@ -121,7 +132,7 @@ struct SpeakRoutes: Sendable {
         let after = restarted ? 0 : resume?.sequence
         // The queue's own stream, so its per-subscriber bound applies: a reader that falls too far
         // behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
-        let events = queue.events(after: after, progress: progress)
+        let events = outputs.events(after: after, progress: progress)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger
@@ -234,7 +245,7 @@ struct SpeakRoutes: Sendable {
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
             capacity: report.queue?.capacity ?? queue.capacity, sink: report.audio.sink,
             audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok,
-            workers: report.engine.workers)
+            workers: report.engine.workers, outputs: report.outputs ?? [])
         let text = server.metrics.exposition(health: gauges)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -243,13 +254,32 @@ struct SpeakRoutes: Sendable {
 
     // MARK: Helpers
 
+    /// The queue holding `id`, or the default output's for no id or one no queue knows (which
+    /// then answers as it always has).
+    private func queue(holding id: String?) async -> AnnouncementQueue {
+        guard let id, let queue = await outputs.queue(holding: id) else { return queue }
+        return queue
+    }
+
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
+        report.queue = await occupancy(of: queue)
+        if var outputs = report.outputs {
+            for index in outputs.indices {
+                if let queue = self.outputs.queue(named: outputs[index].name) {
+                    outputs[index].queue = await occupancy(of: queue)
+                }
+            }
+            report.outputs = outputs
+        }
+        return report
+    }
+
+    private func occupancy(of queue: AnnouncementQueue) async -> HealthReport.Queue {
         let snapshot = await queue.snapshot()
         let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
-        report.queue = HealthReport.Queue(
+        return HealthReport.Queue(
             waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: queue.capacity)
-        return report
     }
 
     /// Reads the body up to the configured limit and decodes it, enforcing the media type, strict

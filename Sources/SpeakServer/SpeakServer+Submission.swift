@@ -53,14 +53,26 @@ extension SpeakServer {
         }
     }
 
-    /// Hands a decoded and prepared announcement to the queue, counting it in the metrics.
-    /// - Throws: `APIError` 503 `audioUnavailable` while the sink is down, 429 `queueFull`,
-    ///   422 `invalidValue`, 503 `shuttingDown`.
+    /// Hands a decoded and prepared announcement to the queue of the output it names, counting it
+    /// in the metrics.
+    /// - Throws: `APIError` 422 `invalidValue` naming `output` for an output this server does not
+    ///   have, 503 `audioUnavailable` while that output's sink is down (another output's does not
+    ///   matter), 429 `queueFull`, 422 `invalidValue`, 503 `shuttingDown`.
     public func submit(_ body: AnnouncementRequest, speech: PreparedUtterance) async throws -> AnnouncementAccepted {
+        let queue: AnnouncementQueue
+        do {
+            queue = try outputs.queue(for: body)
+        } catch {
+            metrics.countRefused("invalid")
+            throw APIError.scheduling(error)
+        }
         let health = await health.health()
-        guard health.audio.state == .ok else {
+        let audio =
+            health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }
+            ?? (health.audio.state, health.audio.detail)
+        guard audio.0 == .ok else {
             metrics.countRefused("audio_unavailable")
-            throw APIError.audioUnavailable(health.audio.detail)
+            throw APIError.audioUnavailable(audio.1)
         }
         let accepted: AnnouncementAccepted
         do {

@@ -48,8 +48,10 @@ import SpeechRendering
 ///   `methodNotAllowed` (a known path under another method, with `Allow`), 429 `queueFull`
 ///   (with `Retry-After: 1`), 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
-    /// The announcement queue.
-    public let queue: AnnouncementQueue
+    /// The queue of every named output.
+    public let outputs: AnnouncementOutputs
+    /// The `default` output's queue.
+    public var queue: AnnouncementQueue { outputs.defaultQueue }
     /// The engine.
     public let renderer: any SpeechRenderer
     /// Engine and audio state.
@@ -73,7 +75,25 @@ public struct SpeakServer: Sendable {
         settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
         logger: Logger = Logger(label: "speakd.server")
     ) {
-        self.queue = queue
+        self.init(
+            outputs: AnnouncementOutputs(single: queue), renderer: renderer, health: health, settings: settings,
+            metrics: metrics, logger: logger)
+    }
+
+    /// A server over several named outputs; a request's `output` picks the queue.
+    /// - Parameters:
+    ///   - outputs: the queue of each output.
+    ///   - renderer: the engine, for validation, `/v1/speech` and `/v1/voices`.
+    ///   - health: the state of engine and audio sinks.
+    ///   - settings: limits, heartbeat and CORS.
+    ///   - metrics: the counters behind `/metrics`.
+    ///   - logger: where request failures are logged.
+    public init(
+        outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
+        settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
+        logger: Logger = Logger(label: "speakd.server")
+    ) {
+        self.outputs = outputs
         self.renderer = renderer
         self.health = health
         self.settings = settings

@@ -21,16 +21,18 @@ public final class MonitorRecorder: Sendable {
     /// Starts `parec` on `server`'s monitor and returns once recorded data flows.
     /// - Parameters:
     ///   - server: the server whose null sink to record.
+    ///   - sink: which of its null sinks; nil for `sinkName`.
     ///   - timeout: how long to wait for data.
-    public static func start(_ server: PulseAudioServer, timeout: Duration = .seconds(10)) async throws
-        -> MonitorRecorder
-    {
+    public static func start(
+        _ server: PulseAudioServer, sink: String? = nil, timeout: Duration = .seconds(10)
+    ) async throws -> MonitorRecorder {
         let file = server.directory.appendingPathComponent("monitor-\(UUID().uuidString.prefix(8)).raw")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         let process = try ChildProcess(
             "/usr/bin/parec",
             [
-                "--device=\(server.monitorSource)", "--latency-msec=20", "--format=s16le",
+                "--device=\(sink.map(server.monitorSource(of:)) ?? server.monitorSource)", "--latency-msec=20",
+                "--format=s16le",
                 "--rate=\(server.sampleRate)", "--channels=\(server.channels)", "--raw", file.path,
             ],
             environment: server.clientProcessEnvironment)

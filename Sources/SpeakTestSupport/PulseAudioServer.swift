@@ -1,6 +1,6 @@
 import Foundation
 
-/// A private PulseAudio server for tests: one null sink, a Unix socket in its own directory, and
+/// A private PulseAudio server for tests: one null sink (more on request), a Unix socket in its own directory, and
 /// its own runtime, state and home directories, so tests never touch another server.
 ///
 /// Started in the foreground of its own process group (not system mode, which root would otherwise
@@ -12,6 +12,8 @@ public final class PulseAudioServer: Sendable {
     public let directory: URL
     /// The null sink's name; its monitor is `monitorSource`.
     public let sinkName: String
+    /// Further null sinks, at the same rate and channels; each one's monitor is `monitorSource(of:)`.
+    public let extraSinks: [String]
     public let sampleRate: Int
     public let channels: Int
     /// The server process's PID.
@@ -22,6 +24,9 @@ public final class PulseAudioServer: Sendable {
     public var serverString: String { "unix:\(directory.path)/native" }
     /// The source that carries everything played on the sink.
     public var monitorSource: String { "\(sinkName).monitor" }
+
+    /// The source that carries everything played on the null sink `sink`.
+    public func monitorSource(of sink: String) -> String { "\(sink).monitor" }
     /// The client configuration: no autospawn, no shared memory (which fails in containers).
     public var clientConfigPath: String { Self.clientConfig.path }
 
@@ -49,13 +54,14 @@ public final class PulseAudioServer: Sendable {
     /// Starts a server and returns once its socket answers.
     /// - Parameters:
     ///   - sinkName: the null sink's name.
+    ///   - extraSinks: the names of further null sinks, e.g. a second output's.
     ///   - sampleRate: the null sink's rate; espeak-ng renders 22050 Hz.
     ///   - channels: the null sink's channels.
     ///   - timeout: how long to wait for the socket to answer.
     ///   - directory: where to put the socket and state; a new temporary directory when nil.
     ///     Pass a stopped server's `directory` to restart it on the same socket.
     public static func start(
-        sinkName: String = "speakd_test", sampleRate: Int = 22050, channels: Int = 1,
+        sinkName: String = "speakd_test", extraSinks: [String] = [], sampleRate: Int = 22050, channels: Int = 1,
         timeout: Duration = .seconds(15), directory: URL? = nil
     ) async throws -> PulseAudioServer {
         useClientConfigInThisProcess()
@@ -84,11 +90,15 @@ public final class PulseAudioServer: Sendable {
                 "-L", "module-native-protocol-unix socket=\(socket) auth-anonymous=1",
                 "-L", "module-null-sink sink_name=\(sinkName) rate=\(sampleRate) channels=\(channels)",
                 "-L", "module-always-sink",
-            ],
+            ]
+                + extraSinks.flatMap { sink in
+                    ["-L", "module-null-sink sink_name=\(sink) rate=\(sampleRate) channels=\(channels)"]
+                },
             environment: environment, output: log.path)
 
         let server = PulseAudioServer(
-            directory: directory, sinkName: sinkName, sampleRate: sampleRate, channels: channels,
+            directory: directory, sinkName: sinkName, extraSinks: extraSinks, sampleRate: sampleRate,
+            channels: channels,
             process: process)
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -105,9 +115,13 @@ public final class PulseAudioServer: Sendable {
         }
     }
 
-    private init(directory: URL, sinkName: String, sampleRate: Int, channels: Int, process: ChildProcess) {
+    private init(
+        directory: URL, sinkName: String, extraSinks: [String], sampleRate: Int, channels: Int,
+        process: ChildProcess
+    ) {
         self.directory = directory
         self.sinkName = sinkName
+        self.extraSinks = extraSinks
         self.sampleRate = sampleRate
         self.channels = channels
         self.process = process

@@ -9,6 +9,7 @@ import Testing
         ("auto", AudioSinkSpec.auto),
         ("pulse", .pulse),
         ("PULSE", .pulse),
+        ("pulse:alsa_output.usb-headset.analog-stereo", .pulseSink(name: "alsa_output.usb-headset.analog-stereo")),
         ("null", .null),
         ("alsa", .alsa(device: "default")),
         ("alsa:hw:1,0", .alsa(device: "hw:1,0")),
@@ -20,19 +21,20 @@ import Testing
         #expect(try AudioSinkSpec(parsing: value) == expected)
     }
 
-    @Test(arguments: ["auto", "pulse", "null", "alsa:default", "alsa:hw:0", "wav:/tmp/x.wav"])
+    @Test(arguments: ["auto", "pulse", "pulse:headset", "null", "alsa:default", "alsa:hw:0", "wav:/tmp/x.wav"])
     func descriptionParsesBack(value: String) throws {
         #expect(try AudioSinkSpec(parsing: value).description == value)
     }
 
     @Test(arguments: [
-        ("foo", "unknown audio sink 'foo'; expected auto, pulse, alsa[:DEVICE], wav:PATH or null"),
-        ("", "unknown audio sink ''; expected auto, pulse, alsa[:DEVICE], wav:PATH or null"),
-        ("pulseaudio", "unknown audio sink 'pulseaudio'; expected auto, pulse, alsa[:DEVICE], wav:PATH or null"),
+        ("foo", "unknown audio sink 'foo'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null"),
+        ("", "unknown audio sink ''; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null"),
+        ("pulseaudio", "unknown audio sink 'pulseaudio'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null"),
         ("wav", "audio sink 'wav' needs a file; expected wav:PATH"),
         ("wav:", "audio sink 'wav:' needs a file; expected wav:PATH"),
         ("alsa:", "audio sink 'alsa:' names no ALSA device; expected alsa or alsa:DEVICE"),
         ("null:x", "audio sink 'null:x' takes no argument; expected null"),
+        ("pulse:", "audio sink 'pulse:' names no PulseAudio sink; expected pulse or pulse:SINK"),
     ])
     func rejects(value: String, message: String) {
         #expect {

@@ -52,6 +52,16 @@ import Testing
         #expect(body?["chime"] is NSNull)
     }
 
+    /// `--to NAME` names the daemon's output in the request; `cancel --all --to NAME` cancels only there.
+    @Test func toNamesTheOutput() throws {
+        let say = try #require(try Speak.parseAsRoot(["--to", "headset", "Your ticket"]) as? Speak.Say)
+        #expect(try say.readRequest().output == "headset")
+        let plain = try #require(try Speak.parseAsRoot(["Your ticket"]) as? Speak.Say)
+        #expect(try plain.readRequest().output == nil)
+        let cancel = try #require(try Speak.parseAsRoot(["cancel", "--all", "--to", "headset"]) as? Speak.Cancel)
+        #expect(cancel.to == "headset")
+    }
+
     @Test(arguments: [
         (["--pitch", "3", "hi"], "--pitch 3"),
         (["--pitch=-0.5", "hi"], "--pitch -0.5"),
@@ -74,6 +84,9 @@ import Testing
         (["--json", "-", "--ssml"], "--json and --ssml"),
         (["cancel"], "missing announcement id"),
         (["cancel", "--all", "abc"], "not both"),
+        (["--to", "headset", "--local", "hi"], "--to names one of the daemon's outputs"),
+        (["--to", "headset", "--output", "x.wav", "hi"], "--to names one of the daemon's outputs"),
+        (["cancel", "--to", "headset", "abc"], "--to goes with --all"),
         // A negative number after an option is its value, so the range error names it.
         (["--pitch", "-1", "hi"], "--pitch -1"),
         (["--rate", "-0.5", "hi"], "--rate -0.5"),

@@ -330,6 +330,7 @@ struct ConfigurationSettingsTests {
         "socket": ("/tmp/kiosk/speakd.sock", "speakd.sock"),
         "http": ("[::1]:8080", "localhost"),
         "audio": ("alsa:hw:0", "speakers"),
+        "output": ("headset=pulse:usb-headset", "headset=speakers"),
         "voices": ("/usr/local/share/speakd/Voices", "Voices"),
         "max-queue": ("7", "0"),
         "engine-workers": ("\(DaemonConfiguration.coreCount + 1)", "65"),

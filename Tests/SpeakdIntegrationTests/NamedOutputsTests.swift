@@ -1,0 +1,161 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+extension SpeakdIntegration {
+    /// Two named outputs on two null sinks of one private PulseAudio server, both monitors recorded:
+    /// `default` (`--audio pulse:hall`) and `headset` (`--output headset=pulse:headset`).
+    @Suite(.serialized, .timeLimit(.minutes(2)))
+    struct NamedOutputsTests {
+        static let longText =
+            "Attention please the train now standing at platform nine will be divided at the next station"
+
+        /// The daemon with both outputs, a recorder on each sink and the event stream.
+        struct TwoOutputs {
+            let pulse: PulseAudioServer
+            let hall: MonitorRecorder
+            let headset: MonitorRecorder
+            let daemon: SpeakdProcess
+            let events: EventStreamRecorder
+
+            static func start(headsetSink: String = "headset") async throws -> TwoOutputs {
+                let pulse = try await PulseAudioServer.start(sinkName: "hall", extraSinks: ["headset"])
+                do {
+                    let hall = try await MonitorRecorder.start(pulse, sink: "hall")
+                    let headset = try await MonitorRecorder.start(pulse, sink: "headset")
+                    let daemon = try await SpeakdProcess.start(
+                        audio: "pulse:hall", arguments: ["--output", "headset=pulse:\(headsetSink)"],
+                        environment: pulse.environment)
+                    let events = EventStreamRecorder(client: daemon.unixClient)
+                    try await daemon.waitForEventStreams(1)
+                    return TwoOutputs(pulse: pulse, hall: hall, headset: headset, daemon: daemon, events: events)
+                } catch {
+                    await pulse.stop()
+                    throw error
+                }
+            }
+
+            /// Stops everything; returns what each sink played.
+            func stop() async -> (hall: AudioAnalysis, headset: AudioAnalysis) {
+                if daemon.isRunning {
+                    let (status, _) = await daemon.stop()
+                    #expect(status == 0, "speakd exited with \(String(describing: status)); log:\n\(daemon.log)")
+                }
+                _ = await events.wait(timeout: .seconds(5)) { _ in events.hasEnded }
+                events.stop()
+                let hallSamples = await hall.stop()
+                let headsetSamples = await headset.stop()
+                await pulse.stop()
+                return (
+                    AudioAnalysis(samples: hallSamples, sampleRate: hall.sampleRate),
+                    AudioAnalysis(samples: headsetSamples, sampleRate: headset.sampleRate)
+                )
+            }
+
+            func accept(_ body: [String: Any]) async throws -> String {
+                let response = try await post(body, via: daemon.unixClient)
+                #expect(
+                    response.status == 202,
+                    "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+                return try response.decode(AnnouncementAccepted.self).id
+            }
+        }
+
+        static func body(_ text: String, output: String? = nil) -> [String: Any] {
+            var body = announcement(text)
+            if let output { body["output"] = output }
+            return body
+        }
+
+        @Test("headset-only speech is heard on the headset sink and not in the hall")
+        func headsetOnly() async throws {
+            let speakd = try await TwoOutputs.start()
+            let id = try await speakd.accept(Self.body("Your ticket is ready", output: "headset"))
+            #expect(await speakd.events.waitForFinished([id]))
+            let (hall, headset) = await speakd.stop()
+
+            #expect(speakd.events.finished(id).first?.success == true)
+            #expect(speakd.events.events(for: id).allSatisfy { $0.output == "headset" })
+            #expect(headset.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5, "the headset heard nothing")
+            #expect(
+                hall.soundingSegments(silenceLevel: Recording.silenceLevel).isEmpty,
+                "the hall heard \(hall.soundingSegments(silenceLevel: Recording.silenceLevel))")
+        }
+
+        @Test("both outputs speak at once when both have work, each only on its own sink")
+        func bothAtOnce() async throws {
+            let speakd = try await TwoOutputs.start()
+            let hallID = try await speakd.accept(Self.body(Self.longText))
+            #expect(await speakd.events.waitFor(.started, of: hallID) != nil)
+            let headsetID = try await speakd.accept(Self.body("Please take your card", output: "headset"))
+            // The headset does not wait for the hall: it starts and finishes while the hall speaks.
+            #expect(await speakd.events.waitForFinished([headsetID]))
+            #expect(speakd.events.finished(hallID).isEmpty, "the hall finished before the headset started")
+
+            let list = try await speakd.daemon.unixClient.send("GET", "/v1/announcements")
+                .decode(AnnouncementList.self)
+            #expect(list.announcements.first { $0.id == hallID }?.output == "default")
+            let status = try await speakd.daemon.unixClient.send("GET", "/v1/announcements/\(headsetID)")
+                .decode(AnnouncementStatus.self)
+            #expect(status.output == "headset")
+            #expect(status.state == .finished)
+
+            #expect(await speakd.events.waitForFinished([hallID]))
+            let (hall, headset) = await speakd.stop()
+            #expect(speakd.events.finished(hallID).first?.output == "default")
+            #expect(speakd.events.finished(headsetID).first?.output == "headset")
+            #expect(hall.soundingDuration(silenceLevel: Recording.silenceLevel) > 2)
+            #expect(headset.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5)
+            expectExactlyOneFinished([hallID, headsetID], in: speakd.events.events)
+        }
+
+        @Test("an unknown output is 422 naming output, for a post and for cancelling")
+        func unknownOutput() async throws {
+            let speakd = try await TwoOutputs.start()
+            let response = try await post(Self.body("Hello", output: "lobby"), via: speakd.daemon.unixClient)
+            #expect(response.status == 422)
+            let error = try response.decode(ErrorResponse.self)
+            #expect(error.error.field == "output")
+            #expect(error.error.message.contains("lobby"))
+            let cancel = try await speakd.daemon.unixClient.send("DELETE", "/v1/announcements?output=lobby")
+            #expect(cancel.status == 422)
+            let cancelHeadset = try await speakd.daemon.unixClient.send("DELETE", "/v1/announcements?output=headset")
+            #expect(cancelHeadset.status == 200)
+            _ = await speakd.stop()
+            #expect(speakd.events.events.isEmpty)
+        }
+
+        @Test("an output whose sink fails leaves the others speaking; health says which")
+        func failedOutput() async throws {
+            // The headset's sink does not exist: that output is unavailable and retried.
+            let speakd = try await TwoOutputs.start(headsetSink: "unplugged")
+            let health = try await speakd.daemon.unixClient.send("GET", "/healthz")
+            #expect(health.status == 200)
+            let report = try health.decode(HealthReport.self)
+            #expect(report.status == .ok)
+            #expect(report.outputs?.map(\.name) == ["default", "headset"])
+            #expect(report.outputs?.first { $0.name == "headset" }?.state == .unavailable)
+            #expect(report.outputs?.first { $0.name == "default" }?.state == .ok)
+
+            let refused = try await post(Self.body("Hello", output: "headset"), via: speakd.daemon.unixClient)
+            #expect(refused.status == 503)
+            let id = try await speakd.accept(Self.body("Doors closing"))
+            #expect(await speakd.events.waitForFinished([id]))
+            let metrics = try await speakd.daemon.unixClient.send("GET", "/metrics")
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            let up = text.split(separator: "\n").filter { $0.hasPrefix("speakd_output_up{") }
+            #expect(up.contains { $0.contains(#"output="headset""#) && $0.hasSuffix(" 0.0") }, "\(up)")
+            #expect(up.contains { $0.contains(#"output="default""#) && $0.hasSuffix(" 1.0") }, "\(up)")
+            #expect(
+                text.split(separator: "\n").contains {
+                    $0.hasPrefix("speakd_output_announcements_finished_total{") && $0.contains(#"output="default""#)
+                })
+            let (hall, headset) = await speakd.stop()
+            #expect(speakd.events.finished(id).first?.success == true)
+            #expect(hall.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.3)
+            #expect(headset.soundingSegments(silenceLevel: Recording.silenceLevel).isEmpty)
+        }
+    }
+}
