@@ -210,7 +210,8 @@ private struct Tape {
     private mutating func write(_ chunk: PCMChunk) async throws {
         if var placed = timeline {
             defer { timeline = placed }
-            try await placed.write(chunk, to: sink)
+            let control = self.control
+            try await placed.write(chunk, to: sink, stopped: { control.request == .now })
         } else {
             try await sink.write(chunk)
         }
@@ -320,12 +321,15 @@ struct PlayTimeline {
         max(sink.playedOutAt ?? .now, .now)
     }
 
-    mutating func write(_ part: PCMChunk, to sink: any AudioSink) async throws {
+    /// Writes `part` in pieces cut at its events; stops between pieces once `stopped()` says so
+    /// (a pause flushed the sink: what follows must not play), leaving the rest unwritten.
+    mutating func write(_ part: PCMChunk, to sink: any AudioSink, stopped: () -> Bool = { false }) async throws {
         let channels = max(1, format.channels)
         pending += part.events
         let frames = part.samples.count / channels
         var start = 0
-        while start < frames {
+        defer { written += start }
+        while start < frames, !stopped() {
             // Up to and including the first frame of the next event, so the sink's estimate
             // right after the write, fresh whatever was written before, places that frame.
             var end = frames
@@ -347,7 +351,6 @@ struct PlayTimeline {
                 })
             pending.removeFirst(due.count)
         }
-        written += frames
     }
 
     /// The sink discarded what was written from utterance frame `frame` on (a pause): events

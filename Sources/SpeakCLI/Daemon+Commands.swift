@@ -6,7 +6,8 @@ extension Speak {
     /// `speak events`: follow the daemon's event stream.
     struct Events: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the daemon's announcement events (queued, started, finished) as JSON lines.")
+            abstract:
+                "Print the daemon's announcement events (queued, started, paused, resumed, finished) as JSON lines.")
 
         @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
@@ -16,6 +17,9 @@ extension Speak {
         @Option(help: "Stop after this many events.")
         var count: Int?
 
+        @Flag(help: "Also print word, sentence and mark events as each is heard.")
+        var progress = false
+
         func validate() throws {
             if let count, count < 1 { throw ValidationError("--count \(count): must be at least 1") }
         }
@@ -23,7 +27,8 @@ extension Speak {
         func run() async throws {
             let client = try await connection.requireDaemon()
             var seen = 0
-            for try await message in client.events(lastEventID: after) {
+            let path = progress ? "/v1/events" : "/v1/events?progress=false"
+            for try await message in client.events(path, lastEventID: after) {
                 FileHandle.standardOutput.write(Data((message.data + "\n").utf8))
                 seen += 1
                 if let count, seen >= count { break }

@@ -74,7 +74,15 @@ extension SpeakdIntegration {
             let expectedTypes: [AnnouncementEvent.Kind] = [
                 .queued, .started, .paused, .resumed, .paused, .resumed, .finished,
             ]
-            #expect(speakd.events.events(for: id).map(\.type) == expectedTypes)
+            let events = speakd.events.events(for: id)
+            #expect(events.filter { !$0.type.isProgress }.map(\.type) == expectedTypes)
+            // Every word is reported once, in order, through both pauses: what a pause took back
+            // is reported again when it is heard, and nothing twice.
+            let words = { (id: String) in
+                speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
+            }
+            #expect(!words(plain).isEmpty)
+            #expect(words(id) == words(plain))
             let channels = speakd.recorder.channels
             let samples = recording.analysis.samples
             let rate = recording.analysis.sampleRate
