@@ -230,7 +230,7 @@ extension SpeakdIntegration {
             var byReason: [FinishReason: Int] = [:]
             var failedByDetail: [String: Int] = [:]
             var perID: [String: [AnnouncementEvent.Kind]] = [:]
-            for item in received {
+            for item in received where !item.event.type.isProgress {
                 perID[item.event.id, default: []].append(item.event.type)
                 guard item.event.type == .finished else { continue }
                 finishedCount[item.event.id, default: 0] += 1
