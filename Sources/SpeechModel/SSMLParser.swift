@@ -5,10 +5,11 @@ extension Utterance {
     ///
     /// Supported: `speak` (root, optional `xml:lang`), `voice xml:lang`, `prosody` with `pitch`,
     /// `rate` and `volume`, `say-as interpret-as="characters"`, `break` (`time`, `strength`),
-    /// `s` and `p` (each with optional `xml:lang`), comments, CDATA, the XML declaration, the
-    /// five predefined entities and numeric character references. Everything else (`audio`,
-    /// `mark`, `voice name`, processing instructions, DOCTYPE) is `unsupported`; XML that does
-    /// not parse is `malformed` naming the line and column. Both errors are in the field `ssml`.
+    /// `mark name` (an NMTOKEN), `s` and `p` (each with optional `xml:lang`), comments, CDATA,
+    /// the XML declaration, the five predefined entities and numeric character references.
+    /// Everything else (`audio`, `voice name`, processing instructions, DOCTYPE) is
+    /// `unsupported`; XML that does not parse is `malformed` naming the line and column. Both
+    /// errors are in the field `ssml`.
     ///
     /// Text comes out literal (`&lt;audio&gt;` is the text `<audio>`), whitespace runs are
     /// collapsed to one space, sentences are separated by a space and paragraphs by a newline.
@@ -16,7 +17,9 @@ extension Utterance {
     /// boundary (`boundaries`), so the sentence before ends there even without punctuation.
     /// `speak xml:lang` becomes the utterance's default language; prosody values become span
     /// attributes, relative values (`+20%`) taken relative to the enclosing `prosody`, or to
-    /// normal (1.0). A `break` adds its pause to the span before it.
+    /// normal (1.0). A `break` adds its pause to the span before it. A `mark` becomes the `mark`
+    /// of the span that starts with the text after it (an empty span when a break, another mark
+    /// or the end of the document follows), so it is reported as that text starts being heard.
     ///
     /// | attribute | accepted | result |
     /// |---|---|---|
@@ -54,6 +57,8 @@ struct SSMLParser {
         /// A sentence (`" "`) or paragraph (`"\n"`) boundary.
         case boundary(String)
         case pause(Double)
+        /// `<mark name="…"/>`.
+        case mark(String)
     }
 
     private var stack: [Frame] = []
@@ -178,6 +183,16 @@ struct SSMLParser {
             frame.attributes.spellOut = true
         case "break":
             allowed = ["time", "strength"]
+        case "mark":
+            allowed = ["name"]
+            guard let markName = attributes.first(where: { $0.name == "name" }) else {
+                throw malformed("<mark> needs name", at: start)
+            }
+            guard Span.isValidMark(markName.value) else {
+                throw malformed(
+                    "mark name '\(markName.value)' is not a mark name (letters, digits, '.', '-', '_', ':')",
+                    at: markName.at)
+            }
         default:
             throw unsupported("unsupported element <\(name)>", at: start)
         }
@@ -227,13 +242,17 @@ struct SSMLParser {
             }
         }
 
-        if name == "break" {
-            pieces.append(.pause(pause ?? Self.breakStrengths["medium"]!))
+        if name == "break" || name == "mark" {
+            if name == "break" {
+                pieces.append(.pause(pause ?? Self.breakStrengths["medium"]!))
+            } else if let markName = attributes.first(where: { $0.name == "name" }) {
+                pieces.append(.mark(markName.value))
+            }
             if !selfClosing {
                 // `<break></break>` is fine; anything inside it is not.
                 skipWhitespace()
-                guard starts(with: "</break") else { throw malformed("<break> must be empty", at: index) }
-                try endTag(expected: "break")
+                guard starts(with: "</\(name)") else { throw malformed("<\(name)> must be empty", at: index) }
+                try endTag(expected: name)
             }
             return
         }
@@ -323,21 +342,36 @@ struct SSMLParser {
 
     // MARK: - Assembly
 
-    /// Turns pieces into spans: collapses whitespace, places boundaries and pauses, merges
+    /// Turns pieces into spans: collapses whitespace, places boundaries, pauses and marks, merges
     /// neighbours with the same attributes.
     private func assemble() throws(SpeechInputError) -> Utterance {
         var spans: [Span] = []
         var separator: String?
+        /// A mark waiting for the text it is reached at.
+        var pendingMark: String?
         /// The strongest `s` or `p` boundary since the last text, recorded where the next text starts.
         var pendingBoundary: Utterance.Boundary?
         var boundaries: [Int: Utterance.Boundary] = [:]
 
         func append(_ character: Character, _ attributes: SpeechAttributes) {
-            if let last = spans.last, last.attributes == attributes, last.pauseAfter == nil {
+            if pendingMark == nil, let last = spans.last, last.attributes == attributes, last.pauseAfter == nil {
                 spans[spans.count - 1].text.append(character)
             } else {
-                spans.append(Span(String(character), attributes: attributes))
+                spans.append(Span(String(character), attributes: attributes, mark: pendingMark))
+                pendingMark = nil
             }
+        }
+        /// A mark with no text of its own before what follows: an empty span keeps its place.
+        func placePendingMark(pauseAfter: Double? = nil) {
+            guard let mark = pendingMark else { return }
+            // Whitespace before the mark stays with the text before it, as between words.
+            if let pending = separator, spans.contains(where: { !$0.text.isEmpty }) {
+                spans[spans.count - 1].text += pending
+                separator = nil
+            }
+            spans.append(
+                Span("", attributes: spans.last?.attributes ?? SpeechAttributes(), pauseAfter: pauseAfter, mark: mark))
+            pendingMark = nil
         }
 
         for piece in pieces {
@@ -369,6 +403,11 @@ struct SSMLParser {
                 if boundary == "\n" || separator == nil { separator = boundary }
                 let kind: Utterance.Boundary = boundary == "\n" ? .paragraph : .sentence
                 pendingBoundary = pendingBoundary.map { .stronger($0, kind) } ?? kind
+            case .mark(let name):
+                placePendingMark()
+                pendingMark = name
+            case .pause(let seconds) where pendingMark != nil:
+                placePendingMark(pauseAfter: seconds)
             case .pause(let seconds):
                 if spans.isEmpty {
                     spans.append(Span("", pauseAfter: seconds))
@@ -377,6 +416,7 @@ struct SSMLParser {
                 }
             }
         }
+        placePendingMark()
         guard spans.contains(where: { Utterance.hasSpeech($0.text) }) else {
             throw .malformed(field: "ssml", "the SSML document has no text to speak")
         }

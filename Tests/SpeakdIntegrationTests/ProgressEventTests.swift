@@ -131,5 +131,46 @@ extension SpeakdIntegration {
             #expect(refused.status == 422)
             #expect(String(decoding: refused.body, as: UTF8.self).contains("spans[0].mark"))
         }
+
+        @Test("SSML marks arrive in order, each within 20 ms of the sound after it; a bad SSML mark is refused")
+        func ssmlMarksFollowTheSound() async throws {
+            let speakd = try await AudibleDaemon.start()
+            _ = try await PromptFinishTests.finishDelay(announcement("Platform four"), speakd)
+            try await Task.sleep(for: .milliseconds(400))
+            let fromFrame = speakd.recorder.recordedFrames
+            let ssml = """
+                <speak><mark name="one"/>Amsterdam<break time="600ms"/><mark name="two"/>Madrid\
+                <break time="600ms"/><mark name="three"/>Lisbon<mark name="end"/></speak>
+                """
+            let id = try await speakd.accept(["ssml": ssml])
+            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+            #expect(finished.event.success == true)
+            try await Task.sleep(for: .milliseconds(150))
+            let onsets = Self.onsets(speakd, from: fromFrame)
+            let refused = try await post(["ssml": "<speak>a<mark name=\"no space\"/></speak>"], via: speakd.unix)
+            _ = await speakd.stop()
+
+            let received = speakd.events.received.filter { $0.event.id == id }
+            let marks = received.filter { $0.event.type == .mark }
+            #expect(marks.compactMap(\.event.name) == ["one", "two", "three", "end"])
+            // Each mark comes before its word, and "end" after the last word, before finished.
+            let order = received.filter { $0.event.type == .mark || $0.event.type == .word }
+                .map { $0.event.name ?? $0.event.word ?? "" }
+            #expect(order == ["one", "Amsterdam", "two", "Madrid", "three", "Lisbon", "end"])
+            #expect(marks.allSatisfy { $0.receivedAt <= finished.receivedAt })
+            try #require(onsets.count == 3, "onsets \(onsets)")
+            var delays: [PromptFinishTests.Delay] = []
+            for (mark, onset) in zip(marks, onsets) {
+                delays.append(try PromptFinishTests.delay(from: onset, to: mark.receivedAt, speakd))
+            }
+            print("measured: sound after a mark → mark event: \(delays.map(\.description).joined(separator: ", "))")
+            for delay in delays {
+                #expect(delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom, "mark event \(delay)")
+                #expect(delay.atMost >= -PromptFinishTests.goal, "mark event \(delay) long before its sound")
+            }
+            #expect(refused.status == 422)
+            let error = String(decoding: refused.body, as: UTF8.self)
+            #expect(error.contains("\"ssml\"") && error.contains("no space"), "\(error)")
+        }
     }
 }

@@ -128,6 +128,45 @@ import Testing
         #expect(error?.message == message)
     }
 
+    @Test func marksStartTheSpanOfTheTextAfterThem() throws {
+        let utterance = try Utterance(
+            ssml: """
+                <speak><mark name="start"/>Platform four. <mark name="doors"/>Doors <mark name="a"/><mark name="b"/>\
+                closing<mark name="pause"/><break time="500ms"/> now.<mark name="end"></mark></speak>
+                """)
+        #expect(
+            utterance.spans == [
+                Span("Platform four. ", mark: "start"), Span("Doors ", mark: "doors"), Span("", mark: "a"),
+                Span("closing", mark: "b"), Span(" ", pauseAfter: 0.5, mark: "pause"), Span("now.", mark: nil),
+                Span("", mark: "end"),
+            ])
+        #expect(utterance.text == "Platform four. Doors closing now.")
+        #expect(utterance.spans.compactMap(\.mark) == ["start", "doors", "a", "b", "pause", "end"])
+    }
+
+    @Test(arguments: [
+        ("<mark/>", "malformed", "<mark> needs name at line 1, column 9"),
+        (
+            "<mark name='no space'/>", "malformed",
+            "mark name 'no space' is not a mark name (letters, digits, '.', '-', '_', ':') at line 1, column 15"
+        ),
+        (
+            "<mark name=''/>", "malformed",
+            "mark name '' is not a mark name (letters, digits, '.', '-', '_', ':') at line 1, column 15"
+        ),
+        (
+            "<mark name='m' time='1s'/>", "unsupported",
+            "attribute 'time' on <mark> is not supported at line 1, column 24"
+        ),
+        ("<mark name='m'>x</mark>", "malformed", "<mark> must be empty at line 1, column 24"),
+    ])
+    func badMarks(markup: String, kind: String, message: String) {
+        let error = #expect(throws: SpeechInputError.self) { try Utterance(ssml: "<speak>a\(markup)</speak>") }
+        #expect(error?.field == "ssml")
+        #expect(error?.kind == kind)
+        #expect(error?.message == message)
+    }
+
     @Test func sentencesAndParagraphsKeepTextReadable() throws {
         let utterance = try Utterance(
             ssml: """
@@ -149,7 +188,6 @@ import Testing
 
     @Test(arguments: [
         ("<speak><audio src='x.wav'/></speak>", "unsupported element <audio> at line 1, column 8"),
-        ("<speak>a<mark name='m'/></speak>", "unsupported element <mark> at line 1, column 9"),
         ("<speak><sub alias='x'>y</sub></speak>", "unsupported element <sub> at line 1, column 8"),
         (
             "<speak><voice name='Alex'>x</voice></speak>",
