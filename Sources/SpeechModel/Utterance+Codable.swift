@@ -129,13 +129,15 @@ extension Utterance: Codable {
                 throw .malformed(field: "\(field).text", "a span needs 'text'")
             }
             let pauseAfter = try reader.double("pauseAfter")
-            guard !text.isEmpty || pauseAfter != nil else {
-                throw .malformed(field: "\(field).text", "must not be empty (only a span with a pauseAfter may be)")
+            let mark = try reader.string("mark")
+            guard !text.isEmpty || pauseAfter != nil || mark != nil else {
+                throw .malformed(
+                    field: "\(field).text", "must not be empty (only a span with a pauseAfter or a mark may be)")
             }
             spans.append(
                 Span(
                     text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter,
-                    mark: try reader.string("mark")))
+                    mark: mark))
         }
         guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
         guard spans.contains(where: { hasSpeech($0.text) }) else {

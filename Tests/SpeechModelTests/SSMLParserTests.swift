@@ -142,6 +142,9 @@ import Testing
             ])
         #expect(utterance.text == "Platform four. Doors closing now.")
         #expect(utterance.spans.compactMap(\.mark) == ["start", "doors", "a", "b", "pause", "end"])
+        // Empty spans that carry a mark survive the wire, as `speak --ssml` sends them.
+        let decoded = try JSONDecoder().decode(Utterance.self, from: try JSONEncoder().encode(utterance))
+        #expect(decoded == utterance)
     }
 
     @Test(arguments: [

@@ -101,7 +101,7 @@ import Testing
         (#"{"spans": {"text": "a"}}"#, "malformed", "spans", "expected an array of spans"),
         (
             #"{"spans": [{"text": " "}, {"text": ""}, {"text": "\t"}]}"#, "malformed", "spans[1].text",
-            "must not be empty (only a span with a pauseAfter may be)"
+            "must not be empty (only a span with a pauseAfter or a mark may be)"
         ),
         (#"{"spans": [{"text": " "}, {"text": "\t"}]}"#, "malformed", "spans", "there is no text to speak"),
         (#"{"spans": [{"text": "a"}, "b"]}"#, "malformed", "spans[1]", "expected an object with 'text'"),
@@ -158,10 +158,8 @@ import Testing
             do {
                 _ = try JSONDecoder().decode(Request.self, from: Data(json.utf8))
                 return nil
-            } catch let error as DecodingError {
-                return SpeechInputError.from(error)
             } catch {
-                return nil
+                return (error as? DecodingError).map(SpeechInputError.from)
             }
         }
         #expect(error(#"{"inner": {"values": []}}"#) == .malformed(field: "priority", "is required"))
