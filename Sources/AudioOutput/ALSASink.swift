@@ -47,6 +47,7 @@ public final class ALSASink: ReopenableAudioSink {
     public func drain() async throws { try await core.drain() }
     public func flush() async throws { try await core.flush() }
     public var framesTaken: Int? { core.framesTaken }
+    public var heardAfterFlush: Duration? { core.heardAfterFlush }
     public func flushCountingUnplayed() async throws -> FlushPosition? { try await core.flushCountingUnplayed() }
     public func reopen() async throws { try await core.reopen() }
     public func close() async { await core.close() }

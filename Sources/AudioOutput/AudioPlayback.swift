@@ -62,7 +62,7 @@ public struct AudioPlayback: Sendable {
         control.begin(on: sink)
         defer { control.end() }
         var tape = Tape(
-            sink: sink, control: control, channels: max(1, format.channels),
+            sink: sink, control: control, format: format,
             resumeSilence: format.byteCount(for: Self.resumeSilence) / 2)
         do {
             try Task.checkCancellation()
@@ -114,6 +114,7 @@ private struct Tape {
     let sink: any AudioSink
     let control: PlaybackControl
     let channels: Int
+    let format: AudioFormat
     /// Samples of this stream written to the sink so far, lead-in included.
     var written = 0
     /// Where the utterance's own audio starts in the stream (after the lead-in), in samples.
@@ -121,8 +122,10 @@ private struct Tape {
     /// The last samples written, from stream position `keptFrom` to `written`.
     private var kept: [Int16] = []
     private var keptFrom = 0
-    /// The sink's count of frames taken when the stream started.
-    private let takenAtStart: Int?
+    /// The sink's count of frames taken at this stream's position zero: when the stream
+    /// started, moved on by what each pause's flush discarded (the sink counts those frames as
+    /// taken; the stream writes them again).
+    private var takenAtZero: Int?
     /// Word starts reported by the engine not yet written past, in utterance frames.
     private var wordStarts: [Int] = []
     /// How much is kept: far more than any sink buffers ahead of playback.
@@ -134,12 +137,13 @@ private struct Tape {
     /// during the lead-in, which is not the utterance's).
     var timeline: PlayTimeline?
 
-    init(sink: any AudioSink, control: PlaybackControl, channels: Int, resumeSilence: Int) {
+    init(sink: any AudioSink, control: PlaybackControl, format: AudioFormat, resumeSilence: Int) {
         self.sink = sink
         self.control = control
-        self.channels = channels
+        self.channels = max(1, format.channels)
+        self.format = format
         self.resumeSilence = resumeSilence - resumeSilence % channels
-        self.takenAtStart = sink.framesTaken
+        self.takenAtZero = sink.framesTaken
         self.keptLimit = 2 * 48_000 * channels
     }
 
@@ -156,6 +160,9 @@ private struct Tape {
             if control.request == .now {
                 samples = try await pauseNow(unwritten: Array(samples[offset...]))
                 offset = 0
+                continue
+            }
+            if control.request == .wordEnd, try await reachedWordStartInSink() {
                 continue
             }
             var end = samples.count
@@ -195,6 +202,27 @@ private struct Tape {
             guard control.request == .now else { return }
         }
     }
+
+    /// A pause at the end of a word when the next word starts in what the sink holds already
+    /// (tens of milliseconds): waits until the sink is about to play that start, then pauses
+    /// now, early by what the sink plays out after a flush, so the sound stops at the start.
+    /// - Returns: true when it turned the pause into one now; false when no word starts there
+    ///   (far enough ahead to stop at it), or the sink cannot tell when it plays what.
+    private mutating func reachedWordStartInSink() async throws -> Bool {
+        guard let playedOut = sink.playedOutAt else { return false }
+        let playsOut = sink.heardAfterFlush ?? Self.heardAfterFlush
+        let heardUpTo = written - format.byteCount(for: max(.zero, playedOut - .now) - playsOut) / 2
+        let starts = wordStarts.map { utteranceStart + $0 * channels }
+        guard let start = starts.filter({ $0 > max(heardUpTo, utteranceStart) && $0 < written }).min() else {
+            return false
+        }
+        try await Task.sleep(until: playedOut - format.duration(frames: (written - start) / channels) - playsOut)
+        control.pauseNowInsteadOfAtWordEnd()
+        return true
+    }
+
+    /// What a flush is taken to leave to be heard before one has measured it.
+    static let heardAfterFlush = Duration.milliseconds(10)
 
     /// The first word start after what is written and within the next `count` samples, in
     /// stream samples; the utterance's first word does not count (nothing would be heard).
@@ -237,13 +265,15 @@ private struct Tape {
             position = try await sink.flushCountingUnplayed() ?? position
         }
         var played = written
-        if let position, let start = takenAtStart {
+        if let position, let start = takenAtZero {
             played = (position.played - start) * channels
         }
         played = min(max(played, keptFrom), written)
         let rest = Array(kept[(played - keptFrom)...]) + unwritten
         kept.removeLast(written - played)
         written = played
+        // The sink goes on counting from where the flush left it; the stream from `played`.
+        if let position, takenAtZero != nil { takenAtZero = position.taken - played / channels }
         // Events of what the flush discarded are heard again after the resume.
         if var moved = timeline {
             await moved.rewind(toFrame: max(0, played - utteranceStart) / channels)

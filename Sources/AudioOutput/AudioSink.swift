@@ -32,6 +32,11 @@ public protocol AudioSink: Sendable {
     /// Like `flush()`, and tells where the sound stopped, so a pause can resume at that sample;
     /// nil when the sink cannot tell.
     func flushCountingUnplayed() async throws -> FlushPosition?
+
+    /// What a flush leaves to be heard, as the last counting flush measured: a sink plays out
+    /// what it cannot take back (a PulseAudio null sink, about its last block). Nil when not
+    /// known.
+    var heardAfterFlush: Duration? { get }
 }
 
 /// Where a flush stopped the sound, in frames counted since the sink was made.
@@ -54,6 +59,8 @@ extension AudioSink {
     public var playedOutAt: ContinuousClock.Instant? { nil }
 
     public var framesTaken: Int? { nil }
+
+    public var heardAfterFlush: Duration? { nil }
 
     public func flushCountingUnplayed() async throws -> FlushPosition? {
         try await flush()

@@ -21,6 +21,8 @@ final class DeviceSink: ReopenableAudioSink {
     private let state = Mutex(State())
     /// Bytes the devices have taken since the sink was made.
     private let takenBytes = Atomic<Int>(0)
+    /// Bytes the last counting flush left to be heard; -1 before one.
+    private let keptBytes = Atomic<Int>(-1)
     /// When the audio written so far will have been played, measured after the last write.
     private let playout = Mutex<ContinuousClock.Instant?>(nil)
 
@@ -134,6 +136,11 @@ final class DeviceSink: ReopenableAudioSink {
 
     var framesTaken: Int? { takenBytes.load(ordering: .relaxed) / format.bytesPerFrame }
 
+    var heardAfterFlush: Duration? {
+        let bytes = keptBytes.load(ordering: .relaxed)
+        return bytes < 0 ? nil : format.duration(frames: bytes / format.bytesPerFrame)
+    }
+
     func flush() async throws {
         _ = try await flush(counting: false)
     }
@@ -164,10 +171,18 @@ final class DeviceSink: ReopenableAudioSink {
             }
             try thread.timed("flush", limit: self.options.callTimeout) { () throws(AudioOutputError) in
                 // Read just before the flush, on the thread that writes: nothing is taken between.
-                if counting, let bytes = device.unplayedBytes() {
-                    position.withLock { $0 = FlushPosition(taken: taken, unplayed: min(taken, bytes / bytesPerFrame)) }
-                }
+                let before = counting ? device.unplayedBytes() : nil
                 try device.flush()
+                // What is still unplayed after it is not taken back (a PulseAudio null sink keeps
+                // about its last block), so it is heard: only the difference was discarded.
+                if let before {
+                    let kept = min(before, device.unplayedBytes() ?? 0)
+                    self.keptBytes.store(kept, ordering: .relaxed)
+                    let discarded = before - kept
+                    position.withLock {
+                        $0 = FlushPosition(taken: taken, unplayed: min(taken, discarded / bytesPerFrame))
+                    }
+                }
             }
             // The flush waited long behind a call the device did not answer (a frozen sound
             // server that resumed): such a stream can block the next write past the call limit

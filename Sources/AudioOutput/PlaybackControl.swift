@@ -87,6 +87,16 @@ public final class PlaybackControl: Sendable {
 
     var request: PauseMoment? { state.withLock { $0.request } }
 
+    /// A pause waiting for a word's end has reached it: it becomes a pause now, flushing the
+    /// sink at once.
+    func pauseNowInsteadOfAtWordEnd() {
+        state.withLock { state in
+            guard state.request == .wordEnd, let sink = state.sink else { return }
+            state.request = .now
+            state.flush = Task { (try? await sink.flushCountingUnplayed()) ?? nil }
+        }
+    }
+
     /// Waits for the flush `pause(.now)` started, if any.
     /// - Returns: where it stopped the sound; nil when there was none or the sink cannot tell.
     func awaitRequestedFlush() async -> FlushPosition? {

@@ -84,6 +84,7 @@ public final class PulseAudioSink: ReopenableAudioSink {
         try await core.flush()
     }
     public var framesTaken: Int? { core.framesTaken }
+    public var heardAfterFlush: Duration? { core.heardAfterFlush }
     /// A pause's flush: the stream is kept for the resume, which then continues on it rather
     /// than on a fresh stream whose start the server may cut; a cancel while paused releases it.
     public func flushCountingUnplayed() async throws -> FlushPosition? {
@@ -217,7 +218,8 @@ final class PulseAudioDevice: BlockingAudioDevice {
 
     func unplayedBytes() -> Int? {
         // The stream's buffer plus the sink's own latency: what has not reached the speaker. A
-        // flush rewinds the sink too, so none of it is heard after one.
+        // flush rewinds the sink too, as far as the sink can: read again after one, this is
+        // what it kept (on a null sink, about its last block).
         var error: Int32 = 0
         let latency = pa_simple_get_latency(stream, &error)
         guard latency != UInt64.max else { return nil }

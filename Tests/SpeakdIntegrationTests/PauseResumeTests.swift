@@ -42,11 +42,11 @@ extension SpeakdIntegration {
             let id = try await speakd.accept(body)
             _ = try #require(await speakd.events.waitFor(.started, of: id))
             var delays: [(atLeast: Double, atMost: Double)] = []
-            for cycle in 0..<2 {
+            for cycle in 0..<3 {
                 try await Task.sleep(for: .milliseconds(600))
-                // The first pause is immediate, the second waits for the end of the word.
+                // The first and last pauses are immediate, the second waits for the end of the word.
                 let atWord = cycle == 1
-                let path = cycle == 0 ? "/v1/pause" : "/v1/announcements/\(id)/pause"
+                let path = cycle != 1 ? "/v1/pause" : "/v1/announcements/\(id)/pause"
                 let requested = ContinuousClock.now
                 let response = try await speakd.unix.send("POST", atWord ? path + "?at=word" : path)
                 try #require(response.status == 200, "pause answered \(String(decoding: response.body, as: UTF8.self))")
@@ -72,11 +72,11 @@ extension SpeakdIntegration {
             let recording = await speakd.stop()
 
             let expectedTypes: [AnnouncementEvent.Kind] = [
-                .queued, .started, .paused, .resumed, .paused, .resumed, .finished,
+                .queued, .started, .paused, .resumed, .paused, .resumed, .paused, .resumed, .finished,
             ]
             let events = speakd.events.events(for: id)
             #expect(events.filter { !$0.type.isProgress }.map(\.type) == expectedTypes)
-            // Every word is reported once, in order, through both pauses: what a pause took back
+            // Every word is reported once, in order, through the pauses: what a pause took back
             // is reported again when it is heard, and nothing twice.
             let words = { (id: String) in
                 speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
@@ -95,7 +95,7 @@ extension SpeakdIntegration {
             print(
                 "measured: pause request → last audible sample: \(text.joined(separator: ", ")); audible length "
                     + String(
-                        format: "unpaused %.3f s, paused twice %.3f s (%+.1f ms)", unpaused, paused,
+                        format: "unpaused %.3f s, paused three times %.3f s (%+.1f ms)", unpaused, paused,
                         (paused - unpaused) * 1000))
             #expect(unpaused > 2)
             #expect(abs(paused - unpaused) <= 0.030, "audible \(paused) s with pauses, \(unpaused) s without")
