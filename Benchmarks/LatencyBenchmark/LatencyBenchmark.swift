@@ -76,9 +76,30 @@ struct LatencyBenchmark {
         for round in 0..<repetitions {
             pauseToSilence.append(try await bench.pauseToSilence(after: .milliseconds(600 + 37 * (round % 10))))
         }
+        var toWordEvent: [Bounds] = []
+        for _ in 0..<max(1, repetitions / 3) {
+            toWordEvent += try await bench.wordOnsetToEvent()
+        }
 
         events.stop()
         await daemon.stop()
+
+        // The same stops with a sink that buffers less ahead (`--audio-latency 0.02`).
+        let shortDaemon = try await SpeakdProcess.start(
+            executable: speakdPath, audio: "pulse", arguments: ["--audio-latency", "0.02"],
+            environment: pulse.environment)
+        let shortEvents = EventStreamRecorder(client: shortDaemon.unixClient)
+        try await shortDaemon.waitForEventStreams(1)
+        let short = LatencyBenchmark(
+            recorder: recorder, daemon: shortDaemon, events: shortEvents, verbose: bench.verbose)
+        var shortCancel: [Bounds] = []
+        var shortPause: [Bounds] = []
+        for round in 0..<repetitions {
+            shortCancel.append(try await short.cancelToSilence(after: .milliseconds(600 + 37 * (round % 10))))
+            shortPause.append(try await short.pauseToSilence(after: .milliseconds(600 + 37 * (round % 10))))
+        }
+        shortEvents.stop()
+        await shortDaemon.stop()
 
         // The same engine and the same kind of sink, in this process: the floor without HTTP and queue.
         var inProcess: [Bounds] = []
@@ -101,6 +122,9 @@ struct LatencyBenchmark {
         row("rendering's end → finished event", toFinished, goal: "was 'last sample'")
         row("cancel sent → silence at the sink", toSilence, goal: "≤ 5 ms")
         row("pause sent → silence at the sink", pauseToSilence, goal: "≤ 5 ms")
+        row("  the same, --audio-latency 0.02: cancel", shortCancel, goal: "≤ 5 ms")
+        row("  pause", shortPause, goal: "≤ 5 ms")
+        row("word's first sample → word event", toWordEvent, goal: "≤ 20 ms, never < 0")
         if !inProcess.isEmpty {
             row("in process: render call → first sample", inProcess, goal: "engine + sink, no daemon")
         }
@@ -302,6 +326,39 @@ struct LatencyBenchmark {
             throw SpeakdProcess.Failure(description: "\(id) was not heard")
         }
         return try bounds(frame: last, from: sent)
+    }
+
+    /// Speaks three words apart, each starting with a sound, and returns each word's first
+    /// sample played → its `word` event received.
+    func wordOnsetToEvent() async throws -> [Bounds] {
+        try await waitForSilence()
+        try await Task.sleep(for: .milliseconds(300))
+        let fromFrame = recorder.recordedFrames
+        let ssml = "<speak>Amsterdam<break time=\"600ms\"/>Madrid<break time=\"600ms\"/>Lisbon</speak>"
+        let response = try await daemon.unixClient.send(
+            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: ["ssml": ssml])))
+        let id = try response.decode(AnnouncementAccepted.self).id
+        guard await events.waitFor(.finished, of: id, timeout: .seconds(10)) != nil else {
+            throw SpeakdProcess.Failure(description: "\(id) did not finish")
+        }
+        try await Task.sleep(for: .milliseconds(150))
+        let words = events.received.filter { $0.event.id == id && $0.event.type == .word }
+        // Onsets: sound after at least 0.25 s of silence.
+        let samples = recorder.samplesSoFar()
+        let quiet = recorder.sampleRate / 4
+        var onsets: [Int] = []
+        var lastSound = Int.min / 2
+        for frame in fromFrame..<samples.count where abs(Int(samples[frame])) > Int(Self.soundThreshold) {
+            if frame - lastSound > quiet { onsets.append(frame) }
+            lastSound = frame
+        }
+        guard words.count == 3, onsets.count == 3 else {
+            throw SpeakdProcess.Failure(description: "\(words.count) word events, \(onsets.count) onsets")
+        }
+        return try zip(onsets, words).map { onset, word in
+            try bounds(frame: onset, from: word.receivedAt, reversed: true)
+        }
     }
 
     /// The engine and a PulseAudio sink in this process: render call → first sample played.

@@ -118,7 +118,8 @@ public func buildDaemon(
         let isDefault = output.name == AnnouncementOutputs.defaultName
         var outputLogger = logger
         if !isDefault { outputLogger[metadataKey: "speakd.output"] = "\(output.name)" }
-        var sinkOptions = AudioSinkOptions()
+        var sinkOptions = AudioSinkOptions(
+            targetLatency: .milliseconds(Int((configuration.audioLatencySeconds * 1000).rounded())))
         if tagsRole, spec.isPulseAudio { sinkOptions.releaseAfterIdle = .milliseconds(500) }
         let audio = AudioSupervisor(
             spec: spec.description,

@@ -53,6 +53,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// The least silence from the last sound of one announcement to the start of the next,
     /// played before the next so that pacing stays natural without delaying `finished`.
     public var gapSeconds: Double
+    /// Audio a sound-server sink buffers ahead of playback: less stops sooner on a cancel or a
+    /// pause, more rides out a busier machine without gaps.
+    public var audioLatencySeconds: Double
     /// How long an announcement may stay paused before it finishes `interrupted`.
     public var pauseTimeoutSeconds: Double
     /// How many past events the queue keeps for `Last-Event-ID` resume.
@@ -117,6 +120,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         heartbeatSeconds = 0
         leadInSeconds = 0
         gapSeconds = 0
+        audioLatencySeconds = 0
         pauseTimeoutSeconds = 0
         eventHistory = 0
         logLevel = .info
