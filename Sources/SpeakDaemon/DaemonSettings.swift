@@ -111,7 +111,7 @@ extension DaemonConfiguration {
             "gap", \.gapSeconds, default: 0.25, in: 0...5,
             help: "Least seconds of silence from the end of one announcement's speech to the next one's start."),
         .seconds(
-            "audio-latency", \.audioLatencySeconds, default: 0.05, in: 0.01...0.5,
+            "audio-latency", \.audioLatencySeconds, default: 0.02, in: 0.01...0.5,
             help:
                 "Seconds of audio a sink buffers ahead of playback: less stops sooner on cancel or pause, more rides out a busy machine."
         ),

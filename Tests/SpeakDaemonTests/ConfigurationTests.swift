@@ -348,7 +348,7 @@ struct ConfigurationSettingsTests {
         "lead-in": ("0.25", "1.5"),
         "gap": ("0.5", "6"),
         "pause-timeout": ("30", "0"),
-        "audio-latency": ("0.02", "0.001"),
+        "audio-latency": ("0.03", "0.001"),
         "event-history": ("16", "0"),
         "max-connections": ("100", "0"),
         "idle-timeout": ("5", "0"),
