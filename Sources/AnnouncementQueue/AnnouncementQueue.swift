@@ -313,20 +313,26 @@ public actor AnnouncementQueue {
     public func pause(id: String? = nil, atWordEnd: Bool = false) async throws(AnnouncementQueueError)
         -> AnnouncementStatus
     {
+        let field: String? = id == nil ? nil : "id"
         let current = try speakingOne(id, verb: "paused")
         guard current.pause == .playing else {
-            throw .notSpeaking("announcement '\(current.pending.id)' is paused already")
+            throw .notSpeaking("announcement '\(current.pending.id)' is paused already", field: field)
         }
         let target = current.pending.id
         speaking?.pause = .pausing
         let paused = await speaker.pause(atWordEnd: atWordEnd)
         guard var now = speaking, now.pending.id == target else {
-            throw .notSpeaking("announcement '\(target)' finished before it could pause")
+            throw .notSpeaking("announcement '\(target)' finished before it could pause", field: field)
         }
         guard paused, now.stopReason == nil else {
             if now.pause == .pausing { now.pause = .playing }
             speaking = now
-            throw .notSpeaking("announcement '\(target)' finished before it could pause")
+            // Still speaking but no sound was playing: before its first sample, between repeats,
+            // or after its last word when pausing at a word's end.
+            throw .notSpeaking(
+                now.stopReason == nil
+                    ? "announcement '\(target)' had no sound playing to pause (before its first sample, between repeats, or after its last word); try again"
+                    : "announcement '\(target)' finished before it could pause", field: field)
         }
         now.pause = .paused
         if let pauseTimeout {
@@ -357,10 +363,10 @@ public actor AnnouncementQueue {
         do {
             current = try speakingOne(id, verb: "resumed")
         } catch  where error.isNotSpeaking {
-            throw .notPaused(error.message)
+            throw .notPaused(error.message, field: error.field)
         }
         guard current.pause == .paused else {
-            throw .notPaused("announcement '\(current.pending.id)' is not paused")
+            throw .notPaused("announcement '\(current.pending.id)' is not paused", field: id == nil ? nil : "id")
         }
         current.pauseTimer?.cancel()
         speaking?.pauseTimer = nil
@@ -375,11 +381,13 @@ public actor AnnouncementQueue {
     private func speakingOne(_ id: String?, verb: String) throws(AnnouncementQueueError) -> Speaking {
         if let current = speaking, id == nil || current.pending.id == id {
             guard current.stopReason == nil else {
-                throw .notSpeaking("announcement '\(current.pending.id)' is stopping and cannot be \(verb)")
+                throw .notSpeaking(
+                    "announcement '\(current.pending.id)' is stopping and cannot be \(verb)",
+                    field: id == nil ? nil : "id")
             }
             return current
         }
-        guard let id else { throw .notSpeaking("nothing is speaking") }
+        guard let id else { throw .notSpeaking("nothing is speaking", field: nil) }
         if waiting.index(of: id) != nil {
             throw .notSpeaking("announcement '\(id)' is waiting, not speaking, and cannot be \(verb)")
         }

@@ -44,14 +44,15 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
     }
 
     /// The announcement to pause is not the speaking one, or it is paused or stopping already
-    /// (HTTP 409).
-    public static func notSpeaking(_ message: String) -> Self {
-        Self(.notSpeaking, message: message, field: "id")
+    /// (HTTP 409). `field` is nil when the request named no announcement.
+    public static func notSpeaking(_ message: String, field: String? = "id") -> Self {
+        Self(.notSpeaking, message: message, field: field)
     }
 
-    /// The announcement to resume is not paused (HTTP 409).
-    public static func notPaused(_ message: String) -> Self {
-        Self(.notPaused, message: message, field: "id")
+    /// The announcement to resume is not paused (HTTP 409). `field` is nil when the request
+    /// named no announcement.
+    public static func notPaused(_ message: String, field: String? = "id") -> Self {
+        Self(.notPaused, message: message, field: field)
     }
 
     /// Same kind of error; the message and field are not compared.

@@ -112,10 +112,11 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         }
         if error.isNotSpeaking {
             return APIError(
-                status: .conflict, code: ErrorResponse.Code.notSpeaking, message: error.message, field: "id")
+                status: .conflict, code: ErrorResponse.Code.notSpeaking, message: error.message, field: error.field)
         }
         if error.isNotPaused {
-            return APIError(status: .conflict, code: ErrorResponse.Code.notPaused, message: error.message, field: "id")
+            return APIError(
+                status: .conflict, code: ErrorResponse.Code.notPaused, message: error.message, field: error.field)
         }
         return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
     }

@@ -85,8 +85,9 @@ struct SpeakRoutes: Sendable {
                 message: "'\(other)' is not a place to pause at: use 'now' or 'word'", field: "at")
         }
         let status: AnnouncementStatus
-        // An id is paused in whichever output's queue holds it; without one, the default output's.
-        let queue = await queue(holding: id)
+        // An id is paused in whichever output's queue holds it; without one, `?output=`'s speaking
+        // one, or the default output's.
+        let queue = try await queue(holding: id, output: request.uri.queryParameters["output"].map(String.init))
         do {
             status = try await queue.pause(id: id, atWordEnd: atWordEnd)
         } catch {
@@ -99,7 +100,7 @@ struct SpeakRoutes: Sendable {
     @Sendable func resume(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = context.parameters.get("id")
         let status: AnnouncementStatus
-        let queue = await queue(holding: id)
+        let queue = try await queue(holding: id, output: request.uri.queryParameters["output"].map(String.init))
         do {
             status = try await queue.resume(id: id)
         } catch {
@@ -254,11 +255,19 @@ struct SpeakRoutes: Sendable {
 
     // MARK: Helpers
 
-    /// The queue holding `id`, or the default output's for no id or one no queue knows (which
-    /// then answers as it always has).
-    private func queue(holding id: String?) async -> AnnouncementQueue {
-        guard let id, let queue = await outputs.queue(holding: id) else { return queue }
-        return queue
+    /// The queue holding `id`; without an id, the queue of the output named `output` (422 when
+    /// there is none), or the default output's. An id no queue knows goes to the default
+    /// output's, which answers 404.
+    private func queue(holding id: String?, output: String? = nil) async throws -> AnnouncementQueue {
+        if let id { return await outputs.queue(holding: id) ?? queue }
+        guard let output else { return queue }
+        guard let named = outputs.queue(named: output) else {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "no output is called '\(output)'; this speakd has \(outputs.names.joined(separator: ", "))",
+                field: "output")
+        }
+        return named
     }
 
     private func currentHealth() async -> HealthReport {

@@ -111,7 +111,7 @@ extension SpeakdIntegration {
             let speakd = try await AudibleDaemon.start(arguments: ["--pause-timeout", "1"])
             let client = speakd.unix
             func expectError(
-                _ method: String, _ path: String, status: Int, code: String,
+                _ method: String, _ path: String, status: Int, code: String, field: String? = "id",
                 sourceLocation: SourceLocation = #_sourceLocation
             ) async throws {
                 let response = try await client.send(method, path)
@@ -119,9 +119,15 @@ extension SpeakdIntegration {
                 let error = try response.decode(ErrorResponse.self)
                 #expect(error.error.code == code, "\(error)", sourceLocation: sourceLocation)
                 #expect(!error.error.message.isEmpty, sourceLocation: sourceLocation)
+                #expect(error.error.field == field, "\(error)", sourceLocation: sourceLocation)
             }
-            try await expectError("POST", "/v1/pause", status: 409, code: "notSpeaking")
-            try await expectError("POST", "/v1/resume", status: 409, code: "notPaused")
+            // Without an id there is no field at fault.
+            try await expectError("POST", "/v1/pause", status: 409, code: "notSpeaking", field: nil)
+            try await expectError("POST", "/v1/resume", status: 409, code: "notPaused", field: nil)
+            try await expectError("POST", "/v1/pause?output=hall", status: 422, code: "invalidValue", field: "output")
+            try await expectError("POST", "/v1/resume?output=hall", status: 422, code: "invalidValue", field: "output")
+            try await expectError(
+                "POST", "/v1/pause?output=default", status: 409, code: "notSpeaking", field: nil)
             try await expectError(
                 "POST", "/v1/announcements/000000000000/pause", status: 404, code: "unknownAnnouncement")
 
@@ -131,7 +137,7 @@ extension SpeakdIntegration {
             try await expectError("POST", "/v1/announcements/\(waiting)/pause", status: 409, code: "notSpeaking")
             try await expectError("POST", "/v1/announcements/\(speaking)/resume", status: 409, code: "notPaused")
             try await expectError(
-                "POST", "/v1/announcements/\(speaking)/pause?at=later", status: 422, code: "invalidValue")
+                "POST", "/v1/announcements/\(speaking)/pause?at=later", status: 422, code: "invalidValue", field: "at")
             #expect(try await client.send("POST", "/v1/announcements/\(speaking)/pause").status == 200)
             try await expectError("POST", "/v1/announcements/\(speaking)/pause", status: 409, code: "notSpeaking")
             let list = try await client.send("GET", "/v1/announcements").decode(AnnouncementList.self)
