@@ -82,13 +82,22 @@ extension Speak {
         @Flag(help: "Pause at the end of the current word rather than at once.")
         var word = false
 
+        @Option(help: ArgumentHelp("Without an id: the speaking one of this named output.", valueName: "name"))
+        var to: String?
+
         @Argument(help: "The announcement's id; the speaking one when left out.")
         var id: String?
 
         func run() async throws {
+            if to != nil, id != nil {
+                throw ValidationError("--to goes without an id; an id names one announcement anywhere")
+            }
             let client = try await connection.requireDaemon()
             let base = id.map { "/v1/announcements/\(Cancel.escapePath($0))/pause" } ?? "/v1/pause"
-            try await client.send("POST", word ? base + "?at=word" : base).printBody(orFailWith: "pause")
+            var query = word ? ["at=word"] : []
+            if let to { query.append("output=\(Cancel.escapePath(to))") }
+            let path = query.isEmpty ? base : base + "?" + query.joined(separator: "&")
+            try await client.send("POST", path).printBody(orFailWith: "pause")
         }
     }
 
@@ -98,12 +107,19 @@ extension Speak {
 
         @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
+        @Option(help: ArgumentHelp("Without an id: the paused one of this named output.", valueName: "name"))
+        var to: String?
+
         @Argument(help: "The announcement's id; the paused speaking one when left out.")
         var id: String?
 
         func run() async throws {
+            if to != nil, id != nil {
+                throw ValidationError("--to goes without an id; an id names one announcement anywhere")
+            }
             let client = try await connection.requireDaemon()
-            let path = id.map { "/v1/announcements/\(Cancel.escapePath($0))/resume" } ?? "/v1/resume"
+            var path = id.map { "/v1/announcements/\(Cancel.escapePath($0))/resume" } ?? "/v1/resume"
+            if let to { path += "?output=\(Cancel.escapePath(to))" }
             try await client.send("POST", path).printBody(orFailWith: "resume")
         }
     }

@@ -43,6 +43,36 @@ extension SpeakdIntegration {
             #expect(recording.segments().count == 1, "heard \(recording.segments())")
         }
 
+        @Test(
+            "speak pause and speak resume act on the speaking one, by id or by output; errors exit 1 or 2 (bad input) naming why"
+        )
+        func pauseAndResume() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let id = try await speakd.accept(announcement(Self.longText))
+            _ = try #require(await speakd.events.waitFor(.started, of: id))
+            try await Task.sleep(for: .milliseconds(400))
+            let paused = try await speak(speakd, ["pause", "--to", "default"])
+            let pausedTwice = try await speak(speakd, ["pause", id])
+            let unknownOutput = try await speak(speakd, ["resume", "--to", "hall"])
+            let both = try await speak(speakd, ["resume", "--to", "default", id])
+            let resumed = try await speak(speakd, ["resume"])
+            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(30)))
+            _ = await speakd.stop()
+
+            #expect(paused.status == 0, "stderr: \(paused.standardError)")
+            #expect(paused.standardOutput.contains("\"paused\""), "\(paused.standardOutput)")
+            #expect(pausedTwice.status == 1 && pausedTwice.standardError.contains("paused already"))
+            #expect(
+                unknownOutput.status == 2 && unknownOutput.standardError.contains("'hall'"),
+                "status \(unknownOutput.status) stdout \(unknownOutput.standardOutput) stderr \(unknownOutput.standardError)"
+            )
+            #expect(both.status != 0 && both.standardError.contains("--to goes without an id"), "\(both)")
+            #expect(resumed.status == 0, "stderr: \(resumed.standardError)")
+            #expect(finished.event.reason == .completed)
+            let lifecycle = speakd.events.events(for: id).filter { !$0.type.isProgress }.map(\.type)
+            #expect(lifecycle == [.queued, .started, .paused, .resumed, .finished])
+        }
+
         @Test("speak --wait exits 1 when its announcement is interrupted")
         func waitInterrupted() async throws {
             let speakd = try await AudibleDaemon.start()
