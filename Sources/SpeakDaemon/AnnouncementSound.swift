@@ -1,6 +1,7 @@
 import AnnouncementQueue
 import AudioOutput
 import Foundation
+import Logging
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
@@ -54,6 +55,7 @@ public actor LoudnessCalibration {
     /// The target integrated loudness, in LUFS.
     public let target: Double
     private let renderer: any SpeechRenderer
+    private let logger: Logger
     private var gains: [Key: Double] = [:]
 
     /// Spoken to calibrate: a typical announcement of about four seconds, in whatever voice is
@@ -71,9 +73,11 @@ public actor LoudnessCalibration {
     /// - Parameters:
     ///   - target: the target loudness in LUFS.
     ///   - renderer: the engine whose speech is calibrated.
-    public init(target: Double, renderer: any SpeechRenderer) {
+    ///   - logger: where a calibration that failed is reported (that voice then plays at gain 1).
+    public init(target: Double, renderer: any SpeechRenderer, logger: Logger = Logger(label: "speakd.loudness")) {
         self.target = target
         self.renderer = renderer
+        self.logger = logger
     }
 
     /// The gain for `speech`: measured the first time its voice, pitch and rate are heard.
@@ -99,15 +103,24 @@ public actor LoudnessCalibration {
         reference.language = attributes.language
         reference.pitch = attributes.pitch
         reference.rate = attributes.rate
-        guard let prepared = try? await renderer.prepare(Utterance(Self.reference, defaults: reference)),
-            let meter = try? LoudnessMeter(format: renderer.format)
-        else { return 1 }
+        let measured: Double?
         do {
+            let prepared = try await renderer.prepare(Utterance(Self.reference, defaults: reference))
+            let meter = try LoudnessMeter(format: renderer.format)
             for try await chunk in renderer.render(prepared, chunking: .whole) { meter.add(chunk.samples) }
+            measured = meter.integratedLoudness
         } catch {
+            logger.warning(
+                "loudness calibration failed; this voice plays at gain 1",
+                metadata: ["language": "\(attributes.language.map { "\($0)" } ?? "default")", "error": "\(error)"])
             return 1
         }
-        guard let measured = meter.integratedLoudness else { return 1 }
+        guard let measured else {
+            logger.warning(
+                "loudness calibration measured no loudness; this voice plays at gain 1",
+                metadata: ["language": "\(attributes.language.map { "\($0)" } ?? "default")"])
+            return 1
+        }
         return loudnessGain(from: measured, to: target)
     }
 }

@@ -363,7 +363,7 @@ private func makeSound(
                 "speakd.chimes": "\(chimes.names.joined(separator: ","))", "speakd.dir": "\(directory?.path ?? "")",
             ])
     }
-    let loudness = configuration.loudness.map { LoudnessCalibration(target: $0, renderer: renderer) }
+    let loudness = configuration.loudness.map { LoudnessCalibration(target: $0, renderer: renderer, logger: logger) }
     await loudness?.warmUp()
     return AnnouncementSound(chimes: chimes, defaultChimes: defaults, loudness: loudness)
 }
