@@ -4,17 +4,22 @@ import Testing
 
 /// The `speak` executable with no daemon: real engine, real PulseAudio server, monitor recorded.
 @Suite(.serialized, .timeLimit(.minutes(2)))
-struct LocalSpeechTests {
+final class LocalSpeechTests {
+    /// The runtime directory `speak` sees, where audio clients may create files; one per test,
+    /// removed after it.
+    private let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speak-test-\(UUID())")
+
+    deinit { try? FileManager.default.removeItem(at: runtime) }
+
     /// An environment where no daemon answers and audio goes to `server`.
-    private static func environment(_ server: PulseAudioServer? = nil) -> [String: String] {
-        let runtime = FileManager.default.temporaryDirectory.appendingPathComponent("speak-test-\(UUID())").path
-        var environment = ["XDG_RUNTIME_DIR": runtime, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
+    private func environment(_ server: PulseAudioServer? = nil) -> [String: String] {
+        var environment = ["XDG_RUNTIME_DIR": runtime.path, "SPEAKD_SOCKET": "", "SPEAKD_HTTP": ""]
         if let server { environment.merge(server.environment) { $1 } }
         return environment
     }
 
     /// Speaks through `server` and returns what its null sink played.
-    private static func speakRecorded(_ arguments: [String], on server: PulseAudioServer) async throws
+    private func speakRecorded(_ arguments: [String], on server: PulseAudioServer) async throws
         -> (BuiltProduct.Result, AudioAnalysis)
     {
         let recorder = try await MonitorRecorder.start(server)
@@ -38,7 +43,7 @@ struct LocalSpeechTests {
 
     @Test func speaksThroughPulseAudioWithoutADaemon() async throws {
         try await Self.withServer { server in
-            let (result, heard) = try await Self.speakRecorded(
+            let (result, heard) = try await speakRecorded(
                 ["--pitch", "1.4", "--lang", "pt-PT", "--wait", "Olá, bom dia"], on: server)
             #expect(result.status == 0, "\(result.standardError)")
             let finished = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
@@ -56,8 +61,8 @@ struct LocalSpeechTests {
     @Test func pitchIsHeardAsAnF0Ratio() async throws {
         try await Self.withServer { server in
             let text = "The next train to the airport leaves from platform seven."
-            let (normal, normalHeard) = try await Self.speakRecorded(["--pitch", "1.0", text], on: server)
-            let (high, highHeard) = try await Self.speakRecorded(["--pitch", "1.4", text], on: server)
+            let (normal, normalHeard) = try await speakRecorded(["--pitch", "1.0", text], on: server)
+            let (high, highHeard) = try await speakRecorded(["--pitch", "1.4", text], on: server)
             #expect(normal.status == 0 && high.status == 0)
             let f0Normal = try #require(normalHeard.medianF0())
             let f0High = try #require(highHeard.medianF0())
@@ -69,8 +74,8 @@ struct LocalSpeechTests {
     @Test func punctuationAndSpellOutAreHeard() async throws {
         try await Self.withServer { server in
             let text = "Gate four, then left; then right."
-            let (_, silent) = try await Self.speakRecorded(["--no-punctuation", text], on: server)
-            let (_, spoken) = try await Self.speakRecorded(["--punctuation", text], on: server)
+            let (_, silent) = try await speakRecorded(["--no-punctuation", text], on: server)
+            let (_, spoken) = try await speakRecorded(["--punctuation", text], on: server)
             // "comma" and "semicolon" are spoken: clearly longer than the same text without them.
             #expect(
                 spoken.soundingDuration() > silent.soundingDuration() + 0.4,
@@ -78,9 +83,9 @@ struct LocalSpeechTests {
 
             // Spelled out, a word becomes its letter names, each on its own: far longer than the word,
             // and at least as long as the letter names read as one phrase.
-            let (_, spelled) = try await Self.speakRecorded(["--spell-out", "Lisboa"], on: server)
-            let (_, word) = try await Self.speakRecorded(["Lisboa"], on: server)
-            let (_, letters) = try await Self.speakRecorded(["L I S B O A"], on: server)
+            let (_, spelled) = try await speakRecorded(["--spell-out", "Lisboa"], on: server)
+            let (_, word) = try await speakRecorded(["Lisboa"], on: server)
+            let (_, letters) = try await speakRecorded(["L I S B O A"], on: server)
             #expect(
                 spelled.soundingDuration() > 2 * word.soundingDuration(),
                 "spelled \(spelled.soundingDuration()) s vs word \(word.soundingDuration()) s")
@@ -105,14 +110,14 @@ struct LocalSpeechTests {
                 ).write(to: json)
                 let wav = directory.appendingPathComponent("\(language).wav")
                 let result = try await BuiltProduct.run(
-                    "speak", ["--json", json.path, "--output", wav.path], environment: Self.environment())
+                    "speak", ["--json", json.path, "--output", wav.path], environment: environment())
                 #expect(result.status == 0, "\(result.standardError)")
                 rendered[language] = try WAVReader(contentsOf: wav).samples
             }
             // What was heard of the pt-PT utterance is, sample for sample, the Portuguese rendering
             // (the null sink passes audio through at gain ≈ 0.98), and not the English one.
             let json = directory.appendingPathComponent("pt-PT.json")
-            let (result, heard) = try await Self.speakRecorded(["--json", json.path], on: server)
+            let (result, heard) = try await speakRecorded(["--json", json.path], on: server)
             #expect(result.status == 0, "\(result.standardError)")
             let portuguese = Self.similarity(heard.samples, try #require(rendered["pt-PT"]))
             let english = Self.similarity(heard.samples, try #require(rendered["en-GB"]))
@@ -151,7 +156,7 @@ struct LocalSpeechTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).wav")
         defer { try? FileManager.default.removeItem(at: file) }
         let result = try await BuiltProduct.run(
-            "speak", ["--output", file.path], environment: Self.environment(), standardInput: Data("Hello".utf8))
+            "speak", ["--output", file.path], environment: environment(), standardInput: Data("Hello".utf8))
         #expect(result.status == 0, "\(result.standardError)")
         let wav = try WAVReader(contentsOf: file)
         #expect(wav.sampleRate == 22050)
@@ -160,7 +165,7 @@ struct LocalSpeechTests {
     }
 
     @Test func failedAudioExitsOne() async throws {
-        var environment = Self.environment()
+        var environment = environment()
         environment["PULSE_SERVER"] = "unix:/nonexistent/speakd-test/native"
         let result = try await BuiltProduct.run(
             "speak", ["--audio", "pulse", "--wait", "hello"], environment: environment)
@@ -171,24 +176,24 @@ struct LocalSpeechTests {
 
     @Test func unknownVoiceAndEmptyInputExitTwo() async throws {
         let unknown = try await BuiltProduct.run(
-            "speak", ["--audio", "null", "--lang", "xx-QQ", "hi"], environment: Self.environment())
+            "speak", ["--audio", "null", "--lang", "xx-QQ", "hi"], environment: environment())
         #expect(unknown.status == 2)
         #expect(unknown.standardError.contains("xx-QQ"))
         let empty = try await BuiltProduct.run(
-            "speak", ["--audio", "null"], environment: Self.environment(), standardInput: Data())
+            "speak", ["--audio", "null"], environment: environment(), standardInput: Data())
         #expect(empty.status == 2)
         #expect(empty.standardError.contains("nothing to speak"))
     }
 
     @Test func voicesListsTagsAndResolvesOverrides() async throws {
-        let all = try await BuiltProduct.run("speak", ["voices"], environment: Self.environment())
+        let all = try await BuiltProduct.run("speak", ["voices"], environment: environment())
         #expect(all.status == 0)
         #expect(all.standardOutput.contains("roa/pt"))
         let spanish = try await BuiltProduct.run(
-            "speak", ["voices", "--lang", "es-AR"], environment: Self.environment())
+            "speak", ["voices", "--lang", "es-AR"], environment: environment())
         #expect(spanish.standardOutput.contains("roa/es-419"), "\(spanish.standardOutput)")
         let malformed = try await BuiltProduct.run(
-            "speak", ["voices", "--lang", "en-"], environment: Self.environment())
+            "speak", ["voices", "--lang", "en-"], environment: environment())
         #expect(malformed.status == 2)
     }
 
@@ -199,14 +204,14 @@ struct LocalSpeechTests {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("speak-crash-\(UUID()).wav").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         let result = try await BuiltProduct.run(
-            "speak", ["--output", output, crasher], environment: Self.environment())
+            "speak", ["--output", output, crasher], environment: environment())
         #expect(result.status == 1)
         #expect(
             result.standardError.contains("--output \(output): engine worker crashed: SIGABRT"),
             "\(result.standardError)")
         #expect(!result.standardError.contains("Backtrace"))
         let fine = try await BuiltProduct.run(
-            "speak", ["--output", output, "Still here"], environment: Self.environment())
+            "speak", ["--output", output, "Still here"], environment: environment())
         #expect(fine.status == 0)
     }
 }
