@@ -71,7 +71,7 @@ public struct FleetStatus: Sendable, Hashable, Codable {
     public var groups: [String]?
     /// The languages its voices speak (BCP 47), when online.
     public var voices: [String]?
-    /// Its audio outputs (`pulse`, `wav:/path`), when online.
+    /// Its audio outputs as `NAME=SINK` (`default=pulse`, `headset=pulse:usb`), when online.
     public var outputs: [String]?
     /// Whether its audio output works, when online.
     public var audio: HealthReport.State?

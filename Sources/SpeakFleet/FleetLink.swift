@@ -227,7 +227,8 @@ public final class FleetLink: Service, Sendable {
         let voices = await book.voices(from: server)
         let status = FleetStatus(
             state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
-            outputs: [health.audio.sink], audio: health.audio.state,
+            outputs: health.outputs.map { $0.map { "\($0.name)=\($0.sink)" } } ?? [health.audio.sink],
+            audio: health.audio.state,
             queue: .init(
                 waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: server.queue.capacity))
         publish(

@@ -174,6 +174,12 @@ extension SpeakdIntegration {
                         .filter { $0.state == .online }.map(\.device)) == ["k1", "k2", "k3"]
             }
             #expect(online, "the kiosks did not come back")
+            // Each names its outputs as NAME=SINK, the default one first.
+            let outputs = observer.messages.compactMap {
+                try? WireFormat.decoder().decode(FleetStatus.self, from: $0.payload)
+            }
+            .filter { $0.state == .online }.compactMap(\.outputs)
+            #expect(!outputs.isEmpty && outputs.allSatisfy { $0.first?.hasPrefix("default=") == true }, "\(outputs)")
             // A sender unsure what got through before the crash publishes everything again.
             for index in 0..<6 {
                 try observer.publish(FleetTopics(site: Self.site).all, body(index))
@@ -355,6 +361,9 @@ final class Observer: Sendable {
         }
         return reports(for: correlation)
     }
+
+    /// The messages received so far.
+    var messages: [Received] { shared.messages.withLock { $0 } }
 
     /// Waits until `condition` holds for the messages received so far.
     func wait(timeout: Duration, until condition: ([Received]) -> Bool) async -> Bool {
