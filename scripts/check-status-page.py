@@ -4,9 +4,10 @@
 Usage: check-status-page.py BASE_URL TOKEN_FILE SCREENSHOT
 
 The page loads and asks for the token; with it, the event stream goes live. A long announcement
-is posted through the page's form, then a short one, which shows as queued behind it; the long
-one is cancelled with its Cancel button (cancelled), and the short one then speaks and finishes
-(completed). Health must read ok. The browser's console must have no errors. A screenshot is
+is posted through the page's form and its words show as heard; it is paused and resumed with its
+buttons; then a short one is posted, which shows as queued behind it; the long one is cancelled
+with its Cancel button (cancelled), and the short one then speaks and finishes (completed).
+Health must read ok and list the default output. The browser's console must have no errors. A screenshot is
 saved. Prints one line per step; exits 1 naming the step that failed.
 """
 import os
@@ -14,7 +15,7 @@ import sys
 import time
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -51,8 +52,9 @@ def main() -> int:
         step = "show health"
         wait.until(lambda d: d.find_element(By.ID, "engine-state").text == "ok")
         wait.until(lambda d: d.find_element(By.ID, "audio-state").text == "ok")
+        wait.until(lambda d: d.find_element(By.ID, "outputs").text.startswith("default ("))
         print("health:", driver.find_element(By.ID, "engine-detail").text, "/",
-              driver.find_element(By.ID, "audio-detail").text)
+              driver.find_element(By.ID, "audio-detail").text, "/", driver.find_element(By.ID, "outputs").text)
 
         def announce(text):
             field = driver.find_element(By.ID, "say-text")
@@ -62,13 +64,29 @@ def main() -> int:
             wait.until(lambda d: d.find_element(By.ID, "say-message").text.startswith("Queued as "))
             return driver.find_element(By.ID, "say-message").text.removeprefix("Queued as ").rstrip(".")
 
+        # The page redraws its tables on every event, so an element found a moment ago may be gone:
+        # such a read counts as "not yet" and is tried again.
+        def text_of(selector):
+            try:
+                rows = driver.find_elements(By.CSS_SELECTOR, selector)
+                return rows[0].text if rows else None
+            except StaleElementReferenceException:
+                return None
+
         def queue_state(id):
-            rows = driver.find_elements(By.CSS_SELECTOR, f"#queue tr[data-id='{id}'] td.state-cell")
-            return rows[0].text if rows else None
+            return text_of(f"#queue tr[data-id='{id}'] td.state-cell")
 
         def outcome(id):
-            rows = driver.find_elements(By.CSS_SELECTOR, f"#finished tr[data-id='{id}'] td.outcome")
-            return rows[0].text if rows else None
+            return text_of(f"#finished tr[data-id='{id}'] td.outcome")
+
+        def click(selector):
+            def clicked(d):
+                try:
+                    d.find_element(By.CSS_SELECTOR, selector).click()
+                    return True
+                except StaleElementReferenceException:
+                    return False
+            wait.until(clicked)
 
         step = "post a long announcement and see it speak"
         long_id = announce("This long announcement will be cancelled from the status page before it ends, "
@@ -76,13 +94,31 @@ def main() -> int:
         wait.until(lambda d: queue_state(long_id) == "speaking")
         print("long announcement", long_id, "speaking")
 
+        step = "see its words as they are heard"
+        heard = set()
+        def words_heard(d):
+            heard.add(text_of("#heard"))
+            return len(heard - {"–", "", None}) >= 2
+        wait.until(words_heard)
+        print("heard:", sorted(heard - {"–", "", None}))
+
+        step = "pause it with its button"
+        click(f"#queue tr[data-id='{long_id}'] button.pause")
+        wait.until(lambda d: queue_state(long_id) == "paused")
+        print("long announcement paused")
+
+        step = "resume it with its button"
+        click(f"#queue tr[data-id='{long_id}'] button.resume")
+        wait.until(lambda d: queue_state(long_id) == "speaking")
+        print("long announcement resumed")
+
         step = "post a second announcement and see it queued behind the first"
         short_id = announce("Platform four.")
         wait.until(lambda d: (queue_state(short_id) or "").startswith("queued"))
         print("second announcement", short_id, queue_state(short_id))
 
         step = "cancel the first with its button"
-        driver.find_element(By.CSS_SELECTOR, f"#queue tr[data-id='{long_id}'] button.cancel").click()
+        click(f"#queue tr[data-id='{long_id}'] button.cancel")
         wait.until(lambda d: (outcome(long_id) or "").startswith("cancelled"))
         print("first:", outcome(long_id))
 

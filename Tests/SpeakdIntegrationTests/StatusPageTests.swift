@@ -14,7 +14,7 @@ extension SpeakdIntegration {
                 ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
 
         @Test(
-            "the page asks for the token, shows health, an announcement queued then finished, cancels one, with no console errors"
+            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, with no console errors"
         )
         func pageInChromium() async throws {
             // The null sink plays in real time, so an announcement is seen waiting and speaking.
