@@ -91,22 +91,29 @@ import Testing
             // Chunks that are not whole words, so a word may start anywhere in what the sink holds.
             let signal = Self.counter(seconds: 3, chunk: 0.037, word: word)
             let playing = Task { try await playback.play(stream(signal), format: format, on: sink) }
-            var requests: [(at: Int, heardBefore: Int)] = []
+            var requests: [(at: Int, requested: ContinuousClock.Instant)] = []
             for cycle in 0..<4 {
                 try await Task.sleep(for: .milliseconds(400 + 23 * cycle))
-                let heardBefore = recorder.samplesSoFar().last(where: { Int($0) >= Self.base }).map {
-                    Int($0) - Self.base
-                }
+                let requested = ContinuousClock.now
                 #expect(await playback.control.pause(.wordEnd), "pause \(cycle)")
                 try await Task.sleep(for: .milliseconds(200))
                 let samples = recorder.samplesSoFar()
                 let last = try #require(samples.last(where: { Int($0) >= Self.base }))
-                requests.append((at: Int(last) - Self.base, heardBefore: heardBefore ?? 0))
+                requests.append((at: Int(last) - Self.base, requested: requested))
                 #expect(playback.control.resume(), "resume \(cycle)")
             }
             try await playing.value
             await sink.close()
+            try await Task.sleep(for: .milliseconds(100))
+            // What was playing at each request, by the sink's clock rebuilt from the recording
+            // (early by up to the null sink's render-ahead, so never later than the truth).
+            let start = try #require(recorder.playedAt(frame: 0))
             let recorded = await recorder.stop()
+            let playingAtRequest = requests.map { request in
+                let frame = min(
+                    recorded.count - 1, max(0, Int((request.requested - start).seconds * Double(format.sampleRate))))
+                return recorded[...frame].last(where: { Int($0) >= Self.base }).map { Int($0) - Self.base } ?? 0
+            }
 
             let found = Self.discontinuities(recorded, settle: format.sampleRate / 10)
             // Where each pause stopped: the frame before a word's start (counted modulo the period).
@@ -118,14 +125,19 @@ import Testing
             print(
                 "measured: pause at word end stopped \(milliseconds.map { String(format: "%+.1f ms", $0) }) from a word start; "
                     + "frames skipped (+) or repeated (−): \(found.jumps)")
-            // Timed by the sink's clock and what it plays out after a flush: within a few milliseconds.
-            #expect(milliseconds.allSatisfy { abs($0) <= 10 }, "\(milliseconds)")
-            // The word it stopped at is the one after what was heard when it was asked: within
-            // one word (50 ms) plus the recorder's lag (its 20 ms fragments), not one more word.
-            let distances = requests.map { ($0.at - $0.heardBefore + Self.period) % Self.period }
-            print("measured: stopped \(distances) frames after the last frame recorded at the request")
-            #expect(distances.allSatisfy { $0 <= word + format.sampleRate * 35 / 1000 }, "\(distances)")
+            // Timed by the sink's clock and what it plays out after a flush: within a few
+            // milliseconds, more when the machine is busy.
+            #expect(milliseconds.allSatisfy { abs($0) <= 15 }, "\(milliseconds)")
+            // The word it stopped at is the one playing when it was asked, not the next one,
+            // though the sink held that one's start already (it buffers 50 ms here).
+            let distances = zip(requests, playingAtRequest).map { ($0.at - $1 + Self.period) % Self.period }
+            print("measured: stopped \(distances) frames after the frame playing at the request")
+            #expect(distances.allSatisfy { $0 <= word + format.sampleRate * 15 / 1000 }, "\(distances)")
             #expect(found.jumps.allSatisfy { abs($0) <= format.sampleRate / 100 }, "\(found.jumps)")
         }
     }
+}
+
+extension Duration {
+    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }
