@@ -84,8 +84,8 @@ public func buildDaemon(
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     var settings = try accessSettings(configuration, logger: logger)
     let spec = try AudioSinkSpec(parsing: configuration.audio)
-    // libpulse reads PULSE_PROP_* into every context it makes: the one way to give pa_simple's
-    // stream a property. Set before any audio thread starts. Only for the PulseAudio sink, which
+    // libpulse reads PULSE_PROP_* into every context it makes, so the sink's stream carries
+    // the role. Set before any audio thread starts. Only for the PulseAudio sink, which
     // closes its idle stream: ALSA through the pulse plugin would keep a tagged stream open,
     // and the other streams ducked, for good.
     let tagsRole = configuration.mediaRole != nil && (spec.isPulseAudio || spec == .auto)
