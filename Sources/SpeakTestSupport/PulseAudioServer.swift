@@ -171,6 +171,16 @@ public final class PulseAudioServer: Sendable {
         }
     }
 
+    /// Loads a null sink `name` at the server's rate and channels, as when a headset is plugged in.
+    public func loadSink(_ name: String) async throws {
+        let arguments = [
+            "load-module", "module-null-sink", "sink_name=\(name)", "rate=\(sampleRate)", "channels=\(channels)",
+        ]
+        guard try await run("/usr/bin/pactl", arguments) == 0 else {
+            throw Failure(description: "pactl load-module module-null-sink sink_name=\(name) failed")
+        }
+    }
+
     /// Freezes the server (SIGSTOP): clients block as on a wedged device.
     public func suspend() {
         process.send(SIGSTOP)

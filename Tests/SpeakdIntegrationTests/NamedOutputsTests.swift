@@ -175,6 +175,20 @@ extension SpeakdIntegration {
             try await Task.sleep(for: .milliseconds(200))
             let health2 = try await speakd.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
             #expect(health2.outputs?.first { $0.name == "headset" }?.state == .unavailable)
+
+            // Plugged in again: speakd's retries find the sink, and the headset speaks.
+            try await speakd.pulse.loadSink("headset")
+            var back = false
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !back, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                let health = try await speakd.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+                back = health.outputs?.first { $0.name == "headset" }?.state == .ok
+            }
+            #expect(back, "the headset did not come back after its sink was loaded again")
+            let againID = try await speakd.accept(Self.body("Your ticket is ready", output: "headset"))
+            #expect(await speakd.events.waitForFinished([againID], timeout: .seconds(10)))
+            #expect(speakd.events.finished(againID).first?.success == true)
             let (hall, _) = await speakd.stop()
 
             let rate = Double(hall.sampleRate)
@@ -187,7 +201,7 @@ extension SpeakdIntegration {
             let next = hall.slice(from: Double(afterHall) / rate, to: hall.duration)
                 .soundingDuration(silenceLevel: Recording.silenceLevel)
             #expect(next > 0.3, "the next hall announcement was not heard")
-            expectExactlyOneFinished([hallID, headsetID, nextID], in: speakd.events.events)
+            expectExactlyOneFinished([hallID, headsetID, nextID, againID], in: speakd.events.events)
         }
 
         @Test("an output whose sink fails leaves the others speaking; health says which")
