@@ -52,6 +52,10 @@ extension Speak {
         var chime: String?
 
         @Option(
+            help: ArgumentHelp("The daemon's chime to play after the speech, or none.", valueName: "name"))
+        var chimeAfter: String?
+
+        @Option(
             name: .customLong("repeat"),
             help: ArgumentHelp("Speak it this many times (1-10) as one announcement.", valueName: "n"))
         var repeatCount: Int?
@@ -137,7 +141,10 @@ extension Speak {
                 return
             }
             // Chimes and repeats are the daemon's: in-process speech and WAV output have neither.
-            let daemonOnly = [chime.map { _ in "--chime" }, repeatCount.map { _ in "--repeat" }].compactMap { $0 }
+            let daemonOnly = [
+                chime.map { _ in "--chime" }, chimeAfter.map { _ in "--chime-after" },
+                repeatCount.map { _ in "--repeat" },
+            ].compactMap { $0 }
             if let flag = daemonOnly.first, output != nil || local {
                 throw SpeakFailure.invalidInput(
                     "\(flag) is played by speakd; it cannot be used with --output or --local")
@@ -255,6 +262,9 @@ extension Speak {
                     expiresAfter: expiresAfter, output: to)
             }
             if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
+            if let chimeAfter {
+                request.chimeAfter = ["none", "off"].contains(chimeAfter.lowercased()) ? .none : .named(chimeAfter)
+            }
             if let repetition { request.repeat = repetition }
             do {
                 try request.utterance.validate(limits: .default)

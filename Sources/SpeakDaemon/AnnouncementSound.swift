@@ -13,18 +13,23 @@ public struct AnnouncementSound: Sendable {
     public let chimes: ChimeLibrary
     /// The chime each priority plays when a request names none; a missing key plays none.
     public let defaultChimes: [AnnouncementPriority: String]
+    /// The chime each priority plays after the speech when a request names none.
+    public let defaultChimesAfter: [AnnouncementPriority: String]
     /// Brings speech to the target loudness; nil leaves it as the engine renders it.
     public let loudness: LoudnessCalibration?
 
     /// - Parameters:
     ///   - chimes: the chimes.
     ///   - defaultChimes: each priority's chime, every name one of `chimes`.
+    ///   - defaultChimesAfter: each priority's chime after the speech, every name one of `chimes`.
     ///   - loudness: the speech loudness calibration; nil for `--loudness off`.
     public init(
-        chimes: ChimeLibrary, defaultChimes: [AnnouncementPriority: String] = [:], loudness: LoudnessCalibration? = nil
+        chimes: ChimeLibrary, defaultChimes: [AnnouncementPriority: String] = [:],
+        defaultChimesAfter: [AnnouncementPriority: String] = [:], loudness: LoudnessCalibration? = nil
     ) {
         self.chimes = chimes
         self.defaultChimes = defaultChimes
+        self.defaultChimesAfter = defaultChimesAfter
         self.loudness = loudness
     }
 
@@ -35,10 +40,21 @@ public struct AnnouncementSound: Sendable {
 
     /// The samples of the chime `announcement` plays, or nil for none.
     func chime(for announcement: Announcement) -> [Int16]? {
-        switch announcement.chime {
+        samples(of: announcement.chime, byPriority: defaultChimes, announcement.priority)
+    }
+
+    /// The samples of the chime `announcement` plays after its speech, or nil for none.
+    func chimeAfter(for announcement: Announcement) -> [Int16]? {
+        samples(of: announcement.chimeAfter, byPriority: defaultChimesAfter, announcement.priority)
+    }
+
+    private func samples(
+        of choice: ChimeChoice, byPriority defaults: [AnnouncementPriority: String], _ priority: AnnouncementPriority
+    ) -> [Int16]? {
+        switch choice {
         case .none: return nil
         case .named(let name): return chimes.chimes[name]
-        case .priorityDefault: return defaultChimes[announcement.priority].flatMap { chimes.chimes[$0] }
+        case .priorityDefault: return defaults[priority].flatMap { chimes.chimes[$0] }
         }
     }
 }
