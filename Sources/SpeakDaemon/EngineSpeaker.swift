@@ -59,11 +59,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         }
         let chime = sound.chime(for: announcement)
         let chimeAfter = sound.chimeAfter(for: announcement)
-        // The engine renders volume up to 1.0 (it saturates above); more is a gain here, under
-        // the limiter.
-        let boost = max(1, announcement.speech.utterance.resolvedSpans.first?.attributes.volume ?? 1)
-        let loudnessGain = await sound.loudness?.gain(for: announcement.speech)
-        let gain = loudnessGain == nil && boost == 1 ? nil : (loudnessGain ?? 1) * boost
+        let gain = await LoudnessCalibration.playbackGain(for: announcement.speech, calibration: sound.loudness)
         let repeats = announcement.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
         let observer = listener.map { listener in
             let speech = announcement.speech
