@@ -146,6 +146,10 @@ extension Speak {
         func run() async throws {
             let request = try readRequest()
             if fleet.mqtt != nil {
+                if loudness != nil {
+                    throw SpeakFailure.invalidInput(
+                        "--loudness is for speech in this process; the fleet's kiosks play at their own --loudness")
+                }
                 try await fleet.send(request, wait: wait)
                 return
             }
