@@ -13,8 +13,10 @@ import SpeakTestSupport
 ///   across it, from `queued` to the instant PulseAudio's stream latency says its first sample is
 ///   played: sub-millisecond, what the listener hears rather than when code wrote;
 /// - from the monitor recording, POST sent → first sound on the sink clock, the way the rest of
-///   this benchmark measures: it cannot resolve below about 10 ms (the null sink's rewind at a
-///   stream's start), so it only bounds a gross change.
+///   this benchmark measures: at a stream's start the null sink rewinds what it had rendered
+///   ahead (up to the stream's buffer, `--audio-latency`), and the recording does not repeat it,
+///   so its absolute figure reads early; the same holds for both daemons, so it checks the
+///   difference, independently of the daemon's own estimate.
 ///
 /// The difference (shipped − neutral) of the trimmed means and of the medians is printed with a
 /// 95% bootstrap interval; the goal is judged on the trimmed means.
@@ -260,7 +262,8 @@ struct PublicAddressBenchmark {
         print(
             "Intervals: 95% bootstrap of the difference, resampling the A-B pairs (2,000 times). The sink estimate is")
         print("PulseAudio's stream latency as the daemon reads it when writing the first sample, from queued; the")
-        print("monitor cannot resolve below about 10 ms at a stream's start and only bounds a gross change.")
+        print("monitor's absolute figure reads early by the null sink's rewind at a stream's start (up to its buffer),")
+        print("alike for both, so its difference is an independent check.")
     }
 
     /// A 95% interval of statistic(b) − statistic(a), resampling the pairs (a[i], b[i]) with
