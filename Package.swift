@@ -315,7 +315,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpeakCLITests",
-            dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport"],
+            dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport", "AudioOutput", "SpeechRendering"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -15,7 +15,8 @@ import SpeechModel
 ///
 /// and, for comparison, the same engine and sink driven in this process without the daemon.
 /// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `-c release`; `speakd` must sit
-/// beside this executable).
+/// beside this executable). `speakd-latency-bench --public-address [--pairs N]` compares request → first
+/// sample with the public-address stage neutral and as shipped instead (`PublicAddressBenchmark`).
 @main
 struct LatencyBenchmark {
     static let shortText = "Platform four"
@@ -40,6 +41,19 @@ struct LatencyBenchmark {
             FileHandle.standardError.write(
                 Data("no speakd beside this executable at \(speakdPath); build it first\n".utf8))
             exit(1)
+        }
+        if arguments.contains("--public-address") {
+            var pairs = 40
+            if let index = arguments.firstIndex(of: "--pairs") {
+                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else {
+                    FileHandle.standardError.write(Data("--pairs: expected a positive whole number\n".utf8))
+                    exit(2)
+                }
+                pairs = value
+            }
+            try await PublicAddressBenchmark.run(
+                speakdPath: speakdPath, pairs: pairs, verbose: arguments.contains("--verbose"))
+            return
         }
 
         let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")

@@ -16,6 +16,8 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     public var expiresAfter: Double?
     /// The chime before the speech; the speaker knows the priorities' defaults.
     public var chime: ChimeChoice = .priorityDefault
+    /// The chime after the speech; the speaker knows the priorities' defaults.
+    public var chimeAfter: ChimeChoice = .priorityDefault
     /// How many times it is spoken as this one announcement; nil once.
     public var `repeat`: AnnouncementRepeat?
 

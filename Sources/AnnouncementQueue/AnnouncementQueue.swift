@@ -238,6 +238,7 @@ public actor AnnouncementQueue {
             id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
         announcement.chime = request.chime
+        announcement.chimeAfter = request.chimeAfter
         announcement.repeat = request.repeat
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)

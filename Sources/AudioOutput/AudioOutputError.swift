@@ -38,6 +38,11 @@ public struct AudioOutputError: Error, Sendable, Hashable, CustomStringConvertib
         code == .invalidSpec ? message : "audio sink '\(sink)': \(message)"
     }
 
+    /// This failure, of opening the device again after `cause` lost it, with `cause` told first.
+    func after(_ cause: AudioOutputError) -> AudioOutputError {
+        AudioOutputError(code, sink: sink, message: "\(cause.message), then \(message)")
+    }
+
     /// The device could not be opened or connected.
     public static func openFailed(sink: String, _ message: String) -> AudioOutputError {
         AudioOutputError(.openFailed, sink: sink, message: "cannot open: \(message)")

@@ -99,11 +99,14 @@ final class DeviceSink: ReopenableAudioSink {
                         }
                     } catch  where mayReopen && offset == 0 && !error.isTimeout {
                         mayReopen = false
+                        let cause = error
                         thread.closeDevice(limit: self.options.callTimeout)
                         do throws(AudioOutputError) {
                             device = try thread.openDevice()
                         } catch {
-                            failure = error
+                            // Why the stream was lost comes first: "cannot open" alone would
+                            // hide that a headset's sink was removed under it.
+                            failure = error.after(cause)
                             return
                         }
                         continue

@@ -1,5 +1,7 @@
 import CEbur128
 import Foundation
+import Logging
+import SpeechModel
 import SpeechRendering
 
 /// Integrated loudness (EBU R128 / ITU-R BS.1770, in LUFS) and true peak of 16-bit PCM,
@@ -130,4 +132,131 @@ public struct PeakLimiter: Sendable {
 /// A loudness in LUFS as a linear gain that brings `measured` to `target`.
 public func loudnessGain(from measured: Double, to target: Double) -> Double {
     pow(10, (target - measured) / 20)
+}
+
+/// The gain that brings an engine's speech to a target loudness, found once per voice, pitch and
+/// rate by rendering a reference sentence and measuring it with libebur128, then cached.
+///
+/// Measuring each announcement itself would mean holding it back until all of it is rendered;
+/// a voice's loudness hardly depends on the words, so a gain calibrated on a reference is applied
+/// as the speech streams. `volume` is left to the engine and scales the result, so an
+/// announcement asked at volume 0.5 is 6 dB under the target; the limiter keeps volume above
+/// 1.0 from clipping.
+public actor LoudnessCalibration {
+    /// The target integrated loudness, in LUFS.
+    public let target: Double
+    private let renderer: any SpeechRenderer
+    private let logger: Logger
+    private var gains: [Key: Double] = [:]
+
+    /// Spoken to calibrate: a typical announcement of about four seconds, in whatever voice is
+    /// being calibrated (its letter-to-sound rules read it in that language's way).
+    static let reference =
+        "The next train to the city centre leaves from platform four in five minutes. Please mind the gap."
+
+    private struct Key: Hashable {
+        var voice: String
+        var pitch: Double?
+        var rate: Double?
+        var language: LanguageTag?
+    }
+
+    /// - Parameters:
+    ///   - target: the target loudness in LUFS.
+    ///   - renderer: the engine whose speech is calibrated.
+    ///   - logger: where a calibration that failed is reported (that voice then plays at gain 1).
+    public init(target: Double, renderer: any SpeechRenderer, logger: Logger = Logger(label: "speakd.loudness")) {
+        self.target = target
+        self.renderer = renderer
+        self.logger = logger
+    }
+
+    /// The gain for `speech`: measured the first time its voice, pitch and rate are heard.
+    public func gain(for speech: PreparedUtterance) async -> Double {
+        let attributes = speech.utterance.resolvedSpans.first?.attributes ?? SpeechAttributes()
+        let key = Key(
+            voice: speech.voice ?? "", pitch: attributes.pitch, rate: attributes.rate, language: attributes.language)
+        if let gain = gains[key] { return gain }
+        let gain = await measure(attributes)
+        gains[key] = gain
+        return gain
+    }
+
+    /// Calibrates the default voice at start-up, so the first announcement does not wait for it.
+    public func warmUp() async {
+        if let prepared = try? await renderer.prepare(Utterance(Self.reference)) {
+            _ = await gain(for: prepared)
+        }
+    }
+
+    private func measure(_ attributes: SpeechAttributes) async -> Double {
+        var reference = SpeechAttributes()
+        reference.language = attributes.language
+        reference.pitch = attributes.pitch
+        reference.rate = attributes.rate
+        let measured: Double?
+        do {
+            let prepared = try await renderer.prepare(Utterance(Self.reference, defaults: reference))
+            let meter = try LoudnessMeter(format: renderer.format)
+            for try await chunk in renderer.render(prepared, chunking: .whole) { meter.add(chunk.samples) }
+            measured = meter.integratedLoudness
+        } catch {
+            logger.warning(
+                "loudness calibration failed; this voice plays at gain 1",
+                metadata: ["language": "\(attributes.language.map { "\($0)" } ?? "default")", "error": "\(error)"])
+            return 1
+        }
+        guard let measured else {
+            logger.warning(
+                "loudness calibration measured no loudness; this voice plays at gain 1",
+                metadata: ["language": "\(attributes.language.map { "\($0)" } ?? "default")"])
+            return 1
+        }
+        return loudnessGain(from: measured, to: target)
+    }
+}
+
+extension LoudnessCalibration {
+    /// The linear gain `speech` is played at, or nil for none: the calibration's (nil for none)
+    /// times what its `volume` asks above 1.0, which the engine cannot render (it saturates
+    /// there), so it is gain under the limiter instead.
+    public static func playbackGain(for speech: PreparedUtterance, calibration: LoudnessCalibration?) async
+        -> Double?
+    {
+        let boost = max(1, speech.utterance.resolvedSpans.first?.attributes.volume ?? 1)
+        let loudnessGain = await calibration?.gain(for: speech)
+        return loudnessGain == nil && boost == 1 ? nil : (loudnessGain ?? 1) * boost
+    }
+}
+
+/// Speech with a gain under a `PeakLimiter`, chunk by chunk as it streams: how the daemon and
+/// in-process `speak` bring speech to the configured loudness.
+public struct LimitedSpeech<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable
+where Speech.Element == PCMChunk {
+    public typealias Element = PCMChunk
+    let speech: Speech
+    let limiter: PeakLimiter?
+
+    /// - Parameters:
+    ///   - speech: the engine's chunks.
+    ///   - limiter: the gain and limiter; nil passes the chunks as they are.
+    public init(_ speech: Speech, limiter: PeakLimiter?) {
+        self.speech = speech
+        self.limiter = limiter
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var speech: Speech.AsyncIterator
+        var limiter: PeakLimiter?
+
+        public mutating func next() async throws -> PCMChunk? {
+            guard var chunk = try await speech.next() else { return nil }
+            limiter?.process(&chunk.samples)
+            return chunk
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(speech: speech.makeAsyncIterator(), limiter: limiter)
+    }
 }

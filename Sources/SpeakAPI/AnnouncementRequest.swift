@@ -22,6 +22,9 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public var expiresAfter: Double?
     /// The chime played before the speech; absent on the wire is the priority's default.
     public var chime: ChimeChoice = .priorityDefault
+    /// The chime played after the speech (`"chimeAfter"`); absent on the wire is the priority's
+    /// default.
+    public var chimeAfter: ChimeChoice = .priorityDefault
     /// How many times it is spoken, and the silence between; nil once.
     public var `repeat`: AnnouncementRepeat?
     /// The sender's name for this request, so a request delivered twice (an MQTT message
@@ -38,14 +41,17 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     ///   - queue: `false` to interrupt (Apple's non-queued announcement).
     ///   - expiresAfter: seconds it may wait before it starts, 0 … `maximumExpiresAfter`.
     ///   - chime: the chime before the speech.
+    ///   - chimeAfter: the chime after the speech.
     ///   - repeat: how many times it is spoken; nil once.
     ///   - output: the named output that speaks it; nil for `default`.
     public init(
         utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
-        expiresAfter: Double? = nil, chime: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil,
+        expiresAfter: Double? = nil, chime: ChimeChoice = .priorityDefault,
+        chimeAfter: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil,
         requestId: String? = nil, output: String? = nil
     ) {
         self.chime = chime
+        self.chimeAfter = chimeAfter
         self.repeat = `repeat`
         self.utterance = utterance
         self.priority = priority
@@ -64,8 +70,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             )
         }
         try `repeat`?.validate()
-        if case .named(let name) = chime, name.isEmpty {
-            throw .malformed(field: "chime", "chime must be a chime's name (GET /v1/chimes) or null")
+        for (field, choice) in [("chime", chime), ("chimeAfter", chimeAfter)] {
+            if case .named(let name) = choice, name.isEmpty {
+                throw .malformed(field: field, "\(field) must be a chime's name (GET /v1/chimes) or null")
+            }
         }
         if let requestId, !(1...Self.maximumRequestIdLength).contains(requestId.unicodeScalars.count) {
             throw .outOfRange(
@@ -81,14 +89,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter, chime, `repeat`, requestId, output
+        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
-        "chime", "repeat", "requestId", "output",
+        "chime", "chimeAfter", "repeat", "requestId", "output",
     ]
 
     private struct AnyKey: CodingKey {
@@ -115,18 +123,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
         queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
         expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
-        if !container.contains(.chime) {
-            chime = .priorityDefault
-        } else if try container.decodeNil(forKey: .chime) {
-            chime = ChimeChoice.none
-        } else {
-            do {
-                chime = .named(try container.decode(String.self, forKey: .chime))
-            } catch {
-                throw SpeechInputError.malformed(
-                    field: "chime", "chime must be a chime's name (GET /v1/chimes) or null")
-            }
-        }
+        chime = try Self.decodeChime(container, .chime)
+        chimeAfter = try Self.decodeChime(container, .chimeAfter)
         `repeat` = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
         requestId = try container.decodeIfPresent(String.self, forKey: .requestId)
         do {
@@ -138,16 +136,32 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try validate()
     }
 
+    /// A chime key: absent is the priority's default, `null` none, a string that chime.
+    private static func decodeChime(
+        _ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys
+    ) throws -> ChimeChoice {
+        guard container.contains(key) else { return .priorityDefault }
+        if try container.decodeNil(forKey: key) { return ChimeChoice.none }
+        do {
+            return .named(try container.decode(String.self, forKey: key))
+        } catch {
+            throw SpeechInputError.malformed(
+                field: key.stringValue, "\(key.stringValue) must be a chime's name (GET /v1/chimes) or null")
+        }
+    }
+
     public func encode(to encoder: any Encoder) throws {
         try utterance.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(priority, forKey: .priority)
         try container.encode(queue, forKey: .queue)
         try container.encodeIfPresent(expiresAfter, forKey: .expiresAfter)
-        switch chime {
-        case .priorityDefault: break
-        case .none: try container.encodeNil(forKey: .chime)
-        case .named(let name): try container.encode(name, forKey: .chime)
+        for (key, choice) in [(CodingKeys.chime, chime), (.chimeAfter, chimeAfter)] {
+            switch choice {
+            case .priorityDefault: break
+            case .none: try container.encodeNil(forKey: key)
+            case .named(let name): try container.encode(name, forKey: key)
+            }
         }
         try container.encodeIfPresent(`repeat`, forKey: .repeat)
         try container.encodeIfPresent(requestId, forKey: .requestId)

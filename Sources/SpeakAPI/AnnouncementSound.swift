@@ -1,6 +1,7 @@
 import SpeechModel
 
-/// Which chime an announcement plays before its speech (`"chime"` on the wire).
+/// Which chime an announcement plays before its speech (`"chime"` on the wire), or after it
+/// (`"chimeAfter"`).
 public enum ChimeChoice: Sendable, Hashable {
     /// The key is absent: the chime configured for the announcement's priority, if any.
     case priorityDefault

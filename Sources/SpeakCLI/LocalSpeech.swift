@@ -10,6 +10,9 @@ import SpeechRendering
 
 /// Speech in the `speak` process itself, for machines where no daemon runs.
 enum LocalSpeech {
+    /// The loudness of speech in this process unless `--loudness` says otherwise: speakd's default.
+    static let defaultLoudness = -16.0
+
     /// Parses an audio sink spec; the error names where it came from.
     static func sinkSpec(_ value: String, flag: String) throws -> AudioSinkSpec {
         do {
@@ -55,13 +58,29 @@ enum LocalSpeech {
         }
     }
 
-    /// Renders `utterance` into a WAV file.
-    static func render(_ utterance: Utterance, toWAV path: String) async throws {
+    /// The engine's chunks of `speech` at `loudness` LUFS (nil: the engine's own level) and its
+    /// `volume`, under the peak limiter, as speakd plays them.
+    ///
+    /// The voice's gain is measured here, on the reference sentence speakd measures at its start:
+    /// in a process that speaks once, that is one more rendering of about four seconds of speech
+    /// before the first sample.
+    private static func loudSpeech(
+        _ speech: PreparedUtterance, on engine: EngineWorkerPool, loudness: Double?
+    ) async -> LimitedSpeech<AsyncThrowingStream<PCMChunk, any Error>> {
+        let calibration = loudness.map { LoudnessCalibration(target: $0, renderer: engine) }
+        let gain = await LoudnessCalibration.playbackGain(for: speech, calibration: calibration)
+        return LimitedSpeech(
+            engine.render(speech), limiter: gain.map { PeakLimiter(gain: $0, sampleRate: engine.format.sampleRate) })
+    }
+
+    /// Renders `utterance` into a WAV file at `loudness` LUFS (nil: the engine's own level).
+    static func render(_ utterance: Utterance, toWAV path: String, loudness: Double?) async throws {
         let engine = try await engine()
         let speech = try prepare(utterance, on: engine)
         let sink = WAVFileSink(path: path, format: engine.format)
         do {
-            try await AudioPlayback().play(engine.render(speech), format: engine.format, on: sink)
+            let chunks = await loudSpeech(speech, on: engine, loudness: loudness)
+            try await AudioPlayback().play(chunks, format: engine.format, on: sink)
             await sink.close()
         } catch {
             await sink.close()
@@ -71,9 +90,10 @@ enum LocalSpeech {
         engine.shutdown()
     }
 
-    /// Speaks `utterance` on the sink `spec` names and returns its finished event.
+    /// Speaks `utterance` on the sink `spec` names at `loudness` LUFS (nil: the engine's own
+    /// level) and returns its finished event.
     static func speak(
-        _ utterance: Utterance, priority: AnnouncementPriority, on spec: AudioSinkSpec
+        _ utterance: Utterance, priority: AnnouncementPriority, on spec: AudioSinkSpec, loudness: Double?
     ) async throws -> AnnouncementEvent {
         let engine = try await engine()
         let speech = try prepare(utterance, on: engine)
@@ -90,7 +110,8 @@ enum LocalSpeech {
             return finished(.failed, detail: "\(error)")
         }
         do {
-            try await AudioPlayback().play(engine.render(speech), format: engine.format, on: sink)
+            let chunks = await loudSpeech(speech, on: engine, loudness: loudness)
+            try await AudioPlayback().play(chunks, format: engine.format, on: sink)
             await sink.close()
             return finished(.completed)
         } catch {

@@ -52,6 +52,10 @@ extension Speak {
         var chime: String?
 
         @Option(
+            help: ArgumentHelp("The daemon's chime to play after the speech, or none.", valueName: "name"))
+        var chimeAfter: String?
+
+        @Option(
             name: .customLong("repeat"),
             help: ArgumentHelp("Speak it this many times (1-10) as one announcement.", valueName: "n"))
         var repeatCount: Int?
@@ -61,6 +65,15 @@ extension Speak {
 
         @Option(help: ArgumentHelp("Write the speech to a WAV file instead of playing it.", valueName: "file.wav"))
         var output: String?
+
+        // Unconditional: the value is negative, and would otherwise read as a flag.
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp(
+                "Loudness of speech in this process (--local, --output, or no daemon): EBU R128 LUFS from -40 to -5, "
+                    + "or off; default -16, as speakd's.",
+                valueName: "LUFS"))
+        var loudness: String?
 
         @Option(
             help: ArgumentHelp(
@@ -133,20 +146,32 @@ extension Speak {
         func run() async throws {
             let request = try readRequest()
             if fleet.mqtt != nil {
+                if loudness != nil {
+                    throw SpeakFailure.invalidInput(
+                        "--loudness is for speech in this process; the fleet's kiosks play at their own --loudness")
+                }
                 try await fleet.send(request, wait: wait)
                 return
             }
             // Chimes and repeats are the daemon's: in-process speech and WAV output have neither.
-            let daemonOnly = [chime.map { _ in "--chime" }, repeatCount.map { _ in "--repeat" }].compactMap { $0 }
+            let daemonOnly = [
+                chime.map { _ in "--chime" }, chimeAfter.map { _ in "--chime-after" },
+                repeatCount.map { _ in "--repeat" },
+            ].compactMap { $0 }
             if let flag = daemonOnly.first, output != nil || local {
                 throw SpeakFailure.invalidInput(
                     "\(flag) is played by speakd; it cannot be used with --output or --local")
             }
+            let target = try localLoudness()
             if let output {
-                try await LocalSpeech.render(request.utterance, toWAV: output)
+                try await LocalSpeech.render(request.utterance, toWAV: output, loudness: target)
                 return
             }
             if !local, let daemon = try await connection.reachableDaemon() {
+                if loudness != nil {
+                    throw SpeakFailure.invalidInput(
+                        "--loudness is for speech in this process; speakd plays at its own --loudness")
+                }
                 try await speakThroughDaemon(daemon, request)
                 return
             }
@@ -163,11 +188,22 @@ extension Speak {
             let sink = try LocalSpeech.sinkSpec(
                 audio ?? ProcessInfo.processInfo.environment["SPEAKD_AUDIO"] ?? "auto",
                 flag: audio == nil ? "SPEAKD_AUDIO" : "--audio")
-            let finished = try await LocalSpeech.speak(request.utterance, priority: request.priority, on: sink)
+            let finished = try await LocalSpeech.speak(
+                request.utterance, priority: request.priority, on: sink, loudness: target)
             if wait { print(try LocalSpeech.json(finished)) }
             guard finished.success == true else {
                 throw SpeakFailure.notCompleted(finished.detail ?? "speech did not complete")
             }
+        }
+
+        /// The loudness of speech in this process, in LUFS; nil for the engine's own (`off`).
+        func localLoudness() throws -> Double? {
+            guard let loudness else { return LocalSpeech.defaultLoudness }
+            if ["off", "none"].contains(loudness.lowercased()) { return nil }
+            guard let lufs = Double(loudness), lufs.isFinite, (-40.0...(-5.0)).contains(lufs) else {
+                throw SpeakFailure.invalidInput("--loudness: expected LUFS from -40 to -5, or off, not '\(loudness)'")
+            }
+            return lufs
         }
 
         /// Posts the announcement; with `--wait`, prints its finished event and fails unless it succeeded.
@@ -255,6 +291,9 @@ extension Speak {
                     expiresAfter: expiresAfter, output: to)
             }
             if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
+            if let chimeAfter {
+                request.chimeAfter = ["none", "off"].contains(chimeAfter.lowercased()) ? .none : .named(chimeAfter)
+            }
             if let repetition { request.repeat = repetition }
             do {
                 try request.utterance.validate(limits: .default)

@@ -84,8 +84,8 @@ public func buildDaemon(
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     var settings = try accessSettings(configuration, logger: logger)
     let spec = try AudioSinkSpec(parsing: configuration.audio)
-    // libpulse reads PULSE_PROP_* into every context it makes: the one way to give pa_simple's
-    // stream a property. Set before any audio thread starts. Only for the PulseAudio sink, which
+    // libpulse reads PULSE_PROP_* into every context it makes, so the sink's stream carries
+    // the role. Set before any audio thread starts. Only for the PulseAudio sink, which
     // closes its idle stream: ALSA through the pulse plugin would keep a tagged stream open,
     // and the other streams ducked, for good.
     let tagsRole = configuration.mediaRole != nil && (spec.isPulseAudio || spec == .auto)
@@ -343,9 +343,14 @@ private func makeSound(
         throw DaemonStartError(description: "--chimes: \(error)")
     }
     var defaults: [AnnouncementPriority: String] = [:]
-    for (flag, priority, name) in [
-        ("--chime-high", AnnouncementPriority.high, configuration.chimeHigh),
-        ("--chime-default", .default, configuration.chimeDefault), ("--chime-low", .low, configuration.chimeLow),
+    var defaultsAfter: [AnnouncementPriority: String] = [:]
+    for (flag, priority, after, name) in [
+        ("--chime-high", AnnouncementPriority.high, false, configuration.chimeHigh),
+        ("--chime-default", .default, false, configuration.chimeDefault),
+        ("--chime-low", .low, false, configuration.chimeLow),
+        ("--chime-after-high", .high, true, configuration.chimeAfterHigh),
+        ("--chime-after-default", .default, true, configuration.chimeAfterDefault),
+        ("--chime-after-low", .low, true, configuration.chimeAfterLow),
     ] {
         guard let name else { continue }
         guard chimes.chimes[name] != nil else {
@@ -354,7 +359,7 @@ private func makeSound(
                 description: "\(flag): no chime named '\(name)' in \(directory?.path ?? "(no chimes directory)") "
                     + "(chimes: \(known))")
         }
-        defaults[priority] = name
+        if after { defaultsAfter[priority] = name } else { defaults[priority] = name }
     }
     if !chimes.names.isEmpty {
         logger.info(
@@ -365,5 +370,6 @@ private func makeSound(
     }
     let loudness = configuration.loudness.map { LoudnessCalibration(target: $0, renderer: renderer, logger: logger) }
     await loudness?.warmUp()
-    return AnnouncementSound(chimes: chimes, defaultChimes: defaults, loudness: loudness)
+    return AnnouncementSound(
+        chimes: chimes, defaultChimes: defaults, defaultChimesAfter: defaultsAfter, loudness: loudness)
 }

@@ -70,6 +70,12 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var chimeDefault: String?
     /// The chime of low-priority announcements that name none; nil for none.
     public var chimeLow: String?
+    /// The chime after high-priority announcements that name none; nil for none.
+    public var chimeAfterHigh: String?
+    /// The chime after default-priority announcements that name none; nil for none.
+    public var chimeAfterDefault: String?
+    /// The chime after low-priority announcements that name none; nil for none.
+    public var chimeAfterLow: String?
     /// The loudness announcements and chimes are brought to, in LUFS; nil leaves the engine's.
     public var loudness: Double?
     /// The `media.role` of the sound server's stream, for its ducking; nil for none.

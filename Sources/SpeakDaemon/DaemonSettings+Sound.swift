@@ -12,6 +12,9 @@ extension DaemonConfiguration {
         chime("high", \.chimeHigh),
         chime("default", \.chimeDefault),
         chime("low", \.chimeLow),
+        chime("high", \.chimeAfterHigh, after: true),
+        chime("default", \.chimeAfterDefault, after: true),
+        chime("low", \.chimeAfterLow, after: true),
         DaemonSetting(
             "loudness", \.loudness, valueName: "LUFS",
             help: "Loudness every announcement and chime is brought to (EBU R128 integrated, -40 to -5), or off.",
@@ -38,12 +41,13 @@ extension DaemonConfiguration {
     ]
 
     private static func chime(
-        _ priority: String, _ field: any WritableKeyPath<DaemonConfiguration, String?> & Sendable
+        _ priority: String, _ field: any WritableKeyPath<DaemonConfiguration, String?> & Sendable, after: Bool = false
     ) -> DaemonSetting {
         DaemonSetting(
-            "chime-\(priority)", field, valueName: "name",
-            help: "Chime played before \(priority)-priority announcements that name none, or none.", default: nil,
-            shown: "none"
+            after ? "chime-after-\(priority)" : "chime-\(priority)", field, valueName: "name",
+            help:
+                "Chime played \(after ? "after" : "before") \(priority)-priority announcements that name none, or none.",
+            default: nil, shown: "none"
         ) { value in
             if value.isNone { return nil }
             guard value.value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {

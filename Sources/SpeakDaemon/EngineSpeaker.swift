@@ -58,11 +58,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
             throw AudioUnavailable(detail: audio.status.detail)
         }
         let chime = sound.chime(for: announcement)
-        // The engine renders volume up to 1.0 (it saturates above); more is a gain here, under
-        // the limiter.
-        let boost = max(1, announcement.speech.utterance.resolvedSpans.first?.attributes.volume ?? 1)
-        let loudnessGain = await sound.loudness?.gain(for: announcement.speech)
-        let gain = loudnessGain == nil && boost == 1 ? nil : (loudnessGain ?? 1) * boost
+        let chimeAfter = sound.chimeAfter(for: announcement)
+        let gain = await LoudnessCalibration.playbackGain(for: announcement.speech, calibration: sound.loudness)
         let repeats = announcement.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
         let observer = listener.map { listener in
             let speech = announcement.speech
@@ -80,7 +77,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                 let speech = renderer.render(announcement.speech)
                 let limiter = gain.map { PeakLimiter(gain: $0, sampleRate: renderer.format.sampleRate) }
                 try await playback.play(
-                    SoundStream(chime: chime, speech: speech, limiter: limiter), format: renderer.format,
+                    SoundStream(chime: chime, speech: speech, limiter: limiter, chimeAfter: chimeAfter),
+                    format: renderer.format,
                     trailingPause: announcement.speech.trailingPause,
                     silenceBefore: index > 0 ? .milliseconds(Int64((repeats.gap * 1000).rounded())) : .zero,
                     on: lease.sink, observer: observer)
@@ -112,17 +110,21 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     }
 }
 
-/// The chime, then the speech with its gain and limiter, as one stream of chunks.
+/// The chime, then the speech with its gain and limiter, then the chime after it, as one stream
+/// of chunks: cancelling the stream stops whichever is playing and the rest.
 struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable where Speech.Element == PCMChunk {
     typealias Element = PCMChunk
     let chime: [Int16]?
     let speech: Speech
     let limiter: PeakLimiter?
+    var chimeAfter: [Int16]? = nil
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var chime: [Int16]?
         var speech: Speech.AsyncIterator
         var limiter: PeakLimiter?
+        var chimeAfter: [Int16]?
+        var speechEnded = false
 
         /// Samples of chime before the speech: the engine's event positions count from the speech.
         var offset = 0
@@ -133,7 +135,12 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
                 offset = chime.count
                 return PCMChunk(samples: chime)
             }
-            guard var chunk = try await speech.next() else { return nil }
+            guard !speechEnded, var chunk = try await speech.next() else {
+                // After the speech and its own trailing silence, which parts the two.
+                speechEnded = true
+                defer { chimeAfter = nil }
+                return chimeAfter.map { PCMChunk(samples: $0) }
+            }
             limiter?.process(&chunk.samples)
             if offset > 0 {
                 for index in chunk.events.indices { chunk.events[index].sample += offset }
@@ -143,7 +150,7 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(chime: chime, speech: speech.makeAsyncIterator(), limiter: limiter)
+        AsyncIterator(chime: chime, speech: speech.makeAsyncIterator(), limiter: limiter, chimeAfter: chimeAfter)
     }
 }
 

@@ -24,11 +24,13 @@ struct SpeakRoutes: Sendable {
         let speech: PreparedUtterance
         do {
             body = try await decodeRequest(request)
-            if case .named(let name) = body.chime, !server.settings.chimes.contains(name) {
-                let known =
-                    server.settings.chimes.isEmpty
-                    ? "none are configured" : server.settings.chimes.joined(separator: ", ")
-                throw APIError.invalid(.notFound(field: "chime", "no chime named '\(name)' (\(known))"))
+            for (field, choice) in [("chime", body.chime), ("chimeAfter", body.chimeAfter)] {
+                if case .named(let name) = choice, !server.settings.chimes.contains(name) {
+                    let known =
+                        server.settings.chimes.isEmpty
+                        ? "none are configured" : server.settings.chimes.joined(separator: ", ")
+                    throw APIError.invalid(.notFound(field: field, "no chime named '\(name)' (\(known))"))
+                }
             }
             speech = try await prepare(body.utterance)
         } catch let error as APIError {

@@ -147,6 +147,40 @@ public final class PulseAudioServer: Sendable {
         return nil
     }
 
+    /// Unloads the null sink `name` (`pactl unload-module`), as when a headset is unplugged:
+    /// the server ends or moves the streams playing on it.
+    public func unloadSink(_ name: String) async throws {
+        let listing = directory.appendingPathComponent("modules.txt")
+        let lister = try ChildProcess(
+            "/usr/bin/pactl", ["list", "short", "modules"], environment: clientProcessEnvironment, output: listing.path)
+        guard await lister.wait(timeout: .seconds(5)) == 0 else {
+            throw Failure(description: "pactl list short modules failed")
+        }
+        let modules = (try? String(contentsOf: listing, encoding: .utf8)) ?? ""
+        // "3<TAB>module-null-sink<TAB>sink_name=headset rate=22050 channels=1"
+        guard
+            let line = modules.split(separator: "\n").first(where: { line in
+                let fields = line.split(separator: "\t")
+                return fields.count >= 3 && fields[1] == "module-null-sink"
+                    && fields[2].split(separator: " ").contains("sink_name=\(name)")
+            }),
+            let index = line.split(separator: "\t").first
+        else { throw Failure(description: "no null sink \(name) is loaded:\n\(modules)") }
+        guard try await run("/usr/bin/pactl", ["unload-module", String(index)]) == 0 else {
+            throw Failure(description: "pactl unload-module \(index) failed")
+        }
+    }
+
+    /// Loads a null sink `name` at the server's rate and channels, as when a headset is plugged in.
+    public func loadSink(_ name: String) async throws {
+        let arguments = [
+            "load-module", "module-null-sink", "sink_name=\(name)", "rate=\(sampleRate)", "channels=\(channels)",
+        ]
+        guard try await run("/usr/bin/pactl", arguments) == 0 else {
+            throw Failure(description: "pactl load-module module-null-sink sink_name=\(name) failed")
+        }
+    }
+
     /// Freezes the server (SIGSTOP): clients block as on a wedged device.
     public func suspend() {
         process.send(SIGSTOP)

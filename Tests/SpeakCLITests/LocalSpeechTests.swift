@@ -1,5 +1,7 @@
+import AudioOutput
 import Foundation
 import SpeakTestSupport
+import SpeechRendering
 import Testing
 
 /// The `speak` executable with no daemon: real engine, real PulseAudio server, monitor recorded.
@@ -162,6 +164,43 @@ final class LocalSpeechTests {
         #expect(wav.sampleRate == 22050)
         let audio = AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate)
         #expect(audio.soundingDuration() > 0.2)
+    }
+
+    /// In-process speech is played at speakd's loudness: −16 LUFS unless `--loudness` says
+    /// otherwise, measured on the WAV it writes (the same chunks it plays) with libebur128.
+    @Test func speechIsAtTheDaemonsLoudness() async throws {
+        let text = "Attention please. The train now standing at platform nine is for the coast."
+        func loudness(_ arguments: [String]) async throws -> (lufs: Double?, peak: Int) {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).wav")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let result = try await BuiltProduct.run(
+                "speak", arguments + ["--output", file.path, text], environment: environment())
+            #expect(result.status == 0, "\(result.standardError)")
+            let wav = try WAVReader(contentsOf: file)
+            let format = AudioFormat(sampleRate: wav.sampleRate, channels: wav.channels)
+            return (
+                LoudnessMeter.loudness(of: wav.samples, format: format), wav.samples.map { abs(Int($0)) }.max() ?? 0
+            )
+        }
+        let byDefault = try await loudness([])
+        #expect(abs((byDefault.lufs ?? 0) - -16) <= 1, "default: \(String(describing: byDefault.lufs)) LUFS")
+        let quiet = try await loudness(["--loudness", "-23"])
+        #expect(abs((quiet.lufs ?? 0) - -23) <= 1, "-23: \(String(describing: quiet.lufs)) LUFS")
+        // Volume 2.0 is 6 dB more, under the limiter: nothing clips.
+        let loud = try await loudness(["--volume", "2"])
+        #expect(loud.peak < 32767, "clipped at volume 2")
+        #expect((loud.lufs ?? 0) > (byDefault.lufs ?? 0) + 3, "volume 2: \(String(describing: loud.lufs)) LUFS")
+        // Off: the engine's own level, several dB under the target.
+        let off = try await loudness(["--loudness", "off"])
+        #expect((off.lufs ?? 0) < -18, "off: \(String(describing: off.lufs)) LUFS")
+
+        let unwritten = FileManager.default.temporaryDirectory.appendingPathComponent("speak-\(UUID()).wav")
+        defer { try? FileManager.default.removeItem(at: unwritten) }
+        let refused = try await BuiltProduct.run(
+            "speak", ["--loudness", "-3", "--output", unwritten.path, "hi"], environment: environment())
+        #expect(refused.status == 2)
+        #expect(refused.standardError.contains("--loudness"))
+        #expect(!FileManager.default.fileExists(atPath: unwritten.path))
     }
 
     @Test func failedAudioExitsOne() async throws {

@@ -50,6 +50,16 @@ import Testing
         let body =
             try JSONSerialization.jsonObject(with: JSONEncoder().encode(try none.readRequest())) as? [String: Any]
         #expect(body?["chime"] is NSNull)
+        #expect(body?["chimeAfter"] == nil)
+
+        let after = try #require(try Speak.parseAsRoot(["--chime-after", "ding", "hi"]) as? Speak.Say)
+        #expect(try after.readRequest().chimeAfter == .named("ding"))
+        #expect(try after.readRequest().chime == .priorityDefault)
+        let afterBody =
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(try after.readRequest())) as? [String: Any]
+        #expect(afterBody?["chimeAfter"] as? String == "ding")
+        let decoded = try AnnouncementRequest.decode(json: JSONEncoder().encode(try after.readRequest()))
+        #expect(decoded.chimeAfter == .named("ding"))
     }
 
     /// `--to NAME` names the daemon's output in the request; `cancel --all --to NAME` cancels only there.

@@ -127,6 +127,83 @@ extension SpeakdIntegration {
             #expect(speakd.events.events.isEmpty)
         }
 
+        @Test("a headset unplugged mid-announcement fails that one alone; the hall speaks on and never hears it")
+        func outputLostWhileSpeaking() async throws {
+            let speakd = try await TwoOutputs.start()
+            let hallText = "Attention please the train now standing at platform nine will be divided"
+            let reference = try await speakd.daemon.unixClient.send(
+                "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+                body: Array(try JSONSerialization.data(withJSONObject: ["text": hallText])))
+            let file = speakd.daemon.directory.appendingPathComponent("hall-reference.wav")
+            try Data(reference.body).write(to: file)
+            let wav = try WAVReader(contentsOf: file)
+            let expected = AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate)
+                .soundingDuration(silenceLevel: Recording.silenceLevel)
+
+            let start = speakd.hall.recordedFrames
+            let hallID = try await speakd.accept(Self.body(hallText))
+            // Longer than the hall's, so what the headset had left would be heard after the
+            // hall's announcement if the server moved its stream there.
+            let headsetID = try await speakd.accept(Self.body(Self.longText + " " + Self.longText, output: "headset"))
+            #expect(await speakd.events.waitFor(.started, of: hallID) != nil)
+            #expect(await speakd.events.waitFor(.started, of: headsetID) != nil)
+            try await Task.sleep(for: .seconds(1))
+            try await speakd.pulse.unloadSink("headset")
+
+            #expect(await speakd.events.waitForFinished([headsetID], timeout: .seconds(10)))
+            let headsetFinished = speakd.events.finished(headsetID).first
+            #expect(headsetFinished?.reason == .failed)
+            #expect(headsetFinished?.success == false)
+            let detail = headsetFinished?.detail ?? ""
+            #expect(detail.contains("pulse:headset") && detail.contains("killed"), "detail: \(detail)")
+            #expect(speakd.events.finished(hallID).isEmpty, "the hall's announcement ended with the headset's")
+
+            let health = try await speakd.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            #expect(health.outputs?.first { $0.name == "headset" }?.state == .unavailable)
+            #expect(health.outputs?.first { $0.name == "default" }?.state == .ok)
+
+            #expect(await speakd.events.waitForFinished([hallID], timeout: .seconds(15)))
+            #expect(speakd.events.finished(hallID).first?.success == true)
+            let hallEnd = speakd.hall.recordedFrames
+            // The headset's words would still be going now had its stream moved to the hall.
+            try await Task.sleep(for: .seconds(1.5))
+            let afterHall = speakd.hall.recordedFrames
+
+            let nextID = try await speakd.accept(Self.body("Doors closing"))
+            #expect(await speakd.events.waitForFinished([nextID], timeout: .seconds(10)))
+            #expect(speakd.events.finished(nextID).first?.success == true)
+            try await Task.sleep(for: .milliseconds(200))
+            let health2 = try await speakd.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            #expect(health2.outputs?.first { $0.name == "headset" }?.state == .unavailable)
+
+            // Plugged in again: speakd's retries find the sink, and the headset speaks.
+            try await speakd.pulse.loadSink("headset")
+            var back = false
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !back, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                let health = try await speakd.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+                back = health.outputs?.first { $0.name == "headset" }?.state == .ok
+            }
+            #expect(back, "the headset did not come back after its sink was loaded again")
+            let againID = try await speakd.accept(Self.body("Your ticket is ready", output: "headset"))
+            #expect(await speakd.events.waitForFinished([againID], timeout: .seconds(10)))
+            #expect(speakd.events.finished(againID).first?.success == true)
+            let (hall, _) = await speakd.stop()
+
+            let rate = Double(hall.sampleRate)
+            let first = hall.slice(from: Double(start) / rate, to: Double(hallEnd) / rate)
+                .soundingDuration(silenceLevel: Recording.silenceLevel)
+            #expect(abs(first - expected) < 0.1 * expected, "the hall heard \(first) s of \(expected) s")
+            let between = hall.slice(from: Double(hallEnd) / rate + 0.1, to: Double(afterHall) / rate)
+                .soundingSegments(silenceLevel: Recording.silenceLevel)
+            #expect(between.isEmpty, "the hall heard \(between) after its announcement ended")
+            let next = hall.slice(from: Double(afterHall) / rate, to: hall.duration)
+                .soundingDuration(silenceLevel: Recording.silenceLevel)
+            #expect(next > 0.3, "the next hall announcement was not heard")
+            expectExactlyOneFinished([hallID, headsetID, nextID, againID], in: speakd.events.events)
+        }
+
         @Test("an output whose sink fails leaves the others speaking; health says which")
         func failedOutput() async throws {
             // The headset's sink does not exist: that output is unavailable and retried.

@@ -62,6 +62,54 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([id, long], in: speakd.events.events)
         }
 
+        @Test("a chime after the speech is heard after it, before finished; a cancel during the speech stops it too")
+        func chimeAfter() async throws {
+            // The priority's chime after (--chime-after-default) for the first, a request's for the second.
+            let speakd = try await AudibleDaemon.start(arguments: ["--chime-after-default", "ding"])
+            let reference = try await speakd.reference(["text": "Doors closing"])
+            let start = speakd.recorder.recordedFrames
+            let id = try await speakd.accept(["text": "Doors closing"])
+            #expect(await speakd.events.waitForFinished([id]))
+            // Taken when finished arrives: the chime must have been played by then.
+            let heard = Array(speakd.recorder.samplesSoFar()[start...])
+
+            let long = try await speakd.accept([
+                "text": "Attention please, the train now standing at platform nine is for the coast",
+                "chimeAfter": "ding",
+            ])
+            _ = try #require(await speakd.events.waitFor(.started, of: long))
+            try await Task.sleep(for: .milliseconds(800))
+            let cancelAt = speakd.recorder.recordedFrames
+            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(long)").status == 200)
+            #expect(await speakd.events.waitForFinished([long]))
+            // Long enough for the rest of the speech and the chime, had the cancel not stopped them.
+            try await Task.sleep(for: .seconds(2))
+            let recording = await speakd.stop()
+
+            let rate = Double(recording.analysis.sampleRate)
+            let analysis = AudioAnalysis(samples: heard, sampleRate: recording.analysis.sampleRate)
+            let segments = analysis.soundingSegments(
+                minimumSilence: 0.1, silenceLevel: Recording.silenceLevel, minimumSound: 0.05)
+            let first = try #require(segments.first, "nothing heard")
+            let last = try #require(segments.last)
+            // Speech first, the ding (880 Hz and its octave) last, in a sound of its own.
+            let speechPart = Array(heard[Int(first.start * rate)..<Int((first.start + 0.3) * rate)])
+            let chimePart = Array(heard[Int(last.start * rate)..<min(heard.count, Int((last.start + 0.3) * rate))])
+            #expect(segments.count >= 2, "\(segments)")
+            #expect(toneShare(speechPart, frequencies: [880, 1760], rate: rate) < 0.2)
+            #expect(toneShare(chimePart, frequencies: [880, 1760], rate: rate) > 0.6)
+            #expect(last.start - first.start > reference.soundingDuration * 0.9, "\(segments)")
+            #expect(speakd.events.finished(id).first?.success == true)
+
+            #expect(speakd.events.finished(long).first?.reason == .cancelled)
+            let after = AudioAnalysis(
+                samples: Array(
+                    recording.analysis.samples[min(cancelAt + Int(0.25 * rate), recording.analysis.samples.count)...]),
+                sampleRate: recording.analysis.sampleRate)
+            #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
+            expectExactlyOneFinished([id, long], in: speakd.events.events)
+        }
+
         @Test("a music stream is ducked while speakd speaks and restored after")
         func ducking() async throws {
             let speakd = try await AudibleDaemon.start()
@@ -187,6 +235,8 @@ extension SpeakdIntegration {
             let bodies: [([String: Any], String)] = [
                 (["text": "x", "chime": "gong"], "chime"),
                 (["text": "x", "chime": 3], "chime"),
+                (["text": "x", "chimeAfter": "gong"], "chimeAfter"),
+                (["text": "x", "chimeAfter": ""], "chimeAfter"),
                 (["text": "x", "repeat": ["count": 0]], "repeat.count"),
                 (["text": "x", "repeat": ["count": 11]], "repeat.count"),
                 (["text": "x", "repeat": ["count": 2, "gap": 10.5]], "repeat.gap"),
@@ -204,6 +254,10 @@ extension SpeakdIntegration {
             await #expect(throws: (any Error).self) {
                 _ = try await SpeakdProcess.start(
                     audio: "null", arguments: ["--chime-high", "gong"], timeout: .seconds(10))
+            }
+            await #expect(throws: (any Error).self) {
+                _ = try await SpeakdProcess.start(
+                    audio: "null", arguments: ["--chime-after-low", "gong"], timeout: .seconds(10))
             }
         }
     }
