@@ -216,6 +216,12 @@ public final class PulseAudioServer: Sendable {
         let text = "autospawn = no\nenable-shm = no\nenable-memfd = no\n"
         _ = FileManager.default.createFile(atPath: url.path, contents: Data(text.utf8))
         setenv("PULSE_CLIENTCONFIG", url.path, 1)
+        // Removed when the test process exits, so runs do not pile these up in /tmp.
+        atexit {
+            unlink(
+                FileManager.default.temporaryDirectory.appendingPathComponent("speakd-pulse-client-\(getpid()).conf")
+                    .path)
+        }
         return url
     }()
 
