@@ -295,8 +295,9 @@ struct LatencyBenchmark {
                 arrival: lastAudible.arrival - reference.trailing))
     }
 
-    /// Starts the long announcement, cancels it after `delay`, returns DELETE sent → last sound played.
-    func cancelToSilence(after delay: Duration) async throws -> Bounds {
+    /// Once the sink is silent, posts the long announcement and lets it speak for `delay`.
+    /// - Returns: its id, and the recorded frame it started after.
+    func startLongAnnouncement(speakingFor delay: Duration) async throws -> (id: String, fromFrame: Int) {
         try await waitForSilence()
         let fromFrame = recorder.recordedFrames
         let response = try await daemon.unixClient.send(
@@ -305,6 +306,12 @@ struct LatencyBenchmark {
         let id = try response.decode(AnnouncementAccepted.self).id
         _ = await events.waitFor(.started, of: id, timeout: .seconds(10))
         try await Task.sleep(for: delay)
+        return (id, fromFrame)
+    }
+
+    /// Starts the long announcement, cancels it after `delay`, returns DELETE sent → last sound played.
+    func cancelToSilence(after delay: Duration) async throws -> Bounds {
+        let (id, fromFrame) = try await startLongAnnouncement(speakingFor: delay)
         let sent = ContinuousClock.now
         _ = try await daemon.unixClient.send("DELETE", "/v1/announcements/\(id)")
         guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)),
@@ -321,14 +328,7 @@ struct LatencyBenchmark {
     /// Starts the long announcement, pauses it after `delay`, returns POST pause sent → last sound
     /// played; then cancels it.
     func pauseToSilence(after delay: Duration) async throws -> Bounds {
-        try await waitForSilence()
-        let fromFrame = recorder.recordedFrames
-        let response = try await daemon.unixClient.send(
-            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: ["text": Self.longText])))
-        let id = try response.decode(AnnouncementAccepted.self).id
-        _ = await events.waitFor(.started, of: id, timeout: .seconds(10))
-        try await Task.sleep(for: delay)
+        let (id, fromFrame) = try await startLongAnnouncement(speakingFor: delay)
         let sent = ContinuousClock.now
         let paused = try await daemon.unixClient.send("POST", "/v1/announcements/\(id)/pause")
         guard paused.status == 200 else {
@@ -361,15 +361,7 @@ struct LatencyBenchmark {
         }
         try await Task.sleep(for: .milliseconds(150))
         let words = events.received.filter { $0.event.id == id && $0.event.type == .word }
-        // Onsets: sound after at least 0.25 s of silence.
-        let samples = recorder.samplesSoFar()
-        let quiet = recorder.sampleRate / 4
-        var onsets: [Int] = []
-        var lastSound = Int.min / 2
-        for frame in fromFrame..<samples.count where abs(Int(samples[frame])) > Int(Self.soundThreshold) {
-            if frame - lastSound > quiet { onsets.append(frame) }
-            lastSound = frame
-        }
+        let onsets = recorder.onsets(from: fromFrame, threshold: Int(Self.soundThreshold))
         guard words.count == 3, onsets.count == 3 else {
             throw SpeakdProcess.Failure(description: "\(words.count) word events, \(onsets.count) onsets")
         }
@@ -409,22 +401,8 @@ struct LatencyBenchmark {
 
     /// Waits until the last 100 ms recorded are silent, so one measurement does not see the last.
     func waitForSilence() async throws {
-        let window = recorder.sampleRate / 10
-        for _ in 0..<200 {
-            let samples = recorder.samplesSoFar()
-            if samples.count > window,
-                !samples.suffix(window).contains(where: { abs(Int($0)) > Int(Self.soundThreshold) })
-            {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw SpeakdProcess.Failure(description: "the sink never fell silent")
+        try await recorder.waitForSilence(threshold: Int(Self.soundThreshold))
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }

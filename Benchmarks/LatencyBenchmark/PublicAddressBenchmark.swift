@@ -207,17 +207,7 @@ struct PublicAddressBenchmark {
 
     /// Waits until the last 100 ms recorded are silent.
     func waitForSilence() async throws {
-        let window = recorder.sampleRate / 10
-        for _ in 0..<200 {
-            let samples = recorder.samplesSoFar()
-            if samples.count > window,
-                !samples.suffix(window).contains(where: { abs(Int($0)) > Int(LatencyBenchmark.soundThreshold) })
-            {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw SpeakdProcess.Failure(description: "the sink never fell silent")
+        try await recorder.waitForSilence(threshold: Int(LatencyBenchmark.soundThreshold))
     }
 
     static func report(neutral: Subject, shipped: Subject, verbose: Bool) {

@@ -137,7 +137,3 @@ import Testing
         }
     }
 }
-
-extension Duration {
-    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
-}

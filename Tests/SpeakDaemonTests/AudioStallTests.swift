@@ -370,7 +370,3 @@ func expectEveryAnnouncementFinishedOnce(
         Issue.record("announcement \(id) has \(count) finished events", sourceLocation: sourceLocation)
     }
 }
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -167,11 +167,6 @@ struct Recording {
     }
 }
 
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
 /// Checks that every id in `accepted` has exactly one `finished` event and nothing else has any.
 func expectExactlyOneFinished(
     _ accepted: some Collection<String>, in events: [AnnouncementEvent],

@@ -9,27 +9,6 @@ extension SpeakdIntegration {
     /// word's first sample is heard, bracketed as `PromptFinishTests` brackets `finished`.
     @Suite(.serialized, .timeLimit(.minutes(2)))
     struct ProgressEventTests {
-        /// Onsets of sound after at least `gap` seconds of silence, as frame indices from `fromFrame`.
-        static func onsets(_ speakd: AudibleDaemon, from fromFrame: Int, gap: Double = 0.25) -> [Int] {
-            let channels = speakd.recorder.channels
-            let samples = speakd.recorder.samplesSoFar()
-            let quietFrames = Int(gap * Double(speakd.recorder.sampleRate))
-            var onsets: [Int] = []
-            var lastAudible = Int.min / 2
-            var frame = fromFrame
-            while frame * channels + channels <= samples.count {
-                let audible = (0..<channels).contains {
-                    abs(Int(samples[frame * channels + $0])) > PromptFinishTests.audible
-                }
-                if audible {
-                    if frame - lastAudible > quietFrames { onsets.append(frame) }
-                    lastAudible = frame
-                }
-                frame += 1
-            }
-            return onsets
-        }
-
         @Test("word events arrive within 20 ms of their word's first sample, never before it; ranges index the text")
         func wordEventsFollowTheSound() async throws {
             let speakd = try await AudibleDaemon.start()
@@ -44,7 +23,7 @@ extension SpeakdIntegration {
             #expect(finished.event.success == true)
             try await Task.sleep(for: .milliseconds(150))
             let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
-            let onsets = Self.onsets(speakd, from: fromFrame)
+            let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
             _ = await speakd.stop()
 
             #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
@@ -146,7 +125,7 @@ extension SpeakdIntegration {
             let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
             #expect(finished.event.success == true)
             try await Task.sleep(for: .milliseconds(150))
-            let onsets = Self.onsets(speakd, from: fromFrame)
+            let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
             let refused = try await post(["ssml": "<speak>a<mark name=\"no space\"/></speak>"], via: speakd.unix)
             _ = await speakd.stop()
 
