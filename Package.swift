@@ -21,7 +21,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        // Without its default traits: FullFoundation would load Foundation and ICU into the daemon
+        // (the URL-encoded form coders are all it adds, and speakd reads JSON only), and
+        // ConfigurationSupport is for swift-configuration, which speakd does not use.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
@@ -78,7 +81,11 @@ let package = Package(
 
         // Attributed utterances, BCP 47 tags, speech attributes, SSML, voices. Foundation only;
         // no queue, HTTP or audio concepts.
-        .target(name: "SpeechModel", swiftSettings: swiftSettings),
+        .target(name: "SpeechModel", dependencies: ["PosixSupport"], swiftSettings: swiftSettings),
+        // Threads, a condition lock and child processes on pthreads and posix_spawn: what the
+        // daemon and its workers would otherwise load Foundation for.
+        .target(name: "PosixSupport", dependencies: ["CPosixSupport"], swiftSettings: swiftSettings),
+        .systemLibrary(name: "CPosixSupport"),
         // The engine seam: the renderer protocol, prepared utterances, PCM chunks and their
         // format, engine events, the WAV header.
         .target(name: "SpeechRendering", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
@@ -86,7 +93,7 @@ let package = Package(
         .target(
             name: "EspeakEngine",
             dependencies: [
-                "CEspeakNG", "SpeechModel", "SpeechRendering",
+                "CEspeakNG", "PosixSupport", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -95,7 +102,7 @@ let package = Package(
         .target(
             name: "EngineWorkers",
             dependencies: [
-                "EspeakEngine", "SpeechModel", "SpeechRendering",
+                "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -105,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "speakd-engine-worker",
             dependencies: [
-                "EngineWorkers", "EngineSandbox", "EspeakEngine", "SpeechModel", "SpeechRendering",
+                "EngineWorkers", "EngineSandbox", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -114,7 +121,8 @@ let package = Package(
         .target(
             name: "AudioOutput",
             dependencies: [
-                "CPulseSimple", "CALSA", "CEbur128", "CSndfile", "CSamplerate", "SpeechModel", "SpeechRendering",
+                "CPulseSimple", "CALSA", "CEbur128", "CSndfile", "CSamplerate", "PosixSupport", "SpeechModel",
+                "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -129,7 +137,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Codable wire types shared by server and CLI.
-        .target(name: "SpeakAPI", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
+        .target(name: "SpeakAPI", dependencies: ["PosixSupport", "SpeechModel"], swiftSettings: swiftSettings),
         // The `speak` command, as a library so tests can parse and run it.
         .target(
             name: "SpeakCLI",
@@ -207,7 +215,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .executableTarget(name: "speakd", dependencies: ["SpeakDaemon"], swiftSettings: swiftSettings),
+        .executableTarget(name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
         // cancel → silence (build with -c release).
         .executableTarget(

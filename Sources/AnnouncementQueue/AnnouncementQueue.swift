@@ -1,9 +1,13 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Speaks announcements one at a time, by priority, and sends exactly one `finished` event for
 /// every announcement it accepts.

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import SpeakAPI
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Plays one announcement at a time for an `AnnouncementQueue`.
 ///

@@ -1,8 +1,12 @@
 import CALSA
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Plays straight to an ALSA device (`default`, `hw:0,0`, `plughw:1`, …), for kiosks without a
 /// sound server.

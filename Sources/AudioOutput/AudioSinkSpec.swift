@@ -1,7 +1,11 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which sink to play through, as written on the command line or in configuration:
 /// `auto`, `pulse[:SINK]`, `alsa[:DEVICE]`, `wav:PATH` or `null`.

@@ -1,7 +1,12 @@
 import CSamplerate
 import CSndfile
-import Foundation
+import FoundationEssentials
+import PosixSupport
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The chimes (earcons) of a directory, decoded, mixed to the engine's channels, resampled to
 /// its rate and brought to the announcements' loudness, all once at start-up.
@@ -39,7 +44,7 @@ public struct ChimeLibrary: Sendable {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         } catch {
             throw Failure(
-                description: "cannot read the chimes directory \(directory.path): \(error.localizedDescription)")
+                description: "cannot read the chimes directory \(directory.path): \(error)")
         }
         var chimes: [String: [Int16]] = [:]
         for file in names where !file.hasPrefix(".") && !file.hasSuffix(".md") {
@@ -73,7 +78,7 @@ public struct ChimeLibrary: Sendable {
         guard seconds <= maximumDuration else {
             throw Failure(
                 description:
-                    "chime \(url.path): \(String(format: "%.1f", seconds)) s long; the most is \(Int(maximumDuration)) s"
+                    "chime \(url.path): \(cFormat("%.1f", seconds)) s long; the most is \(Int(maximumDuration)) s"
             )
         }
         var interleaved = [Float](repeating: 0, count: frames * channels)

@@ -1,5 +1,10 @@
-import Foundation
+import FoundationEssentials
+import PosixSupport
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One dedicated thread that owns one device and runs its blocking calls in order.
 ///
@@ -10,7 +15,7 @@ import Synchronization
 final class DeviceThread: @unchecked Sendable {
     // Safe: `jobs`, `call`, `abandoned`, `stopping` and `exited` are read and written only while
     // `condition` is locked; `device` is touched only by the thread itself; `generation` is atomic.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var jobs: [Job] = []
     private var call: (name: String, started: ContinuousClock.Instant, limit: Duration)?
     private var abandoned = false
@@ -34,9 +39,7 @@ final class DeviceThread: @unchecked Sendable {
         self.sinkName = sinkName
         self.openTimeout = openTimeout
         self.open = open
-        let thread = Thread { [self] in self.runLoop() }
-        thread.name = "speakd.audio \(sinkName)"
-        thread.start()
+        DetachedThread.start(name: "speakd.audio \(sinkName)") { [self] in self.runLoop() }
     }
 
     // MARK: Called from any thread

@@ -1,8 +1,12 @@
 import CEbur128
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Integrated loudness (EBU R128 / ITU-R BS.1770, in LUFS) and true peak of 16-bit PCM,
 /// measured by libebur128.

@@ -1,6 +1,10 @@
 import CPulseSimple
-import Foundation
+import FoundationEssentials
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One PulseAudio playback stream, driven through libpulse's threaded main loop.
 ///

@@ -1,9 +1,13 @@
 import CPulseSimple
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Plays through a PulseAudio server, or PipeWire through `pipewire-pulse`.
 ///

@@ -1,8 +1,12 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes audio to a RIFF/WAVE file (PCM s16le), for `--output FILE.wav` and for checking output
 /// by ear or with `sox`.
@@ -69,7 +73,7 @@ final class WAVFileDevice: BlockingAudioDevice {
         self.progress = progress
         let existing = progress.dataBytes.withLock { $0 }
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (existing == nil ? O_TRUNC : 0)
-        let descriptor = Foundation.open(path, flags, 0o644)
+        let descriptor = Glibc.open(path, flags, 0o644)
         guard descriptor >= 0 else {
             throw .openFailed(sink: sinkName, "\(path): \(String(cString: strerror(errno)))")
         }
@@ -77,13 +81,13 @@ final class WAVFileDevice: BlockingAudioDevice {
         self.dataBytes = existing ?? 0
         if lseek(descriptor, off_t(Self.headerSize + dataBytes), SEEK_SET) < 0 {
             let message = String(cString: strerror(errno))
-            Foundation.close(descriptor)
+            Glibc.close(descriptor)
             throw .openFailed(sink: sinkName, "\(path): \(message)")
         }
         do {
             try patchHeader()
         } catch {
-            Foundation.close(descriptor)
+            Glibc.close(descriptor)
             throw .openFailed(sink: sinkName, error.message)
         }
         progress.dataBytes.withLock { $0 = dataBytes }
@@ -106,7 +110,7 @@ final class WAVFileDevice: BlockingAudioDevice {
 
     func close() {
         try? patchHeader()
-        Foundation.close(descriptor)
+        Glibc.close(descriptor)
     }
 
     private func patchHeader() throws(AudioOutputError) {
@@ -125,7 +129,7 @@ final class WAVFileDevice: BlockingAudioDevice {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
             let count =
                 offset.map { pwrite(descriptor, rest.baseAddress, rest.count, off_t($0 + done)) }
-                ?? Foundation.write(descriptor, rest.baseAddress, rest.count)
+                ?? Glibc.write(descriptor, rest.baseAddress, rest.count)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw .writeFailed(sink: sinkName, String(cString: strerror(errno)))

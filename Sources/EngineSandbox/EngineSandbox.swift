@@ -1,5 +1,9 @@
 import CSeccomp
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Confines the current process to what an engine worker needs: reading espeak-ng's data and
 /// voices, and using the pipes it already has.

@@ -1,5 +1,9 @@
 import CSeccomp
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// File-system confinement with Landlock: read-only beneath the given paths, nothing elsewhere.
 enum Landlock {

@@ -1,5 +1,9 @@
 import CSeccomp
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The engine worker's system-call filter: everything a Swift program with threads needs stays
 /// allowed; what would let a hijacked worker reach the rest of the kiosk fails with `EPERM`.

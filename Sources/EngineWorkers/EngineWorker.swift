@@ -1,9 +1,14 @@
 import EspeakEngine
-import Foundation
+import FoundationEssentials
 import Logging
+import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One `speakd-engine-worker` process, seen from the daemon: its pipes, the job it renders, and a
 /// thread of its own that reads its frames with blocking reads (never on Swift's cooperative pool).
@@ -26,12 +31,11 @@ final class EngineWorker: Sendable {
         var dead = false
     }
 
-    let process: Process
-    private let input: FileHandle
-    private let output: FileHandle
+    let process: SpawnedProcess
+    /// The worker's standard input, -1 once closed; writes to it are serialised here (a job and
+    /// a cancel may come from two tasks), and it is never written after it was closed.
+    private let input: Mutex<Int32>
     private let state = Mutex(State())
-    /// Serialises frames written to the worker (a job and a cancel may come from two tasks).
-    private let writing = Mutex(())
 
     /// The worker's standard error, split into lines for the log.
     private let diagnostics: WorkerDiagnostics
@@ -39,49 +43,34 @@ final class EngineWorker: Sendable {
     /// Starts the worker process; its frames are handled by `callbacks`, its standard error goes
     /// to `logger`.
     init(executable: String, arguments: [String], callbacks: Callbacks, logger: Logger) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         // A crashing worker cannot start the Swift runtime's backtracer (its sandbox forbids exec),
         // and should not try: the daemon reports the signal and logs the text.
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let input = Pipe()
-        let output = Pipe()
+        let process = try SpawnedProcess(
+            executable: executable, arguments: arguments,
+            environment: SpawnedProcess.environment(changing: ["SWIFT_BACKTRACE": "enable=no"]))
         // Room for a whole chunk (a second of audio is 44 kB; `.whole` chunks up to ten seconds),
         // so the worker writes it without waiting for the daemon to read. Best effort: the
         // default 64 kB works, only with more wake-ups.
-        _ = fcntl(output.fileHandleForReading.fileDescriptor, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
-        process.standardInput = input
-        process.standardOutput = output
-        let errors = Pipe()
-        process.standardError = errors
+        _ = fcntl(process.output, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
         let diagnostics = WorkerDiagnostics(logger: logger)
         self.diagnostics = diagnostics
-        try process.run()
-        // The worker holds the write end now; closing ours lets the reader see the end. A thread
-        // of its own reads it with blocking reads until the worker is gone (Foundation's
-        // readability handler cannot be removed from inside itself without deadlocking).
-        try? errors.fileHandleForWriting.close()
-        let errorReader = Thread {
-            let handle = errors.fileHandleForReading
-            while let data = try? handle.read(upToCount: 4096), !data.isEmpty {
-                diagnostics.received(data)
+        // Standard error is read with blocking reads on a thread of its own until the worker is gone.
+        DetachedThread.start(name: "speakd-worker-stderr") {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(process.errors, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                diagnostics.received(buffer[..<count])
             }
-            try? handle.close()
+            close(process.errors)
         }
-        errorReader.name = "speakd-worker-stderr"
-        errorReader.start()
         self.process = process
-        self.input = input.fileHandleForWriting
-        self.output = output.fileHandleForReading
-        let thread = Thread { [self] in readFrames(callbacks) }
-        thread.name = "speakd-worker-\(process.processIdentifier)"
-        thread.start()
+        self.input = Mutex(process.input)
+        DetachedThread.start(name: "speakd-worker-\(process.pid)") { [self] in readFrames(callbacks) }
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     /// The last line the worker wrote to standard error (glibc's "stack smashing detected", say).
     var lastDiagnostic: String? { diagnostics.lastLine }
@@ -133,13 +122,20 @@ final class EngineWorker: Sendable {
 
     /// Ends the worker: closing its input makes it exit.
     func stop() {
-        try? input.close()
+        closeInput()
+    }
+
+    private func closeInput() {
+        input.withLock { descriptor in
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = -1
+        }
     }
 
     private func send(_ frame: WorkerFrame) {
-        writing.withLock { _ in
+        input.withLock { descriptor in
             // A dead worker's pipe fails with EPIPE (SIGPIPE is ignored); its reader reports the death.
-            try? frame.write(to: input.fileDescriptor)
+            if descriptor >= 0 { try? frame.write(to: descriptor) }
         }
     }
 
@@ -149,7 +145,7 @@ final class EngineWorker: Sendable {
         while true {
             let frame: WorkerFrame?
             do {
-                frame = try WorkerFrame.read(from: output.fileDescriptor)
+                frame = try WorkerFrame.read(from: process.output)
             } catch {
                 kill(pid, SIGKILL)
                 frame = nil
@@ -179,7 +175,7 @@ final class EngineWorker: Sendable {
                 }
                 callbacks.idle(self)
             case nil, .job?, .cancel?:
-                process.waitUntilExit()
+                let termination = process.waitForExit()
                 let (job, stalled) = state.withLock { state in
                     defer {
                         state.job = nil
@@ -190,14 +186,15 @@ final class EngineWorker: Sendable {
                 let error: EngineWorkerError
                 if let stalled {
                     error = .stalled(seconds: stalled)
-                } else if process.terminationReason == .uncaughtSignal {
-                    error = .crashed(signal: process.terminationStatus)
                 } else {
-                    error = .exited(status: process.terminationStatus)
+                    switch termination {
+                    case .signalled(let signal): error = .crashed(signal: signal)
+                    case .exited(let status): error = .exited(status: status)
+                    }
                 }
                 job?.finish(throwing: error)
-                try? input.close()
-                try? output.close()
+                closeInput()
+                close(process.output)
                 callbacks.died(self, error, job)
                 return
             }
@@ -250,7 +247,7 @@ final class Job: Sendable {
 final class WorkerDiagnostics: Sendable {
     private let logger: Logger
     private struct State {
-        var partial = Data()
+        var partial: [UInt8] = []
         var lastLine: String?
     }
     private let state = Mutex(State())
@@ -261,9 +258,9 @@ final class WorkerDiagnostics: Sendable {
 
     var lastLine: String? { state.withLock { $0.lastLine } }
 
-    func received(_ data: Data) {
+    func received(_ data: ArraySlice<UInt8>) {
         let lines = state.withLock { state -> [String] in
-            state.partial.append(data)
+            state.partial.append(contentsOf: data)
             var lines: [String] = []
             while let newline = state.partial.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: state.partial[state.partial.startIndex..<newline], as: UTF8.self)

@@ -1,9 +1,13 @@
 import EspeakEngine
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Renders utterances in a pool of `speakd-engine-worker` processes, each owning one libespeak-ng.
 ///

@@ -1,5 +1,5 @@
 import EspeakEngine
-import Foundation
+import FoundationEssentials
 import SpeechModel
 
 #if canImport(Glibc)

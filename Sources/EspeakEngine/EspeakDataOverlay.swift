@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+import PosixSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A private espeak-ng data directory: the system data, plus the project's voice variants.
 ///
@@ -9,7 +14,7 @@ import Foundation
 enum EspeakDataOverlay {
     /// Serialises builds in this process: two engines with the same variants share one overlay,
     /// and one must not replace it while the other builds or reads it.
-    private static let building = NSLock()
+    private static let building = ConditionLock()
 
     /// Builds the overlay in `directory` over `systemData` with the variant files found in
     /// `variants`, or refreshes its variants when it exists; returns the overlay's path.
@@ -49,7 +54,8 @@ enum EspeakDataOverlay {
                 let staged = variantDirectory.appendingPathComponent(".\(name)-\(UUID().uuidString)")
                 try files.copyItem(at: source, to: staged)
                 if rename(staged.path, target.path) != 0 {
-                    throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target.path])
+                    throw EspeakError.dataDirectory(
+                        "rename \(staged.path) to \(target.path)", String(cString: strerror(errno)))
                 }
             }
         } catch {

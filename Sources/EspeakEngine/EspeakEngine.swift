@@ -1,9 +1,13 @@
 import CEspeakNG
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Speech from libespeak-ng: voices, utterances → espeak-ng SSML, PCM out as it is synthesised.
 ///

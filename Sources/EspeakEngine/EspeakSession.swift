@@ -1,8 +1,12 @@
 import CEspeakNG
-import Foundation
+import FoundationEssentials
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The synth callback: forwards each block of samples to the rendering's stream as it is produced.
 ///

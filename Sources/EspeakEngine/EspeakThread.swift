@@ -1,14 +1,19 @@
-import Foundation
+import FoundationEssentials
+import PosixSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one thread in the process that calls into libespeak-ng.
 ///
 /// libespeak-ng keeps its state in process globals, and two threads inside it crash the process,
 /// so every engine in the process shares this thread and its jobs run one at a time, in order.
-/// It is a plain `Thread`, not a cooperative-pool thread: synthesis blocks while it runs.
+/// It is a thread of its own, not a cooperative-pool thread: synthesis blocks while it runs.
 final class EspeakThread: @unchecked Sendable {
     // @unchecked Sendable: `jobs` is only touched with `condition` locked, and `session` only by
     // the thread itself; the thread is started once in `init` and never touched again.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var jobs: [@Sendable (EspeakSession) -> Void] = []
     // Only touched by jobs, which run on the thread one at a time.
     private let session = EspeakSession()
@@ -18,10 +23,7 @@ final class EspeakThread: @unchecked Sendable {
 
     private init(name: String) {
         // The thread holds `self` for as long as the process lives: espeak's globals do too.
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.qualityOfService = .userInitiated
-        thread.start()
+        DetachedThread.start(name: name) { [self] in run() }
     }
 
     /// Queues `job` to run on the espeak thread after every job queued before it.

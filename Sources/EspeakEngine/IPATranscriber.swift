@@ -1,5 +1,11 @@
-import Foundation
 import SpeechModel
+// Canonical decomposition from the standard library's Unicode tables, as swift-foundation
+// itself uses them: Foundation's `decomposedStringWithCanonicalMapping` would load ICU.
+@_spi(_Unicode) import Swift
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Converts IPA to espeak-ng's phoneme mnemonics, for `[[…]]` phoneme input.
 ///
@@ -45,7 +51,7 @@ public enum IPATranscriber {
     public static func espeakPhonemes(_ ipa: String) throws(SpeechInputError) -> String {
         // Work on scalars: combining marks (tilde, tie bar) are table entries of their own.
         // Decomposed first, so `ã` is `a` + combining tilde whichever way the caller wrote it.
-        let scalars = Array(ipa.decomposedStringWithCanonicalMapping.unicodeScalars)
+        let scalars = Array(ipa._nfd)
         var output = ""
         var index = 0
         while index < scalars.count {

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Maps the `pitch` attribute (an F0 multiplier, 1.0 normal) to espeak-ng's pitch parameter (0–100).
 ///

@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A speakd voices directory: `overrides` (BCP 47 tag → espeak voice) and `variants/` (the
 /// project's espeak voice variants), as in the repository's `Voices/`.
@@ -21,8 +25,8 @@ public struct VoicesDirectory: Sendable, Hashable {
     /// The directory's `variants/`, if it has one.
     public var variantsPath: String? {
         let path = url.appendingPathComponent("variants").path
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+        var isDirectory = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory
             ? path : nil
     }
 

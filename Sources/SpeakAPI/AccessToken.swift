@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Glibc
+import PosixSupport
+import SpeechModel
 
 /// The bearer token that requests over TCP carry, and the file it lives in.
 ///
@@ -80,14 +82,14 @@ public enum AccessToken {
     public static func defaultFiles(environment: [String: String]) -> [String] {
         var directories: [String] = []
         if let socket = environment["SPEAKD_SOCKET"], !socket.isEmpty {
-            directories.append((socket as NSString).deletingLastPathComponent)
+            directories.append(PathText.directory(of: socket))
         }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             directories.append(runtime + "/speakd")
         }
         directories.append("/run/speakd")
         var seen: Set<String> = []
-        return directories.filter { seen.insert($0).inserted }.map { ($0 as NSString).appendingPathComponent(fileName) }
+        return directories.filter { seen.insert($0).inserted }.map { PathText.join($0, fileName) }
     }
 
     /// The token a client sends over TCP: from `file` (`--token-file`), else `SPEAKD_TOKEN_FILE`,
@@ -114,7 +116,7 @@ public enum AccessToken {
     }
 
     private static func validated(_ text: String, from source: String) throws(AccessTokenError) -> String {
-        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = text.trimmingWhitespace()
         // Visible ASCII only: the token goes into a header line as it is.
         guard token.utf8.count >= minimumLength, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw .malformed(source)
@@ -123,18 +125,15 @@ public enum AccessToken {
     }
 
     private static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain
-        {
-            return String(cString: strerror(Int32(underlying.code)))
+        if let error = error as? CocoaError {
+            if let underlying = error.underlying as? POSIXError {
+                return String(cString: strerror(underlying.code.rawValue))
+            }
+            if error.code == .fileReadNoPermission { return String(cString: strerror(EACCES)) }
+            if error.code == .fileReadNoSuchFile { return String(cString: strerror(ENOENT)) }
         }
-        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoPermissionError {
-            return String(cString: strerror(EACCES))
-        }
-        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoSuchFileError {
-            return String(cString: strerror(ENOENT))
-        }
-        return nsError.localizedDescription
+        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
+        return "\(error)"
     }
 }
 

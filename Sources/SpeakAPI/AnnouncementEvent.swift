@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How urgently an announcement wants to be heard.
 public enum AnnouncementPriority: String, Sendable, Hashable, Codable, CaseIterable, Comparable {

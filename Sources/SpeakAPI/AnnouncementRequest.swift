@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An announcement as a client asks for it, before the queue gives it an id; also the body of
 /// `POST /v1/announcements`.

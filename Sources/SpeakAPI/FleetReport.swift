@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a kiosk publishes about an announcement it got over MQTT: to
 /// `speakd/{site}/device/{id}/events` (every event of every announcement), and the outcome

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One message of a `text/event-stream` (the WHATWG Server-Sent Events format).
 ///

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Glibc
+import PosixSupport
+import SpeechModel
 import Synchronization
 
 /// A response as `SpeakHTTPClient` reads it.
@@ -91,7 +93,7 @@ public struct SpeakHTTPClient: Sendable {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ServerSentEvent.self)
         let connectionBox = ConnectionBox()
         continuation.onTermination = { _ in connectionBox.shutdown() }
-        let thread = Thread {
+        DetachedThread.start(name: "speak-events") {
             do {
                 let connection = try SocketConnection(endpoint: endpoint, timeout: timeout, receiveTimeout: nil)
                 connectionBox.set(connection)
@@ -113,7 +115,6 @@ public struct SpeakHTTPClient: Sendable {
                 continuation.finish(throwing: connectionBox.isShutDown ? nil : error)
             }
         }
-        thread.start()
         return stream
     }
 
@@ -143,7 +144,7 @@ public struct SpeakHTTPClient: Sendable {
 
     private static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result(catching: work)) }.start()
+            DetachedThread.start(name: "speak-request") { continuation.resume(with: Result(catching: work)) }
         }
     }
 }
@@ -317,7 +318,7 @@ private struct ResponseReader {
             headers.append(
                 (
                     header[..<colon].lowercased(),
-                    header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                    header[header.index(after: colon)...].trimmingWhitespace()
                 ))
         }
         let response = SpeakHTTPResponse(status: status, headers: headers, body: [])

@@ -1,10 +1,14 @@
 import AnnouncementQueue
 import AudioOutput
-import Foundation
+import FoundationEssentials
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What is played around and to the speech of an announcement: its chime and its loudness.
 public struct AnnouncementSound: Sendable {

@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Merges the configuration sources: flags > environment (`SPEAKD_*`) > config file > defaults.
 ///
@@ -39,7 +44,7 @@ public enum ConfigurationLoader {
 
     /// The environment variable of `key` (`max-queue` → `SPEAKD_MAX_QUEUE`).
     public static func environmentName(_ key: String) -> String {
-        "SPEAKD_" + key.uppercased().replacingOccurrences(of: "-", with: "_")
+        "SPEAKD_" + key.uppercased().replacing("-", with: "_")
     }
 
     private static let settingsByKey = Dictionary(
@@ -81,7 +86,7 @@ public enum ConfigurationLoader {
             do {
                 contents = try String(contentsOfFile: path, encoding: .utf8)
             } catch {
-                throw .unreadableFile(path, reason: "\(error.localizedDescription)")
+                throw .unreadableFile(path, reason: "\(error)")
             }
             for (key, value) in try parseFile(contents, path: path) { values[key] = value }
         }
@@ -150,13 +155,13 @@ public enum ConfigurationLoader {
             let origin = "\(path):\(index + 1)"
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#"), !line[..<hash].contains("\"") { line = line[..<hash] }
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingWhitespace()
             if trimmed.isEmpty { continue }
             guard let equals = trimmed.firstIndex(of: "=") else {
                 throw .malformedLine(origin: origin, line: trimmed)
             }
-            let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = trimmed[..<equals].trimmingWhitespace()
+            var value = trimmed[trimmed.index(after: equals)...].trimmingWhitespace()
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
                 value = String(value.dropFirst().dropLast())
             }

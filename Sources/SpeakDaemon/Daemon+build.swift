@@ -2,8 +2,9 @@ import AnnouncementQueue
 import AudioOutput
 import EngineWorkers
 import EspeakEngine
-import Foundation
+import FoundationEssentials
 import Logging
+import PosixSupport
 import ServiceLifecycle
 import SpeakAPI
 import SpeakFleet
@@ -11,6 +12,10 @@ import SpeakServer
 import SpeechModel
 import SpeechRendering
 import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A built daemon: every part wired, ready to `run()`.
 public struct Daemon: Sendable {
@@ -261,8 +266,8 @@ private func accessSettings(_ configuration: DaemonConfiguration, logger: Logger
 /// component is created, mode 0700 under `$XDG_RUNTIME_DIR` (only that user connects) and 0755
 /// elsewhere (the socket's own mode, 0660, decides who connects).
 func prepareSocketDirectory(_ socketPath: String, environment: [String: String]) throws {
-    let directory = (socketPath as NSString).deletingLastPathComponent
-    guard !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) else { return }
+    let directory = PathText.directory(of: socketPath)
+    guard directory != ".", !FileManager.default.fileExists(atPath: directory) else { return }
     let userRuntime = environment["XDG_RUNTIME_DIR"].map { !$0.isEmpty && directory.hasPrefix($0) } ?? false
     if mkdir(directory, userRuntime ? 0o700 : 0o755) != 0, errno != EEXIST {
         throw DaemonStartError(
@@ -278,8 +283,8 @@ private func makeEnginePool(
 ) async throws -> EngineWorkerPool {
     let voices: VoicesDirectory?
     if let directory = configuration.voicesDirectory {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
             throw DaemonStartError(description: "--voices: '\(directory)' is not a directory")
         }
         voices = VoicesDirectory(URL(fileURLWithPath: directory))
@@ -319,8 +324,8 @@ private func makeSound(
 ) async throws -> AnnouncementSound {
     var directory: URL?
     if let configured = configuration.chimesDirectory {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: configured, isDirectory: &isDirectory), isDirectory.boolValue
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: configured, isDirectory: &isDirectory), isDirectory
         else {
             throw DaemonStartError(description: "--chimes: '\(configured)' is not a directory")
         }

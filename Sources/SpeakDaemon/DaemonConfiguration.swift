@@ -1,7 +1,12 @@
-import Foundation
+import FoundationEssentials
 import Logging
+import PosixSupport
 import SpeakAPI
 import SpeakServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Everything `speakd` can be told, after flags, environment, config file and defaults are merged
 /// (in that order of precedence). Each value is declared, with its default, help and checks, by one
@@ -157,7 +162,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
 
     /// `token` in the directory of `socketPath`.
     public static func defaultTokenFile(socketPath: String) -> String {
-        ((socketPath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(AccessToken.fileName)
+        PathText.join(PathText.directory(of: socketPath), AccessToken.fileName)
     }
 
     /// Whether TCP requests need the token from `tokenFile`: there is a TCP listener and it is

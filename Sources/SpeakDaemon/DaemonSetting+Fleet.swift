@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import SpeakAPI
 import SpeakFleet
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension SettingValue {
     /// `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]`, kept as given once it parses.
@@ -17,7 +21,7 @@ extension SettingValue {
     func mqttUsername() throws(ConfigurationError) -> String {
         guard
             value.unicodeScalars.allSatisfy({
-                !CharacterSet.whitespacesAndNewlines.union(.controlCharacters).contains($0)
+                !$0.properties.isWhitespace && ![.control, .format].contains($0.properties.generalCategory)
             })
         else { throw invalid("expected a user name without spaces or control characters") }
         return value

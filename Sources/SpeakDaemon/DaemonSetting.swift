@@ -1,9 +1,13 @@
 import AudioOutput
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeakAPI
 import SpeakServer
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One `speakd` setting, declared once: its key, what a value looks like, its default, its help,
 /// and how a value is checked and stored in `DaemonConfiguration`.
@@ -210,14 +214,14 @@ struct SettingValue: Sendable, Hashable {
     ) throws(ConfigurationError) -> [(name: String, value: Value)] {
         var result: [(name: String, value: Value)] = []
         for item in value.split(separator: DaemonSetting.entrySeparator) {
-            let entry = item.trimmingCharacters(in: .whitespaces)
+            let entry = item.trimmingWhitespace()
             if entry.isEmpty { continue }
             guard let equals = entry.firstIndex(of: "=") else {
                 throw invalid("expected NAME=VALUE, such as headset=pulse:usb-headset", value: entry)
             }
-            let name = entry[..<equals].trimmingCharacters(in: .whitespaces)
+            let name = entry[..<equals].trimmingWhitespace()
             let given = SettingValue(
-                value: entry[entry.index(after: equals)...].trimmingCharacters(in: .whitespaces), origin: origin,
+                value: entry[entry.index(after: equals)...].trimmingWhitespace(), origin: origin,
                 quoted: entry)
             try given.check(name: name, with: checkName)
             guard !result.contains(where: { $0.name == name }) else {
@@ -278,7 +282,7 @@ struct SettingValue: Sendable, Hashable {
     func hostNames() throws(ConfigurationError) -> [String] {
         var names: [String] = []
         for item in value.split(separator: ",") {
-            let given = item.trimmingCharacters(in: .whitespaces)
+            let given = item.trimmingWhitespace()
             var name = given.lowercased()
             if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
             if name.hasSuffix(".") { name = String(name.dropLast()) }

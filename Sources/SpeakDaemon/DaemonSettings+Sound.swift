@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import SpeakAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension DaemonConfiguration {
     /// Chimes, loudness and the stream's role for ducking.

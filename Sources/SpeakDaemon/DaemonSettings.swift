@@ -1,7 +1,11 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeakServer
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension DaemonConfiguration {
     /// Every setting, in the order `--help` lists them. A value's flag, environment variable,
@@ -165,7 +169,7 @@ extension DaemonConfiguration {
             try value.isNone
                 ? []
                 : value.value.split(separator: ",").map { group throws(ConfigurationError) in
-                    try SettingValue(value: group.trimmingCharacters(in: .whitespaces), origin: value.origin)
+                    try SettingValue(value: group.trimmingWhitespace(), origin: value.origin)
                         .topicLevel()
                 }
         },

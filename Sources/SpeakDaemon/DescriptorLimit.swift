@@ -1,6 +1,10 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import SpeakServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The process's file-descriptor limit, raised for a server and shared with the connection limit.
 enum DescriptorLimit {

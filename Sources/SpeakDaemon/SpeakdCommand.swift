@@ -1,6 +1,10 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `speakd`: the speech announcement daemon.
 public struct SpeakdCommand: AsyncParsableCommand {
@@ -49,7 +53,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
         var lines = ["SETTINGS:"]
         for entry in entries {
             let label = "  " + entry.label
-            var line = label.count < column - 1 ? label.padding(toLength: column, withPad: " ", startingAt: 0) : ""
+            var line = label.count < column - 1 ? label + String(repeating: " ", count: column - label.count) : ""
             if line.isEmpty { lines.append(label) }
             var filled = false
             for word in "\(entry.help) (default: \(entry.shown))".split(separator: " ") {

@@ -1,11 +1,15 @@
 import AnnouncementQueue
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOCore
 import ServiceLifecycle
 import SpeakAPI
 import SpeakServer
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A kiosk's link to its fleet: announcements from an MQTT broker into the queue, their events
 /// and outcomes back to the broker, and a retained status with an `offline` last will.
@@ -123,7 +127,9 @@ public final class FleetLink: Service, Sendable {
 
     /// Decodes, deduplicates and submits one announcement; a refusal is reported, never thrown.
     func handle(_ message: MQTTMessage) async {
-        let correlation = message.correlationData.map { $0.map { String(format: "%02x", $0) }.joined() }
+        let correlation = message.correlationData.map {
+            $0.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        }
         var request: AnnouncementRequest
         do {
             request = try server.decodeAnnouncement(ByteBuffer(bytes: message.payload))

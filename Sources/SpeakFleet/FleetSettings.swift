@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import SpeakAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How a kiosk joins a fleet: the `--mqtt…` settings of speakd.
 public struct FleetSettings: Sendable, Hashable {
@@ -48,7 +52,7 @@ public struct FleetSettings: Sendable, Hashable {
             let text = try String(contentsOfFile: passwordFile, encoding: .utf8)
             return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
         } catch {
-            throw MQTTError("mqtt-password-file: cannot read \(passwordFile): \(error.localizedDescription)")
+            throw MQTTError("mqtt-password-file: cannot read \(passwordFile): \(error)")
         }
     }
 }

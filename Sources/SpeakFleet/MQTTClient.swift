@@ -1,6 +1,10 @@
 import CMosquitto
-import Foundation
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One MQTT 5 connection through libmosquitto, with its network thread (`mosquitto_loop_start`).
 ///

@@ -1,9 +1,13 @@
 import AnnouncementQueue
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import SpeakAPI
 import SpeechModel
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An error the API reports to its client: an HTTP status and the JSON error body.
 ///
@@ -142,8 +146,8 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
     }
 
     private static func underlyingMessage(_ context: DecodingError.Context) -> String {
-        if let underlying = context.underlyingError as NSError?,
-            let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String
+        if let underlying = context.underlyingError as? CocoaError,
+            let detail = underlying.userInfo["NSDebugDescription"] as? String
         {
             return detail
         }

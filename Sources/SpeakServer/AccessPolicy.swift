@@ -1,9 +1,13 @@
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import Logging
 import SpeakAPI
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Who may use one listener: the `Host` a request names, the web page it comes from, and on TCP
 /// the bearer token.
@@ -55,10 +59,7 @@ struct AccessPolicy: Sendable {
             // Clients that name the socket in the URL (requests-unixsocket's
             // http+unix://%2Frun%2Fspeakd%2Fspeakd.sock) send its percent-encoded path as Host.
             names.insert(path.lowercased())
-            let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-            if let encoded = path.addingPercentEncoding(withAllowedCharacters: unreserved) {
-                names.insert(encoded.lowercased())
-            }
+            names.insert(Self.percentEncoded(path).lowercased())
         }
         hostNames = names
     }
@@ -115,7 +116,7 @@ struct AccessPolicy: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             return .unauthorized("expected 'Authorization: Bearer <token>' with \(whereToFind)")
         }
-        guard Self.constantTimeEqual(token, Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)) else {
+        guard Self.constantTimeEqual(token, Array(parts[1].trimmingWhitespace().utf8)) else {
             return .unauthorized("the bearer token is wrong; use \(whereToFind)")
         }
         return nil
@@ -168,6 +169,24 @@ struct AccessPolicy: Sendable {
 
     /// Whether `given` equals `expected`, taking the same time whichever byte differs, so the
     /// answer's timing does not reveal how much of a guess was right.
+    /// `text` with every byte but RFC 3986's unreserved ones (letters, digits, `-._~`) written as
+    /// `%XX`, as clients write a socket path in a URL's host.
+    static func percentEncoded(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if byte < 0x80,
+                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._~".unicodeScalars.contains(scalar)
+            {
+                encoded.unicodeScalars.append(scalar)
+            } else {
+                encoded +=
+                    "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+
     static func constantTimeEqual(_ expected: [UInt8], _ given: [UInt8]) -> Bool {
         var difference: UInt8 = expected.count == given.count ? 0 : 1
         for index in expected.indices {

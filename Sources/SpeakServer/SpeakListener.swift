@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -7,6 +7,10 @@ import NIOCore
 import ServiceLifecycle
 import SpeakAPI
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One listener (TCP or Unix socket) serving the shared router, as a `Service`.
 ///

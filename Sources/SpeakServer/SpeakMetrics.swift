@@ -1,10 +1,14 @@
 import AnnouncementQueue
 import CoreMetrics
-import Foundation
+import FoundationEssentials
 import Prometheus
 import SpeakAPI
 import SpeechModel
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // The swift-metrics API; Prometheus and Foundation have types of the same names.
 private typealias Counter = CoreMetrics.Counter

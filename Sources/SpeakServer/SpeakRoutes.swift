@@ -1,11 +1,15 @@
 import AnnouncementQueue
 import AsyncAlgorithms
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The handlers behind the routes of `SpeakServer.buildRouter()`.
 struct SpeakRoutes: Sendable {
@@ -318,13 +322,13 @@ struct SpeakRoutes: Sendable {
         guard let contentType else {
             throw .unsupportedMediaType("the body has no Content-Type; send it as application/json")
         }
-        let parts = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = contentType.split(separator: ";").map { $0.trimmingWhitespace() }
         guard parts.first?.lowercased() == "application/json" else {
             throw .unsupportedMediaType("the body is '\(contentType)'; send it as application/json")
         }
         for parameter in parts.dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1).map {
-                $0.trimmingCharacters(in: .whitespaces.union(CharacterSet(charactersIn: "\"")))
+                $0.trimming { $0.isWhitespace || $0 == "\"" }
             }
             if pair.first?.lowercased() == "charset", pair.count == 2,
                 !["utf-8", "utf8"].contains(pair[1].lowercased())
@@ -355,7 +359,7 @@ struct SpeakRoutes: Sendable {
     /// `<epoch>-<sequence>` as sent, or a bare sequence number of this run (`0`: the whole history).
     private func lastEventID(_ request: Request) throws -> EventID? {
         if let header = request.headers[.lastEventID] {
-            let trimmed = header.trimmingCharacters(in: .whitespaces)
+            let trimmed = header.trimmingWhitespace()
             if trimmed.isEmpty { return nil }
             guard let id = EventID(trimmed) else {
                 throw APIError.malformed("'\(header)' is not an event id", field: "Last-Event-ID")

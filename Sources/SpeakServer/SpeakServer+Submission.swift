@@ -1,9 +1,13 @@
 import AnnouncementQueue
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The steps of `POST /v1/announcements` after the body has been read, shared with every other
 /// way in (the MQTT fleet link), so an announcement is checked and refused the same way whatever

@@ -1,11 +1,15 @@
 import AnnouncementQueue
-import Foundation
+import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import Logging
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The HTTP front of speakd: one router with every route of the API, served by any number of
 /// listeners (TCP, Unix socket).

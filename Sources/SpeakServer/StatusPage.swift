@@ -26,7 +26,7 @@ enum StatusPage {
 
     /// The page for a listener; `tokenRequired` tells its script whether to ask for the token.
     static func response(tokenRequired: Bool) -> Response {
-        let page = html.replacingOccurrences(of: "{{token}}", with: tokenRequired ? "required" : "none")
+        let page = html.replacing("{{token}}", with: tokenRequired ? "required" : "none")
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 }

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension AttributeScopes {
     /// Speech attributes for `AttributedString`, named as Apple names them in UIAccessibility

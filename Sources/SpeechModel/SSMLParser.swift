@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+import PosixSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Utterance {
     /// Parses a document in speakd's SSML subset into spans.
@@ -631,7 +636,7 @@ struct ProsodyValue {
     }
 
     private static func format(_ value: Double) -> String {
-        String(format: "%.3g", value)
+        cFormat("%.3g", value)
     }
 }
 

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The wire format of an utterance (DESIGN.md, "Attributed utterances").
 ///

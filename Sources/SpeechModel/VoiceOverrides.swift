@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// BCP 47 tag → renderer voice overrides, read from `Voices/overrides`.
 ///
@@ -85,7 +89,7 @@ public struct VoiceOverrides: Sendable, Hashable {
         do {
             text = try String(contentsOf: url, encoding: .utf8)
         } catch {
-            throw .unreadable(path: url.path, error.localizedDescription)
+            throw .unreadable(path: url.path, "\(error)")
         }
         do {
             try self.init(parsing: text)

@@ -1,11 +1,17 @@
+import Dispatch
 import EngineSandbox
 import EngineWorkers
 import EspeakEngine
-import Foundation
+import FoundationEssentials
 import Logging
+import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One engine worker: owns one libespeak-ng and renders the jobs its parent sends on standard
 /// input, answering on standard output (`WorkerFrame`). Logs go to standard error.
@@ -15,6 +21,7 @@ import Synchronization
 @main
 struct EngineWorkerMain {
     static func main() {
+        MallocArenas.limit(to: 2)
         // A parent that went away must end the worker through EOF or EPIPE, not a signal.
         signal(SIGPIPE, SIG_IGN)
         let options: WorkerOptions
@@ -127,12 +134,10 @@ final class WorkerLoop: Sendable {
 
     func run() async {
         await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
+            DetachedThread.start(name: "speakd-worker-input") { [self] in
                 readFrames()
                 ended.resume()
             }
-            thread.name = "speakd-worker-input"
-            thread.start()
         }
     }
 
@@ -185,5 +190,6 @@ final class WorkerLoop: Sendable {
 
 /// One line on standard error, which the daemon's log receives.
 func complain(_ message: String) {
-    FileHandle.standardError.write(Data("speakd-engine-worker: \(message)\n".utf8))
+    let line = Array("speakd-engine-worker: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }

@@ -1,9 +1,11 @@
+import PosixSupport
 import SpeakDaemon
 
 /// Reads the configuration and runs the daemon; everything else lives in `SpeakDaemon`.
 @main
 struct Speakd {
     static func main() async {
+        MallocArenas.limit(to: 2)
         await SpeakdCommand.main()
     }
 }

@@ -1,0 +1,117 @@
+import CPosixSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with `posix_spawn`, its standard input, output and error on pipes.
+///
+/// Written here rather than taken from Foundation's `Process` (which loads Foundation, ICU and
+/// CoreFoundation into the daemon) or swift-subprocess (which ties a child's life to one async
+/// call and reads its output through async sequences): an engine worker lives as long as the
+/// daemon, and its frames are read with blocking reads on a thread of its own.
+public final class SpawnedProcess: Sendable {
+    /// How a process ended.
+    public enum Termination: Sendable, Hashable {
+        case exited(Int32)
+        case signalled(Int32)
+    }
+
+    public let pid: pid_t
+    /// Writes to the child's standard input.
+    public let input: Int32
+    /// Reads the child's standard output.
+    public let output: Int32
+    /// Reads the child's standard error.
+    public let errors: Int32
+
+    /// Starts `executable` with `arguments` (not counting argv[0]) and the environment
+    /// `environment` ("NAME=value" entries).
+    public init(executable: String, arguments: [String], environment: [String]) throws(SpawnError) {
+        var pipes: [(read: Int32, write: Int32)] = []
+        func closeAll() {
+            for pipe in pipes {
+                close(pipe.read)
+                close(pipe.write)
+            }
+        }
+        for _ in 0..<3 {
+            var ends: [Int32] = [-1, -1]
+            guard speakd_cloexec_pipe(&ends) == 0 else {
+                let error = SpawnError(operation: "pipe2", code: errno)
+                closeAll()
+                throw error
+            }
+            pipes.append((ends[0], ends[1]))
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on the copies; every other descriptor of ours stays closed
+        // in the child.
+        posix_spawn_file_actions_adddup2(&actions, pipes[0].read, STDIN_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, pipes[1].write, STDOUT_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, pipes[2].write, STDERR_FILENO)
+        // A clean signal mask and default handlers: the daemon's blocked and ignored signals
+        // (its signal handling, SIGPIPE) stay out of the child.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid = pid_t()
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv + envp { free(pointer) }
+        }
+        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard status == 0 else {
+            closeAll()
+            throw SpawnError(operation: "posix_spawn \(executable)", code: status)
+        }
+        close(pipes[0].read)
+        close(pipes[1].write)
+        close(pipes[2].write)
+        self.pid = pid
+        input = pipes[0].write
+        output = pipes[1].read
+        errors = pipes[2].read
+    }
+
+    /// Waits for the child to end and reaps it; call once.
+    public func waitForExit() -> Termination {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (they are macros).
+        let signal = status & 0x7f
+        if signal != 0 && signal != 0x7f { return .signalled(signal) }
+        return .exited((status >> 8) & 0xff)
+    }
+
+    /// The environment of this process as "NAME=value" entries, with `changes` applied.
+    public static func environment(changing changes: [String: String]) -> [String] {
+        var entries: [String] = []
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let text = String(cString: entry)
+            let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? text
+            if changes[name] == nil { entries.append(text) }
+            cursor += 1
+        }
+        return entries + changes.map { "\($0.key)=\($0.value)" }.sorted()
+    }
+}
+
+/// A process that could not be started.
+public struct SpawnError: Error, Sendable, CustomStringConvertible {
+    public let operation: String
+    public let code: Int32
+    public var description: String { "\(operation): \(String(cString: strerror(code)))" }
+}
