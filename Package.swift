@@ -73,11 +73,9 @@ let package = Package(
             pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]
         ),
-        .systemLibrary(
-            name: "CMosquitto",
-            pkgConfig: "libmosquitto",
-            providers: [.apt(["libmosquitto-dev"])]
-        ),
+        // libmosquitto's declarations, and forwarders that load the library when a fleet link
+        // starts (Debian's libmosquitto-dev; see loader.c).
+        .target(name: "CMosquitto"),
 
         // Attributed utterances, BCP 47 tags, speech attributes, SSML, voices. Foundation only;
         // no queue, HTTP or audio concepts.

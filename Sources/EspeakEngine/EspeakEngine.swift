@@ -35,12 +35,18 @@ public final class EspeakEngine: SpeechRenderer {
         public var bufferMilliseconds: Int
         /// The length of later chunks in milliseconds: espeak-ng's blocks are joined up to this.
         public var chunkMilliseconds: Int
+        /// Whether espeak-ng loads its synthesis data (phonemes, intonation, the default voice's
+        /// dictionary: about 1.4 MB) when the engine starts. When false, the engine starts with
+        /// the voice list only, and the data is loaded by the first rendering: for a daemon whose
+        /// engine workers render, so that its own engine only validates, compiles and lists voices.
+        /// `format` is then espeak-ng's rate for its own voices, 22050 Hz, before any rendering.
+        public var loadsSynthesisAtStart: Bool
 
         /// - Parameters: see the properties of the same names.
         public init(
             dataPath: String? = nil, variantsDirectory: String? = nil, runtimeDirectory: String? = nil,
             variant: String? = nil, speaksPunctuation: Bool = false, bufferMilliseconds: Int = 50,
-            chunkMilliseconds: Int = 1000
+            chunkMilliseconds: Int = 1000, loadsSynthesisAtStart: Bool = true
         ) {
             self.dataPath = dataPath
             self.variantsDirectory = variantsDirectory
@@ -49,6 +55,7 @@ public final class EspeakEngine: SpeechRenderer {
             self.speaksPunctuation = speaksPunctuation
             self.bufferMilliseconds = bufferMilliseconds
             self.chunkMilliseconds = chunkMilliseconds
+            self.loadsSynthesisAtStart = loadsSynthesisAtStart
         }
     }
 
@@ -111,8 +118,13 @@ public final class EspeakEngine: SpeechRenderer {
         }
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
+        let loadsSynthesis = configuration.loadsSynthesisAtStart
         let (sampleRate, rawVoices) = try await thread.run { session throws(EspeakError) in
-            try session.prepare(dataPath: path, bufferMilliseconds: buffer)
+            if loadsSynthesis {
+                try session.prepare(dataPath: path, bufferMilliseconds: buffer)
+            } else {
+                session.prepareVoiceList(dataPath: path)
+            }
             return (session.sampleRate, session.listVoices())
         }
         let voices = rawVoices.map { voice in

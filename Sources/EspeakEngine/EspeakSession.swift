@@ -83,6 +83,15 @@ final class EspeakSession {
         self.bufferMilliseconds = bufferMilliseconds
     }
 
+    /// Points libespeak-ng at the data in `path` for listing its voices only: its synthesis data
+    /// is loaded by the next `prepare`. `sampleRate` stays espeak-ng's rate for its own voices.
+    func prepareVoiceList(dataPath path: String) {
+        if dataPath == path { return }
+        dataPath = nil
+        loadedVoice = nil
+        espeak_ng_InitializePath(path)
+    }
+
     /// Loads `voice` (`roa/pt`, `gmw/en+speakd-kiosk`) unless it is known to be loaded.
     ///
     /// Loading re-reads the voice and dictionary files (about 4% of the CPU time of a short

@@ -300,7 +300,7 @@ private func makeEnginePool(
     do {
         engine = try await EspeakEngine(
             voices: voices, defaultLanguage: defaultLanguage, fallback: fallback,
-            configuration: .init(runtimeDirectory: runtime), logger: logger)
+            configuration: .init(runtimeDirectory: runtime, loadsSynthesisAtStart: false), logger: logger)
     } catch let error as VoiceOverridesError {
         throw DaemonStartError(description: "--voices: \(error)")
     }

@@ -73,7 +73,7 @@ public final class MQTTClient: @unchecked Sendable {
     /// Creates the client; nothing connects until `start()`.
     /// - Throws: `MQTTError` for an option libmosquitto refuses (a TLS file it cannot read, …).
     public init(_ options: Options) throws {
-        MQTTClient.initialiseLibrary
+        if let failure = MQTTClient.initialiseLibrary { throw MQTTError(failure) }
         self.options = options
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
         guard let handle = mosquitto_new(options.clientID, options.cleanStart, nil) else {
@@ -216,9 +216,12 @@ public final class MQTTClient: @unchecked Sendable {
         rc == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
     }
 
-    /// `mosquitto_lib_init` once per process, before the first client.
-    private static let initialiseLibrary: Void = {
+    /// Loads libmosquitto and runs `mosquitto_lib_init`, once per process, before the first
+    /// client: nil, or why the library cannot be used.
+    private static let initialiseLibrary: String? = {
+        if let failure = speakd_mosquitto_load() { return String(cString: failure) }
         mosquitto_lib_init()
+        return nil
     }()
 }
 
