@@ -2,6 +2,7 @@ import CSamplerate
 import CSndfile
 import FoundationEssentials
 import PosixSupport
+import SpeechModel
 import SpeechRendering
 
 #if canImport(Glibc)
@@ -44,7 +45,7 @@ public struct ChimeLibrary: Sendable {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         } catch {
             throw Failure(
-                description: "cannot read the chimes directory \(directory.path): \(error)")
+                description: "cannot read the chimes directory \(directory.path): \(fileErrorReason(error))")
         }
         var chimes: [String: [Int16]] = [:]
         for file in names where !file.hasPrefix(".") && !file.hasSuffix(".md") {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PosixSupport
+import SpeechModel
 
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +61,8 @@ enum EspeakDataOverlay {
             }
         } catch {
             throw .dataDirectory(
-                "build data directory \(root.path) over \(systemData) with variants from \(variants)", "\(error)")
+                "build data directory \(root.path) over \(systemData) with variants from \(variants)",
+                fileErrorReason(error))
         }
         return root.path
     }

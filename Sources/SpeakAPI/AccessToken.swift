@@ -32,7 +32,7 @@ public enum AccessToken {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw .unreadable(path, reason: Self.reason(error))
+            throw .unreadable(path, reason: fileErrorReason(error))
         }
         return try validated(String(decoding: data, as: UTF8.self), from: path)
     }
@@ -122,18 +122,6 @@ public enum AccessToken {
             throw .malformed(source)
         }
         return token
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        if let error = error as? CocoaError {
-            if let underlying = error.underlying as? POSIXError {
-                return String(cString: strerror(underlying.code.rawValue))
-            }
-            if error.code == .fileReadNoPermission { return String(cString: strerror(EACCES)) }
-            if error.code == .fileReadNoSuchFile { return String(cString: strerror(ENOENT)) }
-        }
-        if let error = error as? POSIXError { return String(cString: strerror(error.code.rawValue)) }
-        return "\(error)"
     }
 }
 

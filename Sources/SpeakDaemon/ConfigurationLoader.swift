@@ -86,7 +86,7 @@ public enum ConfigurationLoader {
             do {
                 contents = try String(contentsOfFile: path, encoding: .utf8)
             } catch {
-                throw .unreadableFile(path, reason: "\(error)")
+                throw .unreadableFile(path, reason: fileErrorReason(error))
             }
             for (key, value) in try parseFile(contents, path: path) { values[key] = value }
         }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SpeakAPI
+import SpeechModel
 
 #if canImport(Glibc)
 import Glibc
@@ -52,7 +53,7 @@ public struct FleetSettings: Sendable, Hashable {
             let text = try String(contentsOfFile: passwordFile, encoding: .utf8)
             return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
         } catch {
-            throw MQTTError("mqtt-password-file: cannot read \(passwordFile): \(error)")
+            throw MQTTError("mqtt-password-file: cannot read \(passwordFile): \(fileErrorReason(error))")
         }
     }
 }

@@ -89,7 +89,7 @@ public struct VoiceOverrides: Sendable, Hashable {
         do {
             text = try String(contentsOf: url, encoding: .utf8)
         } catch {
-            throw .unreadable(path: url.path, "\(error)")
+            throw .unreadable(path: url.path, fileErrorReason(error))
         }
         do {
             try self.init(parsing: text)

@@ -68,6 +68,8 @@ import Testing
         #expect(unreadable?.kind == "unreadable")
         #expect(unreadable?.path == missing.path)
         #expect(unreadable?.line == nil)
+        #expect(
+            unreadable?.description.hasSuffix("No such file or directory") == true, "\(String(describing: unreadable))")
     }
 
     @Test func theProjectFileParses() throws {
