@@ -22,7 +22,8 @@ public final class EngineWorkerPool: SpeechRenderer {
     public struct Launch: Sendable, Hashable {
         /// The `speakd-engine-worker` executable.
         public var executable: String
-        /// Its arguments: the engine set-up, so it resolves voices as the daemon does.
+        /// Arguments after `--data DIR` (which the pool adds): none is needed, the daemon resolves
+        /// voices and compiles; for a test that starts another worker.
         public var arguments: [String]
         /// How many workers run.
         public var count: Int
@@ -35,15 +36,6 @@ public final class EngineWorkerPool: SpeechRenderer {
             self.arguments = arguments
             self.count = max(1, count)
             self.stallLimit = stallLimit
-        }
-
-        /// The arguments that give a worker the engine set-up of `voices` and the languages.
-        public static func arguments(voices: String?, defaultLanguage: String?, fallbackLanguage: String?) -> [String] {
-            var arguments: [String] = []
-            if let voices { arguments += ["--voices", voices] }
-            if let defaultLanguage { arguments += ["--default-language", defaultLanguage] }
-            if let fallbackLanguage { arguments += ["--fallback-language", fallbackLanguage] }
-            return arguments
         }
 
         /// `speakd-engine-worker` beside the running executable (`/proc/self/exe`), where the

@@ -29,10 +29,7 @@ enum LocalSpeech {
         let engine = try await catalogEngine(voices)
         do {
             let launch = EngineWorkerPool.Launch(
-                executable: EngineWorkerPool.Launch.besideExecutable(),
-                arguments: EngineWorkerPool.Launch.arguments(
-                    voices: voices?.url.path, defaultLanguage: nil, fallbackLanguage: nil),
-                count: 1)
+                executable: EngineWorkerPool.Launch.besideExecutable(), arguments: [], count: 1)
             return try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "speak"))
         } catch {
             throw SpeakFailure.notCompleted("the speech engine did not start: \(error)")
@@ -42,7 +39,7 @@ enum LocalSpeech {
     /// espeak-ng in this process for voices and validation only; it renders nothing.
     static func catalogEngine(_ voices: VoicesDirectory? = VoicesDirectory.discover()) async throws -> EspeakEngine {
         do {
-            return try await EspeakEngine(voices: voices)
+            return try await EspeakEngine(voices: voices, configuration: .init(loadsSynthesisAtStart: false))
         } catch {
             throw SpeakFailure.notCompleted("the speech engine did not start: \(error)")
         }

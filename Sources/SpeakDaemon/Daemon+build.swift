@@ -306,10 +306,7 @@ private func makeEnginePool(
     }
     let launch = EngineWorkerPool.Launch(
         executable: configuration.engineWorker ?? EngineWorkerPool.Launch.besideExecutable(),
-        arguments: EngineWorkerPool.Launch.arguments(
-            voices: voices?.url.path, defaultLanguage: configuration.defaultLanguage,
-            fallbackLanguage: configuration.fallbackLanguage),
-        count: configuration.engineWorkers)
+        arguments: [], count: configuration.engineWorkers)
     do {
         return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)
     } catch {

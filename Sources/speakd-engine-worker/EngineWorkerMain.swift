@@ -67,15 +67,12 @@ struct EngineWorkerMain {
     }
 }
 
-/// The worker's command line: how the daemon set up its own engine. The daemon resolves voices
-/// and sends compiled input; the worker loads the voices directory so its engine starts as the
-/// daemon's did.
+/// The worker's command line: the data directory the daemon's engine built. The daemon resolves
+/// voices and sends compiled input naming them, so the worker needs no voices directory or
+/// languages of its own.
 struct WorkerOptions {
     /// espeak-ng's data directory, as the daemon's engine built it (with the voice variants).
     var data: String?
-    var voices: String?
-    var defaultLanguage: String?
-    var fallbackLanguage: String?
 
     init(parsing arguments: [String]) throws {
         var remaining = arguments[...]
@@ -83,9 +80,6 @@ struct WorkerOptions {
             guard let value = remaining.popFirst() else { throw WorkerUsageError(message: "\(flag) needs a value") }
             switch flag {
             case "--data": data = value
-            case "--voices": voices = value
-            case "--default-language": defaultLanguage = value
-            case "--fallback-language": fallbackLanguage = value
             default: throw WorkerUsageError(message: "unknown option \(flag)")
             }
         }
@@ -93,7 +87,7 @@ struct WorkerOptions {
     }
 
     /// What the worker reads: the data directory, what its entries link to (the daemon's
-    /// overlay links into espeak-ng's own data and the voice variants), and the voices directory.
+    /// overlay links into espeak-ng's own data and the voice variants).
     func readablePaths() -> [String] {
         guard let data else { return [] }
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: data)) ?? []
@@ -103,15 +97,11 @@ struct WorkerOptions {
             }
             return target.hasPrefix("/") ? target : "\(data)/\(target)"
         }
-        return [data] + targets + (voices.map { [$0] } ?? [])
+        return [data] + targets
     }
 
     func startEngine(logger: Logger) async throws -> EspeakEngine {
-        try await EspeakEngine(
-            voices: voices.map { VoicesDirectory(URL(fileURLWithPath: $0)) },
-            defaultLanguage: try defaultLanguage.map { try LanguageTag($0) },
-            fallback: try fallbackLanguage.map { try LanguageTag($0) },
-            configuration: .init(dataPath: data), logger: logger)
+        try await EspeakEngine(voices: nil, configuration: .init(dataPath: data), logger: logger)
     }
 }
 
