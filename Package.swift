@@ -246,7 +246,7 @@ let package = Package(
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
             name: "SpeakTestSupport",
-            dependencies: ["SpeechModel", "SpeakAPI"],
+            dependencies: ["PosixSupport", "SpeechModel", "SpeakAPI"],
             swiftSettings: swiftSettings
         ),
 

@@ -47,7 +47,8 @@ final class EngineWorker: Sendable {
         // and should not try: the daemon reports the signal and logs the text.
         let process = try SpawnedProcess(
             executable: executable, arguments: arguments,
-            environment: SpawnedProcess.environment(changing: ["SWIFT_BACKTRACE": "enable=no"]))
+            environment: ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+                .map { "\($0.key)=\($0.value)" })
         // Room for a whole chunk (a second of audio is 44 kB; `.whole` chunks up to ten seconds),
         // so the worker writes it without waiting for the daemon to read. Best effort: the
         // default 64 kB works, only with more wake-ups.

@@ -7,9 +7,8 @@ import Glibc
 /// Starts `body` on a new thread of its own, outside Swift's cooperative pool, for work that
 /// blocks (a read from a pipe, a device write, libespeak-ng's synthesis).
 ///
-/// Foundation's `Thread` would do the same, but it is the only reason the daemon and its engine
-/// workers would load Foundation, ICU and CoreFoundation: several megabytes per process for a
-/// `pthread_create`.
+/// Foundation's `Thread` would do the same, but it would load Foundation, ICU and CoreFoundation
+/// into the daemon and its engine workers: several megabytes per process for a `pthread_create`.
 public enum DetachedThread {
     private final class Start {
         let name: String

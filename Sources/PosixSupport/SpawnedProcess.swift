@@ -15,6 +15,13 @@ public final class SpawnedProcess: Sendable {
     public enum Termination: Sendable, Hashable {
         case exited(Int32)
         case signalled(Int32)
+
+        /// Decodes a status from `waitpid`: WIFSIGNALED, WTERMSIG and WEXITSTATUS, which Swift
+        /// does not import (they are macros).
+        public init(waitStatus status: Int32) {
+            let signal = status & 0x7f
+            self = signal != 0 && signal != 0x7f ? .signalled(signal) : .exited((status >> 8) & 0xff)
+        }
     }
 
     public let pid: pid_t
@@ -52,29 +59,12 @@ public final class SpawnedProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, pipes[0].read, STDIN_FILENO)
         posix_spawn_file_actions_adddup2(&actions, pipes[1].write, STDOUT_FILENO)
         posix_spawn_file_actions_adddup2(&actions, pipes[2].write, STDERR_FILENO)
-        // A clean signal mask and default handlers: the daemon's blocked and ignored signals
-        // (its signal handling, SIGPIPE) stay out of the child.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid = pid_t()
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer {
-            for pointer in argv + envp { free(pointer) }
-        }
-        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard status == 0 else {
+        let pid: pid_t
+        do {
+            pid = try Self.spawn(executable, arguments: arguments, environment: environment, actions: &actions)
+        } catch {
             closeAll()
-            throw SpawnError(operation: "posix_spawn \(executable)", code: status)
+            throw error
         }
         close(pipes[0].read)
         close(pipes[1].write)
@@ -89,23 +79,43 @@ public final class SpawnedProcess: Sendable {
     public func waitForExit() -> Termination {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (they are macros).
-        let signal = status & 0x7f
-        if signal != 0 && signal != 0x7f { return .signalled(signal) }
-        return .exited((status >> 8) & 0xff)
+        return Termination(waitStatus: status)
     }
 
-    /// The environment of this process as "NAME=value" entries, with `changes` applied.
-    public static func environment(changing changes: [String: String]) -> [String] {
-        var entries: [String] = []
-        var cursor = environ
-        while let entry = cursor.pointee {
-            let text = String(cString: entry)
-            let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? text
-            if changes[name] == nil { entries.append(text) }
-            cursor += 1
+    /// Starts `executable` with `arguments` (not counting argv[0]), the environment `environment`
+    /// ("NAME=value" entries) and the file `actions`, with a clean signal mask and default
+    /// handlers: the parent's blocked and ignored signals (its signal handling, SIGPIPE) stay out
+    /// of the child. With `ownProcessGroup`, the child leads a process group of its own, which
+    /// keeps terminal signals away from it.
+    public static func spawn(
+        _ executable: String, arguments: [String], environment: [String],
+        actions: inout posix_spawn_file_actions_t, ownProcessGroup: Bool = false
+    ) throws(SpawnError) -> pid_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
         }
-        return entries + changes.map { "\($0.key)=\($0.value)" }.sorted()
+        posix_spawnattr_setflags(&attributes, Int16(flags))
+        var pid = pid_t()
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv + envp { free(pointer) }
+        }
+        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard status == 0 else { throw SpawnError(operation: "posix_spawn \(executable)", code: status) }
+        return pid
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PosixSupport
 import Synchronization
 
 /// A child process for tests, started with `posix_spawn` in its own process group and reaped
@@ -39,34 +40,15 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
         // Its own process group keeps terminal signals away from it; a clean signal mask and
         // default handlers keep the test runner's settings out of it.
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
+        do {
+            pid = try SpawnedProcess.spawn(
+                executable, arguments: arguments, environment: environment.map { "\($0.key)=\($0.value)" },
+                actions: &actions, ownProcessGroup: true)
+        } catch {
+            throw Failure(description: "cannot start \(executable): \(String(cString: strerror(error.code)))")
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard result == 0 else {
-            throw Failure(description: "cannot start \(executable): \(String(cString: strerror(result)))")
-        }
-        self.pid = pid
     }
 
     deinit {
@@ -87,8 +69,10 @@ public final class ChildProcess: Sendable {
             if status == nil {
                 var code: Int32 = 0
                 if waitpid(pid, &code, WNOHANG) == pid {
-                    let signal = code & 0x7f
-                    status = signal == 0 ? (code >> 8) & 0xff : 128 + signal
+                    switch SpawnedProcess.Termination(waitStatus: code) {
+                    case .exited(let exitStatus): status = exitStatus
+                    case .signalled(let signal): status = 128 + signal
+                    }
                 }
             }
             return status
