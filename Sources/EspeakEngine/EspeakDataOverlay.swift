@@ -1,6 +1,6 @@
 import FoundationEssentials
-import PosixSupport
 import SpeechModel
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,15 +15,21 @@ import Glibc
 enum EspeakDataOverlay {
     /// Serialises builds in this process: two engines with the same variants share one overlay,
     /// and one must not replace it while the other builds or reads it.
-    private static let building = ConditionLock()
+    private static let building = Mutex(())
 
     /// Builds the overlay in `directory` over `systemData` with the variant files found in
     /// `variants`, or refreshes its variants when it exists; returns the overlay's path.
     ///
     /// An existing overlay is never taken down: another engine of this process may be reading it.
     static func build(systemData: String, variants: String, in directory: URL) throws(EspeakError) -> String {
-        building.lock()
-        defer { building.unlock() }
+        try building.withLock { _ throws(EspeakError) in
+            try buildUnlocked(systemData: systemData, variants: variants, in: directory)
+        }
+    }
+
+    private static func buildUnlocked(
+        systemData: String, variants: String, in directory: URL
+    ) throws(EspeakError) -> String {
         let files = FileManager.default
         let system = URL(fileURLWithPath: systemData, isDirectory: true)
         let root = directory

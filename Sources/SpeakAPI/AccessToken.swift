@@ -20,10 +20,7 @@ public enum AccessToken {
     /// 32 bytes from `SystemRandomNumberGenerator` (the kernel's `getrandom`), as 64 hex digits.
     public static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in
-            let byte = UInt8.random(in: .min ... .max, using: &generator)
-            return (byte < 0x10 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }.lowercaseHex
     }
 
     /// The token in the file at `path`, without surrounding whitespace.

@@ -127,9 +127,7 @@ public final class FleetLink: Service, Sendable {
 
     /// Decodes, deduplicates and submits one announcement; a refusal is reported, never thrown.
     func handle(_ message: MQTTMessage) async {
-        let correlation = message.correlationData.map {
-            $0.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        }
+        let correlation = message.correlationData.map(\.lowercaseHex)
         var request: AnnouncementRequest
         do {
             request = try server.decodeAnnouncement(ByteBuffer(bytes: message.payload))
