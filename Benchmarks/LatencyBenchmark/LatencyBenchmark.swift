@@ -25,16 +25,20 @@ struct LatencyBenchmark {
     /// A sample counts as sound above this absolute value (about −54 dBFS); the sink's silence is exact zeros.
     static let soundThreshold: Int16 = 64
 
+    /// The positive whole number after `flag` in `arguments`, `fallback` without the flag; exits
+    /// with status 2 and says so when the value is missing or not a positive whole number.
+    static func positiveCount(_ flag: String, in arguments: [String], default fallback: Int) -> Int {
+        guard let index = arguments.firstIndex(of: flag) else { return fallback }
+        guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else {
+            FileHandle.standardError.write(Data("\(flag): expected a positive whole number\n".utf8))
+            exit(2)
+        }
+        return value
+    }
+
     static func main() async throws {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        var repetitions = 20
-        if let index = arguments.firstIndex(of: "--repetitions") {
-            guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else {
-                FileHandle.standardError.write(Data("--repetitions: expected a positive whole number\n".utf8))
-                exit(2)
-            }
-            repetitions = value
-        }
+        let repetitions = positiveCount("--repetitions", in: arguments, default: 20)
         let speakdPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("speakd").path
         guard FileManager.default.isExecutableFile(atPath: speakdPath) else {
@@ -43,14 +47,7 @@ struct LatencyBenchmark {
             exit(1)
         }
         if arguments.contains("--public-address") {
-            var pairs = 40
-            if let index = arguments.firstIndex(of: "--pairs") {
-                guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else {
-                    FileHandle.standardError.write(Data("--pairs: expected a positive whole number\n".utf8))
-                    exit(2)
-                }
-                pairs = value
-            }
+            let pairs = positiveCount("--pairs", in: arguments, default: 40)
             try await PublicAddressBenchmark.run(
                 speakdPath: speakdPath, pairs: pairs, verbose: arguments.contains("--verbose"))
             return
@@ -185,15 +182,7 @@ struct LatencyBenchmark {
     }
 
     func render(_ text: String) async throws -> Rendered {
-        let response = try await daemon.unixClient.send(
-            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: ["text": text])))
-        guard response.status == 200 else {
-            throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)")
-        }
-        let file = daemon.directory.appendingPathComponent("reference.wav")
-        try Data(response.body).write(to: file)
-        let wav = try WAVReader(contentsOf: file)
+        let wav = try await daemon.speech(["text": text])
         let first = wav.samples.firstIndex { abs(Int($0)) > Int(Self.soundThreshold) } ?? 0
         let last = wav.samples.lastIndex { abs(Int($0)) > Int(Self.soundThreshold) } ?? 0
         let rate = Double(wav.sampleRate)

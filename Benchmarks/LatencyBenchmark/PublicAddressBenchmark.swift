@@ -173,15 +173,7 @@ struct PublicAddressBenchmark {
 
     /// Seconds from the rendering's start to its onset, as `onset` finds it.
     static func referenceLeading(_ daemon: SpeakdProcess) async throws -> Double {
-        let response = try await daemon.unixClient.send(
-            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: ["text": text])))
-        guard response.status == 200 else {
-            throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)")
-        }
-        let file = daemon.directory.appendingPathComponent("reference.wav")
-        try Data(response.body).write(to: file)
-        let wav = try WAVReader(contentsOf: file)
+        let wav = try await daemon.speech(["text": text])
         guard let onset = onset(wav.samples) else {
             throw SpeakdProcess.Failure(description: "the reference is silent")
         }

@@ -169,6 +169,21 @@ public final class SpeakdProcess: Sendable {
         return (status, took)
     }
 
+    /// Renders `body` (a JSON announcement) with `POST /v1/speech` over the Unix socket and reads
+    /// the WAV file it answers, checked by `WAVReader`.
+    public func speech(_ body: [String: Any]) async throws -> WAVReader {
+        let response = try await unixClient.send(
+            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: body)))
+        guard response.status == 200 else {
+            throw Failure(description: "/v1/speech answered \(response.status)")
+        }
+        let file = directory.appendingPathComponent("speech-\(UUID().uuidString.prefix(8)).wav")
+        try Data(response.body).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        return try WAVReader(contentsOf: file)
+    }
+
     /// The value of `speakd_event_streams` on `/metrics`: how many event streams are open.
     public func openEventStreams() async throws -> Int {
         let response = try await unixClient.send("GET", "/metrics")

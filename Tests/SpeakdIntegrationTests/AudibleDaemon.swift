@@ -67,16 +67,7 @@ struct AudibleDaemon {
 
     /// Renders `body` with `POST /v1/speech` (nothing is played) for reference measurements.
     func reference(_ body: [String: Any]) async throws -> Rendered {
-        let response = try await unix.send(
-            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: body)))
-        guard response.status == 200 else {
-            throw SpeakdProcess.Failure(description: "/v1/speech answered \(response.status)")
-        }
-        let file = daemon.directory.appendingPathComponent("reference-\(UUID().uuidString.prefix(8)).wav")
-        try Data(response.body).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let wav = try WAVReader(contentsOf: file)
+        let wav = try await daemon.speech(body)
         return Rendered(analysis: AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate))
     }
 }

@@ -16,23 +16,12 @@ extension SpeakdIntegration {
             let chimes = try await speakd.unix.send("GET", "/v1/chimes").decode(ChimeList.self)
             #expect(chimes.chimes == ["ding", "two-tone"])
 
-            let body: [String: Any] = ["text": "Doors closing", "chime": "ding"]
             let reference = try await speakd.reference(["text": "Doors closing"])
-            let start = speakd.recorder.recordedFrames
-            let id = try await speakd.accept(body)
-            #expect(await speakd.events.waitForFinished([id]))
-            let heard = Array(speakd.recorder.samplesSoFar()[start...])
+            let (id, heard) = try await heardToTheEnd(speakd, ["text": "Doors closing", "chime": "ding"])
 
             // Cancelled 0.3 s into a long announcement's 0.85 s chime: nothing of its speech is heard.
-            let long = try await speakd.accept([
-                "text": "Attention please, the train now standing at platform nine is for the coast",
-                "chime": "two-tone",
-            ])
-            _ = try #require(await speakd.events.waitFor(.started, of: long))
-            try await Task.sleep(for: .milliseconds(300))
-            let cancelAt = speakd.recorder.recordedFrames
-            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(long)").status == 200)
-            #expect(await speakd.events.waitForFinished([long]))
+            let (long, cancelAt) = try await cancelLongAnnouncement(
+                speakd, extra: ["chime": "two-tone"], after: .milliseconds(300))
             try await Task.sleep(for: .milliseconds(600))
             let recording = await speakd.stop()
 
@@ -54,11 +43,7 @@ extension SpeakdIntegration {
 
             let finished = speakd.events.finished(long).first
             #expect(finished?.reason == .cancelled)
-            let after = AudioAnalysis(
-                samples: Array(
-                    recording.analysis.samples[min(cancelAt + Int(0.25 * rate), recording.analysis.samples.count)...]),
-                sampleRate: recording.analysis.sampleRate)
-            #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
+            expectSilence(in: recording, from: cancelAt)
             expectExactlyOneFinished([id, long], in: speakd.events.events)
         }
 
@@ -67,21 +52,11 @@ extension SpeakdIntegration {
             // The priority's chime after (--chime-after-default) for the first, a request's for the second.
             let speakd = try await AudibleDaemon.start(arguments: ["--chime-after-default", "ding"])
             let reference = try await speakd.reference(["text": "Doors closing"])
-            let start = speakd.recorder.recordedFrames
-            let id = try await speakd.accept(["text": "Doors closing"])
-            #expect(await speakd.events.waitForFinished([id]))
             // Taken when finished arrives: the chime must have been played by then.
-            let heard = Array(speakd.recorder.samplesSoFar()[start...])
+            let (id, heard) = try await heardToTheEnd(speakd, ["text": "Doors closing"])
 
-            let long = try await speakd.accept([
-                "text": "Attention please, the train now standing at platform nine is for the coast",
-                "chimeAfter": "ding",
-            ])
-            _ = try #require(await speakd.events.waitFor(.started, of: long))
-            try await Task.sleep(for: .milliseconds(800))
-            let cancelAt = speakd.recorder.recordedFrames
-            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(long)").status == 200)
-            #expect(await speakd.events.waitForFinished([long]))
+            let (long, cancelAt) = try await cancelLongAnnouncement(
+                speakd, extra: ["chimeAfter": "ding"], after: .milliseconds(800))
             // Long enough for the rest of the speech and the chime, had the cancel not stopped them.
             try await Task.sleep(for: .seconds(2))
             let recording = await speakd.stop()
@@ -102,11 +77,7 @@ extension SpeakdIntegration {
             #expect(speakd.events.finished(id).first?.success == true)
 
             #expect(speakd.events.finished(long).first?.reason == .cancelled)
-            let after = AudioAnalysis(
-                samples: Array(
-                    recording.analysis.samples[min(cancelAt + Int(0.25 * rate), recording.analysis.samples.count)...]),
-                sampleRate: recording.analysis.sampleRate)
-            #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
+            expectSilence(in: recording, from: cancelAt)
             expectExactlyOneFinished([id, long], in: speakd.events.events)
         }
 
@@ -264,6 +235,42 @@ extension SpeakdIntegration {
 }
 
 /// The share of `samples`' energy at `frequencies` (Goertzel), 0 … 1.
+/// Posts `body`, waits for its finished event, and returns its id with what the sink played from
+/// the post until then.
+private func heardToTheEnd(_ speakd: AudibleDaemon, _ body: [String: Any]) async throws -> (String, [Int16]) {
+    let start = speakd.recorder.recordedFrames
+    let id = try await speakd.accept(body)
+    #expect(await speakd.events.waitForFinished([id]))
+    return (id, Array(speakd.recorder.samplesSoFar()[start...]))
+}
+
+/// Posts a long announcement with `extra` (its chimes), cancels it `after` it started and waits
+/// for its finished event; returns its id and the recorded frame at the cancel.
+private func cancelLongAnnouncement(
+    _ speakd: AudibleDaemon, extra: [String: Any], after delay: Duration
+) async throws -> (String, Int) {
+    let body = ["text": "Attention please, the train now standing at platform nine is for the coast"].merging(extra) {
+        $1
+    }
+    let long = try await speakd.accept(body)
+    _ = try #require(await speakd.events.waitFor(.started, of: long))
+    try await Task.sleep(for: delay)
+    let cancelAt = speakd.recorder.recordedFrames
+    #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(long)").status == 200)
+    #expect(await speakd.events.waitForFinished([long]))
+    return (long, cancelAt)
+}
+
+/// Nothing is heard from 0.25 s after the frame `cancelAt` on.
+private func expectSilence(in recording: Recording, from cancelAt: Int) {
+    let rate = Double(recording.analysis.sampleRate)
+    let after = AudioAnalysis(
+        samples: Array(
+            recording.analysis.samples[min(cancelAt + Int(0.25 * rate), recording.analysis.samples.count)...]),
+        sampleRate: recording.analysis.sampleRate)
+    #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
+}
+
 private func toneShare(_ samples: [Int16], frequencies: [Double], rate: Double) -> Double {
     let values = samples.map { Double($0) / 32768 }
     let total = values.reduce(0) { $0 + $1 * $1 }
