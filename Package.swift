@@ -6,6 +6,11 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny")
 ]
 
+// libespeak-ng as a shared library, for everything that runs espeak-ng in its own process or
+// lists its voices (the daemon, `speak`, benchmarks, tests). CEspeakNG's module map links nothing
+// itself: the engine worker links Debian's static archive instead (see speakd-engine-worker).
+let sharedEspeak: [LinkerSetting] = [.linkedLibrary("espeak-ng")]
+
 let package = Package(
     name: "speakd",
     platforms: [.macOS(.v15)],
@@ -35,11 +40,8 @@ let package = Package(
     ],
     targets: [
         // C libraries: one system-library target each, resolved through pkg-config.
-        .systemLibrary(
-            name: "CEspeakNG",
-            pkgConfig: "espeak-ng",
-            providers: [.apt(["libespeak-ng-dev"])]
-        ),
+        // Headers only: which libespeak-ng (shared or static) a product links is its own choice.
+        .systemLibrary(name: "CEspeakNG"),
         .systemLibrary(
             name: "CPulseSimple",
             pkgConfig: "libpulse-simple",
@@ -107,13 +109,22 @@ let package = Package(
         ),
         // Confines an engine worker: no_new_privs, a seccomp filter, Landlock.
         .target(name: "EngineSandbox", dependencies: ["CSeccomp"], swiftSettings: swiftSettings),
+        // pcaudio's API with no device behind it, for the worker's static libespeak-ng.
+        .target(name: "CNoAudioDevice"),
         .executableTarget(
             name: "speakd-engine-worker",
             dependencies: [
                 "EngineWorkers", "EngineSandbox", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
+                "CNoAudioDevice",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // libespeak-ng from Debian's static archive, so the worker does not load libpcaudio and
+            // the PulseAudio and ALSA clients, codecs, X11 and D-Bus libraries behind it (about
+            // 0.5 MB of relocated data per worker); its audio calls land in CNoAudioDevice.
+            linkerSettings: [
+                .unsafeFlags(["-Xlinker", "-l:libespeak-ng.a", "-Xlinker", "-l:libsonic.so.0"])
+            ]
         ),
         // Sinks: PulseAudio, ALSA, WAV file, null; chimes and loudness.
         .target(
@@ -145,7 +156,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: sharedEspeak
         ),
         .executableTarget(
             name: "speak",
@@ -161,7 +173,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/EngineBenchmark",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: sharedEspeak
         ),
         // The only module that imports the HTTP framework: routes, SSE, TCP + Unix-socket listeners.
         .target(
@@ -211,7 +224,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: sharedEspeak
         ),
         .executableTarget(name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
@@ -222,7 +236,8 @@ let package = Package(
                 "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "EspeakEngine", "AudioOutput",
             ],
             path: "Benchmarks/LatencyBenchmark",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: sharedEspeak
         ),
 
         // POST /v1/speech through a release speakd against raw libespeak-ng in two processes, and
@@ -231,7 +246,8 @@ let package = Package(
             name: "speakd-render-bench",
             dependencies: ["CEspeakNG", "SpeakAPI", "SpeakTestSupport"],
             path: "Benchmarks/RenderBenchmark",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: sharedEspeak
         ),
 
         // Three speakd kiosks and a private mosquitto: publish → first sample at each sink, and
@@ -259,7 +275,8 @@ let package = Package(
             name: "EspeakEngineTests",
             dependencies: ["EspeakEngine", "SpeechRendering", "SpeakTestSupport"],
             resources: [],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            linkerSettings: sharedEspeak
         ),
         // Enters the worker sandbox and tries what a hijacked worker would; run by EngineWorkersTests.
         .executableTarget(

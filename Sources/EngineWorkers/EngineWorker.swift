@@ -241,10 +241,9 @@ final class Job: Sendable {
 }
 
 /// A worker's standard error, line by line: its own messages (`speakd-engine-worker: …` and its
-/// logger's lines) are logged at warning; what the libraries under espeak-ng print is logged at
-/// debug. libespeak-ng 1.51 opens an audio device at start even in synchronous mode, and its
-/// PulseAudio client complains when the sandbox refuses the shared memory, the directory and the
-/// socket it wants: noise, not a fault.
+/// logger's lines) are logged at warning; anything else (what libespeak-ng itself prints) is
+/// logged at debug. The worker links libespeak-ng without its audio library (`CNoAudioDevice`),
+/// so no sound-server client runs inside the sandbox.
 final class WorkerDiagnostics: Sendable {
     private let logger: Logger
     private struct State {
