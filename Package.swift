@@ -116,7 +116,6 @@ let package = Package(
             dependencies: [
                 "EngineWorkers", "EngineSandbox", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
                 "CNoAudioDevice",
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings,
             // libespeak-ng from Debian's static archive, so the worker does not load libpcaudio and

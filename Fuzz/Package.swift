@@ -47,7 +47,9 @@ let package = Package(
             dependencies: [
                 "FuzzSupport", .product(name: "SpeechModel", package: "speakd"),
                 .product(name: "EspeakEngine", package: "speakd"),
-            ]
+            ],
+            // EspeakEngine's module map links no libespeak-ng: each product picks one.
+            linkerSettings: [.linkedLibrary("espeak-ng")]
         ),
     ]
 )

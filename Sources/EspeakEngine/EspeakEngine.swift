@@ -268,13 +268,7 @@ public final class EspeakEngine: SpeechRenderer {
         _ input: EspeakInput, marks: Locked<[Int: Int]>?, chunking: RenderChunking,
         deliver: @escaping @Sendable (PCMChunk) -> Void, finished: @escaping @Sendable ((any Error)?) -> Void
     ) -> RenderCancellation {
-        let milliseconds =
-            chunking == .whole ? 10_000 : max(configuration.bufferMilliseconds, configuration.chunkMilliseconds)
-        let context = RenderContext(
-            sampleRate: format.sampleRate, coalescedSamples: format.sampleRate * milliseconds / 1000,
-            firstAtOnce: chunking == .streaming,
-            sink: deliver)
-        let flags = input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0
+        let context = RenderContext(format: format, configuration: configuration, chunking: chunking, sink: deliver)
         let path = dataPath
         let buffer = configuration.bufferMilliseconds
         let logger = logger
@@ -286,22 +280,12 @@ public final class EspeakEngine: SpeechRenderer {
             }
             do throws(EspeakError) {
                 try session.prepare(dataPath: path, bufferMilliseconds: buffer)
-                try session.setVoice(input.voice)
-                // espeak_Cancel and SSML change parameters: set every one for every utterance.
-                try session.set(espeakRATE, input.rate)
-                try session.set(espeakVOLUME, input.volume)
-                try session.set(espeakPITCH, 50)
-                try session.set(espeakRANGE, 50)
-                let ended = try session.synthesize(
-                    input.text, flags: flags | Int32(espeakENDPAUSE), context: context)
+                let ended = try session.render(input, context: context)
                 if !ended { logger.debug("espeak-ng synthesis aborted by its consumer") }
-                if input.switchesVoice { session.invalidateVoice() }
-                if ended { context.flush() }
                 lastSynthesis.set((context.producedSamples.load(ordering: .relaxed), !ended))
                 marks?.set(context.marks.withLock { $0 })
                 finished(nil)
             } catch {
-                session.invalidateVoice()
                 finished(error)
             }
         }

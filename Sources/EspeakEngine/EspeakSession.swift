@@ -17,7 +17,7 @@ private func espeakSynthCallback(
 ) -> CInt {
     guard let events, let userData = events.pointee.user_data else { return 0 }
     let context = Unmanaged<RenderContext>.fromOpaque(userData).takeUnretainedValue()
-    if context.isCancelled { return 1 }
+    if context.shouldAbort() { return 1 }
     var event = events
     while event.pointee.type != espeakEVENT_LIST_TERMINATED {
         let sample = Int(event.pointee.audio_position) * context.sampleRate / 1000
@@ -117,6 +117,27 @@ final class EspeakSession {
     func set(_ parameter: espeak_PARAMETER, _ value: Int) throws(EspeakError) {
         try EspeakError.check(
             espeak_ng_SetParameter(parameter, CInt(value), 0), "set parameter \(parameter.rawValue) to \(value)")
+    }
+
+    /// Renders `input` (espeak-ng must be prepared) into `context`: loads its voice, sets every
+    /// parameter (espeak_Cancel and SSML change them), synthesises and passes on what is still
+    /// pending. Returns false when the consumer cancelled and synthesis was aborted.
+    func render(_ input: EspeakInput, context: RenderContext) throws(EspeakError) -> Bool {
+        do throws(EspeakError) {
+            try setVoice(input.voice)
+            try set(espeakRATE, input.rate)
+            try set(espeakVOLUME, input.volume)
+            try set(espeakPITCH, 50)
+            try set(espeakRANGE, 50)
+            let flags = (input.isMarkup ? Int32(espeakSSML | espeakPHONEMES) : 0) | Int32(espeakENDPAUSE)
+            let ended = try synthesize(input.text, flags: flags, context: context)
+            if input.switchesVoice { invalidateVoice() }
+            if ended { context.flush() }
+            return ended
+        } catch {
+            invalidateVoice()
+            throw error
+        }
     }
 
     /// Synthesises `text` (UTF-8, with `flags`), feeding `context`'s stream from the callback.

@@ -26,12 +26,33 @@ final class RenderContext: Sendable {
     /// The engine's sample rate, to turn espeak-ng's millisecond positions into samples.
     let sampleRate: Int
 
+    /// Asked at each of espeak-ng's blocks whether the consumer wants the rendering aborted, for
+    /// a caller that learns of a cancel only by looking (the engine worker reads its pipe).
+    private let cancelRequested: (@Sendable () -> Bool)?
+
     /// - Parameter firstAtOnce: whether the first block goes out alone, at once.
-    init(sampleRate: Int, coalescedSamples: Int, firstAtOnce: Bool, sink: @escaping @Sendable (PCMChunk) -> Void) {
+    init(
+        sampleRate: Int, coalescedSamples: Int, firstAtOnce: Bool,
+        cancelRequested: (@Sendable () -> Bool)? = nil, sink: @escaping @Sendable (PCMChunk) -> Void
+    ) {
         self.sampleRate = sampleRate
         self.sink = sink
         self.coalescedSamples = coalescedSamples
+        self.cancelRequested = cancelRequested
         yieldedFirst.store(!firstAtOnce, ordering: .relaxed)
+    }
+
+    /// A rendering in `format` as `configuration` chunks it: the first block at once when
+    /// streaming, later ones joined up to `chunkMilliseconds` (ten seconds for `.whole`).
+    convenience init(
+        format: AudioFormat, configuration: EspeakEngine.Configuration, chunking: RenderChunking,
+        cancelRequested: (@Sendable () -> Bool)? = nil, sink: @escaping @Sendable (PCMChunk) -> Void
+    ) {
+        let milliseconds =
+            chunking == .whole ? 10_000 : max(configuration.bufferMilliseconds, configuration.chunkMilliseconds)
+        self.init(
+            sampleRate: format.sampleRate, coalescedSamples: format.sampleRate * milliseconds / 1000,
+            firstAtOnce: chunking == .streaming, cancelRequested: cancelRequested, sink: sink)
     }
 
     /// Records an event espeak-ng reported; it goes out with the next chunk.
@@ -77,6 +98,12 @@ final class RenderContext: Sendable {
     }
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// Whether the synth callback should abort: cancelled, or the consumer asks for it now.
+    func shouldAbort() -> Bool {
+        if let cancelRequested, !isCancelled, cancelRequested() { cancel() }
+        return isCancelled
+    }
 
     /// Makes the synth callback abort the synthesis at its next call.
     func cancel() { cancelled.store(true, ordering: .releasing) }

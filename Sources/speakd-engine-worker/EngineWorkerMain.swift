@@ -1,13 +1,10 @@
-import Dispatch
 import EngineSandbox
 import EngineWorkers
 import EspeakEngine
 import FoundationEssentials
-import Logging
 import PosixSupport
 import SpeechModel
 import SpeechRendering
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +15,12 @@ import Glibc
 ///
 /// libespeak-ng has memory-safety bugs on crafted text; running it here means such a bug ends
 /// this process and its one job, never the daemon.
+///
+/// The worker is one thread: it reads a job, renders it on the same thread (chunks go from
+/// espeak-ng's callback straight to the pipe) and reads the next. A cancel that arrives while it
+/// renders is found by looking at standard input between espeak-ng's blocks. No reader thread,
+/// no Dispatch or Swift concurrency threads: nothing to hand a job or a chunk across, and no
+/// stacks or malloc arenas of theirs.
 @main
 struct EngineWorkerMain {
     static func main() {
@@ -31,8 +34,8 @@ struct EngineWorkerMain {
             complain("\(error)")
             exit(2)
         }
-        // First, while this is the only thread: Landlock confines the calling thread and the
-        // threads it starts, so every thread of the worker is inside.
+        // First: Landlock confines the calling thread and the threads it starts, so whatever the
+        // worker does afterwards is inside.
         let sandbox: EngineSandbox.Report
         do {
             sandbox = try EngineSandbox.enter(readablePaths: options.readablePaths())
@@ -40,30 +43,89 @@ struct EngineWorkerMain {
             complain("cannot enter the sandbox: \(error)")
             exit(1)
         }
-        Task {
-            await serve(options, sandbox: sandbox)
-            exit(0)
-        }
-        dispatchMain()
-    }
-
-    static func serve(_ options: WorkerOptions, sandbox: EngineSandbox.Report) async {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
-        var logger = Logger(label: "speakd.engine-worker")
-        logger.logLevel = .warning
-        let engine: EspeakEngine
+        let session: EspeakDirectSession
         do {
-            engine = try await options.startEngine(logger: logger)
+            session = try EspeakDirectSession(configuration: .init(dataPath: options.data))
         } catch {
             complain("the engine did not start: \(error)")
             exit(1)
         }
+        send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
+        serve(session)
+        exit(0)
+    }
+
+    /// Reads and renders jobs until the daemon closes the pipe.
+    static func serve(_ session: EspeakDirectSession) {
+        while true {
+            let frame: WorkerFrame?
+            do {
+                frame = try WorkerFrame.read(from: STDIN_FILENO)
+            } catch {
+                complain("\(error)")
+                return
+            }
+            switch frame {
+            case nil:
+                return
+            case .job(let input, let chunking)?:
+                render(input, chunking: chunking, session: session)
+            case .cancel?:
+                // For a job that ended before the cancel arrived: its `done` is on its way.
+                continue
+            default:
+                complain("unexpected frame \(String(describing: frame))")
+                return
+            }
+        }
+    }
+
+    /// Renders one job: its chunks as they come, then `done` (also when cancelled) or `failure`.
+    /// The daemon sends the next job only after that answer, so a frame that arrives meanwhile
+    /// can only be a cancel. The input is the daemon's compiled one: nothing is parsed here.
+    static func render(_ input: EspeakInput, chunking: RenderChunking, session: EspeakDirectSession) {
         do {
-            try WorkerFrame.ready(sampleRate: engine.format.sampleRate, sandbox: "\(sandbox)").write(to: STDOUT_FILENO)
+            _ = try session.render(
+                input, chunking: chunking,
+                deliver: { chunk in
+                    if !chunk.events.isEmpty { send(.events(chunk.events)) }
+                    send(.pcm(chunk.samples))
+                },
+                cancelRequested: cancelArrived)
+            send(.done)
         } catch {
+            send(.failure("\(error)"))
+        }
+    }
+
+    /// Whether a cancel is waiting on standard input; reads it if so. Looks without blocking.
+    @Sendable static func cancelArrived() -> Bool {
+        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) > 0 else { return false }
+        do {
+            switch try WorkerFrame.read(from: STDIN_FILENO) {
+            case .cancel?:
+                return true
+            case nil:
+                // The daemon went away: nothing will read the rest.
+                exit(0)
+            case let frame?:
+                complain("unexpected frame \(frame) while rendering")
+                exit(1)
+            }
+        } catch {
+            complain("\(error)")
             exit(1)
         }
-        await WorkerLoop(engine: engine).run()
+    }
+
+    /// Writes `frame`; a daemon that went away ends the worker.
+    @Sendable static func send(_ frame: WorkerFrame) {
+        do {
+            try frame.write(to: STDOUT_FILENO)
+        } catch {
+            exit(0)
+        }
     }
 }
 
@@ -99,83 +161,11 @@ struct WorkerOptions {
         }
         return [data] + targets
     }
-
-    func startEngine(logger: Logger) async throws -> EspeakEngine {
-        try await EspeakEngine(voices: nil, configuration: .init(dataPath: data), logger: logger)
-    }
 }
 
 struct WorkerUsageError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
-}
-
-/// Reads frames on a thread of its own (a blocking read must not hold a cooperative thread) and
-/// renders one job at a time. Chunks go from espeak-ng's callback straight to standard output,
-/// on the espeak thread: no stream or task between the engine and the pipe.
-final class WorkerLoop: Sendable {
-    let engine: EspeakEngine
-    /// Cancels the job being rendered.
-    private let current = Mutex<RenderCancellation?>(nil)
-
-    init(engine: EspeakEngine) {
-        self.engine = engine
-    }
-
-    func run() async {
-        await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
-            DetachedThread.start(name: "speakd-worker-input") { [self] in
-                readFrames()
-                ended.resume()
-            }
-        }
-    }
-
-    private func readFrames() {
-        while true {
-            let frame: WorkerFrame?
-            do {
-                frame = try WorkerFrame.read(from: STDIN_FILENO)
-            } catch {
-                complain("\(error)")
-                return
-            }
-            switch frame {
-            case nil:
-                return
-            case .job(let input, let chunking)?:
-                start(input, chunking: chunking)
-            case .cancel?:
-                current.withLock { $0?.cancel() }
-            default:
-                complain("unexpected frame \(String(describing: frame))")
-                return
-            }
-        }
-    }
-
-    /// Starts one job; its chunks, then `done` or `failure`, are written as they come. The daemon
-    /// sends the next job only after that answer, so writes never interleave. The input is the
-    /// daemon's compiled one: nothing is parsed or compiled here.
-    private func start(_ input: EspeakInput, chunking: RenderChunking) {
-        let cancellation = engine.render(
-            input, chunking: chunking,
-            deliver: { chunk in
-                if !chunk.events.isEmpty { Self.send(.events(chunk.events)) }
-                Self.send(.pcm(chunk.samples))
-            },
-            finished: { error in Self.send(error.map { .failure("\($0)") } ?? .done) })
-        current.withLock { $0 = cancellation }
-    }
-
-    /// Writes `frame`; a daemon that went away ends the worker.
-    private static func send(_ frame: WorkerFrame) {
-        do {
-            try frame.write(to: STDOUT_FILENO)
-        } catch {
-            exit(0)
-        }
-    }
 }
 
 /// One line on standard error, which the daemon's log receives.
