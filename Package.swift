@@ -114,8 +114,8 @@ let package = Package(
         .executableTarget(
             name: "speakd-engine-worker",
             dependencies: [
-                "EngineWorkers", "EngineSandbox", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
-                "CNoAudioDevice",
+                "EngineWorkers", "EngineSandbox", "EspeakEngine", "PosixSupport", "CPosixSupport", "SpeechModel",
+                "SpeechRendering", "CNoAudioDevice",
             ],
             swiftSettings: swiftSettings,
             // libespeak-ng from Debian's static archive, so the worker does not load libpcaudio and

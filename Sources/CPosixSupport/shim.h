@@ -1,6 +1,11 @@
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /// Names the calling thread (at most 15 bytes are kept). prctl is variadic, which Swift cannot
@@ -15,3 +20,99 @@ int pipe2(int pipefd[2], int flags);
 static inline int speakd_cloexec_pipe(int ends[2]) {
     return pipe2(ends, O_CLOEXEC);
 }
+
+/// A connected pair of Unix stream sockets whose ends close on exec: the engine worker
+/// template's control channel, which carries descriptors.
+static inline int speakd_cloexec_socketpair(int ends[2]) {
+    return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends);
+}
+
+/// Sends one byte with `count` descriptors attached (SCM_RIGHTS). Returns 0, or -1 with errno.
+static inline int speakd_send_descriptors(int socket, const int *descriptors, int count) {
+    char byte = 'W';
+    struct iovec vector = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    if (count < 1 || count > 4) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(&control, 0, sizeof control);
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer,
+        .msg_controllen = CMSG_SPACE(sizeof(int) * count)};
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    memcpy(CMSG_DATA(header), descriptors, sizeof(int) * count);
+    ssize_t sent;
+    do {
+        sent = sendmsg(socket, &message, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    return sent == 1 ? 0 : -1;
+}
+
+/// Receives one byte and the descriptors attached to it (at most `capacity`, close-on-exec).
+/// Returns how many arrived, 0 at end of stream, or -1 with errno.
+static inline int speakd_receive_descriptors(int socket, int *descriptors, int capacity) {
+    char byte;
+    struct iovec vector = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    if (capacity < 1 || capacity > 4) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer,
+        .msg_controllen = CMSG_SPACE(sizeof(int) * capacity)};
+    ssize_t received;
+    do {
+        received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    } while (received < 0 && errno == EINTR);
+    if (received <= 0) return (int)received;
+    int count = 0;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        int arrived = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int index = 0; index < arrived; index++) {
+            int descriptor;
+            memcpy(&descriptor, CMSG_DATA(header) + sizeof(int) * index, sizeof(int));
+            if (count < capacity) {
+                descriptors[count++] = descriptor;
+            } else {
+                close(descriptor);
+            }
+        }
+    }
+    return count;
+}
+
+/// Has the kernel send `signal` to the calling process when its parent ends (prctl is variadic).
+static inline int speakd_set_parent_death_signal(int signal) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0UL, 0UL, 0UL);
+}
+
+/// Blocks SIGCHLD and returns a descriptor that becomes readable when it is pending
+/// (signalfd, non-blocking, close-on-exec), or -1 with errno.
+static inline int speakd_child_signal_descriptor(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/// Unblocks SIGCHLD again (in a child of the process that blocked it).
+static inline int speakd_unblock_child_signal(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    return sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+

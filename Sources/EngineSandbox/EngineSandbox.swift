@@ -46,8 +46,11 @@ public enum EngineSandbox {
     ///
     /// - Parameter readablePaths: directories (or files) the process may read beneath.
     /// - Throws: `SandboxError` naming the step that failed; the process must then not go on.
+    /// - Parameter forksWorkers: for a worker template, which forks the workers: new processes
+    ///   and signals to other processes stay allowed until each forked worker calls
+    ///   `confineForkedWorker()`.
     @discardableResult
-    public static func enter(readablePaths: [String]) throws(SandboxError) -> Report {
+    public static func enter(readablePaths: [String], forksWorkers: Bool = false) throws(SandboxError) -> Report {
         guard speakd_set_no_new_privs() == 0 else { throw .system("prctl(PR_SET_NO_NEW_PRIVS)", errno) }
         var report = Report(noNewPrivileges: true, seccomp: false)
         // libdispatch reads its worker threads' state in /proc/TID/stat to size its thread pool,
@@ -56,9 +59,15 @@ public enum EngineSandbox {
         case .enforced(let abi): report.landlockABI = abi
         case .unavailable(let reason): report.landlockUnavailable = reason
         }
-        try SeccompFilter.load()
+        try SeccompFilter.load(process: !forksWorkers)
         report.seccomp = true
         return report
+    }
+
+    /// In a worker forked by a template inside the sandbox: adds what the template's filter left
+    /// out, so the worker can start no process and signal none but itself.
+    public static func confineForkedWorker() throws(SandboxError) {
+        try SeccompFilter.loadProcessCalls()
     }
 }
 

@@ -31,7 +31,7 @@ final class EngineWorker: Sendable {
         var dead = false
     }
 
-    let process: SpawnedProcess
+    let process: WorkerProcess
     /// The worker's standard input, -1 once closed; writes to it are serialised here (a job and
     /// a cancel may come from two tasks), and it is never written after it was closed.
     private let input: Mutex<Int32>
@@ -40,30 +40,14 @@ final class EngineWorker: Sendable {
     /// The worker's standard error, split into lines for the log.
     private let diagnostics: WorkerDiagnostics
 
-    /// Starts the worker process; its frames are handled by `callbacks`, its standard error goes
-    /// to `logger`.
-    init(executable: String, arguments: [String], callbacks: Callbacks, logger: Logger) throws {
-        // A crashing worker cannot start the Swift runtime's backtracer (its sandbox forbids exec),
-        // and should not try: the daemon reports the signal and logs the text.
-        let process = try SpawnedProcess(
-            executable: executable, arguments: arguments,
-            environment: ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
-                .map { "\($0.key)=\($0.value)" })
-        // Room for a whole chunk (a second of audio is 44 kB; `.whole` chunks up to ten seconds),
-        // so the worker writes it without waiting for the daemon to read. Best effort: the
-        // default 64 kB works, only with more wake-ups.
-        _ = fcntl(process.output, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
+    /// Takes over the running worker `process`: its frames are handled by `callbacks`, its
+    /// standard error goes to `logger`.
+    init(process: WorkerProcess, callbacks: Callbacks, logger: Logger) {
         let diagnostics = WorkerDiagnostics(logger: logger)
         self.diagnostics = diagnostics
         // Standard error is read with blocking reads on a thread of its own until the worker is gone.
         DetachedThread.start(name: "speakd-worker-stderr") {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(process.errors, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                diagnostics.received(buffer[..<count])
-            }
+            diagnostics.read(process.errors)
             close(process.errors)
         }
         self.process = process
@@ -75,9 +59,6 @@ final class EngineWorker: Sendable {
 
     /// The last line the worker wrote to standard error (glibc's "stack smashing detected", say).
     var lastDiagnostic: String? { diagnostics.lastLine }
-
-    /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
-    private static let setPipeSize: Int32 = 1031
 
     /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
     /// out, before this call): the job was not taken and belongs on another worker. Once this
@@ -175,7 +156,7 @@ final class EngineWorker: Sendable {
                     job?.finish()
                 }
                 callbacks.idle(self)
-            case nil, .job?, .cancel?:
+            case nil, .job?, .cancel?, .forked?, .exited?:
                 let termination = process.waitForExit()
                 let (job, stalled) = state.withLock { state in
                     defer {
@@ -257,6 +238,17 @@ final class WorkerDiagnostics: Sendable {
     }
 
     var lastLine: String? { state.withLock { $0.lastLine } }
+
+    /// Reads `descriptor` with blocking reads until it ends, line by line into the log.
+    func read(_ descriptor: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = Glibc.read(descriptor, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return }
+            received(buffer[..<count])
+        }
+    }
 
     func received(_ data: ArraySlice<UInt8>) {
         let lines = state.withLock { state -> [String] in

@@ -66,10 +66,16 @@ public final class EngineWorkerPool: SpeechRenderer {
         var idle: [EngineWorker] = []
         var waiters: [CheckedContinuation<EngineWorker, Never>] = []
         var starting: [ObjectIdentifier: CheckedContinuation<Int, any Error>] = [:]
+        /// Workers that said `ready` before `spawn` was waiting for it.
+        var readyEarly: [ObjectIdentifier: Int] = [:]
+        /// Workers that died before `spawn` was waiting for their `ready`.
+        var diedEarly: [ObjectIdentifier: EngineWorkerError] = [:]
         var restarts = 0
         var sandbox: String?
         var deathsInARow = 0
         var stopped = false
+        /// Starts (or started) the template that forks the workers.
+        var template: Task<WorkerTemplate, any Error>?
     }
 
     /// Validates, compiles, resolves voices and lists them; never renders.
@@ -166,38 +172,105 @@ public final class EngineWorkerPool: SpeechRenderer {
         state.withLock { $0.workers.values.map(\.pid) }
     }
 
-    /// Stops every worker; renders still running fail.
+    /// Stops every worker and their template; renders still running fail.
     public func shutdown() {
-        let workers = state.withLock { state -> [EngineWorker] in
+        let (workers, template) = state.withLock { state -> ([EngineWorker], Task<WorkerTemplate, any Error>?) in
             state.stopped = true
-            return Array(state.workers.values)
+            return (Array(state.workers.values), state.template)
         }
         for worker in workers { worker.stop() }
+        if let template {
+            Task { try? await template.value.stop() }
+        }
     }
 
     // MARK: Workers
 
+    /// The running template, started (or started again, when the last one ended) on demand;
+    /// callers that come while it starts wait for the same one.
+    private func currentTemplate() async throws -> WorkerTemplate {
+        while true {
+            let task = state.withLock { state -> Task<WorkerTemplate, any Error> in
+                if let task = state.template { return task }
+                let task = Task { try await self.startTemplate() }
+                state.template = task
+                return task
+            }
+            let template: WorkerTemplate
+            do {
+                template = try await task.value
+            } catch {
+                state.withLock { if $0.template == task { $0.template = nil } }
+                throw error
+            }
+            if template.isRunning { return template }
+            state.withLock { if $0.template == task { $0.template = nil } }
+        }
+    }
+
+    private func startTemplate() async throws -> WorkerTemplate {
+        let template: WorkerTemplate
+        do {
+            // The daemon's engine built the data directory (with the voice variants): the
+            // template and its workers only read it, so they need no write access anywhere.
+            template = try WorkerTemplate(
+                executable: launch.executable, arguments: ["--data", engine.dataPath] + launch.arguments,
+                logger: logger)
+        } catch {
+            throw EngineWorkerError.unavailable("\(launch.executable): \(error)")
+        }
+        let (rate, sandbox) = try await template.ready()
+        if rate != engine.format.sampleRate {
+            template.stop()
+            throw EngineWorkerError.unavailable(
+                "a worker renders at \(rate) Hz, the daemon expects \(format.sampleRate)")
+        }
+        let first = state.withLock { state in
+            defer { state.sandbox = sandbox }
+            return state.sandbox == nil
+        }
+        if first { logger.info("engine workers are sandboxed", metadata: ["engine.sandbox": "\(sandbox)"]) }
+        logger.debug("engine worker template ready", metadata: ["engine.template.pid": "\(template.pid)"])
+        return template
+    }
+
+    /// Forks a worker from the template and waits until it is ready.
     private func spawn() async throws -> EngineWorker {
+        let template = try await currentTemplate()
+        let pipes = try WorkerPipes()
+        let pid: Int32
+        do {
+            pid = try await template.fork(
+                standardInput: pipes.theirs.input, standardOutput: pipes.theirs.output,
+                standardError: pipes.theirs.errors)
+        } catch {
+            pipes.closeTheirs()
+            pipes.closeOurs()
+            throw error
+        }
+        pipes.closeTheirs()
         let callbacks = EngineWorker.Callbacks(
             ready: { [weak self] worker, rate, sandbox in self?.ready(worker, sampleRate: rate, sandbox: sandbox) },
             idle: { [weak self] worker in self?.finishedJob(worker) },
             died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) })
-        let worker: EngineWorker
-        do {
-            // The daemon's engine built the data directory (with the voice variants): workers
-            // only read it, so they need no write access anywhere.
-            worker = try EngineWorker(
-                executable: launch.executable, arguments: ["--data", engine.dataPath] + launch.arguments,
-                callbacks: callbacks, logger: logger)
-        } catch {
-            throw EngineWorkerError.unavailable("\(launch.executable): \(error)")
-        }
+        let worker = EngineWorker(
+            process: WorkerProcess(
+                pid: pid, input: pipes.input, output: pipes.output, errors: pipes.errors,
+                waitForExit: { template.waitForExit(pid) }),
+            callbacks: callbacks, logger: logger)
         let id = ObjectIdentifier(worker)
         let rate = try await withCheckedThrowingContinuation { continuation in
-            state.withLock {
-                $0.workers[id] = worker
-                $0.starting[id] = continuation
+            let early = state.withLock { state -> Result<Int, EngineWorkerError>? in
+                if let error = state.diedEarly.removeValue(forKey: id) {
+                    state.readyEarly[id] = nil
+                    return .failure(.unavailable("\(error) before it was ready"))
+                }
+                state.workers[id] = worker
+                if let rate = state.readyEarly.removeValue(forKey: id) { return .success(rate) }
+                state.starting[id] = continuation
+                return nil
             }
+            if let early { continuation.resume(with: early.mapError { $0 }) }
         }
         if rate != engine.format.sampleRate {
             worker.stop()
@@ -209,11 +282,14 @@ public final class EngineWorkerPool: SpeechRenderer {
     }
 
     private func ready(_ worker: EngineWorker, sampleRate: Int, sandbox: String) {
-        let (continuation, first) = state.withLock { state in
-            defer { state.sandbox = sandbox }
-            return (state.starting.removeValue(forKey: ObjectIdentifier(worker)), state.sandbox == nil)
+        let continuation = state.withLock { state in
+            let id = ObjectIdentifier(worker)
+            guard let continuation = state.starting.removeValue(forKey: id) else {
+                state.readyEarly[id] = sampleRate
+                return nil as CheckedContinuation<Int, any Error>?
+            }
+            return continuation
         }
-        if first { logger.info("engine workers are sandboxed", metadata: ["engine.sandbox": "\(sandbox)"]) }
         continuation?.resume(returning: sampleRate)
     }
 
@@ -223,17 +299,20 @@ public final class EngineWorkerPool: SpeechRenderer {
     }
 
     private func died(_ worker: EngineWorker, error: EngineWorkerError, job: Job?) {
-        let (starting, stopped, deaths) = state.withLock { state in
+        let (known, starting, stopped, deaths) = state.withLock { state in
             let id = ObjectIdentifier(worker)
-            state.workers[id] = nil
+            let known = state.workers.removeValue(forKey: id) != nil
+            if !known { state.diedEarly[id] = error }
             state.idle.removeAll { $0 === worker }
             state.deathsInARow += 1
-            return (state.starting.removeValue(forKey: id), state.stopped, state.deathsInARow)
+            return (known, state.starting.removeValue(forKey: id), state.stopped, state.deathsInARow)
         }
         if let starting {
             starting.resume(throwing: EngineWorkerError.unavailable("\(error) before it was ready"))
             return
         }
+        // Died before `spawn` was waiting for it: `spawn` finds `diedEarly` and fails.
+        if !known { return }
         if stopped { return }
         if let job {
             var metadata: Logger.Metadata = [

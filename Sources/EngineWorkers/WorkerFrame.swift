@@ -36,8 +36,14 @@ public enum WorkerFrame: Sendable, Hashable {
     case events([EngineEvent])
     /// Worker → daemon: the current job ended (rendered to the end, or aborted by `cancel`).
     case done
-    /// Worker → daemon: the current job failed; the message says why.
+    /// Worker → daemon: the current job failed; the message says why. Template → daemon: a fork
+    /// it was asked for failed.
     case failure(String)
+    /// Template → daemon: the worker it was asked for runs as `pid` (the daemon's request is a
+    /// byte with the worker's three pipe ends attached, `WorkerTemplate.fork`).
+    case forked(pid: Int32)
+    /// Template → daemon: its worker `pid` ended with `status` (as `waitpid` gives it).
+    case exited(pid: Int32, status: Int32)
 
     /// The largest payload either side accepts: a chunk of 10 s of 48 kHz audio, or a job far
     /// over the daemon's body limit. Anything larger is a broken peer, not a big message.
@@ -57,6 +63,8 @@ public enum WorkerFrame: Sendable, Hashable {
         case .events: UInt8(ascii: "E")
         case .done: UInt8(ascii: "D")
         case .failure: UInt8(ascii: "F")
+        case .forked: UInt8(ascii: "K")
+        case .exited: UInt8(ascii: "X")
         }
     }
 
@@ -81,6 +89,10 @@ public enum WorkerFrame: Sendable, Hashable {
             payload = Self.littleEndianBytes(samples)
         case .failure(let message):
             payload = Array(message.utf8)
+        case .forked(let pid):
+            payload = Self.littleEndian(UInt32(bitPattern: pid))
+        case .exited(let pid, let status):
+            payload = Self.littleEndian(UInt32(bitPattern: pid)) + Self.littleEndian(UInt32(bitPattern: status))
         case .events(let events):
             // Per event: kind (1 byte), sample, text position, length (4 bytes each), the name's
             // length (2 bytes) and its UTF-8 bytes.
@@ -127,6 +139,14 @@ public enum WorkerFrame: Sendable, Hashable {
             return .events(try decodeEvents(payload))
         case UInt8(ascii: "F"):
             return .failure(String(decoding: payload, as: UTF8.self))
+        case UInt8(ascii: "K"):
+            guard payload.count == 4 else { throw .malformed("a forked frame has \(payload.count) bytes, not 4") }
+            return .forked(pid: Int32(bitPattern: readLittleEndian(payload[0..<4])))
+        case UInt8(ascii: "X"):
+            guard payload.count == 8 else { throw .malformed("an exited frame has \(payload.count) bytes, not 8") }
+            return .exited(
+                pid: Int32(bitPattern: readLittleEndian(payload[0..<4])),
+                status: Int32(bitPattern: readLittleEndian(payload[4..<8])))
         default:
             throw .malformed("unknown frame kind \(kind)")
         }

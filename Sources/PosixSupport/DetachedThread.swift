@@ -67,6 +67,8 @@ public final class ConditionLock: @unchecked Sendable {
     public func wait() { pthread_cond_wait(condition, mutex) }
     /// Wakes one waiting thread.
     public func signal() { pthread_cond_signal(condition) }
+    /// Wakes every waiting thread.
+    public func broadcast() { pthread_cond_broadcast(condition) }
 }
 
 /// `format` filled in as C's `printf` does (`"%.3g"`, `"%.1f"`): the number formatting Swift's

@@ -27,38 +27,56 @@ public final class SpawnedProcess: Sendable {
     public let pid: pid_t
     /// Writes to the child's standard input.
     public let input: Int32
-    /// Reads the child's standard output.
+    /// Reads the child's standard output (the same descriptor as `input` with `socket`).
     public let output: Int32
     /// Reads the child's standard error.
     public let errors: Int32
 
     /// Starts `executable` with `arguments` (not counting argv[0]) and the environment
     /// `environment` ("NAME=value" entries).
-    public init(executable: String, arguments: [String], environment: [String]) throws(SpawnError) {
-        var pipes: [(read: Int32, write: Int32)] = []
+    ///
+    /// - Parameter socket: the child's standard input and output are one end of a Unix socket
+    ///   pair, whose other end is `input` and `output`, so that descriptors can be passed along
+    ///   it; otherwise they are two pipes.
+    public init(
+        executable: String, arguments: [String], environment: [String], socket: Bool = false
+    ) throws(SpawnError) {
+        var pairs: [(ours: Int32, theirs: Int32)] = []
         func closeAll() {
-            for pipe in pipes {
-                close(pipe.read)
-                close(pipe.write)
+            for pair in pairs {
+                close(pair.ours)
+                close(pair.theirs)
             }
         }
-        for _ in 0..<3 {
-            var ends: [Int32] = [-1, -1]
+        var ends: [Int32] = [-1, -1]
+        for index in 0..<(socket ? 2 : 3) {
+            if socket && index == 0 {
+                guard speakd_cloexec_socketpair(&ends) == 0 else {
+                    let error = SpawnError(operation: "socketpair", code: errno)
+                    closeAll()
+                    throw error
+                }
+                pairs.append((ends[0], ends[1]))
+                continue
+            }
             guard speakd_cloexec_pipe(&ends) == 0 else {
                 let error = SpawnError(operation: "pipe2", code: errno)
                 closeAll()
                 throw error
             }
-            pipes.append((ends[0], ends[1]))
+            // The child reads standard input and writes the others.
+            pairs.append(index == 0 ? (ends[1], ends[0]) : (ends[0], ends[1]))
         }
+        let (standardInput, standardOutput, standardError) =
+            socket ? (pairs[0], pairs[0], pairs[1]) : (pairs[0], pairs[1], pairs[2])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         // dup2 clears close-on-exec on the copies; every other descriptor of ours stays closed
         // in the child.
-        posix_spawn_file_actions_adddup2(&actions, pipes[0].read, STDIN_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, pipes[1].write, STDOUT_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, pipes[2].write, STDERR_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, standardInput.theirs, STDIN_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, standardOutput.theirs, STDOUT_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, standardError.theirs, STDERR_FILENO)
         let pid: pid_t
         do {
             pid = try Self.spawn(executable, arguments: arguments, environment: environment, actions: &actions)
@@ -66,13 +84,11 @@ public final class SpawnedProcess: Sendable {
             closeAll()
             throw error
         }
-        close(pipes[0].read)
-        close(pipes[1].write)
-        close(pipes[2].write)
+        for pair in pairs { close(pair.theirs) }
         self.pid = pid
-        input = pipes[0].write
-        output = pipes[1].read
-        errors = pipes[2].read
+        input = standardInput.ours
+        output = standardOutput.ours
+        errors = standardError.ours
     }
 
     /// Waits for the child to end and reaps it; call once.

@@ -1,3 +1,4 @@
+import CPosixSupport
 import EngineSandbox
 import EngineWorkers
 import EspeakEngine
@@ -10,17 +11,27 @@ import SpeechRendering
 import Glibc
 #endif
 
-/// One engine worker: owns one libespeak-ng and renders the jobs its parent sends on standard
-/// input, answering on standard output (`WorkerFrame`). Logs go to standard error.
+/// The engine worker template and the workers it forks. Each worker owns one libespeak-ng and
+/// renders the jobs the daemon sends on its standard input, answering on its standard output
+/// (`WorkerFrame`); logs go to standard error.
 ///
-/// libespeak-ng has memory-safety bugs on crafted text; running it here means such a bug ends
-/// this process and its one job, never the daemon.
+/// libespeak-ng has memory-safety bugs on crafted text; running it in a worker means such a bug
+/// ends that process and its one job, never the daemon.
 ///
-/// The worker is one thread: it reads a job, renders it on the same thread (chunks go from
-/// espeak-ng's callback straight to the pipe) and reads the next. A cancel that arrives while it
-/// renders is found by looking at standard input between espeak-ng's blocks. No reader thread,
-/// no Dispatch or Swift concurrency threads: nothing to hand a job or a chunk across, and no
-/// stacks or malloc arenas of theirs.
+/// The daemon starts this executable once, as the template: it enters the sandbox, loads
+/// espeak-ng's data, says `ready` and then, for each byte the daemon sends on its control socket
+/// (standard input and output) with a worker's three pipe ends attached, forks a worker and
+/// answers `forked` with its process id, later `exited` with its status. A worker is a copy of
+/// the initialised template, so the workers share espeak-ng's data and the relocated libraries
+/// with it page for page until they write to them, and a replacement for a crashed worker is a
+/// fork, not a new program. The template never sees a job: text that crashes espeak-ng can
+/// only ever reach a worker.
+///
+/// Every process here is one thread (with espeak-ng's own, which it starts at initialisation
+/// and which synchronous mode leaves waiting): a worker reads a job, renders it on the same
+/// thread (chunks go from espeak-ng's callback straight to the pipe) and reads the next. A
+/// cancel that arrives while it renders is found by looking at standard input between
+/// espeak-ng's blocks.
 @main
 struct EngineWorkerMain {
     static func main() {
@@ -35,12 +46,19 @@ struct EngineWorkerMain {
             exit(2)
         }
         // First: Landlock confines the calling thread and the threads it starts, so whatever the
-        // worker does afterwards is inside.
+        // template and its workers do afterwards is inside.
         let sandbox: EngineSandbox.Report
         do {
-            sandbox = try EngineSandbox.enter(readablePaths: options.readablePaths())
+            sandbox = try EngineSandbox.enter(readablePaths: options.readablePaths(), forksWorkers: true)
         } catch {
             complain("cannot enter the sandbox: \(error)")
+            exit(1)
+        }
+        // SIGCHLD is blocked before espeak-ng starts its thread, which inherits the mask: the
+        // signal must wait for the template's signalfd, not go to that thread.
+        let children = speakd_child_signal_descriptor()
+        guard children >= 0 else {
+            complain("signalfd: \(String(cString: strerror(errno)))")
             exit(1)
         }
         let session: EspeakDirectSession
@@ -51,31 +69,96 @@ struct EngineWorkerMain {
             exit(1)
         }
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
-        serve(session)
+        forkWorkers(session, sandbox: sandbox, children: children)
         exit(0)
     }
 
-    /// Reads and renders jobs until the daemon closes the pipe.
-    static func serve(_ session: EspeakDirectSession) {
+    /// The template's loop: a worker for each request on the control socket, an `exited` for
+    /// each worker that ends; returns when the daemon closes the socket.
+    ///
+    /// - Parameter children: readable when a worker has ended (a signalfd for SIGCHLD).
+    static func forkWorkers(_ session: EspeakDirectSession, sandbox: EngineSandbox.Report, children: Int32) {
+        let template = getpid()
+        while true {
+            var descriptors = [
+                pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: children, events: Int16(POLLIN), revents: 0),
+            ]
+            guard poll(&descriptors, 2, -1) >= 0 || errno == EINTR else { return }
+            if descriptors[1].revents != 0 {
+                var information = signalfd_siginfo()
+                while read(children, &information, MemoryLayout<signalfd_siginfo>.size) > 0 {}
+                var status: Int32 = 0
+                while case let pid = waitpid(-1, &status, WNOHANG), pid > 0 {
+                    send(.exited(pid: pid, status: status))
+                }
+            }
+            guard descriptors[0].revents != 0 else { continue }
+            var pipes: [Int32] = [-1, -1, -1]
+            let count = speakd_receive_descriptors(STDIN_FILENO, &pipes, 3)
+            if count == 0 { return }
+            guard count == 3 else {
+                complain("a fork request came with \(count) descriptors, not 3")
+                for descriptor in pipes where descriptor >= 0 { close(descriptor) }
+                if count < 0 { return }
+                continue
+            }
+            let pid = fork()
+            if pid == 0 {
+                close(children)
+                becomeWorker(pipes, template: template, session: session, sandbox: sandbox)
+            }
+            for descriptor in pipes { close(descriptor) }
+            send(pid > 0 ? .forked(pid: pid) : .failure("fork: \(String(cString: strerror(errno)))"))
+        }
+    }
+
+    /// In a newly forked worker: takes its pipes as standard input, output and error, adds the
+    /// rest of the sandbox and serves jobs until the daemon closes its input. Never returns.
+    static func becomeWorker(
+        _ pipes: [Int32], template: pid_t, session: EspeakDirectSession, sandbox: EngineSandbox.Report
+    ) -> Never {
+        _ = speakd_unblock_child_signal()
+        for (descriptor, standard) in zip(pipes, [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO]) {
+            dup2(descriptor, standard)
+        }
+        for descriptor in pipes where descriptor > STDERR_FILENO { close(descriptor) }
+        // A template that dies takes its workers with it: the daemon then starts a new one and
+        // forks new workers, and none is left behind out of its sight.
+        _ = speakd_set_parent_death_signal(SIGKILL)
+        if getppid() != template { _exit(1) }
+        do {
+            try EngineSandbox.confineForkedWorker()
+        } catch {
+            complain("cannot confine the worker: \(error)")
+            _exit(1)
+        }
+        send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
+        exit(serve(session) ? 0 : 1)
+    }
+
+    /// Reads and renders jobs until the daemon closes the pipe (true) or sends what is not a
+    /// frame it may send (false, after saying so on standard error).
+    static func serve(_ session: EspeakDirectSession) -> Bool {
         while true {
             let frame: WorkerFrame?
             do {
                 frame = try WorkerFrame.read(from: STDIN_FILENO)
             } catch {
                 complain("\(error)")
-                return
+                return false
             }
             switch frame {
             case nil:
-                return
+                return true
             case .job(let input, let chunking)?:
                 render(input, chunking: chunking, session: session)
             case .cancel?:
                 // For a job that ended before the cancel arrived: its `done` is on its way.
                 continue
-            default:
-                complain("unexpected frame \(String(describing: frame))")
-                return
+            case let frame?:
+                complain("unexpected frame \(frame)")
+                return false
             }
         }
     }

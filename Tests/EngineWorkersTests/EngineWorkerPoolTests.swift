@@ -1,4 +1,3 @@
-import EngineWorkers
 import EspeakEngine
 import Foundation
 import Logging
@@ -6,6 +5,8 @@ import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
 import Testing
+
+@testable import EngineWorkers
 
 /// The pool with the real `speakd-engine-worker` and real libespeak-ng in each worker.
 @Suite("Engine worker pool", .serialized, .timeLimit(.minutes(2)))
@@ -179,17 +180,20 @@ struct EngineWorkerPoolTests {
     func workerTakesCompiledInputNotJSON() async throws {
         let engine = try await EspeakEngine(voices: nil)
         let input = try engine.espeakInput(for: Utterance("Platform four."))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltProduct.path("speakd-engine-worker"))
-        process.arguments = ["--data", engine.dataPath]
-        let toWorker = Pipe(), fromWorker = Pipe(), errors = Pipe()
-        process.standardInput = toWorker
-        process.standardOutput = fromWorker
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        let send = toWorker.fileHandleForWriting.fileDescriptor
-        let receive = fromWorker.fileHandleForReading.fileDescriptor
+        // A worker forked by the template, driven over its pipes as the pool drives it.
+        let template = try WorkerTemplate(
+            executable: BuiltProduct.path("speakd-engine-worker"), arguments: ["--data", engine.dataPath],
+            logger: Logger(label: "test"))
+        defer { template.stop() }
+        _ = try await template.ready()
+        let pipes = try WorkerPipes()
+        let pid = try await template.fork(
+            standardInput: pipes.theirs.input, standardOutput: pipes.theirs.output,
+            standardError: pipes.theirs.errors)
+        pipes.closeTheirs()
+        defer { pipes.closeOurs() }
+        let send = pipes.input
+        let receive = pipes.output
         guard case .ready? = try WorkerFrame.read(from: receive) else {
             Issue.record("the worker did not start")
             return
@@ -220,9 +224,12 @@ struct EngineWorkerPoolTests {
             + [UInt8(ascii: "S")] + json
         legacy.withUnsafeBytes { _ = write(send, $0.baseAddress, $0.count) }
         #expect(try WorkerFrame.read(from: receive) == nil)
-        process.waitUntilExit()
-        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(diagnostics.contains("job frame of version 123; this build reads version 1"), "\(diagnostics)")
+        #expect(template.waitForExit(pid) == .exited(1))
+        var diagnostics: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case let count = read(pipes.errors, &buffer, buffer.count), count > 0 { diagnostics += buffer[..<count] }
+        let text = String(decoding: diagnostics, as: UTF8.self)
+        #expect(text.contains("job frame of version 123; this build reads version 1"), "\(text)")
     }
 
     @Test("A worker that cannot start is an error naming the executable")

@@ -3,24 +3,48 @@ import Foundation
 
 /// Enters the engine sandbox with one readable directory, then tries what a hijacked engine
 /// worker would try, printing one line per attempt: `NAME allowed` or `NAME refused: reason`.
-/// The sandbox tests run it; it is not installed.
+/// With `--forked`, it enters the sandbox as the worker template does, forks, and the child
+/// confines itself as a forked worker does before it tries. The sandbox tests run it; it is not
+/// installed.
 @main
 struct SandboxProbe {
     static func main() {
-        let arguments = CommandLine.arguments
-        guard arguments.count == 3 else {
-            print("usage: speakd-sandbox-probe READABLE_DIR OUTSIDE_FILE")
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let forked = arguments.first == "--forked"
+        if forked { arguments.removeFirst() }
+        guard arguments.count == 2 else {
+            print("usage: speakd-sandbox-probe [--forked] READABLE_DIR OUTSIDE_FILE")
             exit(2)
         }
-        let readable = arguments[1]
-        let outside = arguments[2]
+        let readable = arguments[0]
+        let outside = arguments[1]
         do {
-            let report = try EngineSandbox.enter(readablePaths: [readable])
+            let report = try EngineSandbox.enter(readablePaths: [readable], forksWorkers: forked)
             print("report \(report)")
         } catch {
             print("enter failed: \(error)")
             exit(1)
         }
+        fflush(nil)
+        if forked {
+            let child = fork()
+            guard child >= 0 else {
+                print("fork for the worker failed: \(String(cString: strerror(errno)))")
+                exit(1)
+            }
+            if child > 0 {
+                var status: Int32 = 0
+                waitpid(child, &status, 0)
+                exit(status == 0 ? 0 : 1)
+            }
+            do {
+                try EngineSandbox.confineForkedWorker()
+            } catch {
+                print("confining the forked worker failed: \(error)")
+                exit(1)
+            }
+        }
+        attempt("signal-self") { kill(getpid(), 0) }
         attempt("read-inside") { open("\(readable)/inside.txt", O_RDONLY) }
         attempt("list-inside") { open(readable, O_RDONLY | O_DIRECTORY) }
         attempt("read-outside") { open(outside, O_RDONLY) }

@@ -15,8 +15,10 @@ extension SpeakdIntegration {
             return try String(contentsOf: url, encoding: .utf8)
         }
 
-        /// The daemon's child processes: its engine workers.
-        static func workers(of pid: pid_t) -> [pid_t] { ProcessTable.children(of: pid) }
+        /// The daemon's engine workers: the children of its child, the worker template.
+        static func workers(of pid: pid_t) -> [pid_t] {
+            ProcessTable.children(of: pid).flatMap { ProcessTable.children(of: $0) }
+        }
 
         /// Waits until the daemon has `count` workers other than `excluded`.
         static func waitForWorkers(
