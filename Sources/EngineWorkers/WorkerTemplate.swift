@@ -163,16 +163,16 @@ final class WorkerTemplate: @unchecked Sendable {
             condition.unlock()
         }
         let termination = process.waitForExit()
+        // What it printed last says why, when it has been read by now ("cannot enter the sandbox: …").
+        let said = diagnostics.lastLine.map { " (\($0))" } ?? ""
         let reason: EngineWorkerError =
             switch termination {
             case .signalled(let signal):
-                .unavailable("the worker template was killed by \(EngineWorkerError.signalName(signal))")
+                .unavailable("the worker template was killed by \(EngineWorkerError.signalName(signal))\(said)")
             case .exited(0): failure ?? .unavailable("the worker template ended")
-            case .exited(let status): .unavailable("the worker template exited with status \(status)")
+            case .exited(let status): .unavailable("the worker template exited with status \(status)\(said)")
             }
-        if let line = diagnostics.lastLine {
-            logger.debug("worker template ended", metadata: ["engine.error": "\(reason)", "engine.stderr": "\(line)"])
-        }
+        logger.debug("engine worker template ended", metadata: ["engine.error": "\(reason)"])
         condition.lock()
         state.gone = reason
         if state.ready == nil {
