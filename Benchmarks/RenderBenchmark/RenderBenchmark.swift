@@ -93,6 +93,8 @@ struct RenderBenchmark {
         print(
             pad("speakd idle PSS after load (\(pss.processes) proc.)", 36)
                 + pad(String(format: "%.1f MB", Double(pss.kilobytes) / 1024), 16) + "≤ 30 MB")
+        print("  (this benchmark maps the Swift runtime too, which lowers speakd's PSS; scripts/idle-memory")
+        print("   measures speakd alone)")
         if let dispatcher {
             print(
                 pad("speech-dispatcher idle PSS (\(dispatcher.processes))", 36)
