@@ -76,7 +76,8 @@ public final class ConditionLock: @unchecked Sendable {
 public func cFormat(_ format: String, _ arguments: any CVarArg...) -> String {
     withVaList(arguments) { list in
         var buffer = [CChar](repeating: 0, count: 64)
-        _ = vsnprintf(&buffer, buffer.count, format, list)
-        return String(cString: buffer)
+        let written = Int(vsnprintf(&buffer, buffer.count, format, list))
+        let length = min(max(written, 0), buffer.count - 1)
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
