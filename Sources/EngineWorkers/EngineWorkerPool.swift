@@ -22,8 +22,8 @@ public final class EngineWorkerPool: SpeechRenderer {
     public struct Launch: Sendable, Hashable {
         /// The `speakd-engine-worker` executable.
         public var executable: String
-        /// Arguments after `--data DIR` (which the pool adds): none is needed, the daemon resolves
-        /// voices and compiles; for a test that starts another worker.
+        /// Arguments after `--data DIR --voice NAME` (which the pool adds): none is needed, the
+        /// daemon resolves voices and compiles; for a test that starts another worker.
         public var arguments: [String]
         /// How many workers run.
         public var count: Int
@@ -213,8 +213,12 @@ public final class EngineWorkerPool: SpeechRenderer {
         do {
             // The daemon's engine built the data directory (with the voice variants): the
             // template and its workers only read it, so they need no write access anywhere.
+            // The default voice, as the daemon compiles it, is loaded by the template: the
+            // workers it forks share its dictionary instead of each loading its own.
+            let voice = (try? engine.espeakInput(for: Utterance("a")))?.voice
             template = try WorkerTemplate(
-                executable: launch.executable, arguments: ["--data", engine.dataPath] + launch.arguments,
+                executable: launch.executable,
+                arguments: ["--data", engine.dataPath] + (voice.map { ["--voice", $0] } ?? []) + launch.arguments,
                 logger: logger)
         } catch {
             throw EngineWorkerError.unavailable("\(launch.executable): \(error)")

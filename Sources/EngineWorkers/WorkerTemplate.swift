@@ -45,7 +45,7 @@ final class WorkerTemplate: @unchecked Sendable {
     private var state = State()
     private let diagnostics: WorkerDiagnostics
 
-    /// Starts the template: `executable` with `arguments` (`--data DIR`).
+    /// Starts the template: `executable` with `arguments` (`--data DIR`, `--voice NAME`).
     init(executable: String, arguments: [String], logger: Logger) throws {
         // A crashing worker cannot start the Swift runtime's backtracer (its sandbox forbids exec),
         // and should not try: the daemon reports the signal and logs the text.

@@ -25,6 +25,15 @@ public final class EspeakDirectSession {
         format = AudioFormat(sampleRate: session.sampleRate)
     }
 
+    /// Loads `voice` (`gmw/en-US+speakd-kiosk`, as compiled input names it) now, so that a job on
+    /// that voice finds it loaded: in a worker template, the voice's dictionary is then read once
+    /// and shared by every worker forked afterwards.
+    ///
+    /// - Throws: `EspeakError` when espeak-ng has no such voice.
+    public func loadVoice(_ voice: String) throws(EspeakError) {
+        try session.setVoice(voice)
+    }
+
     /// Renders `input` (an `EspeakEngine`'s compiled input) before returning, chunked as
     /// `EspeakEngine.render` chunks it: each chunk goes to `deliver` as it is made.
     ///

@@ -68,6 +68,14 @@ struct EngineWorkerMain {
             complain("the engine did not start: \(error)")
             exit(1)
         }
+        if let voice = options.voice {
+            do {
+                try session.loadVoice(voice)
+            } catch {
+                // Each worker loads it with its first job instead.
+                complain("cannot preload \(voice): \(error)")
+            }
+        }
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
         forkWorkers(session, sandbox: sandbox, children: children)
         exit(0)
@@ -212,12 +220,15 @@ struct EngineWorkerMain {
     }
 }
 
-/// The worker's command line: the data directory the daemon's engine built. The daemon resolves
-/// voices and sends compiled input naming them, so the worker needs no voices directory or
-/// languages of its own.
+/// The template's command line: the data directory the daemon's engine built, and the voice to
+/// load before forking. The daemon resolves voices and sends compiled input naming them, so the
+/// workers need no voices directory or languages of their own.
 struct WorkerOptions {
     /// espeak-ng's data directory, as the daemon's engine built it (with the voice variants).
     var data: String?
+    /// The voice the daemon speaks by default (its compiled name), loaded before any worker is
+    /// forked so that the workers share it.
+    var voice: String?
 
     init(parsing arguments: [String]) throws {
         var remaining = arguments[...]
@@ -225,6 +236,7 @@ struct WorkerOptions {
             guard let value = remaining.popFirst() else { throw WorkerUsageError(message: "\(flag) needs a value") }
             switch flag {
             case "--data": data = value
+            case "--voice": voice = value
             default: throw WorkerUsageError(message: "unknown option \(flag)")
             }
         }
