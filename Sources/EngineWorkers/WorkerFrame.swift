@@ -162,12 +162,19 @@ public enum WorkerFrame: Sendable, Hashable {
         let length = Int(readLittleEndian(header[1..<5]))
         guard length <= maximumPayload else { throw .malformed("a frame of \(length) bytes is over the limit") }
         if header[0] == UInt8(ascii: "P") && length.isMultiple(of: 2) {
-            // Samples go straight from the pipe into their array: a chunk is read once, not copied.
-            var samples = [Int16](repeating: 0, count: length / 2)
-            let filled = samples.withUnsafeMutableBytes { raw in
-                Result { () throws(WorkerProtocolError) in try readFully(descriptor, into: raw, allowEnd: false) }
+            // Samples go straight from the pipe into their array: a chunk is read once, not copied
+            // (and not zeroed first: the read fills every byte, or the frame is an error).
+            var failure: WorkerProtocolError?
+            var samples = [Int16](unsafeUninitializedCapacity: length / 2) { buffer, initialized in
+                do throws(WorkerProtocolError) {
+                    _ = try readFully(descriptor, into: UnsafeMutableRawBufferPointer(buffer), allowEnd: false)
+                    initialized = buffer.count
+                } catch {
+                    failure = error
+                    initialized = 0
+                }
             }
-            _ = try filled.get()
+            if let failure { throw failure }
             #if _endian(big)
             samples = samples.map { Int16(littleEndian: $0) }
             #endif

@@ -31,6 +31,7 @@ struct WorkerFrameTests {
                 EngineEvent(kind: .word, sample: 1_102, textPosition: 1, length: 8),
                 EngineEvent(kind: .mark, sample: 22_050, textPosition: 31, name: "café"),
             ]), .events([]), .done, .failure("espeak-ng: no voice 'xx'"),
+            .forked(pid: 4_194_304), .exited(pid: 77, status: 0x0b), .exited(pid: 78, status: 0x0100),
         ])
     func roundTrip(_ frame: WorkerFrame) throws {
         let pipe = Pipe()
@@ -61,6 +62,8 @@ struct WorkerFrameTests {
                 "voice name runs past the frame"
             ),
             ([UInt8(ascii: "D"), 0, 0], "ended inside a frame"),
+            ([UInt8(ascii: "K"), 2, 0, 0, 0, 1, 2], "a forked frame has 2 bytes, not 4"),
+            ([UInt8(ascii: "X"), 4, 0, 0, 0, 1, 2, 3, 4], "an exited frame has 4 bytes, not 8"),
             ([UInt8(ascii: "E"), 3, 0, 0, 0, 1, 0, 0], "cut short"),
             ([UInt8(ascii: "E"), 15, 0, 0, 0, 3] + [UInt8](repeating: 0, count: 12) + [5, 0], "runs past the frame"),
         ])
