@@ -21,6 +21,9 @@ final class EngineWorker: Sendable {
         var idle: @Sendable (EngineWorker) -> Void
         /// The worker is gone; `error` is why, its job (if any) has been failed with it.
         var died: @Sendable (EngineWorker, EngineWorkerError, Job?) -> Void
+        /// The worker died with its template before its job produced anything: the job did not
+        /// fail, and belongs on another worker.
+        var requeue: @Sendable (Job) -> Void
     }
 
     private struct State {
@@ -170,33 +173,59 @@ final class EngineWorker: Sendable {
                     error = .stalled(seconds: stalled)
                 } else {
                     switch termination {
-                    case .signalled(let signal): error = .crashed(signal: signal)
-                    case .exited(let status): error = .exited(status: status)
+                    case nil: error = .crashed(signal: SIGKILL)
+                    case .signalled(let signal)?: error = .crashed(signal: signal)
+                    case .exited(let status)?: error = .exited(status: status)
                     }
                 }
-                job?.finish(throwing: error)
+                // Killed because its template died, not by its job: a job that has produced
+                // nothing yet is given to another worker (once), not failed.
+                let orphaned = termination == nil && stalled == nil ? job?.takeForRequeue() : nil
+                if orphaned == nil { job?.finish(throwing: error) }
                 closeInput()
                 close(process.output)
-                callbacks.died(self, error, job)
+                callbacks.died(self, error, orphaned == nil ? job : nil)
+                if let orphaned { callbacks.requeue(orphaned) }
                 return
             }
         }
     }
 }
 
-/// One render: the stream it feeds, and the worker it was given, so a cancel reaches it.
+/// One render: what the worker is sent, the stream it feeds, and the worker it was given, so a
+/// cancel reaches it.
 final class Job: Sendable {
     let text: String
+    let input: EspeakInput
+    let chunking: RenderChunking
     private let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
     private struct State {
         var worker: EngineWorker?
         var cancelled = false
+        var yielded = false
+        var requeued = false
     }
     private let state = Mutex(State())
 
-    init(text: String, continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation) {
+    init(
+        text: String, input: EspeakInput, chunking: RenderChunking,
+        continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
+    ) {
         self.text = text
+        self.input = input
+        self.chunking = chunking
         self.continuation = continuation
+    }
+
+    /// Self, when the job may go to another worker: nothing was yielded, it was not cancelled and
+    /// not requeued before. Marks it requeued.
+    func takeForRequeue() -> Job? {
+        state.withLock { state in
+            guard !state.yielded, !state.cancelled, !state.requeued else { return nil }
+            state.requeued = true
+            state.worker = nil
+            return self
+        }
     }
 
     /// Records the worker; false if the job was cancelled before it got one.
@@ -216,7 +245,10 @@ final class Job: Sendable {
         worker?.cancel(self)
     }
 
-    func yield(_ chunk: PCMChunk) { continuation.yield(chunk) }
+    func yield(_ chunk: PCMChunk) {
+        state.withLock { $0.yielded = true }
+        continuation.yield(chunk)
+    }
     func finish() { continuation.finish() }
     func finish(throwing error: any Error) { continuation.finish(throwing: error) }
 }

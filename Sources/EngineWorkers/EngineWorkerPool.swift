@@ -140,20 +140,23 @@ public final class EngineWorkerPool: SpeechRenderer {
         _ input: EspeakInput, text: String, _ chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let job = Job(text: text, continuation: continuation)
+        let job = Job(text: text, input: input, chunking: chunking, continuation: continuation)
         continuation.onTermination = { termination in
             if case .cancelled = termination { job.cancel() }
         }
         // The common case: an idle worker takes the job now, with no task in between.
         let idle = state.withLock { $0.idle.popLast() }
-        if idle?.start(job, input: input, chunking: chunking) != true {
-            Task {
-                // A worker that died between being handed out and taking the job is skipped:
-                // the job waits for the next one (the replacement, if no other is free).
-                while !(await acquire()).start(job, input: input, chunking: chunking) {}
-            }
-        }
+        if idle?.start(job, input: input, chunking: chunking) != true { dispatch(job) }
         return stream
+    }
+
+    /// Gives `job` to the next worker that becomes idle. A worker that died between being handed
+    /// out and taking the job is skipped: the job waits for the next one (the replacement, if no
+    /// other is free).
+    private func dispatch(_ job: Job) {
+        Task {
+            while !(await acquire()).start(job, input: job.input, chunking: job.chunking) {}
+        }
     }
 
     public func voices() async throws -> [VoiceInfo] {
@@ -170,6 +173,14 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// The process ids of the running workers (for tests and diagnostics).
     public var workerPIDs: [Int32] {
         state.withLock { $0.workers.values.map(\.pid) }
+    }
+
+    /// The process id of the worker template, once it has started (for tests and diagnostics).
+    public var templatePID: Int32? {
+        get async {
+            guard let task = state.withLock({ $0.template }) else { return nil }
+            return try? await task.value.pid
+        }
     }
 
     /// Stops every worker and their template; renders still running fail.
@@ -256,7 +267,8 @@ public final class EngineWorkerPool: SpeechRenderer {
         let callbacks = EngineWorker.Callbacks(
             ready: { [weak self] worker, rate, sandbox in self?.ready(worker, sampleRate: rate, sandbox: sandbox) },
             idle: { [weak self] worker in self?.finishedJob(worker) },
-            died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) })
+            died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) },
+            requeue: { [weak self] job in self?.dispatch(job) })
         let worker = EngineWorker(
             process: WorkerProcess(
                 pid: pid, input: pipes.input, output: pipes.output, errors: pipes.errors,

@@ -17,8 +17,9 @@ struct WorkerProcess: Sendable {
     let output: Int32
     /// Reads the worker's standard error.
     let errors: Int32
-    /// Blocks until the worker has ended and says how; called once, after its output ended.
-    let waitForExit: @Sendable () -> SpawnedProcess.Termination
+    /// Blocks until the worker has ended and says how; called once, after its output ended. Nil
+    /// when its template ended first, which killed it (`PR_SET_PDEATHSIG`).
+    let waitForExit: @Sendable () -> SpawnedProcess.Termination?
 }
 
 /// The `speakd-engine-worker` template, seen from the daemon: the one process the daemon starts
@@ -113,13 +114,13 @@ final class WorkerTemplate: @unchecked Sendable {
         }
     }
 
-    /// Blocks until the template reports how worker `pid` ended. A template that is gone first
-    /// took its workers with it (they die with SIGKILL when it does).
-    func waitForExit(_ pid: Int32) -> SpawnedProcess.Termination {
+    /// Blocks until the template reports how worker `pid` ended; nil when the template is gone
+    /// first, having taken its workers with it (they die with SIGKILL when it does).
+    func waitForExit(_ pid: Int32) -> SpawnedProcess.Termination? {
         condition.lock()
         defer { condition.unlock() }
         while state.exits[pid] == nil && state.gone == nil { condition.wait() }
-        return state.exits.removeValue(forKey: pid) ?? .signalled(SIGKILL)
+        return state.exits.removeValue(forKey: pid)
     }
 
     /// Ends the template: closing its control socket makes it exit, and its workers with it.

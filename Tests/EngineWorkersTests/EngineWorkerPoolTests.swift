@@ -130,6 +130,44 @@ struct EngineWorkerPoolTests {
         #expect(pool.workerPIDs.first != before)
     }
 
+    @Test("A killed template takes its workers with it; the pool starts a new one and renders the next")
+    func killedTemplateIsReplaced() async throws {
+        let pool = try await Self.makePool(workers: 2)
+        defer { pool.shutdown() }
+        let template = try #require(await pool.templatePID)
+        let workers = Set(pool.workerPIDs)
+        // Long enough that a worker is still synthesising when its template is killed.
+        let stream = pool.render(Utterance(String(repeating: "Attention please, the museum closes soon. ", count: 110)))
+        var received = 0
+        await #expect {
+            for try await chunk in stream {
+                received += chunk.samples.count
+                if received > 0 && kill(template, 0) == 0 { kill(template, SIGKILL) }
+            }
+        } throws: { error in
+            "\(error)" == "engine worker crashed: SIGKILL"
+        }
+        let next = try await Self.samples(pool.render(Utterance("Welcome back.")))
+        #expect(next.count > 22_050 / 4)
+        let replaced = try #require(await pool.templatePID)
+        #expect(replaced != template)
+        // Both workers died with the template and were forked again from the new one.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while pool.status.running < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(pool.status.running == 2)
+        #expect(pool.status.restarts == 2)
+        #expect(Set(pool.workerPIDs).isDisjoint(with: workers))
+
+        // Killed while its workers are idle: a render sent at once goes to a worker that is
+        // dying with it, produces nothing there, and is rendered by a new worker instead of
+        // failing.
+        let second = try #require(await pool.templatePID)
+        kill(second, SIGKILL)
+        let after = try await Self.samples(pool.render(Utterance("Welcome back again.")))
+        #expect(after.count > 22_050 / 4)
+        #expect(await pool.templatePID != second)
+    }
+
     @Test(
         "A text that crashes libespeak-ng ends one worker, not the caller; the next render works",
         arguments: ["dotted-abbreviations.txt", "dotted-initials.txt"])
