@@ -42,7 +42,8 @@ extension SpeakdIntegration {
             var otherFailures: [String] = []
         }
 
-        /// A worker killed by the test, and whether it was rendering then.
+        /// A worker (or the worker template) killed by the test, and whether a worker was
+        /// rendering then.
         struct Kill: Sendable {
             var pid: pid_t
             var busy: Bool
@@ -91,7 +92,8 @@ extension SpeakdIntegration {
             tcp.timeout = .seconds(15)
             let began = ContinuousClock.now
 
-            // At random moments, SIGKILL a worker, preferring one that is rendering.
+            // At random moments, SIGKILL a worker, preferring one that is rendering; every fourth
+            // time, the worker template, which takes every worker with it.
             let killer = Task { () -> [Kill] in
                 var random = SplitMix64(seed: Self.seed ^ 0xDEAD)
                 var kills: [Kill] = []
@@ -100,6 +102,12 @@ extension SpeakdIntegration {
                         try await Task.sleep(for: .milliseconds(Int.random(in: 300...1_200, using: &random)))
                     } catch {
                         break
+                    }
+                    if kills.count % 4 == 3, let template = ProcessTable.children(of: daemon.pid).first {
+                        let busy = !EngineWorkerCrashTests.workers(of: daemon.pid).filter(ProcessTable.isRunning)
+                            .isEmpty
+                        if kill(template, SIGKILL) == 0 { kills.append(Kill(pid: template, busy: busy)) }
+                        continue
                     }
                     let workers = EngineWorkerCrashTests.workers(of: daemon.pid)
                     let busy = workers.filter(ProcessTable.isRunning)
