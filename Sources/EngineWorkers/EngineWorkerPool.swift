@@ -199,8 +199,13 @@ public final class EngineWorkerPool: SpeechRenderer {
 
     /// The running template, started (or started again, when the last one ended) on demand;
     /// callers that come while it starts wait for the same one.
+    ///
+    /// - Throws: `EngineWorkerError.unavailable` when the template cannot be started, or ended at
+    ///   once; the caller's backoff decides when to try again.
     private func currentTemplate() async throws -> WorkerTemplate {
-        while true {
+        // A template that had ended is replaced once here; one that ends as soon as it started
+        // is the caller's failure, not a reason to start processes in a loop.
+        for _ in 0..<2 {
             let task = state.withLock { state -> Task<WorkerTemplate, any Error> in
                 if let task = state.template { return task }
                 let task = Task { try await self.startTemplate() }
@@ -217,6 +222,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             if template.isRunning { return template }
             state.withLock { if $0.template == task { $0.template = nil } }
         }
+        throw EngineWorkerError.unavailable("the worker template ended as soon as it started")
     }
 
     private func startTemplate() async throws -> WorkerTemplate {
