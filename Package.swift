@@ -286,7 +286,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EngineWorkersTests",
-            dependencies: ["EngineWorkers", "EspeakEngine", "SpeechModel", "SpeechRendering", "SpeakTestSupport"],
+            dependencies: [
+                "EngineWorkers", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering", "SpeakTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

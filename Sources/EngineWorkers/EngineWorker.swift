@@ -15,8 +15,8 @@ import Glibc
 final class EngineWorker: Sendable {
     /// What the worker tells its pool.
     struct Callbacks: Sendable {
-        /// The worker sent `ready`.
-        var ready: @Sendable (EngineWorker, Int, String) -> Void
+        /// The worker sent `ready` with its sample rate.
+        var ready: @Sendable (EngineWorker, Int) -> Void
         /// The worker finished its job and can take another.
         var idle: @Sendable (EngineWorker) -> Void
         /// The worker is gone; `error` is why, its job (if any) has been failed with it.
@@ -136,8 +136,9 @@ final class EngineWorker: Sendable {
                 frame = nil
             }
             switch frame {
-            case .ready(let sampleRate, let sandbox)?:
-                callbacks.ready(self, sampleRate, sandbox)
+            case .ready(let sampleRate, _)?:
+                // How the worker is confined is what its template reported.
+                callbacks.ready(self, sampleRate)
             case .pcm(let samples)?:
                 let job = state.withLock { state -> Job? in
                     state.lastFrame = .now

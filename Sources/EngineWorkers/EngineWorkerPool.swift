@@ -1,6 +1,7 @@
 import EspeakEngine
 import FoundationEssentials
 import Logging
+import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
@@ -258,12 +259,19 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// Forks a worker from the template and waits until it is ready.
     private func spawn() async throws -> EngineWorker {
         let template = try await currentTemplate()
-        let pipes = try WorkerPipes()
+        let pipes: StandardStreams
+        do {
+            pipes = try StandardStreams()
+        } catch {
+            throw EngineWorkerError.unavailable("\(error)")
+        }
+        // Room for a whole chunk (a second of audio is 44 kB; `.whole` chunks up to ten seconds),
+        // so the worker writes it without waiting for the daemon to read. Best effort: the
+        // default 64 kB works, only with more wake-ups.
+        _ = fcntl(pipes.output, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
         let pid: Int32
         do {
-            pid = try await template.fork(
-                standardInput: pipes.theirs.input, standardOutput: pipes.theirs.output,
-                standardError: pipes.theirs.errors)
+            pid = try await template.fork(pipes)
         } catch {
             pipes.closeTheirs()
             pipes.closeOurs()
@@ -271,7 +279,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
         pipes.closeTheirs()
         let callbacks = EngineWorker.Callbacks(
-            ready: { [weak self] worker, rate, sandbox in self?.ready(worker, sampleRate: rate, sandbox: sandbox) },
+            ready: { [weak self] worker, rate in self?.ready(worker, sampleRate: rate) },
             idle: { [weak self] worker in self?.finishedJob(worker) },
             died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) },
             requeue: { [weak self] job in self?.dispatch(job) })
@@ -303,7 +311,10 @@ public final class EngineWorkerPool: SpeechRenderer {
         return worker
     }
 
-    private func ready(_ worker: EngineWorker, sampleRate: Int, sandbox: String) {
+    /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
+    private static let setPipeSize: Int32 = 1031
+
+    private func ready(_ worker: EngineWorker, sampleRate: Int) {
         let continuation = state.withLock { state in
             let id = ObjectIdentifier(worker)
             guard let continuation = state.starting.removeValue(forKey: id) else {

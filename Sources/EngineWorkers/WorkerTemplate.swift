@@ -89,12 +89,12 @@ final class WorkerTemplate: @unchecked Sendable {
         return state.gone == nil
     }
 
-    /// Forks a worker whose standard input, output and error are the given pipe ends (which
-    /// the caller closes afterwards) and returns its process id.
+    /// Forks a worker whose standard input, output and error are `streams.theirs` (which the
+    /// caller closes afterwards) and returns its process id.
     ///
     /// - Throws: `EngineWorkerError.unavailable` naming the reason when the template is gone or
     ///   the fork failed.
-    func fork(standardInput: Int32, standardOutput: Int32, standardError: Int32) async throws -> Int32 {
+    func fork(_ streams: StandardStreams) async throws -> Int32 {
         try await withCheckedThrowingContinuation { continuation in
             condition.lock()
             defer { condition.unlock() }
@@ -103,8 +103,7 @@ final class WorkerTemplate: @unchecked Sendable {
                 return
             }
             // Sent under the lock: the answers come in the order of `forks`.
-            let descriptors = [standardInput, standardOutput, standardError]
-            guard speakd_send_descriptors(process.input, descriptors, 3) == 0 else {
+            guard speakd_send_descriptors(process.input, streams.theirs, Int32(streams.theirs.count)) == 0 else {
                 continuation.resume(
                     throwing: EngineWorkerError.unavailable(
                         "the worker template cannot be reached: \(String(cString: strerror(errno)))"))
@@ -187,58 +186,5 @@ final class WorkerTemplate: @unchecked Sendable {
         condition.unlock()
         for fork in forks { fork.resume(throwing: reason) }
         close(process.input)
-    }
-}
-
-/// The three pipes of a worker the template is about to fork: the daemon keeps one end of each,
-/// the other goes to the template and from it to the worker.
-struct WorkerPipes {
-    /// The daemon's ends: it writes `input` and reads `output` and `errors`.
-    let input: Int32
-    let output: Int32
-    let errors: Int32
-    /// The worker's ends: standard input, output and error.
-    let theirs: (input: Int32, output: Int32, errors: Int32)
-
-    /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
-    private static let setPipeSize: Int32 = 1031
-
-    init() throws(EngineWorkerError) {
-        var made: [Int32] = []
-        func pipe() throws(EngineWorkerError) -> (read: Int32, write: Int32) {
-            var ends: [Int32] = [-1, -1]
-            guard speakd_cloexec_pipe(&ends) == 0 else {
-                let reason = String(cString: strerror(errno))
-                for descriptor in made { close(descriptor) }
-                throw .unavailable("pipe2: \(reason)")
-            }
-            made += ends
-            return (ends[0], ends[1])
-        }
-        let standardInput = try pipe()
-        let standardOutput = try pipe()
-        let standardError = try pipe()
-        input = standardInput.write
-        output = standardOutput.read
-        errors = standardError.read
-        theirs = (standardInput.read, standardOutput.write, standardError.write)
-        // Room for a whole chunk (a second of audio is 44 kB; `.whole` chunks up to ten seconds),
-        // so the worker writes it without waiting for the daemon to read. Best effort: the
-        // default 64 kB works, only with more wake-ups.
-        _ = fcntl(output, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
-    }
-
-    /// Closes the worker's ends, once the template has them (or the fork failed).
-    func closeTheirs() {
-        close(theirs.input)
-        close(theirs.output)
-        close(theirs.errors)
-    }
-
-    /// Closes the daemon's ends, when no worker came of them.
-    func closeOurs() {
-        close(input)
-        close(output)
-        close(errors)
     }
 }

@@ -41,54 +41,28 @@ public final class SpawnedProcess: Sendable {
     public init(
         executable: String, arguments: [String], environment: [String], socket: Bool = false
     ) throws(SpawnError) {
-        var pairs: [(ours: Int32, theirs: Int32)] = []
-        func closeAll() {
-            for pair in pairs {
-                close(pair.ours)
-                close(pair.theirs)
-            }
-        }
-        var ends: [Int32] = [-1, -1]
-        for index in 0..<(socket ? 2 : 3) {
-            if socket && index == 0 {
-                guard speakd_cloexec_socketpair(&ends) == 0 else {
-                    let error = SpawnError(operation: "socketpair", code: errno)
-                    closeAll()
-                    throw error
-                }
-                pairs.append((ends[0], ends[1]))
-                continue
-            }
-            guard speakd_cloexec_pipe(&ends) == 0 else {
-                let error = SpawnError(operation: "pipe2", code: errno)
-                closeAll()
-                throw error
-            }
-            // The child reads standard input and writes the others.
-            pairs.append(index == 0 ? (ends[1], ends[0]) : (ends[0], ends[1]))
-        }
-        let (standardInput, standardOutput, standardError) =
-            socket ? (pairs[0], pairs[0], pairs[1]) : (pairs[0], pairs[1], pairs[2])
+        let streams = try StandardStreams(socket: socket)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         // dup2 clears close-on-exec on the copies; every other descriptor of ours stays closed
         // in the child.
-        posix_spawn_file_actions_adddup2(&actions, standardInput.theirs, STDIN_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, standardOutput.theirs, STDOUT_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, standardError.theirs, STDERR_FILENO)
+        for (descriptor, standard) in zip(streams.theirs, [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO]) {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, standard)
+        }
         let pid: pid_t
         do {
             pid = try Self.spawn(executable, arguments: arguments, environment: environment, actions: &actions)
         } catch {
-            closeAll()
+            streams.closeTheirs()
+            streams.closeOurs()
             throw error
         }
-        for pair in pairs { close(pair.theirs) }
+        streams.closeTheirs()
         self.pid = pid
-        input = standardInput.ours
-        output = standardOutput.ours
-        errors = standardError.ours
+        input = streams.input
+        output = streams.output
+        errors = streams.errors
     }
 
     /// Waits for the child to end and reaps it; call once.

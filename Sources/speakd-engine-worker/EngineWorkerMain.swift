@@ -225,13 +225,14 @@ struct EngineWorkerMain {
 /// workers need no voices directory or languages of their own.
 struct WorkerOptions {
     /// espeak-ng's data directory, as the daemon's engine built it (with the voice variants).
-    var data: String?
+    let data: String
     /// The voice the daemon speaks by default (its compiled name), loaded before any worker is
     /// forked so that the workers share it.
     var voice: String?
 
     init(parsing arguments: [String]) throws {
         var remaining = arguments[...]
+        var data: String?
         while let flag = remaining.popFirst() {
             guard let value = remaining.popFirst() else { throw WorkerUsageError(message: "\(flag) needs a value") }
             switch flag {
@@ -240,13 +241,13 @@ struct WorkerOptions {
             default: throw WorkerUsageError(message: "unknown option \(flag)")
             }
         }
-        guard data != nil else { throw WorkerUsageError(message: "--data is required") }
+        guard let data else { throw WorkerUsageError(message: "--data is required") }
+        self.data = data
     }
 
     /// What the worker reads: the data directory, what its entries link to (the daemon's
     /// overlay links into espeak-ng's own data and the voice variants).
     func readablePaths() -> [String] {
-        guard let data else { return [] }
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: data)) ?? []
         let targets = entries.compactMap { entry -> String? in
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(data)/\(entry)") else {

@@ -1,6 +1,7 @@
 import EspeakEngine
 import Foundation
 import Logging
+import PosixSupport
 import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
@@ -23,6 +24,24 @@ struct EngineWorkerPoolTests {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/espeak-crashers/\(name)")
         return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    /// Renders a long text and SIGKILLs `pid` (a worker, or the template) at its first chunk: the
+    /// render fails naming the signal.
+    static func expectKilledMidRender(
+        _ pool: EngineWorkerPool, killing pid: pid_t, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        // Long enough that the worker is still synthesising when it is killed.
+        let stream = pool.render(Utterance(String(repeating: "Attention please, the museum closes soon. ", count: 110)))
+        var received = 0
+        await #expect(sourceLocation: sourceLocation) {
+            for try await chunk in stream {
+                received += chunk.samples.count
+                if received > 0 && kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+            }
+        } throws: { error in
+            "\(error)" == "engine worker crashed: SIGKILL"
+        }
     }
 
     static func samples(_ stream: AsyncThrowingStream<PCMChunk, any Error>) async throws -> [Int16] {
@@ -113,17 +132,7 @@ struct EngineWorkerPoolTests {
         let pool = try await Self.makePool(workers: 1)
         defer { pool.shutdown() }
         let before = try #require(pool.workerPIDs.first)
-        // Long enough that the worker is still synthesising when it is killed.
-        let stream = pool.render(Utterance(String(repeating: "Attention please, the museum closes soon. ", count: 110)))
-        var received = 0
-        await #expect {
-            for try await chunk in stream {
-                received += chunk.samples.count
-                if received > 0 && kill(before, 0) == 0 { kill(before, SIGKILL) }
-            }
-        } throws: { error in
-            "\(error)" == "engine worker crashed: SIGKILL"
-        }
+        await Self.expectKilledMidRender(pool, killing: before)
         let next = try await Self.samples(pool.render(Utterance("Welcome back.")))
         #expect(next.count > 22_050 / 4)
         #expect(pool.status.restarts == 1)
@@ -136,17 +145,7 @@ struct EngineWorkerPoolTests {
         defer { pool.shutdown() }
         let template = try #require(await pool.templatePID)
         let workers = Set(pool.workerPIDs)
-        // Long enough that a worker is still synthesising when its template is killed.
-        let stream = pool.render(Utterance(String(repeating: "Attention please, the museum closes soon. ", count: 110)))
-        var received = 0
-        await #expect {
-            for try await chunk in stream {
-                received += chunk.samples.count
-                if received > 0 && kill(template, 0) == 0 { kill(template, SIGKILL) }
-            }
-        } throws: { error in
-            "\(error)" == "engine worker crashed: SIGKILL"
-        }
+        await Self.expectKilledMidRender(pool, killing: template)
         let next = try await Self.samples(pool.render(Utterance("Welcome back.")))
         #expect(next.count > 22_050 / 4)
         let replaced = try #require(await pool.templatePID)
@@ -224,10 +223,8 @@ struct EngineWorkerPoolTests {
             logger: Logger(label: "test"))
         defer { template.stop() }
         _ = try await template.ready()
-        let pipes = try WorkerPipes()
-        let pid = try await template.fork(
-            standardInput: pipes.theirs.input, standardOutput: pipes.theirs.output,
-            standardError: pipes.theirs.errors)
+        let pipes = try StandardStreams()
+        let pid = try await template.fork(pipes)
         pipes.closeTheirs()
         defer { pipes.closeOurs() }
         let send = pipes.input
