@@ -10,6 +10,14 @@ let swiftSettings: [SwiftSetting] = [
 // lists its voices (the daemon, `speak`, benchmarks, tests). CEspeakNG's module map links nothing
 // itself: the engine worker links Debian's static archive instead (see speakd-engine-worker).
 let sharedEspeak: [LinkerSetting] = [.linkedLibrary("espeak-ng")]
+// The daemon and the engine worker, linked for a small resident size: lld packs their relative
+// relocations (RELR: the loader no longer reads about 0.6 MB of them at every start) and folds
+// identical functions. Release builds only; the toolchain ships lld.
+let lean: [LinkerSetting] = [
+    .unsafeFlags(
+        ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--icf=all"],
+        .when(platforms: [.linux], configuration: .release))
+]
 
 let package = Package(
     name: "speakd",
@@ -123,7 +131,7 @@ let package = Package(
             // 0.5 MB of relocated data per worker); its audio calls land in CNoAudioDevice.
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "-l:libespeak-ng.a", "-Xlinker", "-l:libsonic.so.0"])
-            ]
+            ] + lean
         ),
         // Sinks: PulseAudio, ALSA, WAV file, null; chimes and loudness.
         .target(
@@ -226,7 +234,9 @@ let package = Package(
             swiftSettings: swiftSettings,
             linkerSettings: sharedEspeak
         ),
-        .executableTarget(name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings,
+            linkerSettings: lean),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
         // cancel → silence (build with -c release).
         .executableTarget(

@@ -180,7 +180,7 @@ final class EngineWorker: Sendable {
                     }
                 }
                 // Killed because its template died, not by its job: a job that has produced
-                // nothing yet is given to another worker (once), not failed.
+                // nothing yet is given to another worker (up to `Job.requeueLimit` times), not failed.
                 let orphaned = termination == nil && stalled == nil ? job?.takeForRequeue() : nil
                 if orphaned == nil { job?.finish(throwing: error) }
                 closeInput()
@@ -204,7 +204,7 @@ final class Job: Sendable {
         var worker: EngineWorker?
         var cancelled = false
         var yielded = false
-        var requeued = false
+        var requeued = 0
     }
     private let state = Mutex(State())
 
@@ -218,12 +218,17 @@ final class Job: Sendable {
         self.continuation = continuation
     }
 
+    /// How often a job may move to another worker. A template that dies takes every worker it
+    /// forked with it, and the pool may hand the job to a second one of them before it learns
+    /// that that one is dying too; a template that keeps dying fails the job in the end.
+    static let requeueLimit = 3
+
     /// Self, when the job may go to another worker: nothing was yielded, it was not cancelled and
-    /// not requeued before. Marks it requeued.
+    /// it has not been requeued `requeueLimit` times. Counts the requeue.
     func takeForRequeue() -> Job? {
         state.withLock { state in
-            guard !state.yielded, !state.cancelled, !state.requeued else { return nil }
-            state.requeued = true
+            guard !state.yielded, !state.cancelled, state.requeued < Self.requeueLimit else { return nil }
+            state.requeued += 1
             state.worker = nil
             return self
         }

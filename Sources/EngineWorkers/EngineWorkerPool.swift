@@ -65,7 +65,8 @@ public final class EngineWorkerPool: SpeechRenderer {
     private struct State {
         var workers: [ObjectIdentifier: EngineWorker] = [:]
         var idle: [EngineWorker] = []
-        var waiters: [CheckedContinuation<EngineWorker, Never>] = []
+        /// Renders waiting for a worker; resumed with nil when the pool stops.
+        var waiters: [CheckedContinuation<EngineWorker?, Never>] = []
         var starting: [ObjectIdentifier: CheckedContinuation<Int, any Error>] = [:]
         /// Workers that said `ready` before `spawn` was waiting for it.
         var readyEarly: [ObjectIdentifier: Int] = [:]
@@ -146,17 +147,23 @@ public final class EngineWorkerPool: SpeechRenderer {
             if case .cancelled = termination { job.cancel() }
         }
         // The common case: an idle worker takes the job now, with no task in between.
-        let idle = state.withLock { $0.idle.popLast() }
+        let idle = state.withLock { $0.stopped ? nil : $0.idle.popLast() }
         if idle?.start(job, input: input, chunking: chunking) != true { dispatch(job) }
         return stream
     }
 
     /// Gives `job` to the next worker that becomes idle. A worker that died between being handed
     /// out and taking the job is skipped: the job waits for the next one (the replacement, if no
-    /// other is free).
+    /// other is free). A job still waiting when the pool stops fails.
     private func dispatch(_ job: Job) {
         Task {
-            while !(await acquire()).start(job, input: job.input, chunking: job.chunking) {}
+            while true {
+                guard let worker = await acquire() else {
+                    job.finish(throwing: EngineWorkerError.unavailable("the engine workers stopped"))
+                    return
+                }
+                if worker.start(job, input: job.input, chunking: job.chunking) { return }
+            }
         }
     }
 
@@ -184,12 +191,16 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
     }
 
-    /// Stops every worker and their template; renders still running fail.
+    /// Stops every worker and their template; renders still running, and renders waiting for
+    /// a worker, fail.
     public func shutdown() {
-        let (workers, template) = state.withLock { state -> ([EngineWorker], Task<WorkerTemplate, any Error>?) in
+        let (workers, waiters, template) = state.withLock { state in
             state.stopped = true
-            return (Array(state.workers.values), state.template)
+            state.idle.removeAll()
+            defer { state.waiters.removeAll() }
+            return (Array(state.workers.values), state.waiters, state.template)
         }
+        for waiter in waiters { waiter.resume(returning: nil) }
         for worker in workers { worker.stop() }
         if let template {
             Task { try? await template.value.stop() }
@@ -385,20 +396,22 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
     }
 
-    private func acquire() async -> EngineWorker {
+    /// The next idle worker; nil once the pool has stopped.
+    private func acquire() async -> EngineWorker? {
         await withCheckedContinuation { continuation in
-            let worker = state.withLock { state -> EngineWorker? in
-                if let worker = state.idle.popLast() { return worker }
+            let ready = state.withLock { state -> (worker: EngineWorker?, now: Bool) in
+                if state.stopped { return (nil, true) }
+                if let worker = state.idle.popLast() { return (worker, true) }
                 state.waiters.append(continuation)
-                return nil
+                return (nil, false)
             }
-            if let worker { continuation.resume(returning: worker) }
+            if ready.now { continuation.resume(returning: ready.worker) }
         }
     }
 
     private func release(_ worker: EngineWorker) {
-        let waiter = state.withLock { state -> CheckedContinuation<EngineWorker, Never>? in
-            guard state.workers[ObjectIdentifier(worker)] != nil else { return nil }
+        let waiter = state.withLock { state -> CheckedContinuation<EngineWorker?, Never>? in
+            guard !state.stopped, state.workers[ObjectIdentifier(worker)] != nil else { return nil }
             if state.waiters.isEmpty {
                 state.idle.append(worker)
                 return nil

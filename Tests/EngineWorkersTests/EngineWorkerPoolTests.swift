@@ -146,24 +146,33 @@ struct EngineWorkerPoolTests {
         let template = try #require(await pool.templatePID)
         let workers = Set(pool.workerPIDs)
         await Self.expectKilledMidRender(pool, killing: template)
+        // Both workers died with the template and are forked again from the new one.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while (pool.status.running < 2 || pool.status.restarts < 2) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let next = try await Self.samples(pool.render(Utterance("Welcome back.")))
         #expect(next.count > 22_050 / 4)
         let replaced = try #require(await pool.templatePID)
         #expect(replaced != template)
-        // Both workers died with the template and were forked again from the new one.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while pool.status.running < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(pool.status.running == 2)
         #expect(pool.status.restarts == 2)
         #expect(Set(pool.workerPIDs).isDisjoint(with: workers))
 
         // Killed while its workers are idle: a render sent at once goes to a worker that is
         // dying with it, produces nothing there, and is rendered by a new worker instead of
-        // failing.
+        // failing. (Whole, as `/v1/speech` renders: a streaming render may yield its first chunk
+        // before the signal lands, and then fails like any render whose worker died.)
         let second = try #require(await pool.templatePID)
         kill(second, SIGKILL)
-        let after = try await Self.samples(pool.render(Utterance("Welcome back again.")))
+        let after = try await Self.samples(pool.render(Utterance("Welcome back again."), chunking: .whole))
         #expect(after.count > 22_050 / 4)
+        // The render may also have ended on a worker before its parent's death reached it; the
+        // template is replaced all the same.
+        let replacedBy = ContinuousClock.now + .seconds(5)
+        while await pool.templatePID == second && ContinuousClock.now < replacedBy {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(await pool.templatePID != second)
     }
 
@@ -211,6 +220,28 @@ struct EngineWorkerPoolTests {
         #expect(abs(peak - expectedPeak) < expectedPeak / 10, "peak \(peak), expected \(expectedPeak)")
         #expect(pool.workerPIDs.first == pid)
         #expect(pool.status.restarts == 0)
+    }
+
+    @Test("A render waiting for a worker when the pool stops fails at once, naming why; none is taken after")
+    func shutdownEndsWaitingRenders() async throws {
+        let pool = try await Self.makePool(workers: 1)
+        // Holds the only worker for seconds.
+        let long = pool.render(Utterance(String(repeating: "Attention please, the museum closes soon. ", count: 110)))
+        var chunks = long.makeAsyncIterator()
+        _ = try await chunks.next()
+        let waiting = pool.render(Utterance("Doors closing."))
+        try await Task.sleep(for: .milliseconds(50))
+        let stopped = ContinuousClock.now
+        pool.shutdown()
+        await #expect {
+            _ = try await Self.samples(waiting)
+        } throws: { error in
+            "\(error)" == "no engine worker: the engine workers stopped"
+        }
+        #expect(ContinuousClock.now - stopped < .seconds(2))
+        await #expect(throws: EngineWorkerError.self) {
+            _ = try await Self.samples(pool.render(Utterance("After the end.")))
+        }
     }
 
     @Test("A worker renders the compiled input its job frame carries, and refuses a job of utterance JSON")
