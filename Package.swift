@@ -171,7 +171,7 @@ let package = Package(
             dependencies: ["SpeakCLI", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
-        // EspeakEngine against raw libespeak-ng, measured in the same run (build with -c release).
+        // EspeakEngine against raw libespeak-ng, measured in the same run (build with scripts/build-release).
         .executableTarget(
             name: "speakd-engine-bench",
             dependencies: [
@@ -238,7 +238,7 @@ let package = Package(
             name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings,
             linkerSettings: lean),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
-        // cancel → silence (build with -c release).
+        // cancel → silence (build with scripts/build-release).
         .executableTarget(
             name: "speakd-latency-bench",
             dependencies: [
@@ -250,7 +250,7 @@ let package = Package(
         ),
 
         // POST /v1/speech through a release speakd against raw libespeak-ng in two processes, and
-        // the idle PSS of speakd with its workers (build with -c release).
+        // the idle PSS of speakd with its workers (build with scripts/build-release).
         .executableTarget(
             name: "speakd-render-bench",
             dependencies: ["CEspeakNG", "SpeakAPI", "SpeakTestSupport"],
@@ -260,7 +260,7 @@ let package = Package(
         ),
 
         // Three speakd kiosks and a private mosquitto: publish → first sample at each sink, and
-        // 1,000 announcements fanned out (build with -c release).
+        // 1,000 announcements fanned out (build with scripts/build-release).
         .executableTarget(
             name: "speakd-fleet-bench",
             dependencies: ["SpeakAPI", "SpeakFleet", "SpeakTestSupport"],

@@ -13,7 +13,7 @@ import Synchronization
 ///   second each kiosk accepts (its `queued` events), and the broker's CPU time against the
 ///   kiosks' over that run.
 ///
-/// Usage: `speakd-fleet-bench [--rounds N] [--count N]` (build with `-c release`; `speakd` must
+/// Usage: `speakd-fleet-bench [--rounds N] [--count N]` (build with `scripts/build-release`; `speakd` must
 /// sit beside this executable).
 @main
 struct FleetBenchmark {

@@ -14,7 +14,7 @@ import SpeechModel
 /// - cancel sent → silence at the sink, and the same for a pause,
 ///
 /// and, for comparison, the same engine and sink driven in this process without the daemon.
-/// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `-c release`; `speakd` must sit
+/// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `scripts/build-release`; `speakd` must sit
 /// beside this executable). `speakd-latency-bench --public-address [--pairs N]` compares request → first
 /// sample with the public-address stage neutral and as shipped instead (`PublicAddressBenchmark`).
 @main

@@ -20,7 +20,7 @@ import SpeakTestSupport
 ///   has been idle a few seconds (goal ≤ 30 MB), beside
 ///   speech-dispatcher's when one is running (see the README).
 ///
-/// Usage: `speakd-render-bench [--seconds N] [--clients N] [--speakd-args "…"]` (build with `-c release`).
+/// Usage: `speakd-render-bench [--seconds N] [--clients N] [--speakd-args "…"]` (build with `scripts/build-release`).
 @main
 struct RenderBenchmark {
     static let text = "Platform 4: the 10:15 to Porto"

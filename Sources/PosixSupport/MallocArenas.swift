@@ -15,4 +15,10 @@ public enum MallocArenas {
         guard getenv("MALLOC_ARENA_MAX") == nil else { return }
         _ = mallopt(M_ARENA_MAX, count)
     }
+
+    /// Hands the pages of memory that malloc holds free back to the kernel (`malloc_trim`), for
+    /// a process about to sit idle after a burst of work (start-up, a job).
+    public static func releaseFreePages() {
+        _ = malloc_trim(0)
+    }
 }

@@ -1,4 +1,5 @@
 import Logging
+import PosixSupport
 import ServiceLifecycle
 import SpeakServer
 
@@ -12,6 +13,8 @@ struct SystemdReadiness: Service {
     func run() async throws {
         let addresses = try await front.waitUntilListening()
         send("READY=1\nSTATUS=listening on \(addresses.map(\.description).joined(separator: ", "))")
+        // Start-up (configuration, voice catalogue, routes) is done: what it freed goes back.
+        MallocArenas.releaseFreePages()
         try? await gracefulShutdown()
         send("STOPPING=1")
     }

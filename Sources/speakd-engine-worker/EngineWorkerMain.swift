@@ -76,6 +76,8 @@ struct EngineWorkerMain {
                 complain("cannot preload \(voice): \(error)")
             }
         }
+        // What loading freed goes back to the kernel before any worker copies the heap.
+        MallocArenas.releaseFreePages()
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
         forkWorkers(session, sandbox: sandbox, children: children)
         exit(0)
@@ -149,6 +151,10 @@ struct EngineWorkerMain {
     /// frame it may send (false, after saying so on standard error).
     static func serve(_ session: EspeakDirectSession) -> Bool {
         while true {
+            // Idle for a second: hand the heap a job freed back to the kernel, so a worker that
+            // has rendered is as small idle as one that has not. Never between two busy jobs.
+            var input = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+            if poll(&input, 1, idleTrimMilliseconds) == 0 { MallocArenas.releaseFreePages() }
             let frame: WorkerFrame?
             do {
                 frame = try WorkerFrame.read(from: STDIN_FILENO)
@@ -170,6 +176,9 @@ struct EngineWorkerMain {
             }
         }
     }
+
+    /// How long a worker waits for the next job before it trims its heap.
+    static let idleTrimMilliseconds: Int32 = 1000
 
     /// Renders one job: its chunks as they come, then `done` (also when cancelled) or `failure`.
     /// The daemon sends the next job only after that answer, so a frame that arrives meanwhile
