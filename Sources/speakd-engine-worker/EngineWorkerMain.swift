@@ -36,6 +36,7 @@ import Glibc
 struct EngineWorkerMain {
     static func main() {
         MallocArenas.limit(to: 2)
+        MallocArenas.keepLargeBlocksOnHeap(upTo: 4 << 20)
         // A parent that went away must end the worker through EOF or EPIPE, not a signal.
         signal(SIGPIPE, SIG_IGN)
         let options: WorkerOptions

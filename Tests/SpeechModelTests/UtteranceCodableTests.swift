@@ -155,12 +155,9 @@ import Testing
             var inner: Inner
         }
         func error(_ json: String) -> SpeechInputError? {
-            do {
-                _ = try JSONDecoder().decode(Request.self, from: Data(json.utf8))
-                return nil
-            } catch {
-                return (error as? DecodingError).map(SpeechInputError.from)
-            }
+            let decoded = Result { try JSONDecoder().decode(Request.self, from: Data(json.utf8)) }
+            guard case .failure(let failure) = decoded else { return nil }
+            return (failure as? DecodingError).map(SpeechInputError.from)
         }
         #expect(error(#"{"inner": {"values": []}}"#) == .malformed(field: "priority", "is required"))
         #expect(
