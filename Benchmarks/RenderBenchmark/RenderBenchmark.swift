@@ -17,8 +17,8 @@ import SpeakTestSupport
 ///   when other work shares the cores;
 /// - idle memory: PSS (`/proc/PID/smaps_rollup`) of speakd and every descendant process three
 ///   seconds after it started, before any request, and again after the load has stopped and it
-///   has been idle a few seconds (goal ≤ 30 MB), beside
-///   speech-dispatcher's when one is running (see the README).
+///   has been idle a few seconds (goal ≤ 30 MB), beside speech-dispatcher's: a running one's,
+///   else that of a private one the benchmark starts when it is installed.
 ///
 /// Usage: `speakd-render-bench [--seconds N] [--clients N] [--speakd-args "…"]` (build with `scripts/build-release`).
 @main
@@ -67,8 +67,10 @@ struct RenderBenchmark {
         )
         try await Task.sleep(for: .seconds(max(seconds - 2 * phase, 3)))
         let pss = try processTreePSS(root: daemon.pid)
-        let dispatcher = speechDispatcherPSS()
+        let running = speechDispatcherPSS()
         _ = await daemon.stop()
+        // A private one only once speakd is gone: the two share libespeak-ng and libpulse.
+        let dispatcher = if let running { (running, "running") } else { await privateSpeechDispatcherPSS() }
 
         print("speakd render benchmark: '\(text)', \(Int(phase)) s per phase, speakd \(extra.joined(separator: " "))")
         print(pad("measure", 36) + pad("figure", 16) + "goal")
@@ -95,12 +97,12 @@ struct RenderBenchmark {
                 + pad(String(format: "%.1f MB", Double(pss.kilobytes) / 1024), 16) + "≤ 30 MB")
         print("  (this benchmark maps the Swift runtime too, which lowers speakd's PSS; scripts/idle-memory")
         print("   measures speakd alone)")
-        if let dispatcher {
+        if let (measured, kind) = dispatcher {
             print(
-                pad("speech-dispatcher idle PSS (\(dispatcher.processes))", 36)
-                    + pad(String(format: "%.1f MB", Double(dispatcher.kilobytes) / 1024), 16) + "-")
+                pad("speech-dispatcher idle PSS (\(kind), \(measured.processes) proc.)", 36)
+                    + pad(String(format: "%.1f MB", Double(measured.kilobytes) / 1024), 16) + "-")
         } else {
-            print(pad("speech-dispatcher idle PSS", 36) + pad("not running", 16) + "-")
+            print(pad("speech-dispatcher idle PSS", 36) + pad("not installed", 16) + "-")
         }
     }
 
@@ -281,8 +283,43 @@ struct RenderBenchmark {
         return 0
     }
 
-    /// speech-dispatcher's tree, when a `speech-dispatcher` process is running (the benchmark does
-    /// not start one: its configuration and modules are the user's).
+    /// A private speech-dispatcher's idle tree, when one is installed (Debian's
+    /// `speech-dispatcher` and `speech-dispatcher-espeak-ng`): started with the system's
+    /// configuration but its own socket, runtime and log directory and no idle timeout, measured
+    /// once it has started its output modules and settled, then stopped. Of its modules the
+    /// espeak-ng one stays; the others end at once when they find nothing to drive.
+    static func privateSpeechDispatcherPSS() async -> ((kilobytes: Int, processes: Int), String)? {
+        guard let executable = executableOnPath("speech-dispatcher") else { return nil }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("speakd-bench-spd-\(getpid())", isDirectory: true)
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--run-single", "--timeout", "0", "--communication-method", "unix_socket", "--socket-path",
+            directory.appendingPathComponent("socket").path, "--pid-file", directory.appendingPathComponent("pid").path,
+            "--log-dir", directory.path,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = directory.path
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        defer {
+            // SIGTERM leaves it waiting on its modules for minutes: the whole tree goes at once.
+            for pid in ProcessTable.tree(of: process.processIdentifier).reversed() { kill(pid, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? await Task.sleep(for: .seconds(5))
+        guard process.isRunning, let measured = try? processTreePSS(root: process.processIdentifier),
+            measured.processes > 1
+        else { return nil }
+        return (measured, "private")
+    }
+
+    /// speech-dispatcher's tree, when a `speech-dispatcher` process is running.
     static func speechDispatcherPSS() -> (kilobytes: Int, processes: Int)? {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         for entry in entries {
