@@ -35,7 +35,7 @@ import Glibc
 @main
 struct EngineWorkerMain {
     static func main() {
-        MallocArenas.limit(to: 2)
+        MallocArenas.limit(to: 1)
         MallocArenas.keepLargeBlocksOnHeap(upTo: 4 << 20)
         // A parent that went away must end the worker through EOF or EPIPE, not a signal.
         signal(SIGPIPE, SIG_IGN)
