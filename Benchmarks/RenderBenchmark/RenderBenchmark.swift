@@ -102,7 +102,8 @@ struct RenderBenchmark {
                 pad("speech-dispatcher idle PSS (\(kind), \(measured.processes) proc.)", 36)
                     + pad(String(format: "%.1f MB", Double(measured.kilobytes) / 1024), 16) + "-")
         } else {
-            print(pad("speech-dispatcher idle PSS", 36) + pad("not installed", 16) + "-")
+            let reason = executableOnPath("speech-dispatcher") == nil ? "not installed" : "did not start"
+            print(pad("speech-dispatcher idle PSS", 36) + pad(reason, 16) + "-")
         }
     }
 

@@ -154,8 +154,7 @@ struct EngineWorkerMain {
         while true {
             // Idle for a second: hand the heap a job freed back to the kernel, so a worker that
             // has rendered is as small idle as one that has not. Never between two busy jobs.
-            var input = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-            if poll(&input, 1, idleTrimMilliseconds) == 0 { MallocArenas.releaseFreePages() }
+            if !inputArrives(within: idleTrimMilliseconds) { MallocArenas.releaseFreePages() }
             let frame: WorkerFrame?
             do {
                 frame = try WorkerFrame.read(from: STDIN_FILENO)
@@ -199,10 +198,15 @@ struct EngineWorkerMain {
         }
     }
 
+    /// Whether standard input has something to read (a frame, or its end) within `milliseconds`.
+    static func inputArrives(within milliseconds: Int32) -> Bool {
+        var input = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        return poll(&input, 1, milliseconds) > 0
+    }
+
     /// Whether a cancel is waiting on standard input; reads it if so. Looks without blocking.
     @Sendable static func cancelArrived() -> Bool {
-        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, 0) > 0 else { return false }
+        guard inputArrives(within: 0) else { return false }
         do {
             switch try WorkerFrame.read(from: STDIN_FILENO) {
             case .cancel?:
