@@ -271,21 +271,29 @@ private func expectSilence(in recording: Recording, from cancelAt: Int) {
     #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
 }
 
+/// The share of `samples`' energy at `frequencies`, measured in 20 ms frames: a frame is short
+/// enough that a brief gap in the sound (an underrun under load) shifts the phase of only one
+/// frame, where a measure over the whole window would lose the tone to the phase jump.
 private func toneShare(_ samples: [Int16], frequencies: [Double], rate: Double) -> Double {
     let values = samples.map { Double($0) / 32768 }
     let total = values.reduce(0) { $0 + $1 * $1 }
     guard total > 0 else { return 0 }
+    let frameLength = max(1, Int(0.02 * rate))
     var tone = 0.0
-    for frequency in frequencies {
-        let coefficient = 2 * cos(2 * Double.pi * frequency / rate)
-        var (previous, beforePrevious) = (0.0, 0.0)
-        for value in values {
-            let current = value + coefficient * previous - beforePrevious
-            beforePrevious = previous
-            previous = current
+    for frameStart in stride(from: 0, to: values.count, by: frameLength) {
+        let frame = values[frameStart..<min(values.count, frameStart + frameLength)]
+        for frequency in frequencies {
+            let coefficient = 2 * cos(2 * Double.pi * frequency / rate)
+            var (previous, beforePrevious) = (0.0, 0.0)
+            for value in frame {
+                let current = value + coefficient * previous - beforePrevious
+                beforePrevious = previous
+                previous = current
+            }
+            let power =
+                previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+            tone += 2 * power / Double(frame.count)
         }
-        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
-        tone += 2 * power / Double(values.count)
     }
     return tone / total
 }
