@@ -14,7 +14,7 @@ struct SystemdReadiness: Service {
         let addresses = try await front.waitUntilListening()
         send("READY=1\nSTATUS=listening on \(addresses.map(\.description).joined(separator: ", "))")
         // Start-up (configuration, voice catalogue, routes) is done: what it freed goes back.
-        MallocArenas.releaseFreePages()
+        Malloc.releaseFreePages()
         try? await gracefulShutdown()
         send("STOPPING=1")
     }

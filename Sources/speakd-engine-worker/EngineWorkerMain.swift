@@ -35,8 +35,8 @@ import Glibc
 @main
 struct EngineWorkerMain {
     static func main() {
-        MallocArenas.limit(to: 1)
-        MallocArenas.keepLargeBlocksOnHeap(upTo: 4 << 20)
+        Malloc.limitArenas(to: 1)
+        Malloc.keepLargeBlocksOnHeap(upTo: 4 << 20)
         // A parent that went away must end the worker through EOF or EPIPE, not a signal.
         signal(SIGPIPE, SIG_IGN)
         let options: WorkerOptions
@@ -78,7 +78,7 @@ struct EngineWorkerMain {
             }
         }
         // What loading freed goes back to the kernel before any worker copies the heap.
-        MallocArenas.releaseFreePages()
+        Malloc.releaseFreePages()
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
         forkWorkers(session, sandbox: sandbox, children: children)
         exit(0)
@@ -154,7 +154,7 @@ struct EngineWorkerMain {
         while true {
             // Idle for a second: hand the heap a job freed back to the kernel, so a worker that
             // has rendered is as small idle as one that has not. Never between two busy jobs.
-            if !inputArrives(within: idleTrimMilliseconds) { MallocArenas.releaseFreePages() }
+            if !inputArrives(within: idleTrimMilliseconds) { Malloc.releaseFreePages() }
             let frame: WorkerFrame?
             do {
                 frame = try WorkerFrame.read(from: STDIN_FILENO)

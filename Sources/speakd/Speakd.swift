@@ -5,7 +5,7 @@ import SpeakDaemon
 @main
 struct Speakd {
     static func main() async {
-        MallocArenas.limit(to: 1)
+        Malloc.limitArenas(to: 1)
         await SpeakdCommand.main()
     }
 }
