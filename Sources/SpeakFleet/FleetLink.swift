@@ -131,6 +131,7 @@ public final class FleetLink: Service, Sendable {
         var request: AnnouncementRequest
         do {
             request = try server.decodeAnnouncement(ByteBuffer(bytes: message.payload))
+            try server.checkChimes(of: request)
         } catch {
             refuse(message, requestId: correlation, error)
             return

@@ -28,14 +28,7 @@ struct SpeakRoutes: Sendable {
         let speech: PreparedUtterance
         do {
             body = try await decodeRequest(request)
-            for (field, choice) in [("chime", body.chime), ("chimeAfter", body.chimeAfter)] {
-                if case .named(let name) = choice, !server.settings.chimes.contains(name) {
-                    let known =
-                        server.settings.chimes.isEmpty
-                        ? "none are configured" : server.settings.chimes.joined(separator: ", ")
-                    throw APIError.invalid(.notFound(field: field, "no chime named '\(name)' (\(known))"))
-                }
-            }
+            try server.checkChimes(of: body)
             speech = try await prepare(body.utterance)
         } catch let error as APIError {
             server.metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")

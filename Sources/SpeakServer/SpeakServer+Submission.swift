@@ -47,6 +47,17 @@ extension SpeakServer {
         return decoded
     }
 
+    /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
+    /// - Throws: `APIError` 422 `notFound` naming the field and the chimes there are.
+    public func checkChimes(of request: AnnouncementRequest) throws(APIError) {
+        for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
+            if case .named(let name) = choice, !settings.chimes.contains(name) {
+                let known = settings.chimes.isEmpty ? "none are configured" : settings.chimes.joined(separator: ", ")
+                throw APIError.invalid(.notFound(field: field, "no chime named '\(name)' (\(known))"))
+            }
+        }
+    }
+
     /// Validates and compiles `utterance` once, at the edge; the result travels with it.
     /// - Throws: `APIError` 422 naming the field.
     public func prepare(_ utterance: Utterance) async throws -> PreparedUtterance {

@@ -62,17 +62,27 @@ extension SpeakdIntegration {
             let bad = try await observer.ask(
                 FleetTopics(site: Self.site).device("k2"), #"{"text": "Too high", "pitch": 9}"#)
             let garbage = try await observer.ask(FleetTopics(site: Self.site).device("k2"), "not json {")
+            let unknownChime = try await observer.ask(
+                FleetTopics(site: Self.site).device("k2"), #"{"text": "Doors closing", "chimeAfter": "gong"}"#)
             let badReport = try #require(try await observer.outcomes(for: bad, count: 1).first)
             #expect(badReport.type == .refused)
             #expect(badReport.error?.code == "outOfRange")
             #expect(badReport.error?.field == "pitch")
             let garbageReport = try #require(try await observer.outcomes(for: garbage, count: 1).first)
             #expect(garbageReport.error?.code == ErrorResponse.Code.malformedRequest)
+            let chimeReport = try #require(try await observer.outcomes(for: unknownChime, count: 1).first)
+            #expect(chimeReport.type == .refused)
+            #expect(chimeReport.error?.field == "chimeAfter")
+            #expect(chimeReport.error?.message.contains("gong") == true, "\(String(describing: chimeReport.error))")
             // The same answer the HTTP API gives for the same body.
             let http = try await fleet.kiosks[1].daemon.unixClient.send(
                 "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"text": "Too high", "pitch": 9}"#.utf8))
             #expect(http.error?.error == badReport.error)
+            let httpChime = try await fleet.kiosks[1].daemon.unixClient.send(
+                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"text": "Doors closing", "chimeAfter": "gong"}"#.utf8))
+            #expect(httpChime.error?.error == chimeReport.error)
             let queued = try await fleet.kiosks[1].daemon.unixClient.send("GET", "/v1/announcements")
                 .decode(AnnouncementList.self)
             #expect(queued.announcements.isEmpty)
