@@ -6,6 +6,7 @@ import FoundationEssentials
 import PosixSupport
 import SpeechModel
 import SpeechRendering
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -204,8 +205,22 @@ struct EngineWorkerMain {
         return poll(&input, 1, milliseconds) > 0
     }
 
-    /// Whether a cancel is waiting on standard input; reads it if so. Looks without blocking.
+    /// When `cancelArrived` last looked at standard input, in nanoseconds of the monotonic clock.
+    static let lastLook = Atomic<UInt64>(0)
+
+    /// How often `cancelArrived` looks at standard input at most: espeak-ng's blocks come every
+    /// 20–40 µs while it renders, and a `poll` for each cost 2–3% of a render; a cancel found
+    /// 2 ms later only frees the worker later (the daemon silences the sink itself).
+    static let lookInterval: UInt64 = 2_000_000
+
+    /// Whether a cancel is waiting on standard input; reads it if so. Looks without blocking, and
+    /// at most every `lookInterval`.
     @Sendable static func cancelArrived() -> Bool {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nanoseconds = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        guard nanoseconds &- lastLook.load(ordering: .relaxed) >= lookInterval else { return false }
+        lastLook.store(nanoseconds, ordering: .relaxed)
         guard inputArrives(within: 0) else { return false }
         do {
             switch try WorkerFrame.read(from: STDIN_FILENO) {
