@@ -209,8 +209,9 @@ struct EngineWorkerMain {
     static let lastLook = Atomic<UInt64>(0)
 
     /// How often `cancelArrived` looks at standard input at most: espeak-ng's blocks come every
-    /// 20–40 µs while it renders, and a `poll` for each cost 2–3% of a render; a cancel found
-    /// 2 ms later only frees the worker later (the daemon silences the sink itself).
+    /// 20–40 µs while it renders, and a `poll` for each was 61 system calls for a short render
+    /// (about 1% of a worker's CPU); a cancel found 2 ms later only frees the worker later (the
+    /// daemon silences the sink itself).
     static let lookInterval: UInt64 = 2_000_000
 
     /// Whether a cancel is waiting on standard input; reads it if so. Looks without blocking, and

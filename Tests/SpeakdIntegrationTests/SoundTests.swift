@@ -234,7 +234,6 @@ extension SpeakdIntegration {
     }
 }
 
-/// The share of `samples`' energy at `frequencies` (Goertzel), 0 … 1.
 /// Posts `body`, waits for its finished event, and returns its id with what the sink played from
 /// the post until then.
 private func heardToTheEnd(_ speakd: AudibleDaemon, _ body: [String: Any]) async throws -> (String, [Int16]) {
@@ -271,9 +270,10 @@ private func expectSilence(in recording: Recording, from cancelAt: Int) {
     #expect(after.rms < 0.002, "sound after the cancel: RMS \(after.rms)")
 }
 
-/// The share of `samples`' energy at `frequencies`, measured in 20 ms frames: a frame is short
-/// enough that a brief gap in the sound (an underrun under load) shifts the phase of only one
-/// frame, where a measure over the whole window would lose the tone to the phase jump.
+/// The share of `samples`' energy at `frequencies` (Goertzel), 0 … 1, measured in 20 ms frames:
+/// a frame is short enough that a brief gap in the sound (an underrun under load) shifts the
+/// phase of only one frame, where a measure over the whole window would lose the tone to the
+/// phase jump.
 private func toneShare(_ samples: [Int16], frequencies: [Double], rate: Double) -> Double {
     let values = samples.map { Double($0) / 32768 }
     let total = values.reduce(0) { $0 + $1 * $1 }
