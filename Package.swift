@@ -249,11 +249,14 @@ let package = Package(
             linkerSettings: sharedEspeak
         ),
 
-        // POST /v1/speech through a release speakd against raw libespeak-ng in two processes, and
+        // POST /v1/speech through a release speakd against raw libespeak-ng in two processes
+        // rendering the same espeak input, and
         // the idle PSS of speakd with its workers (build with scripts/build-release).
         .executableTarget(
             name: "speakd-render-bench",
-            dependencies: ["CEspeakNG", "SpeakAPI", "SpeakTestSupport"],
+            dependencies: [
+                "CEspeakNG", "EspeakEngine", "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering",
+            ],
             path: "Benchmarks/RenderBenchmark",
             swiftSettings: swiftSettings,
             linkerSettings: sharedEspeak

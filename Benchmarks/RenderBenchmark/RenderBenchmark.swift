@@ -1,12 +1,17 @@
 import CEspeakNG
+import EspeakEngine
 import Foundation
 import SpeakAPI
 import SpeakTestSupport
+import SpeechModel
+import SpeechRendering
 
 /// Renders per second through speakd against raw libespeak-ng, and speakd's idle memory.
 ///
 /// - raw: this executable started twice in `--raw` mode, each one libespeak-ng rendering
-///   `text` in a loop (synchronous mode, voice en-us): renders per second, summed;
+///   `text` in a loop (synchronous mode): renders per second, summed. It renders the espeak input
+///   speakd's workers are given for `text` (voice, rate, volume, with the project's `Voices/`), and
+///   the audio per render of both sides is printed, so the two are seen to make the same sound;
 /// - speakd: the `speakd` built beside this executable, `--audio null`, with extra flags from
 ///   `--speakd-args "…"` or `SPEAKD_BENCH_ARGS` (e.g. `--engine-workers 2` where it exists),
 ///   hammered with `POST /v1/speech` for the same text over `--clients` (default 3) connections
@@ -29,7 +34,7 @@ struct RenderBenchmark {
         let arguments = CommandLine.arguments
         let seconds = value(arguments, "--seconds").flatMap(Double.init) ?? 30
         if arguments.contains("--raw") {
-            rawLoop(seconds: seconds)
+            try await rawLoop(seconds: seconds)
             return
         }
         let clients = value(arguments, "--clients").flatMap(Int.init) ?? 3
@@ -59,6 +64,11 @@ struct RenderBenchmark {
                 try await serve(daemon.unixClient, clients: clients, seconds: phase)
             }
         let cpuAfter = (tree: treeCPUSeconds(root: daemon.pid), client: ownCPUSeconds())
+        // One more response, read whole: the audio speakd made, to set beside the raw renders'.
+        let wav = try await daemon.unixClient.send(
+            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: ["text": text])))
+        let servedSamples = max(wav.body.count - WAVHeader.size, 0) / 2
         let requests = max(Double(served.requests), 1)
         let cpu = (
             daemon: (cpuAfter.tree.root - cpuBefore.tree.root) / requests,
@@ -81,6 +91,12 @@ struct RenderBenchmark {
             pad(load, 36)
                 + pad(String(format: "%.1f req/s", served.rate), 16) + "-")
         print(pad("speakd / raw", 36) + pad(String(format: "%.2f", served.rate / raw.rate), 16) + "≥ 0.80")
+        // The WAV header's sample rate; the raw renders come from the same libespeak-ng and data.
+        let rate = Double(wav.body.count >= 28 ? wav.body[24..<28].reversed().reduce(0) { $0 << 8 | Int($1) } : 22050)
+        print(
+            pad("audio per render: speakd, raw", 36)
+                + pad(String(format: "%.3f s, %.3f s", Double(servedSamples) / rate, Double(raw.samples) / rate), 16)
+                + "same")
         print(pad("CPU per raw render", 36) + pad(milliseconds(raw.cpuPerRender), 16) + "-")
         print(pad("CPU per request: speakd", 36) + pad(milliseconds(cpu.daemon), 16) + "-")
         print(pad("CPU per request: its workers", 36) + pad(milliseconds(cpu.workers), 16) + "-")
@@ -118,28 +134,58 @@ struct RenderBenchmark {
         text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
     }
 
-    /// `--raw`: one libespeak-ng rendering `text` until `seconds` are up; prints the count and the time.
-    static func rawLoop(seconds: Double) {
-        _ = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, 0)
-        espeak_SetSynthCallback { _, _, _ in 0 }
-        _ = espeak_ng_SetVoiceByName("en-us")
+    /// `--raw`: one libespeak-ng rendering `text` until `seconds` are up; prints the count, the
+    /// time, the CPU seconds of the loop and the samples of one render.
+    ///
+    /// libespeak-ng is initialised with the data directory speakd's engine uses and given the
+    /// input speakd compiles for `text`; every call in the loop is libespeak-ng's own, on one thread.
+    static func rawLoop(seconds: Double) async throws {
+        let engine = try await EspeakEngine(voices: VoicesDirectory.discover())
+        let input = try engine.espeakInput(for: Utterance(text))
+        let flags = input.isMarkup ? UInt32(espeakSSML) | UInt32(espeakPHONEMES) : 0
+        let line = try await engine.runExclusively {
+            rawRenders(
+                seconds: seconds, voice: input.voice, rate: input.rate, volume: input.volume, text: input.text,
+                flags: flags)
+        }
+        print(line)
+    }
+
+    /// Renders `text` until `seconds` are up (espeak-ng initialised); "count time cpu samples".
+    static func rawRenders(seconds: Double, voice: String, rate: Int, volume: Int, text: String, flags: UInt32)
+        -> String
+    {
+        espeak_SetSynthCallback { _, count, events in
+            if count > 0, let counter = events?.pointee.user_data?.assumingMemoryBound(to: Int.self) {
+                counter.pointee += Int(count)
+            }
+            return 0
+        }
+        _ = espeak_ng_SetVoiceByName(voice)
+        _ = espeak_ng_SetParameter(espeakRATE, CInt(rate), 0)
+        _ = espeak_ng_SetParameter(espeakVOLUME, CInt(volume), 0)
+        _ = espeak_ng_SetParameter(espeakPITCH, 50, 0)
+        _ = espeak_ng_SetParameter(espeakRANGE, 50, 0)
+        var samples = 0
         let start = Date()
+        let cpu = ownCPUSeconds()
         var count = 0
         while Date().timeIntervalSince(start) < seconds {
+            samples = 0
             text.withCString { pointer in
                 _ = espeak_ng_Synthesize(
                     pointer, strlen(pointer) + 1, 0, POS_CHARACTER, 0,
-                    UInt32(espeakCHARS_UTF8) | UInt32(espeakENDPAUSE), nil, nil)
+                    UInt32(espeakCHARS_UTF8) | UInt32(espeakENDPAUSE) | flags, nil, &samples)
             }
             count += 1
         }
-        print("\(count) \(Date().timeIntervalSince(start)) \(ownCPUSeconds())")
+        return "\(count) \(Date().timeIntervalSince(start)) \(ownCPUSeconds() - cpu) \(samples)"
     }
 
     /// Starts `processes` copies of this executable in `--raw` mode at once: renders per second,
-    /// summed, and CPU seconds per render.
+    /// summed, CPU seconds per render, and the samples of one render.
     static func rawRate(executable: String, processes: Int, seconds: Double) async throws -> (
-        rate: Double, cpuPerRender: Double
+        rate: Double, cpuPerRender: Double, samples: Int
     ) {
         let children = try (0..<processes).map { _ in
             let process = Process()
@@ -153,12 +199,13 @@ struct RenderBenchmark {
         var total = 0.0
         var renders = 0.0
         var cpu = 0.0
+        var samples = 0
         for (process, pipe) in children {
             let output = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace)
-            guard fields.count == 3, let count = Double(fields[0]), let elapsed = Double(fields[1]), elapsed > 0,
-                let seconds = Double(fields[2])
+            guard fields.count == 4, let count = Double(fields[0]), let elapsed = Double(fields[1]), elapsed > 0,
+                let seconds = Double(fields[2]), let rendered = Int(fields[3])
             else {
                 throw SpeakdProcess.Failure(
                     description: "raw child printed '\(String(decoding: output, as: UTF8.self))'")
@@ -166,8 +213,9 @@ struct RenderBenchmark {
             total += count / elapsed
             renders += count
             cpu += seconds
+            samples = rendered
         }
-        return (total, renders > 0 ? cpu / renders : 0)
+        return (total, renders > 0 ? cpu / renders : 0, samples)
     }
 
     /// CPU seconds (user and system) this process has used.

@@ -65,8 +65,9 @@ public final class EngineWorkerPool: SpeechRenderer {
     private struct State {
         var workers: [ObjectIdentifier: EngineWorker] = [:]
         var idle: [EngineWorker] = []
-        /// Renders waiting for a worker; resumed with nil when the pool stops.
-        var waiters: [CheckedContinuation<EngineWorker?, Never>] = []
+        /// Jobs that found no idle worker, oldest first: the next worker to become idle takes the
+        /// first one itself, on its reader thread, without a hop through a task.
+        var waiting: [Job] = []
         var starting: [ObjectIdentifier: CheckedContinuation<Int, any Error>] = [:]
         /// Workers that said `ready` before `spawn` was waiting for it.
         var readyEarly: [ObjectIdentifier: Int] = [:]
@@ -146,22 +147,34 @@ public final class EngineWorkerPool: SpeechRenderer {
         continuation.onTermination = { termination in
             if case .cancelled = termination { job.cancel() }
         }
-        // The common case: an idle worker takes the job now, with no task in between.
-        let idle = state.withLock { $0.stopped ? nil : $0.idle.popLast() }
-        if idle?.start(job, input: input, chunking: chunking) != true { dispatch(job) }
+        dispatch(job)
         return stream
     }
 
-    /// Gives `job` to the next worker that becomes idle. A worker that died between being handed
-    /// out and taking the job is skipped: the job waits for the next one (the replacement, if no
-    /// other is free). A job still waiting when the pool stops fails.
+    /// Gives `job` to an idle worker now, with no task in between, or else to the next worker that
+    /// becomes idle (`release`). A worker that died between being handed out and taking the job is
+    /// skipped: the job waits for the next one (the replacement, if no other is free). A job still
+    /// waiting when the pool stops fails.
     private func dispatch(_ job: Job) {
-        Task {
-            while true {
-                guard let worker = await acquire() else {
-                    job.finish(throwing: EngineWorkerError.unavailable("the engine workers stopped"))
-                    return
-                }
+        enum Next {
+            case worker(EngineWorker)
+            case waiting
+            case stopped
+        }
+        while true {
+            let next = state.withLock { state -> Next in
+                if state.stopped { return .stopped }
+                if let worker = state.idle.popLast() { return .worker(worker) }
+                state.waiting.append(job)
+                return .waiting
+            }
+            switch next {
+            case .waiting:
+                return
+            case .stopped:
+                job.finish(throwing: EngineWorkerError.unavailable("the engine workers stopped"))
+                return
+            case .worker(let worker):
                 if worker.start(job, input: job.input, chunking: job.chunking) { return }
             }
         }
@@ -194,13 +207,13 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// Stops every worker and their template; renders still running, and renders waiting for
     /// a worker, fail.
     public func shutdown() {
-        let (workers, waiters, template) = state.withLock { state in
+        let (workers, waiting, template) = state.withLock { state in
             state.stopped = true
             state.idle.removeAll()
-            defer { state.waiters.removeAll() }
-            return (Array(state.workers.values), state.waiters, state.template)
+            defer { state.waiting.removeAll() }
+            return (Array(state.workers.values), state.waiting, state.template)
         }
-        for waiter in waiters { waiter.resume(returning: nil) }
+        for job in waiting { job.finish(throwing: EngineWorkerError.unavailable("the engine workers stopped")) }
         for worker in workers { worker.stop() }
         if let template {
             Task { try? await template.value.stop() }
@@ -396,29 +409,19 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
     }
 
-    /// The next idle worker; nil once the pool has stopped.
-    private func acquire() async -> EngineWorker? {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> (worker: EngineWorker?, now: Bool) in
-                if state.stopped { return (nil, true) }
-                if let worker = state.idle.popLast() { return (worker, true) }
-                state.waiters.append(continuation)
-                return (nil, false)
-            }
-            if ready.now { continuation.resume(returning: ready.worker) }
-        }
-    }
-
+    /// Gives `worker` the oldest waiting job, or puts it with the idle ones. A job it could not
+    /// take (it died meanwhile) goes back to `dispatch`.
     private func release(_ worker: EngineWorker) {
-        let waiter = state.withLock { state -> CheckedContinuation<EngineWorker?, Never>? in
+        let job = state.withLock { state -> Job? in
             guard !state.stopped, state.workers[ObjectIdentifier(worker)] != nil else { return nil }
-            if state.waiters.isEmpty {
+            guard !state.waiting.isEmpty else {
                 state.idle.append(worker)
                 return nil
             }
-            return state.waiters.removeFirst()
+            return state.waiting.removeFirst()
         }
-        waiter?.resume(returning: worker)
+        guard let job else { return }
+        if !worker.start(job, input: job.input, chunking: job.chunking) { dispatch(job) }
     }
 
     private func watchForStalls() async {
