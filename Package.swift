@@ -266,9 +266,7 @@ let package = Package(
         // the idle PSS of speakd with its workers (build with scripts/build-release).
         .executableTarget(
             name: "speakd-render-bench",
-            dependencies: [
-                "CEspeakNG", "EspeakEngine", "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering",
-            ],
+            dependencies: ["CEspeakNG", "EspeakEngine", "SpeakAPI", "SpeakTestSupport", "SpeechModel"],
             path: "Benchmarks/RenderBenchmark",
             swiftSettings: swiftSettings,
             linkerSettings: sharedEspeak

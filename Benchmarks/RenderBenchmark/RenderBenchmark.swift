@@ -4,7 +4,6 @@ import Foundation
 import SpeakAPI
 import SpeakTestSupport
 import SpeechModel
-import SpeechRendering
 
 /// Renders per second through speakd against raw libespeak-ng, and speakd's idle memory.
 ///
@@ -65,10 +64,7 @@ struct RenderBenchmark {
             }
         let cpuAfter = (tree: treeCPUSeconds(root: daemon.pid), client: ownCPUSeconds())
         // One more response, read whole: the audio speakd made, to set beside the raw renders'.
-        let wav = try await daemon.unixClient.send(
-            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: ["text": text])))
-        let servedSamples = max(wav.body.count - WAVHeader.size, 0) / 2
+        let wav = try await daemon.speech(["text": text])
         let requests = max(Double(served.requests), 1)
         let cpu = (
             daemon: (cpuAfter.tree.root - cpuBefore.tree.root) / requests,
@@ -91,12 +87,12 @@ struct RenderBenchmark {
             pad(load, 36)
                 + pad(String(format: "%.1f req/s", served.rate), 16) + "-")
         print(pad("speakd / raw", 36) + pad(String(format: "%.2f", served.rate / raw.rate), 16) + "≥ 0.80")
-        // The WAV header's sample rate; the raw renders come from the same libespeak-ng and data.
-        let rate = Double(wav.body.count >= 28 ? wav.body[24..<28].reversed().reduce(0) { $0 << 8 | Int($1) } : 22050)
+        // At the WAV's sample rate; the raw renders come from the same libespeak-ng and data.
+        let rate = Double(wav.sampleRate)
+        let audio = (speakd: Double(wav.samples.count) / rate, raw: Double(raw.samples) / rate)
         print(
             pad("audio per render: speakd, raw", 36)
-                + pad(String(format: "%.3f s, %.3f s", Double(servedSamples) / rate, Double(raw.samples) / rate), 16)
-                + "same")
+                + pad(String(format: "%.3f s, %.3f s", audio.speakd, audio.raw), 16) + "same")
         print(pad("CPU per raw render", 36) + pad(milliseconds(raw.cpuPerRender), 16) + "-")
         print(pad("CPU per request: speakd", 36) + pad(milliseconds(cpu.daemon), 16) + "-")
         print(pad("CPU per request: its workers", 36) + pad(milliseconds(cpu.workers), 16) + "-")
