@@ -63,8 +63,8 @@ let package = Package(
         // Headers only: which libespeak-ng (shared or static) a product links is its own choice.
         .systemLibrary(name: "CEspeakNG"),
         .systemLibrary(
-            name: "CPulseSimple",
-            pkgConfig: "libpulse-simple",
+            name: "CPulseAudio",
+            pkgConfig: "libpulse",
             providers: [.apt(["libpulse-dev"])]
         ),
         .systemLibrary(
@@ -149,7 +149,7 @@ let package = Package(
         .target(
             name: "AudioOutput",
             dependencies: [
-                "CPulseSimple", "CALSA", "CEbur128", "CSndfile", "CSamplerate", "PosixSupport", "SpeechModel",
+                "CPulseAudio", "CALSA", "CEbur128", "CSndfile", "CSamplerate", "PosixSupport", "SpeechModel",
                 "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],

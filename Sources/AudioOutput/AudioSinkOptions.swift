@@ -17,6 +17,10 @@ public struct AudioSinkOptions: Sendable, Hashable {
     /// The sound server ducks other streams while a stream with a ducking role exists, even a
     /// silent one, so a tagged stream must go away for the music to come back.
     public var releaseAfterIdle: Duration? = nil
+    /// PulseAudio: the `media.role` of the stream, for the server's ducking (`announcement`); nil
+    /// for none. It tags this stream alone: other sinks, ALSA through the pulse plugin included,
+    /// carry no role.
+    public var mediaRole: String? = nil
 
     /// - Parameters:
     ///   - openTimeout: limit for opening or connecting.

@@ -1,4 +1,4 @@
-import CPulseSimple
+import CPulseAudio
 import FoundationEssentials
 import SpeechRendering
 
@@ -48,7 +48,6 @@ final class PulseAudioDevice: BlockingAudioDevice {
         guard let mainloop = pa_threaded_mainloop_new() else {
             throw .openFailed(sink: sinkName, "libpulse cannot make a main loop")
         }
-        // libpulse reads PULSE_PROP_* (the media role) into the context's properties here.
         guard let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), options.applicationName) else {
             pa_threaded_mainloop_free(mainloop)
             throw .openFailed(sink: sinkName, "libpulse cannot make a context")
@@ -93,7 +92,12 @@ final class PulseAudioDevice: BlockingAudioDevice {
 
         var spec = pa_sample_spec(
             format: PA_SAMPLE_S16LE, rate: UInt32(format.sampleRate), channels: UInt8(format.channels))
-        guard let stream = pa_stream_new(context, streamName, &spec, nil) else {
+        // The role goes on this stream only (not the context, as `PULSE_PROP_media.role` would put
+        // it on every context the process makes).
+        let properties = pa_proplist_new()
+        defer { pa_proplist_free(properties) }
+        if let role = options.mediaRole { pa_proplist_sets(properties, PA_PROP_MEDIA_ROLE, role) }
+        guard let stream = pa_stream_new_with_proplist(context, streamName, &spec, nil, properties) else {
             throw .openFailed(sink: sinkName, contextMessage())
         }
         self.stream = stream

@@ -1,4 +1,4 @@
-import CPulseSimple
+import CPulseAudio
 import FoundationEssentials
 import Logging
 import SpeechModel

@@ -88,15 +88,6 @@ public func buildDaemon(
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     var settings = try accessSettings(configuration, logger: logger)
-    let spec = try AudioSinkSpec(parsing: configuration.audio)
-    // libpulse reads PULSE_PROP_* into every context it makes, so the sink's stream carries
-    // the role. Set before any audio thread starts. Only for the PulseAudio sink, which
-    // closes its idle stream: ALSA through the pulse plugin would keep a tagged stream open,
-    // and the other streams ducked, for good.
-    let tagsRole = configuration.mediaRole != nil && (spec.isPulseAudio || spec == .auto)
-    if let role = configuration.mediaRole, tagsRole {
-        setenv("PULSE_PROP_media.role", role, 1)
-    }
     let renderer: any SpeechRenderer
     let pool: EngineWorkerPool?
     if let givenRenderer {
@@ -125,7 +116,13 @@ public func buildDaemon(
         if !isDefault { outputLogger[metadataKey: "speakd.output"] = "\(output.name)" }
         var sinkOptions = AudioSinkOptions(
             targetLatency: .milliseconds(Int((configuration.audioLatencySeconds * 1000).rounded())))
-        if tagsRole, spec.isPulseAudio { sinkOptions.releaseAfterIdle = .milliseconds(500) }
+        // The role tags PulseAudio streams only (`pulse`, `pulse:SINK`, `auto` when it finds a
+        // server), and a tagged stream is closed when idle: the server ducks the other streams
+        // for as long as it exists, silent or not. ALSA through the pulse plugin carries no role.
+        if let role = configuration.mediaRole {
+            sinkOptions.mediaRole = role
+            sinkOptions.releaseAfterIdle = .milliseconds(500)
+        }
         let audio = AudioSupervisor(
             spec: spec.description,
             makeSink: (isDefault ? makeSink : makeOutputSink?(output.name))

@@ -16,14 +16,14 @@ struct AudibleDaemon {
     let events: EventStreamRecorder
 
     /// Starts the audio server, the recorder, the daemon (`--audio pulse`) and the event stream.
-    static func start(arguments: [String] = []) async throws -> AudibleDaemon {
+    static func start(audio: String = "pulse", arguments: [String] = []) async throws -> AudibleDaemon {
         let pulse = try await PulseAudioServer.start()
         do {
             let recorder = try await MonitorRecorder.start(pulse)
             let daemon: SpeakdProcess
             do {
                 daemon = try await SpeakdProcess.start(
-                    audio: "pulse", arguments: arguments, environment: pulse.environment)
+                    audio: audio, arguments: arguments, environment: pulse.environment)
             } catch {
                 _ = await recorder.stop()
                 throw error

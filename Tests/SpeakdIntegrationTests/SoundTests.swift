@@ -81,9 +81,10 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([id, long], in: speakd.events.events)
         }
 
-        @Test("a music stream is ducked while speakd speaks and restored after")
-        func ducking() async throws {
-            let speakd = try await AudibleDaemon.start()
+        /// `auto` finds the private server first: its stream is tagged and released like `pulse`'s.
+        @Test("a music stream is ducked while speakd speaks and restored after", arguments: ["pulse", "auto"])
+        func ducking(audio: String) async throws {
+            let speakd = try await AudibleDaemon.start(audio: audio)
             let status = try await speakd.pulse.run(
                 "/usr/bin/pactl",
                 [

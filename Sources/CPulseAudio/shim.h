@@ -1,14 +1,14 @@
-#ifndef SPEAKD_CPULSESIMPLE_SHIM_H
-#define SPEAKD_CPULSESIMPLE_SHIM_H
+#ifndef SPEAKD_CPULSEAUDIO_SHIM_H
+#define SPEAKD_CPULSEAUDIO_SHIM_H
 
-// The blocking "simple" API: one playback stream per sink, write, drain, flush.
-#include <pulse/simple.h>
 // The asynchronous API on a threaded main loop: what the playback stream is driven through,
-// for the stream flags the simple API cannot set (PA_STREAM_DONT_MOVE).
+// for what the blocking "simple" API cannot do (PA_STREAM_DONT_MOVE, a role on the stream alone).
 #include <pulse/thread-mainloop.h>
 #include <pulse/context.h>
 #include <pulse/stream.h>
 #include <pulse/operation.h>
+// pa_proplist, to give the stream its media.role.
+#include <pulse/proplist.h>
 // pa_strerror, to turn PulseAudio error codes into messages.
 #include <pulse/error.h>
 // pa_sample_spec and pa_buffer_attr, to ask for a small latency.
