@@ -81,7 +81,12 @@ public struct AnnouncementOutputs: Sendable {
     /// The queue `request` names.
     /// - Throws: `AnnouncementQueueError.invalidValue` naming `output` for an unknown one.
     public func queue(for request: AnnouncementRequest) throws(AnnouncementQueueError) -> AnnouncementQueue {
-        let name = request.output ?? Self.defaultName
+        try queue(requiring: request.output ?? Self.defaultName)
+    }
+
+    /// The queue of the output called `name`, as a request or a query names it.
+    /// - Throws: `AnnouncementQueueError.invalidValue` naming `output` when there is none.
+    public func queue(requiring name: String) throws(AnnouncementQueueError) -> AnnouncementQueue {
         guard let queue = byName[name] else {
             throw .invalidValue(
                 field: "output",
@@ -114,14 +119,7 @@ public struct AnnouncementOutputs: Sendable {
     /// Cancels everything in every queue, or in the queue of `output` only.
     /// - Throws: `AnnouncementQueueError.invalidValue` naming `output` for an unknown one.
     public func cancelAll(output: String? = nil) async throws(AnnouncementQueueError) -> Int {
-        if let output {
-            guard let queue = byName[output] else {
-                throw .invalidValue(
-                    field: "output",
-                    message: "no output is called '\(output)'; this speakd has \(names.joined(separator: ", "))")
-            }
-            return await queue.cancelAll()
-        }
+        if let output { return try await queue(requiring: output).cancelAll() }
         var count = 0
         for queue in queues { count += await queue.cancelAll() }
         return count

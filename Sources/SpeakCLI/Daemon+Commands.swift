@@ -20,6 +20,9 @@ extension Speak {
         @Flag(help: "Also print word, sentence and mark events as each is heard.")
         var progress = false
 
+        @Option(help: ArgumentHelp("Only the events of this named output's announcements.", valueName: "name"))
+        var to: String?
+
         func validate() throws {
             if let count, count < 1 { throw ValidationError("--count \(count): must be at least 1") }
         }
@@ -27,7 +30,9 @@ extension Speak {
         func run() async throws {
             let client = try await connection.requireDaemon()
             var seen = 0
-            let path = progress ? "/v1/events" : "/v1/events?progress=false"
+            var query = progress ? [] : ["progress=false"]
+            if let to { query.append("output=\(Cancel.escapePath(to))") }
+            let path = query.isEmpty ? "/v1/events" : "/v1/events?" + query.joined(separator: "&")
             for try await message in client.events(path, lastEventID: after) {
                 FileHandle.standardOutput.write(Data((message.data + "\n").utf8))
                 seen += 1
@@ -130,12 +135,16 @@ extension Speak {
 
         @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 
+        @Option(help: ArgumentHelp("Only this named output's queue.", valueName: "name"))
+        var to: String?
+
         func run() async throws {
             let client = try await connection.requireDaemon()
             print("daemon: \(client.endpoint)")
             let health = try await client.send("GET", "/healthz")
             print("health: \(String(decoding: health.body, as: UTF8.self))")
-            try await client.send("GET", "/v1/announcements").printBody(orFailWith: "status")
+            let path = to.map { "/v1/announcements?output=\(Cancel.escapePath($0))" } ?? "/v1/announcements"
+            try await client.send("GET", path).printBody(orFailWith: "status")
         }
     }
 }

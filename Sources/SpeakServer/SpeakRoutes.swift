@@ -48,7 +48,10 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(AnnouncementList(announcements: await outputs.snapshot()))
+        let output = try outputQuery(request)
+        var announcements = await outputs.snapshot()
+        if let output { announcements.removeAll { $0.output != output } }
+        return try json(AnnouncementList(announcements: announcements))
     }
 
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
@@ -125,6 +128,9 @@ struct SpeakRoutes: Sendable {
         let resume = try lastEventID(request)
         // Progress events (word, sentence, mark) unless `?progress=false`.
         let progress = request.uri.queryParameters["progress"] == nil ? true : try boolQuery(request, "progress")
+        // One output's events with `?output=NAME`; ids and the history stay the daemon's, so a
+        // resume works the same and a gap is only reported when the history lost events.
+        let output = try outputQuery(request)
         let epoch = epoch
         // An id from another run of the daemon: everything of this run still in history follows,
         // after a comment saying what happened (the new epoch in the ids says it too).
@@ -173,6 +179,7 @@ struct SpeakRoutes: Sendable {
                                     )))
                         }
                         expected = nil
+                        if let output, sequenced.event.output != output { continue }
                         do {
                             let id = EventID(epoch: epoch, sequence: sequenced.sequence)
                             try await writer.write(
@@ -260,13 +267,23 @@ struct SpeakRoutes: Sendable {
     private func queue(holding id: String?, output: String? = nil) async throws -> AnnouncementQueue {
         if let id { return await outputs.queue(holding: id) ?? queue }
         guard let output else { return queue }
-        guard let named = outputs.queue(named: output) else {
-            throw APIError(
-                status: .unprocessableContent, code: "invalidValue",
-                message: "no output is called '\(output)'; this speakd has \(outputs.names.joined(separator: ", "))",
-                field: "output")
+        return try namedQueue(output)
+    }
+
+    /// The queue of the output called `output`; 422 naming `output` when there is none.
+    private func namedQueue(_ output: String) throws(APIError) -> AnnouncementQueue {
+        do {
+            return try outputs.queue(requiring: output)
+        } catch {
+            throw APIError.scheduling(error)
         }
-        return named
+    }
+
+    /// `?output=NAME` of a read, checked: nil without one, 422 naming `output` for an unknown name.
+    private func outputQuery(_ request: Request) throws(APIError) -> String? {
+        guard let output = request.uri.queryParameters["output"].map(String.init) else { return nil }
+        _ = try namedQueue(output)
+        return output
     }
 
     private func currentHealth() async -> HealthReport {

@@ -73,6 +73,31 @@ extension SpeakdIntegration {
             #expect(lifecycle == [.queued, .started, .paused, .resumed, .finished])
         }
 
+        @Test("speak status --to and speak events --to show one output; an unknown output fails naming it")
+        func statusAndEventsOfOneOutput() async throws {
+            let speakd = try await AudibleDaemon.start()
+            let id = try await speakd.accept(announcement("Doors closing"))
+            let status = try await speak(speakd, ["status", "--to", "default"])
+            let events = try await speak(speakd, ["events", "--to", "default", "--after", "0", "--count", "1"])
+            let unknownStatus = try await speak(speakd, ["status", "--to", "hall"])
+            let unknownEvents = try await speak(speakd, ["events", "--to", "hall", "--count", "1"])
+            #expect(await speakd.events.waitForFinished([id]))
+            _ = await speakd.stop()
+
+            #expect(status.status == 0, "stderr: \(status.standardError)")
+            let list = try #require(status.standardOutput.split(separator: "\n").last)
+            let announcements = try JSONDecoder().decode(AnnouncementList.self, from: Data(list.utf8)).announcements
+            #expect(announcements.allSatisfy { $0.output == "default" }, "\(announcements)")
+            #expect(events.status == 0, "stderr: \(events.standardError)")
+            let first = try JSONDecoder().decode(AnnouncementEvent.self, from: Data(events.standardOutput.utf8))
+            #expect(first.type == .queued && first.id == id && first.output == "default", "\(first)")
+            for failed in [unknownStatus, unknownEvents] {
+                #expect(
+                    failed.status != 0 && failed.standardError.contains("'hall'"),
+                    "status \(failed.status) stdout \(failed.standardOutput) stderr \(failed.standardError)")
+            }
+        }
+
         @Test("speak --wait exits 1 when its announcement is interrupted")
         func waitInterrupted() async throws {
             let speakd = try await AudibleDaemon.start()

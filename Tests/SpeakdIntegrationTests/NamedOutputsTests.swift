@@ -97,21 +97,41 @@ extension SpeakdIntegration {
             let list = try await speakd.daemon.unixClient.send("GET", "/v1/announcements")
                 .decode(AnnouncementList.self)
             #expect(list.announcements.first { $0.id == hallID }?.output == "default")
+            // `?output=` gives one output's queue alone.
+            let hallOnly = try await speakd.daemon.unixClient.send("GET", "/v1/announcements?output=default")
+                .decode(AnnouncementList.self)
+            #expect(hallOnly.announcements.contains { $0.id == hallID })
+            #expect(hallOnly.announcements.allSatisfy { $0.output == "default" })
+            let headsetOnly = try await speakd.daemon.unixClient.send("GET", "/v1/announcements?output=headset")
+                .decode(AnnouncementList.self)
+            #expect(headsetOnly.announcements.allSatisfy { $0.output == "headset" }, "\(headsetOnly)")
             let status = try await speakd.daemon.unixClient.send("GET", "/v1/announcements/\(headsetID)")
                 .decode(AnnouncementStatus.self)
             #expect(status.output == "headset")
             #expect(status.state == .finished)
 
             #expect(await speakd.events.waitForFinished([hallID]))
+            // One output's events, the history replayed: the headset's two announcements and none
+            // of the hall's, whose events come between them.
+            let headsetEvents = EventStreamRecorder(client: speakd.daemon.unixClient, path: "/v1/events?output=headset")
+            let laterID = try await speakd.accept(Self.body("Thank you", output: "headset"))
+            #expect(await headsetEvents.waitForFinished([headsetID, laterID]))
+            headsetEvents.stop()
+            #expect(headsetEvents.events.allSatisfy { $0.output == "headset" }, "\(headsetEvents.events)")
+            // Progress events are live only: the first announcement's were not replayed.
+            let states = { (events: [AnnouncementEvent]) in
+                events.filter { $0.output == "headset" && !$0.type.isProgress }.map { "\($0.type) \($0.id)" }
+            }
+            #expect(states(headsetEvents.events) == states(speakd.events.events))
             let (hall, headset) = await speakd.stop()
             #expect(speakd.events.finished(hallID).first?.output == "default")
             #expect(speakd.events.finished(headsetID).first?.output == "headset")
             #expect(hall.soundingDuration(silenceLevel: Recording.silenceLevel) > 2)
             #expect(headset.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5)
-            expectExactlyOneFinished([hallID, headsetID], in: speakd.events.events)
+            expectExactlyOneFinished([hallID, headsetID, laterID], in: speakd.events.events)
         }
 
-        @Test("an unknown output is 422 naming output, for a post and for cancelling")
+        @Test("an unknown output is 422 naming output, for a post, for cancelling, the list and the events")
         func unknownOutput() async throws {
             let speakd = try await TwoOutputs.start()
             let response = try await post(Self.body("Hello", output: "lobby"), via: speakd.daemon.unixClient)
@@ -121,6 +141,11 @@ extension SpeakdIntegration {
             #expect(error.error.message.contains("lobby"))
             let cancel = try await speakd.daemon.unixClient.send("DELETE", "/v1/announcements?output=lobby")
             #expect(cancel.status == 422)
+            for path in ["/v1/announcements?output=lobby", "/v1/events?output=lobby"] {
+                let read = try await speakd.daemon.unixClient.send("GET", path)
+                #expect(read.status == 422, "\(path)")
+                #expect(try read.decode(ErrorResponse.self).error.field == "output", "\(path)")
+            }
             let cancelHeadset = try await speakd.daemon.unixClient.send("DELETE", "/v1/announcements?output=headset")
             #expect(cancelHeadset.status == 200)
             _ = await speakd.stop()
