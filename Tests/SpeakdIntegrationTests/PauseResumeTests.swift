@@ -106,6 +106,63 @@ extension SpeakdIntegration {
             }
         }
 
+        @Test("a pause at the word's end during the chime stops after the chime, before the first word")
+        func pauseAtWordDuringTheChime() async throws {
+            let speakd = try await AudibleDaemon.start()
+            var body = announcement("Doors closing")
+            body["chime"] = "two-tone"
+            let plainFrom = speakd.recorder.recordedFrames
+            let plain = try await speakd.accept(body)
+            #expect(await speakd.events.waitForFinished([plain], timeout: .seconds(20)))
+            try await Task.sleep(for: .milliseconds(300))
+
+            let pausedFrom = speakd.recorder.recordedFrames
+            let id = try await speakd.accept(body)
+            _ = try #require(await speakd.events.waitFor(.started, of: id))
+            // 0.3 s into the 0.85 s chime: the next word start is the speech's first word.
+            try await Task.sleep(for: .milliseconds(300))
+            let pause = try await speakd.unix.send("POST", "/v1/pause?at=word")
+            try #require(pause.status == 200, "pause answered \(String(decoding: pause.body, as: UTF8.self))")
+            try await Task.sleep(for: .milliseconds(1200))
+            let pauseEnd = speakd.recorder.recordedFrames
+            let last = try #require(Self.lastAudibleFrame(speakd, from: pausedFrom, to: pauseEnd))
+            let lastArrived = try #require(speakd.recorder.arrivedAt(frame: last))
+            #expect((ContinuousClock.now - lastArrived).seconds > 0.5, "sound late in the pause")
+            let resumed = try await speakd.unix.send("POST", "/v1/resume")
+            #expect(resumed.status == 200, "resume answered \(String(decoding: resumed.body, as: UTF8.self))")
+            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(20)))
+            try await Task.sleep(for: .milliseconds(300))
+            let pausedTo = speakd.recorder.recordedFrames
+            let recording = await speakd.stop()
+
+            #expect(finished.event.reason == .completed)
+            let events = speakd.events.events(for: id)
+            // No word was heard before the resume, and every word once, in order, after it.
+            let resumedAt = try #require(events.firstIndex { $0.type == .resumed })
+            #expect(!events[..<resumedAt].contains { $0.type == .word }, "\(events.map(\.type))")
+            let words = { (id: String) in
+                speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
+            }
+            #expect(!words(plain).isEmpty)
+            #expect(words(id) == words(plain))
+            // The chime played to its end before the pause: chime and speech heard in full, once.
+            let channels = speakd.recorder.channels
+            let samples = recording.analysis.samples
+            let rate = recording.analysis.sampleRate
+            let unpaused = Self.audibleSeconds(
+                samples[(plainFrom * channels)..<(pausedFrom * channels)], channels: channels, sampleRate: rate)
+            let paused = Self.audibleSeconds(
+                samples[(pausedFrom * channels)..<min(samples.count, pausedTo * channels)], channels: channels,
+                sampleRate: rate)
+            print(String(format: "measured: audible unpaused %.3f s, paused in the chime %.3f s", unpaused, paused))
+            #expect(abs(paused - unpaused) <= 0.030, "audible \(paused) s with the pause, \(unpaused) s without")
+            // Silent from the chime's end to the resume: the pause came after the chime, not in it.
+            let pausedSound = Self.audibleSeconds(
+                samples[(pausedFrom * channels)..<min(samples.count, pauseEnd * channels)], channels: channels,
+                sampleRate: rate)
+            #expect(pausedSound > 0.6 && pausedSound < 1.0, "heard \(pausedSound) s before the resume")
+        }
+
         @Test("a paused one is interrupted by a high, cancelled, timed out; refusals are 404 and 409")
         func pausedOnesFinishAndRefusals() async throws {
             let speakd = try await AudibleDaemon.start(arguments: ["--pause-timeout", "1"])
