@@ -19,15 +19,17 @@ extension SpeakdIntegration {
 
         /// One text at six pitches, so the heard F0 alone tells them apart (different texts differ in
         /// their own F0 by more than the pitch steps); pitches interleave the priorities so the heard
-        /// order cannot follow from pitch alone; TCP and the Unix socket alternate.
+        /// order cannot follow from pitch alone; TCP and the Unix socket alternate. The pitches step
+        /// by a ratio of about 1.14 from 0.82 (about 80 Hz): a voice at 0.7 (67 Hz, near the F0
+        /// estimate's 60 Hz floor) read 72–73 Hz in the recording, almost halfway to the next one.
         static let text = "Please stand clear of the doors"
         static let entries: [Entry] = [
-            Entry(text: text, pitch: 0.7, priority: .low, overTCP: true),
+            Entry(text: text, pitch: 0.82, priority: .low, overTCP: true),
             Entry(text: text, pitch: 1.6, priority: .default, overTCP: false),
-            Entry(text: text, pitch: 1.12, priority: .high, overTCP: true),
-            Entry(text: text, pitch: 0.82, priority: .default, overTCP: false),
-            Entry(text: text, pitch: 1.32, priority: .low, overTCP: true),
-            Entry(text: text, pitch: 0.96, priority: .high, overTCP: false),
+            Entry(text: text, pitch: 1.22, priority: .high, overTCP: true),
+            Entry(text: text, pitch: 0.94, priority: .default, overTCP: false),
+            Entry(text: text, pitch: 1.4, priority: .low, overTCP: true),
+            Entry(text: text, pitch: 1.07, priority: .high, overTCP: false),
         ]
 
         static let blockerText =
@@ -53,8 +55,7 @@ extension SpeakdIntegration {
                 }
             }
             // A heard segment is that reference's when its pitch is nearer to it than half the way
-            // to the next one: unambiguous, with room for the F0 estimate of a low voice (72 Hz
-            // against 67 was seen), and no looser.
+            // to the next one: unambiguous, and no looser.
             let sortedF0 = referenceF0.sorted()
             let halfSpacing = zip(sortedF0, sortedF0.dropFirst()).map { log($1 / $0) }.min()! / 2
             for reference in references + [blockerReference] {
