@@ -38,6 +38,9 @@ public final class FleetLink: Service, Sendable {
     private let logger: Logger
     private let state: Mutex<HealthReport.MQTT>
     private let book = FleetBook(capacity: FleetLink.recentCapacity)
+    /// The retained status last handed to the broker: one that did not change is not sent again
+    /// (a `queued` and a `started` often find the same queue). Cleared on each connect.
+    private let lastStatus = Mutex<Data?>(nil)
 
     /// - Parameters:
     ///   - settings: broker, device id, site, groups, credentials.
@@ -99,6 +102,7 @@ public final class FleetLink: Service, Sendable {
                     ])
                 // Also with a session present: a broker restarted without persistence forgot it.
                 for topic in settings.subscriptions { client.subscribe(topic) }
+                lastStatus.withLock { $0 = nil }
                 await publishStatus()
             case .disconnected(let reason):
                 let wasConnected = state.withLock { state in
@@ -236,8 +240,13 @@ public final class FleetLink: Service, Sendable {
             audio: health.audio.state,
             queue: .init(
                 waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: server.queue.capacity))
-        publish(
-            MQTTOutgoing(topic: settings.topics.status(settings.device), payload: Self.encode(status), retain: true))
+        let payload = Self.encode(status)
+        let changed = lastStatus.withLock { last in
+            defer { last = payload }
+            return last != payload
+        }
+        guard changed else { return }
+        publish(MQTTOutgoing(topic: settings.topics.status(settings.device), payload: payload, retain: true))
     }
 
     private func publish(_ message: MQTTOutgoing) {

@@ -16,6 +16,7 @@ extension SpeakdIntegration {
         @Test func allGroupAndDeviceReachExactlyTheirKiosks() async throws {
             let fleet = try await Fleet.start()
             let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let statuses = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/device/k1/status"])
 
             let all = try await observer.ask(FleetTopics(site: Self.site).all, #"{"text": "Platform four is closed"}"#)
             let allOutcomes = try await observer.outcomes(for: all, count: 3)
@@ -38,6 +39,14 @@ extension SpeakdIntegration {
             let health = try await fleet.kiosks[0].daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
             #expect(health.mqtt?.state == .connected)
             #expect(health.mqtt?.device == "k1")
+
+            // k1's retained status: sent when it changes, never the same twice in a row, idle at the end.
+            let published = statuses.messages.map(\.payload)
+            let repeats = zip(published, published.dropFirst()).filter { $0 == $1 }.count
+            #expect(repeats == 0, "\(published.map { String(decoding: $0, as: UTF8.self) })")
+            let last = try #require(
+                published.last.flatMap { try? WireFormat.decoder().decode(FleetStatus.self, from: $0) })
+            #expect(last.state == .online && last.queue?.speaking == false && last.queue?.waiting == 0, "\(last)")
         }
 
         @Test func speakCommandPublishesAndCollectsEveryOutcome() async throws {
