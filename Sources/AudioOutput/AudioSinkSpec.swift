@@ -63,14 +63,6 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// `pulse` or `pulse:SINK`: played through a PulseAudio (or pipewire-pulse) server.
-    public var isPulseAudio: Bool {
-        switch self {
-        case .pulse, .pulseSink: true
-        default: false
-        }
-    }
-
     public var description: String {
         switch self {
         case .auto: "auto"
