@@ -19,6 +19,19 @@ extension SpeakdIntegration {
             Double(samples.count(where: { abs(Int($0)) > audible })) / Double(channels * sampleRate)
         }
 
+        /// Seconds of audible samples `recording` holds from frame `from` to frame `to` (or its end).
+        static func audibleSeconds(_ recording: Recording, channels: Int, from: Int, to: Int) -> Double {
+            let samples = recording.analysis.samples
+            return audibleSeconds(
+                samples[(from * channels)..<min(samples.count, to * channels)], channels: channels,
+                sampleRate: recording.analysis.sampleRate)
+        }
+
+        /// The text ranges of `id`'s word events, in the order they were heard.
+        static func words(_ speakd: AudibleDaemon, _ id: String) -> [TextRange] {
+            speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
+        }
+
         static func lastAudibleFrame(_ speakd: AudibleDaemon, from: Int, to: Int) -> Int? {
             let channels = speakd.recorder.channels
             let samples = speakd.recorder.samplesSoFar()
@@ -78,19 +91,11 @@ extension SpeakdIntegration {
             #expect(events.filter { !$0.type.isProgress }.map(\.type) == expectedTypes)
             // Every word is reported once, in order, through the pauses: what a pause took back
             // is reported again when it is heard, and nothing twice.
-            let words = { (id: String) in
-                speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
-            }
-            #expect(!words(plain).isEmpty)
-            #expect(words(id) == words(plain))
+            #expect(!Self.words(speakd, plain).isEmpty)
+            #expect(Self.words(speakd, id) == Self.words(speakd, plain))
             let channels = speakd.recorder.channels
-            let samples = recording.analysis.samples
-            let rate = recording.analysis.sampleRate
-            let unpaused = Self.audibleSeconds(
-                samples[(plainFrom * channels)..<(pausedFrom * channels)], channels: channels, sampleRate: rate)
-            let paused = Self.audibleSeconds(
-                samples[(pausedFrom * channels)..<min(samples.count, pausedTo * channels)], channels: channels,
-                sampleRate: rate)
+            let unpaused = Self.audibleSeconds(recording, channels: channels, from: plainFrom, to: pausedFrom)
+            let paused = Self.audibleSeconds(recording, channels: channels, from: pausedFrom, to: pausedTo)
             let text = delays.map { String(format: "%.1f–%.1f ms", $0.atLeast * 1000, $0.atMost * 1000) }
             print(
                 "measured: pause request → last audible sample: \(text.joined(separator: ", ")); audible length "
@@ -140,26 +145,16 @@ extension SpeakdIntegration {
             // No word was heard before the resume, and every word once, in order, after it.
             let resumedAt = try #require(events.firstIndex { $0.type == .resumed })
             #expect(!events[..<resumedAt].contains { $0.type == .word }, "\(events.map(\.type))")
-            let words = { (id: String) in
-                speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
-            }
-            #expect(!words(plain).isEmpty)
-            #expect(words(id) == words(plain))
+            #expect(!Self.words(speakd, plain).isEmpty)
+            #expect(Self.words(speakd, id) == Self.words(speakd, plain))
             // The chime played to its end before the pause: chime and speech heard in full, once.
             let channels = speakd.recorder.channels
-            let samples = recording.analysis.samples
-            let rate = recording.analysis.sampleRate
-            let unpaused = Self.audibleSeconds(
-                samples[(plainFrom * channels)..<(pausedFrom * channels)], channels: channels, sampleRate: rate)
-            let paused = Self.audibleSeconds(
-                samples[(pausedFrom * channels)..<min(samples.count, pausedTo * channels)], channels: channels,
-                sampleRate: rate)
+            let unpaused = Self.audibleSeconds(recording, channels: channels, from: plainFrom, to: pausedFrom)
+            let paused = Self.audibleSeconds(recording, channels: channels, from: pausedFrom, to: pausedTo)
             print(String(format: "measured: audible unpaused %.3f s, paused in the chime %.3f s", unpaused, paused))
             #expect(abs(paused - unpaused) <= 0.030, "audible \(paused) s with the pause, \(unpaused) s without")
             // Silent from the chime's end to the resume: the pause came after the chime, not in it.
-            let pausedSound = Self.audibleSeconds(
-                samples[(pausedFrom * channels)..<min(samples.count, pauseEnd * channels)], channels: channels,
-                sampleRate: rate)
+            let pausedSound = Self.audibleSeconds(recording, channels: channels, from: pausedFrom, to: pauseEnd)
             #expect(pausedSound > 0.6 && pausedSound < 1.0, "heard \(pausedSound) s before the resume")
         }
 
