@@ -66,7 +66,7 @@ final class EngineWorker: Sendable {
     /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
     /// out, before this call): the job was not taken and belongs on another worker. Once this
     /// returns true the job ends through this worker, with its frames or with its death.
-    func start(_ job: Job, input: EspeakInput, chunking: RenderChunking) -> Bool {
+    func start(_ job: Job) -> Bool {
         let taken = state.withLock { state -> Bool in
             guard !state.dead else { return false }
             state.job = job
@@ -76,11 +76,11 @@ final class EngineWorker: Sendable {
         guard taken else { return false }
         guard job.assign(to: self) else {
             // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
-            send(.job(input, chunking: chunking))
+            send(.job(job.input, chunking: job.chunking))
             send(.cancel)
             return true
         }
-        send(.job(input, chunking: chunking))
+        send(.job(job.input, chunking: job.chunking))
         return true
     }
 

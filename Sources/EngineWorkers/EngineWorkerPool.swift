@@ -172,10 +172,10 @@ public final class EngineWorkerPool: SpeechRenderer {
             case .waiting:
                 return
             case .stopped:
-                job.finish(throwing: EngineWorkerError.unavailable("the engine workers stopped"))
+                job.finish(throwing: Self.stoppedError)
                 return
             case .worker(let worker):
-                if worker.start(job, input: job.input, chunking: job.chunking) { return }
+                if worker.start(job) { return }
             }
         }
     }
@@ -213,7 +213,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             defer { state.waiting.removeAll() }
             return (Array(state.workers.values), state.waiting, state.template)
         }
-        for job in waiting { job.finish(throwing: EngineWorkerError.unavailable("the engine workers stopped")) }
+        for job in waiting { job.finish(throwing: Self.stoppedError) }
         for worker in workers { worker.stop() }
         if let template {
             Task { try? await template.value.stop() }
@@ -335,6 +335,9 @@ public final class EngineWorkerPool: SpeechRenderer {
         return worker
     }
 
+    /// What a render still waiting for a worker fails with when the pool stops.
+    private static let stoppedError = EngineWorkerError.unavailable("the engine workers stopped")
+
     /// `F_SETPIPE_SZ` from linux/fcntl.h, which glibc declares only under `_GNU_SOURCE`.
     private static let setPipeSize: Int32 = 1031
 
@@ -421,7 +424,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             return state.waiting.removeFirst()
         }
         guard let job else { return }
-        if !worker.start(job, input: job.input, chunking: job.chunking) { dispatch(job) }
+        if !worker.start(job) { dispatch(job) }
     }
 
     private func watchForStalls() async {
