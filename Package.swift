@@ -57,6 +57,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
+        // `swift package generate-documentation` for the DocC catalogues (scripts/docs).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
     targets: [
         // C libraries: one system-library target each, resolved through pkg-config.
@@ -164,14 +166,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Codable wire types shared by server and CLI.
-        .target(name: "SpeakAPI", dependencies: ["PosixSupport", "SpeechModel"], swiftSettings: swiftSettings),
+        // The one way in below every front (HTTP, MQTT): strict decode, limits, chimes, output,
+        // prepare, the health gate and submit, with one error type that each front maps.
+        .target(
+            name: "AnnouncementIntake",
+            dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeechModel", "SpeechRendering"],
+            swiftSettings: swiftSettings
+        ),
+        // The wire vocabulary: requests, events, states, statuses, errors, health, endpoints.
+        .target(name: "SpeakAPI", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
+        // A client of the API: the HTTP client over TCP or the Unix socket, and the access token.
+        .target(name: "SpeakClient", dependencies: ["SpeakAPI", "PosixSupport"], swiftSettings: swiftSettings),
         // The `speak` command, as a library so tests can parse and run it.
         .target(
             name: "SpeakCLI",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "SpeechRendering", "EspeakEngine", "EngineWorkers", "AudioOutput",
-                "SpeakFleet",
+                "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "EspeakEngine", "EngineWorkers",
+                "AudioOutput",
+                "SpeakMQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -199,7 +211,7 @@ let package = Package(
         .target(
             name: "SpeakServer",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
+                "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "AnnouncementIntake",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -215,13 +227,15 @@ let package = Package(
             swiftSettings: swiftSettings,
             plugins: ["EmbedServedFiles"]
         ),
-        // The only module that imports CMosquitto: a kiosk's MQTT fleet link (announcements in,
-        // events, outcomes and status out) and the MQTT client the `speak --mqtt` sender uses.
+        // The only module that imports CMosquitto: the MQTT 5 client of the fleet link and of the
+        // `speak --mqtt` sender.
+        .target(name: "SpeakMQTT", dependencies: ["CMosquitto"], swiftSettings: swiftSettings),
+        // A kiosk's MQTT fleet link: announcements in through the intake, events, outcomes and
+        // status out.
         .target(
             name: "SpeakFleet",
             dependencies: [
-                "CMosquitto", "SpeakAPI", "SpeakServer", "AnnouncementQueue",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "SpeakMQTT", "SpeakAPI", "AnnouncementIntake", "AnnouncementQueue",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -234,10 +248,11 @@ let package = Package(
         .target(
             name: "SpeakDaemon",
             dependencies: [
-                "SpeakServer", "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "EspeakEngine",
-                "EngineWorkers",
+                "SpeakServer", "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
+                "AnnouncementIntake",
+                "EspeakEngine", "EngineWorkers",
                 "AudioOutput",
-                "SpeakFleet",
+                "SpeakFleet", "SpeakMQTT",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -266,7 +281,7 @@ let package = Package(
         // the idle PSS of speakd with its workers (build with scripts/build-release).
         .executableTarget(
             name: "speakd-render-bench",
-            dependencies: ["CEspeakNG", "EspeakEngine", "SpeakAPI", "SpeakTestSupport", "SpeechModel"],
+            dependencies: ["CEspeakNG", "EspeakEngine", "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel"],
             path: "Benchmarks/RenderBenchmark",
             swiftSettings: swiftSettings,
             linkerSettings: sharedEspeak
@@ -276,7 +291,7 @@ let package = Package(
         // 1,000 announcements fanned out (build with scripts/build-release).
         .executableTarget(
             name: "speakd-fleet-bench",
-            dependencies: ["SpeakAPI", "SpeakFleet", "SpeakTestSupport"],
+            dependencies: ["SpeakAPI", "SpeakMQTT", "SpeakTestSupport"],
             path: "Benchmarks/FleetBenchmark",
             swiftSettings: swiftSettings
         ),
@@ -284,7 +299,7 @@ let package = Package(
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
             name: "SpeakTestSupport",
-            dependencies: ["PosixSupport", "SpeechModel", "SpeakAPI"],
+            dependencies: ["PosixSupport", "SpeechModel", "SpeakAPI", "SpeakClient"],
             swiftSettings: swiftSettings
         ),
 
@@ -327,7 +342,8 @@ let package = Package(
         .testTarget(
             name: "SpeakServerTests",
             dependencies: [
-                "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeechModel", "SpeechRendering",
+                "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "AnnouncementIntake", "SpeechModel",
+                "SpeechRendering",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -339,7 +355,8 @@ let package = Package(
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeakTestSupport", "SpeechModel",
+                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "SpeakTestSupport",
+                "SpeechModel",
                 "SpeechRendering",
                 "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -351,13 +368,14 @@ let package = Package(
         .testTarget(
             name: "SpeakdIntegrationTests",
             dependencies: [
-                "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput", "SpeakFleet",
+                "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
+                "SpeakMQTT",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SpeakFleetTests",
-            dependencies: ["SpeakFleet", "SpeakAPI"],
+            dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

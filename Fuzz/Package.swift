@@ -20,7 +20,7 @@ let package = Package(
                 .product(name: "SpeakAPI", package: "speakd"), .product(name: "SpeechModel", package: "speakd"),
             ]
         ),
-        // A request body as the daemon decodes it (`AnnouncementRequest.decode(json:)`).
+        // A request body as the daemon decodes it (`AnnouncementRequest.decode(json:limits:)`).
         .executableTarget(
             name: "FuzzRequestJSON",
             dependencies: [

@@ -1,6 +1,6 @@
 import Foundation
 import SpeakAPI
-import SpeakFleet
+import SpeakMQTT
 import SpeakTestSupport
 import Synchronization
 

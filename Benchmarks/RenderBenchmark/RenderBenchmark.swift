@@ -2,6 +2,7 @@ import CEspeakNG
 import EspeakEngine
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeakTestSupport
 import SpeechModel
 

@@ -37,8 +37,12 @@ public final class EspeakDirectSession {
     /// Renders `input` (an `EspeakEngine`'s compiled input) before returning, chunked as
     /// `EspeakEngine.render` chunks it: each chunk goes to `deliver` as it is made.
     ///
-    /// - Parameter cancelRequested: asked at each of espeak-ng's blocks (about every 50 ms of
-    ///   audio); true aborts the synthesis there.
+    /// - Parameters:
+    ///   - input: the compiled input to render.
+    ///   - chunking: how the samples are grouped into chunks.
+    ///   - cancelRequested: asked at each of espeak-ng's blocks (about every 50 ms of audio); true
+    ///     aborts the synthesis there.
+    ///   - deliver: receives each chunk as it is made.
     /// - Returns: false when the rendering was aborted, true when it ran to its end.
     /// - Throws: `EspeakError` when espeak-ng refuses the voice, a parameter or the input.
     public func render(

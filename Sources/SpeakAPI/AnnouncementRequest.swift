@@ -47,6 +47,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     ///   - chime: the chime before the speech.
     ///   - chimeAfter: the chime after the speech.
     ///   - repeat: how many times it is spoken; nil once.
+    ///   - requestId: the sender's own id, which makes a redelivered MQTT message speak once.
     ///   - output: the named output that speaks it; nil for `default`.
     public init(
         utterance: Utterance, priority: AnnouncementPriority = .default, queue: Bool = true,
@@ -85,11 +86,58 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
     }
 
-    /// Decodes a request body as the daemon does: strict JSON (`StrictJSON`), no unknown key,
-    /// values range-checked; every error is a `SpeechInputError` naming the field
-    /// (`pich: unknown key 'pich'; …`).
-    public static func decode(json: Data) throws(SpeechInputError) -> AnnouncementRequest {
-        try StrictJSON.decode(AnnouncementRequest.self, from: json)
+    /// Decodes a request body: strict JSON (`StrictJSON`), no unknown key, values range-checked,
+    /// and the text and span limits. This is the one decode of a request body: the daemon's
+    /// intake, `speak --json` and the fuzz targets all call it.
+    ///
+    /// - Parameters:
+    ///   - json: the body's bytes.
+    ///   - limits: the most characters and spans; an SSML body's limit names `ssml`.
+    /// - Throws: `RequestBodyError` naming the field (`pich: unknown key 'pich'; …`).
+    public static func decode(
+        json: Data, limits: Utterance.Limits = .default
+    ) throws(RequestBodyError) -> AnnouncementRequest {
+        guard !json.isEmpty else {
+            throw .malformed("the body is empty; expected a JSON object with text or spans")
+        }
+        let topLevelKeys: [String]
+        do {
+            topLevelKeys = try StrictJSON.check(json)
+        } catch {
+            if error.isOutOfRange, let field = error.field {
+                throw .invalid(.outOfRange(field: field, error.message))
+            }
+            throw .malformed(error.message, field: error.field)
+        }
+        let decoded: AnnouncementRequest
+        do {
+            decoded = try WireFormat.decoder().decode(AnnouncementRequest.self, from: json)
+        } catch let error as SpeechInputError {
+            throw .invalid(error)
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw .malformed("the body is not valid JSON: \(context.debugDescription)")
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
+            throw .malformed("the body must be a JSON object")
+        } catch let error as DecodingError {
+            // An unknown priority is a `SpeechInputError` from `AnnouncementRequest` itself.
+            throw .invalid(SpeechInputError.from(error))
+        } catch {
+            throw .malformed("the body could not be read: \(error)")
+        }
+        // The limits name the field the client wrote: an SSML document becomes spans.
+        let usedSSML = topLevelKeys.contains("ssml")
+        let spans = decoded.utterance.spans.count
+        if spans > limits.maxSpans {
+            throw .tooLarge(
+                "\(spans) spans is more than the limit of \(limits.maxSpans)", field: usedSSML ? "ssml" : "spans")
+        }
+        let length = decoded.utterance.text.count
+        if length > limits.maxTextLength {
+            throw .tooLarge(
+                "\(length) characters of text is more than the limit of \(limits.maxTextLength)",
+                field: usedSSML ? "ssml" : spans == 1 ? "text" : "spans")
+        }
+        return decoded
     }
 
     private enum CodingKeys: String, CodingKey {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SpeakAPI
+import SpeakClient
 
 /// How the CLI finds the daemon.
 struct ConnectionOptions: ParsableArguments {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SpeakAPI
+import SpeakClient
 
 extension Speak {
     /// `speak events`: follow the daemon's event stream.

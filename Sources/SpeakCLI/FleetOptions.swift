@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import SpeakAPI
-import SpeakFleet
+import SpeakMQTT
 
 /// `speak --mqtt URL --site S (--all | --group G | --device D)`: publish to a fleet of kiosks
 /// through an MQTT broker instead of talking to one daemon.

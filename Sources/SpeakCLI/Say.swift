@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeechModel
 
 extension Speak {

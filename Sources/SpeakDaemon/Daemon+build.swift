@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import AudioOutput
 import EngineWorkers
@@ -7,6 +8,7 @@ import Logging
 import PosixSupport
 import ServiceLifecycle
 import SpeakAPI
+import SpeakClient
 import SpeakFleet
 import SpeakServer
 import SpeechModel
@@ -153,22 +155,17 @@ public func buildDaemon(
     var health = DaemonHealth(
         engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer",
         outputs: parts.map { ($0.name, $0.audio) }, pool: pool)
-    let server = SpeakServer(
-        outputs: outputs, renderer: renderer, health: health, settings: settings, metrics: metrics,
-        logger: logger)
-    // The fleet link submits through the same server; /healthz then reports it too.
-    let fleet = try makeFleetLink(configuration, server: server, logger: logger)
-    let routedServer: SpeakServer
-    if let fleet {
-        health.fleet = fleet
-        routedServer = SpeakServer(
-            outputs: outputs, renderer: renderer, health: health, settings: settings, metrics: server.metrics,
-            logger: logger)
-    } else {
-        routedServer = server
-    }
+    // One way in for every front. Its health gate reads the outputs' audio only, so it does not
+    // need the fleet link, which is built on it; `/healthz` reports the link too.
+    let intake = AnnouncementIntake(
+        outputs: outputs, renderer: renderer, health: health,
+        limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
+        chimes: settings.chimes, counters: metrics.intakeCounters)
+    let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)
+    if let fleet { health.fleet = fleet }
+    let server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
     let listeners = configuration.listenAddresses.map {
-        routedServer.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
+        server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
@@ -189,7 +186,7 @@ public func buildDaemon(
     var groupConfiguration = ServiceGroupConfiguration(
         services: outputServices + [
             .init(
-                service: MetricsObserver(metrics: routedServer.metrics, outputs: outputs),
+                service: MetricsObserver(metrics: server.metrics, outputs: outputs),
                 successTerminationBehavior: .ignore, serviceName: "metrics"),
             .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
             .init(
@@ -210,7 +207,7 @@ public func buildDaemon(
     groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(4_500)
     return Daemon(
         configuration: configuration, queue: queue, audio: audio, outputs: outputs,
-        outputAudio: Dictionary(uniqueKeysWithValues: parts.map { ($0.name, $0.audio) }), server: routedServer,
+        outputAudio: Dictionary(uniqueKeysWithValues: parts.map { ($0.name, $0.audio) }), server: server,
         front: front, group: ServiceGroup(configuration: groupConfiguration))
 }
 
@@ -223,11 +220,11 @@ private struct OutputParts {
 
 /// The fleet link `--mqtt` asks for, or nil.
 private func makeFleetLink(
-    _ configuration: DaemonConfiguration, server: SpeakServer, logger: Logger
+    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, logger: Logger
 ) throws -> FleetLink? {
     do {
         guard let settings = try configuration.fleetSettings else { return nil }
-        return try FleetLink(settings: settings, server: server, logger: logger)
+        return try FleetLink(settings: settings, intake: intake, logger: logger)
     } catch {
         throw DaemonStartError(description: "--mqtt: \(error)")
     }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Logging
 import PosixSupport
 import SpeakAPI
+import SpeakClient
 import SpeakServer
 
 #if canImport(Glibc)

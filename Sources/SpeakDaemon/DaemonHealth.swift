@@ -1,7 +1,7 @@
+import AnnouncementIntake
 import EngineWorkers
 import SpeakAPI
 import SpeakFleet
-import SpeakServer
 
 /// Health as `/healthz` reports it: the engine (fixed once it started) and each output's audio
 /// supervisor. `audio` (and so the overall status) is the `default` output's; every output,

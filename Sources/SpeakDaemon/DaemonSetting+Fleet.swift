@@ -1,6 +1,7 @@
 import FoundationEssentials
 import SpeakAPI
 import SpeakFleet
+import SpeakMQTT
 
 #if canImport(Glibc)
 import Glibc

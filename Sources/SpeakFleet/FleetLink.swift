@@ -1,10 +1,10 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import FoundationEssentials
 import Logging
-import NIOCore
 import ServiceLifecycle
 import SpeakAPI
-import SpeakServer
+import SpeakMQTT
 import Synchronization
 
 #if canImport(Glibc)
@@ -15,7 +15,7 @@ import Glibc
 /// and outcomes back to the broker, and a retained status with an `offline` last will.
 ///
 /// An MQTT message body is a `POST /v1/announcements` body, decoded, prepared and submitted by
-/// the same `SpeakServer` calls the HTTP route uses, so it is checked and refused the same way;
+/// the same `AnnouncementIntake` the HTTP route uses, so it is checked and refused the same way;
 /// a refusal goes to the message's response topic as a `refused` `FleetReport` with the same
 /// error. MQTT 5 message expiry shortens `expiresAfter`.
 ///
@@ -33,7 +33,7 @@ public final class FleetLink: Service, Sendable {
     /// Requests remembered to drop redeliveries.
     public static let recentCapacity = 4_096
 
-    private let server: SpeakServer
+    private let intake: AnnouncementIntake
     private let client: MQTTClient
     private let logger: Logger
     private let state: Mutex<HealthReport.MQTT>
@@ -44,12 +44,12 @@ public final class FleetLink: Service, Sendable {
 
     /// - Parameters:
     ///   - settings: broker, device id, site, groups, credentials.
-    ///   - server: the daemon's server, whose decoding, preparing and submitting this link uses.
+    ///   - intake: the daemon's way in, whose decoding, preparing and submitting this link uses.
     ///   - logger: where connection changes and refusals are logged.
     /// - Throws: `MQTTError` for a password file or TLS option that cannot be used.
-    public init(settings: FleetSettings, server: SpeakServer, logger: Logger) throws {
+    public init(settings: FleetSettings, intake: AnnouncementIntake, logger: Logger) throws {
         self.settings = settings
-        self.server = server
+        self.intake = intake
         self.logger = logger
         let offline = FleetStatus(state: .offline, device: settings.device, site: settings.site)
         client = try MQTTClient(
@@ -134,8 +134,8 @@ public final class FleetLink: Service, Sendable {
         let correlation = message.correlationData.map(\.lowercaseHex)
         var request: AnnouncementRequest
         do {
-            request = try server.decodeAnnouncement(ByteBuffer(bytes: message.payload))
-            try server.checkChimes(of: request)
+            request = try intake.decode(Data(message.payload))
+            try intake.checkChimes(of: request)
         } catch {
             refuse(message, requestId: correlation, error)
             return
@@ -149,8 +149,8 @@ public final class FleetLink: Service, Sendable {
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
-            let speech = try await server.prepare(request.utterance)
-            accepted = try await server.submit(request, speech: speech)
+            let speech = try await intake.prepare(request)
+            accepted = try await intake.submit(request, speech: speech)
         } catch {
             await flush(await book.endSubmission(id: nil, requestId: nil))
             refuse(message, requestId: requestId, error)
@@ -158,7 +158,7 @@ public final class FleetLink: Service, Sendable {
         }
         await flush(await book.endSubmission(id: accepted.id, requestId: requestId))
         guard let responseTopic = message.responseTopic else { return }
-        let outputs = server.outputs
+        let outputs = intake.outputs
         let settings = settings
         Task {
             // The queue's own record, not the event stream: a kiosk that fell behind on the
@@ -174,9 +174,9 @@ public final class FleetLink: Service, Sendable {
 
     private func refuse(_ message: MQTTMessage, requestId: String?, _ error: any Error) {
         let body: ErrorResponse
-        if let error = error as? APIError {
-            body = error.body
-            server.countRefusal(error)
+        if let error = error as? IntakeError {
+            body = error.errorResponse
+            intake.countRefusal(error)
         } else {
             body = ErrorResponse(code: ErrorResponse.Code.internalError, message: "\(error)")
         }
@@ -197,14 +197,14 @@ public final class FleetLink: Service, Sendable {
     /// Publishes every event of every output's queue to the events topic, resubscribing after
     /// falling behind.
     private func forwardEvents() async {
-        var last = server.outputs.lastEventSequence
+        var last = intake.outputs.lastEventSequence
         while !Task.isCancelled {
-            for await sequenced in server.outputs.events(after: last) {
+            for await sequenced in intake.outputs.events(after: last) {
                 last = sequenced.sequence
                 await flush(await book.arrived(sequenced.event))
             }
             // The stream ends at shutdown, or when this reader fell too far behind.
-            guard await server.queue.isRunning, !Task.isCancelled else { return }
+            guard await intake.outputs.defaultQueue.isRunning, !Task.isCancelled else { return }
         }
     }
 
@@ -230,16 +230,17 @@ public final class FleetLink: Service, Sendable {
     }
 
     private func publishStatus() async {
-        let health = await server.health.health()
-        let snapshot = await server.queue.snapshot()
+        let health = await intake.health.health()
+        let snapshot = await intake.outputs.defaultQueue.snapshot()
         let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
-        let voices = await book.voices(from: server)
+        let voices = await book.voices(from: intake)
         let status = FleetStatus(
             state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
             outputs: health.outputs.map { $0.map { "\($0.name)=\($0.sink)" } } ?? [health.audio.sink],
             audio: health.audio.state,
             queue: .init(
-                waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: server.queue.capacity))
+                waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking,
+                capacity: intake.outputs.defaultQueue.capacity))
         let payload = Self.encode(status)
         let changed = lastStatus.withLock { last in
             defer { last = payload }
@@ -314,9 +315,9 @@ actor FleetBook {
     }
 
     /// The languages of the renderer's voices, asked once.
-    func voices(from server: SpeakServer) async -> [String] {
+    func voices(from intake: AnnouncementIntake) async -> [String] {
         if let voiceLanguages { return voiceLanguages }
-        let voices = (try? await server.renderer.voices()) ?? []
+        let voices = (try? await intake.renderer.voices()) ?? []
         let languages = Array(Set(voices.compactMap(\.languages.first))).sorted()
         voiceLanguages = languages
         return languages

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SpeakAPI
+import SpeakMQTT
 import SpeechModel
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import FoundationEssentials
 import HTTPTypes
@@ -78,26 +79,9 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
             status: .misdirectedRequest, code: ErrorResponse.Code.misdirectedRequest, message: message, field: "Host")
     }
 
-    /// A body that is not strict JSON: 400 naming the field, or 422 `outOfRange` for a number
-    /// no `Double` holds.
-    static func strictJSON(_ error: StrictJSONError) -> APIError {
-        if error.isOutOfRange {
-            return APIError(
-                status: .unprocessableContent, code: "outOfRange", message: error.message, field: error.field)
-        }
-        return .malformed(error.message, field: error.field)
-    }
-
     /// 422: a value that is well-formed JSON but cannot be spoken.
     static func invalid(_ error: SpeechInputError) -> APIError {
         APIError(status: .unprocessableContent, code: error.kind, message: error.message, field: error.field)
-    }
-
-    /// 503: no audio to play on.
-    static func audioUnavailable(_ detail: String?) -> APIError {
-        APIError(
-            status: .serviceUnavailable, code: ErrorResponse.Code.audioUnavailable,
-            message: "the audio sink is unavailable" + (detail.map { ": \($0)" } ?? ""))
     }
 
     /// The mapping of the queue's refusals: 429 full, 422 a value it rejects, 404 an unknown id,
@@ -125,32 +109,27 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
     }
 
-    /// Maps a failure to decode a request body: JSON syntax or a body that is not an object is
-    /// 400; a value of the wrong type or a bad speech value is 422 naming the field.
-    static func decoding(_ error: any Error) -> APIError {
-        switch error {
-        case let error as SpeechInputError:
-            return .invalid(error)
-        case let error as APIError:
-            return error
-        case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
-            return .malformed("the body is not valid JSON: \(underlyingMessage(context))")
-        case DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty:
-            return .malformed("the body must be a JSON object")
-        case let error as DecodingError:
-            // An unknown priority is a `SpeechInputError` from `AnnouncementRequest` itself.
-            return .invalid(SpeechInputError.from(error))
-        default:
-            return .malformed("the body could not be read: \(error)")
+    /// The intake's refusal in HTTP: 400 a body that is not strict JSON or not an object, 413
+    /// over a limit, 429 the queue full, 503 audio unavailable or shutting down, else 422.
+    init(_ error: IntakeError) {
+        let status: HTTPResponse.Status
+        if error.isMalformed {
+            status = .badRequest
+        } else if error.isTooLarge {
+            status = .contentTooLarge
+        } else if error.isQueueFull {
+            status = .tooManyRequests
+        } else if error.isUnavailable {
+            status = .serviceUnavailable
+        } else {
+            status = .unprocessableContent
         }
+        self.init(status: status, body: error.errorResponse)
     }
 
-    private static func underlyingMessage(_ context: DecodingError.Context) -> String {
-        if let underlying = context.underlyingError as? CocoaError,
-            let detail = underlying.userInfo["NSDebugDescription"] as? String
-        {
-            return detail
-        }
-        return context.debugDescription
+    private init(status: HTTPResponse.Status, body: ErrorResponse) {
+        self.status = status
+        self.body = body
+        self.headers = [:]
     }
 }

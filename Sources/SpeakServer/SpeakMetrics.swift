@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import CoreMetrics
 import FoundationEssentials
@@ -124,6 +125,12 @@ public final class SpeakMetrics: Sendable {
             uniqueKeysWithValues: FinishReason.allCases.map {
                 ($0, Timer(label: "speakd_speaking_seconds", dimensions: [("reason", $0.rawValue)], factory: factory))
             })
+    }
+
+    /// What the intake counts: accepted and refused announcements, whatever front brought them.
+    public var intakeCounters: AnnouncementIntake.Counters {
+        AnnouncementIntake.Counters(
+            accepted: { [self] in countAccepted($0) }, refused: { [self] in countRefused($0) })
     }
 
     func countAccepted(_ priority: AnnouncementPriority) {

@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import AsyncAlgorithms
 import FoundationEssentials
@@ -24,18 +25,20 @@ struct SpeakRoutes: Sendable {
     // MARK: Announcements
 
     @Sendable func post(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body: AnnouncementRequest
-        let speech: PreparedUtterance
+        let body: Data
         do {
-            body = try await decodeRequest(request)
-            try server.checkChimes(of: body)
-            speech = try await prepare(body.utterance)
+            body = try await readBody(request)
         } catch let error as APIError {
             server.metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")
             throw error
         }
         let wait = try boolQuery(request, "wait")
-        let accepted = try await server.submit(body, speech: speech)
+        let accepted: AnnouncementAccepted
+        do {
+            accepted = try await server.intake.accept(body).accepted
+        } catch {
+            throw APIError(error)
+        }
         if wait {
             guard let finished = await outputs.finished(id: accepted.id) else {
                 throw APIError.scheduling(.unknownAnnouncement(accepted.id))
@@ -207,8 +210,12 @@ struct SpeakRoutes: Sendable {
     // MARK: Speech, voices, health, metrics
 
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body = try await decodeRequest(request)
-        let speech = try await prepare(body.utterance)
+        let speech: PreparedUtterance
+        do {
+            speech = try await server.intake.prepare(server.intake.decode(try await readBody(request)).utterance)
+        } catch let error as IntakeError {
+            throw APIError(error)
+        }
         let format = server.renderer.format
         // About three seconds: most announcements fit without the buffer growing.
         var file = WAVFile(format: format, capacity: 3 * format.sampleRate)
@@ -307,9 +314,8 @@ struct SpeakRoutes: Sendable {
             waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: queue.capacity)
     }
 
-    /// Reads the body up to the configured limit and decodes it, enforcing the media type, strict
-    /// JSON and the text and span limits.
-    private func decodeRequest(_ request: Request) async throws -> AnnouncementRequest {
+    /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
+    private func readBody(_ request: Request) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType])
         let limit = server.settings.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
@@ -323,7 +329,7 @@ struct SpeakRoutes: Sendable {
             var part = part
             body.writeBuffer(&part)
         }
-        return try server.decodeAnnouncement(body)
+        return Data(buffer: body)
     }
 
     /// Refuses a body not declared `application/json` (a `charset` other than UTF-8 included):
@@ -346,11 +352,6 @@ struct SpeakRoutes: Sendable {
                 throw .unsupportedMediaType("JSON must be UTF-8, not charset '\(pair[1])'")
             }
         }
-    }
-
-    /// Validates and compiles `utterance` once, here at the edge; the result travels with it.
-    private func prepare(_ utterance: Utterance) async throws -> PreparedUtterance {
-        try await server.prepare(utterance)
     }
 
     private func boolQuery(_ request: Request, _ name: String) throws -> Bool {

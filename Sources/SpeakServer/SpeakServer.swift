@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import FoundationEssentials
 import HTTPTypes
@@ -64,6 +65,8 @@ public struct SpeakServer: Sendable {
     public let settings: ServerSettings
     /// The counters behind `/metrics`.
     public let metrics: SpeakMetrics
+    /// The way in that `POST /v1/announcements` shares with every other front.
+    public let intake: AnnouncementIntake
     /// Where request failures are logged.
     public let logger: Logger
 
@@ -97,8 +100,29 @@ public struct SpeakServer: Sendable {
         settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
         logger: Logger = Logger(label: "speakd.server")
     ) {
-        self.outputs = outputs
-        self.renderer = renderer
+        self.init(
+            intake: AnnouncementIntake(
+                outputs: outputs, renderer: renderer, health: health,
+                limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
+                chimes: settings.chimes, counters: metrics.intakeCounters),
+            health: health, settings: settings, metrics: metrics, logger: logger)
+    }
+
+    /// A server whose announcements come in through `intake`, which other fronts share.
+    /// - Parameters:
+    ///   - intake: the way in, with the outputs' queues and the engine.
+    ///   - health: the state `/healthz` reports (it may know more than the intake's gate needs,
+    ///     such as the fleet link).
+    ///   - settings: limits, heartbeat and CORS.
+    ///   - metrics: the counters behind `/metrics`; the intake should count into the same.
+    ///   - logger: where request failures are logged.
+    public init(
+        intake: AnnouncementIntake, health: any HealthReporting, settings: ServerSettings = ServerSettings(),
+        metrics: SpeakMetrics = SpeakMetrics(), logger: Logger = Logger(label: "speakd.server")
+    ) {
+        self.intake = intake
+        self.outputs = intake.outputs
+        self.renderer = intake.renderer
         self.health = health
         self.settings = settings
         self.metrics = metrics

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeechModel
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakClient
 
 /// The real `speakd` executable, started for a test on a private Unix socket and a free loopback
 /// port, and stopped by its PID.

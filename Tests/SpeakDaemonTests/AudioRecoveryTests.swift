@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeakDaemon
 import SpeakTestSupport
 import SpeechModel

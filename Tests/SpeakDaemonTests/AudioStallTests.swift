@@ -1,6 +1,7 @@
 import AudioOutput
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeakDaemon
 import SpeakTestSupport
 import SpeechModel

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SpeakAPI
+import SpeakClient
 import SpeakDaemon
 import SpeakServer
 import SpeakTestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakMQTT
 import Testing
 
 @testable import SpeakFleet

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import SpeakAPI
+import SpeakClient
 import Testing
 
 @testable import SpeakServer

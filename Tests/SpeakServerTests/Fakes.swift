@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import Foundation
 import SpeakAPI
 import SpeakServer

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 import SpeakAPI
+import SpeakClient
 import SpeakServer
 import SpeechModel
 import Testing

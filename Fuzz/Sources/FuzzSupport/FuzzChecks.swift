@@ -15,17 +15,28 @@ public enum FuzzChecks {
     /// A rejection must say what is wrong and, when `fields` is given, name one of them; a
     /// field, when named, is a whole path: never empty, never ending in a bare `.`.
     public static func requireClear(_ error: SpeechInputError, field fields: Set<String>? = nil, input: String) {
-        require(!error.message.isEmpty, "an error without a message for \(input.debugDescription)")
-        if let field = error.field {
+        requireClear(message: error.message, field: error.field, fields: fields, shown: "\(error)", input: input)
+    }
+
+    /// The same for the refusal of a request body (`AnnouncementRequest.decode(json:limits:)`).
+    public static func requireClear(_ error: RequestBodyError, field fields: Set<String>? = nil, input: String) {
+        requireClear(message: error.message, field: error.field, fields: fields, shown: "\(error)", input: input)
+    }
+
+    private static func requireClear(
+        message: String, field: String?, fields: Set<String>?, shown: String, input: String
+    ) {
+        require(!message.isEmpty, "an error without a message for \(input.debugDescription)")
+        if let field {
             require(
                 !field.isEmpty && !field.hasSuffix("."),
-                "an error with an incomplete field for \(input.debugDescription): \(error)")
+                "an error with an incomplete field for \(input.debugDescription): \(shown)")
         }
         if let fields {
             require(
-                error.field.map(fields.contains) == true,
-                "the error for \(input.debugDescription) names \(error.field ?? "no field"), not one of "
-                    + "\(fields.sorted()): \(error)")
+                field.map(fields.contains) == true,
+                "the error for \(input.debugDescription) names \(field ?? "no field"), not one of "
+                    + "\(fields.sorted()): \(shown)")
         }
     }
 

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PosixSupport
+import SpeakAPI
 import SpeechModel
 
 /// The bearer token that requests over TCP carry, and the file it lives in.

@@ -236,7 +236,8 @@ public struct MQTTError: Error, Sendable, CustomStringConvertible {
         description = "\(what): \(reason)"
     }
 
-    init(_ description: String) {
+    /// A failure of the link's own set-up, such as a credential file that cannot be read.
+    public init(_ description: String) {
         self.description = description
     }
 }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PosixSupport
+import SpeakAPI
 import SpeechModel
 import Synchronization
 

@@ -1,0 +1,158 @@
+import AnnouncementQueue
+import FoundationEssentials
+import SpeakAPI
+import SpeechModel
+import SpeechRendering
+
+/// The one way an announcement enters speakd, below every front (HTTP, MQTT): the strict decode,
+/// the limits, the chime check, the output's queue, `prepare`, the health gate and `submit`.
+///
+/// A front hands it a body (or a request it decoded with the same `AnnouncementRequest.decode`)
+/// and gets an accepted announcement or an `IntakeError`, which it answers in its own protocol;
+/// so the same bad input is refused the same way whatever carried it, and counted once.
+public struct AnnouncementIntake: Sendable {
+    /// What the intake counts, for `/metrics`.
+    public struct Counters: Sendable {
+        /// One announcement accepted, at its priority.
+        public var accepted: @Sendable (AnnouncementPriority) -> Void
+        /// One refused before it was accepted, with `IntakeError.refusalReason`.
+        public var refused: @Sendable (String) -> Void
+
+        public init(
+            accepted: @escaping @Sendable (AnnouncementPriority) -> Void,
+            refused: @escaping @Sendable (String) -> Void
+        ) {
+            self.accepted = accepted
+            self.refused = refused
+        }
+
+        /// Counts nothing.
+        public static let none = Counters(accepted: { _ in }, refused: { _ in })
+    }
+
+    /// The queue of every named output.
+    public let outputs: AnnouncementOutputs
+    /// The engine that prepares (validates and compiles) each utterance.
+    public let renderer: any SpeechRenderer
+    /// Engine and audio state: an output whose sink is down takes no new announcement.
+    public let health: any HealthReporting
+    /// The most characters and spans of one announcement.
+    public let limits: Utterance.Limits
+    /// The chimes a request may name.
+    public let chimes: [String]
+    private let counters: Counters
+
+    /// - Parameters:
+    ///   - outputs: the queue of every named output.
+    ///   - renderer: the engine, which prepares each utterance.
+    ///   - health: engine and audio state, for the gate before `submit`.
+    ///   - limits: the most characters and spans of one announcement.
+    ///   - chimes: the chimes a request may name.
+    ///   - counters: what the intake counts for `/metrics`.
+    public init(
+        outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
+        limits: Utterance.Limits = .default, chimes: [String] = [], counters: Counters = .none
+    ) {
+        self.outputs = outputs
+        self.renderer = renderer
+        self.health = health
+        self.limits = limits
+        self.chimes = chimes
+        self.counters = counters
+    }
+
+    /// Decodes, checks, prepares and queues one request body.
+    ///
+    /// - Parameters:
+    ///   - body: the request body, as `POST /v1/announcements` takes it.
+    ///   - adjust: a front's own change to the decoded request before it is checked further
+    ///     (MQTT's message expiry shortens `expiresAfter`); it may refuse the request by throwing.
+    /// - Returns: the request as accepted, and the queue's answer.
+    public func accept(
+        _ body: Data,
+        adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in }
+    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+        do {
+            var request = try decode(body)
+            try await adjust(&request)
+            let speech = try await prepare(request)
+            return (request, try await submit(request, speech: speech))
+        } catch {
+            counters.refused(error.refusalReason)
+            throw error
+        }
+    }
+
+    /// Counts a refusal that a front met outside `accept` (one step at a time, as MQTT does).
+    public func countRefusal(_ error: IntakeError) {
+        counters.refused(error.refusalReason)
+    }
+
+    /// Decodes a request body strictly, within the limits (`AnnouncementRequest.decode`).
+    public func decode(_ body: Data) throws(IntakeError) -> AnnouncementRequest {
+        do {
+            return try AnnouncementRequest.decode(json: body, limits: limits)
+        } catch {
+            throw .body(error)
+        }
+    }
+
+    /// Checks what the request names (its output and chimes) and validates and compiles its
+    /// utterance once; the prepared value travels with it to the worker.
+    public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedUtterance {
+        do {
+            _ = try outputs.queue(for: request)
+        } catch {
+            throw .scheduling(error)
+        }
+        try checkChimes(of: request)
+        return try await prepare(request.utterance)
+    }
+
+    /// Validates and compiles `utterance` alone (`POST /v1/speech`).
+    public func prepare(_ utterance: Utterance) async throws(IntakeError) -> PreparedUtterance {
+        do {
+            return try await renderer.prepare(utterance)
+        } catch {
+            throw .invalid(error)
+        }
+    }
+
+    /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
+    public func checkChimes(of request: AnnouncementRequest) throws(IntakeError) {
+        for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
+            if case .named(let name) = choice, !chimes.contains(name) {
+                let known = chimes.isEmpty ? "none are configured" : chimes.joined(separator: ", ")
+                throw .notFound(field: field, "no chime named '\(name)' (\(known))")
+            }
+        }
+    }
+
+    /// Hands a prepared announcement to the queue of the output it names, unless that output's
+    /// audio is down; counts it when accepted.
+    public func submit(
+        _ request: AnnouncementRequest, speech: PreparedUtterance
+    ) async throws(IntakeError) -> AnnouncementAccepted {
+        let queue: AnnouncementQueue
+        do {
+            queue = try outputs.queue(for: request)
+        } catch {
+            throw .scheduling(error)
+        }
+        let health = await health.health()
+        let audio =
+            health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }
+            ?? (health.audio.state, health.audio.detail)
+        guard audio.0 == .ok else {
+            throw .audioUnavailable(audio.1)
+        }
+        let accepted: AnnouncementAccepted
+        do {
+            accepted = try await queue.submit(request, speech: speech)
+        } catch {
+            throw .scheduling(error)
+        }
+        counters.accepted(request.priority)
+        return accepted
+    }
+}
