@@ -217,6 +217,60 @@ extension SpeakdIntegration {
                 }
             }
         }
+
+        /// 2,000 messages as fast as the sender can publish them, to two kiosks, one of them
+        /// stalled for the burst, through a broker with the documented limits: each kiosk answers
+        /// every one, accepted (`queued`) or refused (`queueFull`), and loses none. (Mosquitto's
+        /// default queue of 1,000 lost 980 of them for the stalled kiosk.)
+        @Test func floodThroughTheDocumentedBrokerGetsAnOutcomeForEveryMessage() async throws {
+            #expect(
+                Fleet.documentedLimits.contains { $0.hasPrefix("max_queued_messages") }, "\(Fleet.documentedLimits)")
+            let fleet = try await Fleet.start(kiosks: [("k1", ["a"]), ("k2", ["a"])])
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/device/+/events"])
+            let count = 2_000
+            // k1 stalls for the burst (busy, swapped out, a slow link: its PUBACKs stop), so the
+            // broker queues for it; k2 takes them as they come.
+            let stalled = fleet.kiosks[0].daemon
+            kill(stalled.pid, SIGSTOP)
+            var continued = false
+            defer { if !continued { kill(stalled.pid, SIGCONT) } }
+            for index in 0..<count {
+                try observer.publish(
+                    FleetTopics(site: Self.site).group("a"),
+                    #"{"text": "Flood \#(index)", "requestId": "flood-\#(index)"}"#)
+            }
+            let published = await observer.waitPublished(count, timeout: .seconds(20))
+            #expect(published, "the broker acknowledged \(observer.acknowledged) of \(count)")
+            kill(stalled.pid, SIGCONT)
+            continued = true
+            let expected = Set((0..<count).map { "flood-\($0)" })
+            var answered: [String: [String: FleetReport.Kind]] = [:]
+            var seen = 0
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                let messages = observer.messages
+                for message in messages[seen...] {
+                    guard let report = try? WireFormat.decoder().decode(FleetReport.self, from: message.payload),
+                        let requestId = report.requestId, report.type == .queued || report.type == .refused
+                    else { continue }
+                    answered[report.device, default: [:]][requestId] = report.type
+                }
+                seen = messages.count
+                if ["k1", "k2"].allSatisfy({ answered[$0]?.count == count }) { break }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            for device in ["k1", "k2"] {
+                let outcomes = answered[device] ?? [:]
+                let accepted = outcomes.values.filter { $0 == .queued }.count
+                let missing = expected.subtracting(outcomes.keys)
+                #expect(
+                    missing.count == 0,
+                    "\(device): \(missing.count) of \(count) without an outcome (\(accepted) accepted, \(outcomes.count - accepted) refused)"
+                )
+                #expect(accepted > 0)
+            }
+            for kiosk in fleet.kiosks { #expect(kiosk.daemon.isRunning) }
+        }
     }
 }
 
@@ -236,15 +290,27 @@ final class Kiosk: Sendable {
         try? FileManager.default.removeItem(at: wav)
     }
 
-    static func start(id: String, groups: [String], broker: MosquittoBroker) async throws -> Kiosk {
+    static func start(id: String, groups: [String], broker: MosquittoBroker, arguments: [String] = []) async throws
+        -> Kiosk
+    {
         let wav = URL(fileURLWithPath: "/tmp/speakd-fleet-\(id)-\(UUID().uuidString.prefix(8)).wav")
         let daemon = try await SpeakdProcess.start(
             audio: "wav:\(wav.path)",
             arguments: [
                 "--engine-workers", "1", "--mqtt", broker.url, "--mqtt-id", id, "--mqtt-site",
                 SpeakdIntegration.FleetTests.site,
-            ] + (groups.isEmpty ? [] : ["--mqtt-groups", groups.joined(separator: ",")]))
+            ] + (groups.isEmpty ? [] : ["--mqtt-groups", groups.joined(separator: ",")]) + arguments)
         return Kiosk(id: id, daemon: daemon, wav: wav)
+    }
+
+    /// Waits until `/healthz` says connected (and so subscribed, a moment later).
+    func connected(by deadline: ContinuousClock.Instant) async throws {
+        while try await daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state != .connected {
+            guard ContinuousClock.now < deadline else {
+                throw SpeakdProcess.Failure(description: "\(id) did not connect:\n\(daemon.log)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 }
 
@@ -253,24 +319,40 @@ struct Fleet: Sendable {
     let broker: MosquittoBroker
     let kiosks: [Kiosk]
 
-    static func start() async throws -> Fleet {
-        let broker = try await MosquittoBroker.start()
-        async let k1 = Kiosk.start(id: "k1", groups: ["a"], broker: broker)
-        async let k2 = Kiosk.start(id: "k2", groups: ["a", "b"], broker: broker)
-        async let k3 = Kiosk.start(id: "k3", groups: ["b"], broker: broker)
-        let fleet = Fleet(broker: broker, kiosks: try await [k1, k2, k3])
+    /// The limits of the documented broker configuration, `docs/examples/mosquitto-speakd.conf`:
+    /// every test broker of a fleet runs with them.
+    static let documentedLimits: [String] = {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/examples/mosquitto-speakd.conf")
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init).filter { line in
+            [
+                "message_size_limit", "max_packet_size", "max_queued_messages", "max_queued_bytes",
+                "max_inflight_messages",
+            ]
+            .contains(line.split(separator: " ").first.map(String.init) ?? "")
+        }
+    }()
+
+    /// - Parameters:
+    ///   - kiosks: id and groups of each; by default k1 in a, k2 in a and b, k3 in b.
+    ///   - settings: the broker's limits; by default the documented ones.
+    ///   - arguments: more `speakd` arguments for every kiosk.
+    static func start(
+        kiosks: [(String, [String])] = [("k1", ["a"]), ("k2", ["a", "b"]), ("k3", ["b"])],
+        settings: [String] = documentedLimits, arguments: [String] = []
+    ) async throws -> Fleet {
+        let broker = try await MosquittoBroker.start(settings: settings)
+        let started = try await withThrowingTaskGroup(of: Kiosk.self) { group in
+            for (id, groups) in kiosks {
+                group.addTask { try await Kiosk.start(id: id, groups: groups, broker: broker, arguments: arguments) }
+            }
+            return try await group.reduce(into: [Kiosk]()) { $0.append($1) }
+        }
+        let fleet = Fleet(broker: broker, kiosks: kiosks.map { kiosk in started.first { $0.id == kiosk.0 }! })
         // Connected and subscribed: each publishes its status after subscribing.
         let deadline = ContinuousClock.now + .seconds(15)
-        for kiosk in fleet.kiosks {
-            while try await kiosk.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state
-                != .connected
-            {
-                guard ContinuousClock.now < deadline else {
-                    throw SpeakdProcess.Failure(description: "\(kiosk.id) did not connect:\n\(kiosk.daemon.log)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        for kiosk in fleet.kiosks { try await kiosk.connected(by: deadline) }
         try await Task.sleep(for: .milliseconds(200))
         return fleet
     }
@@ -290,6 +372,7 @@ final class Observer: Sendable {
     private final class Shared: Sendable {
         let messages = Mutex<[Received]>([])
         let connected = Mutex(false)
+        let acknowledged = Mutex(0)
     }
 
     private let client: MQTTClient
@@ -325,7 +408,7 @@ final class Observer: Sendable {
                 case .disconnected:
                     shared.connected.withLock { $0 = false }
                 case .published:
-                    break
+                    shared.acknowledged.withLock { $0 += 1 }
                 case .message(let message):
                     shared.messages.withLock {
                         $0.append(
@@ -384,6 +467,18 @@ final class Observer: Sendable {
     /// The messages received so far.
     var messages: [Received] { shared.messages.withLock { $0 } }
 
+    /// How many of this client's QoS 1 publishes the broker has acknowledged.
+    var acknowledged: Int { shared.acknowledged.withLock { $0 } }
+
+    /// Waits until the broker has acknowledged `count` publishes.
+    func waitPublished(_ count: Int, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while acknowledged < count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return acknowledged >= count
+    }
+
     /// Waits until `condition` holds for the messages received so far.
     func wait(timeout: Duration, until condition: ([Received]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -403,3 +498,4 @@ extension WAVReader {
         return AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate).soundingDuration()
     }
 }
+
