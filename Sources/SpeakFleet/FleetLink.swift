@@ -19,6 +19,13 @@ import Glibc
 /// a refusal goes to the message's response topic as a `refused` `FleetReport` with the same
 /// error. MQTT 5 message expiry shortens `expiresAfter`.
 ///
+/// Size. A payload over the HTTP body limit (`maxBodyBytes`) is refused with the HTTP route's
+/// 413 `tooLarge` error (field `body`) before it is copied or decoded: the client leaves it in
+/// libmosquitto's read buffer, which is freed once the callback returns. libmosquitto reads a
+/// whole packet before that callback, so the link also asks the broker (MQTT 5 Maximum Packet
+/// Size in CONNECT) for packets of at most `maximumPacketSize(bodyLimit:)`: a larger message is
+/// dropped by the broker for this kiosk, which never sees it and answers nothing.
+///
 /// Delivery. libmosquitto acknowledges a QoS 1 message (PUBACK) as it receives it, before this
 /// link sees it: the broker's guarantee ends there, and a message in this process when it dies
 /// is lost (it was never queued, so no `queued` event was published either; a sender waiting for
@@ -32,6 +39,14 @@ public final class FleetLink: Service, Sendable {
     public let settings: FleetSettings
     /// Requests remembered to drop redeliveries.
     public static let recentCapacity = 4_096
+
+    /// The largest packet the kiosk takes from the broker: 4 MiB, or the body limit and 64 KiB
+    /// of topic and properties when the limit is larger. Between the body limit and this a
+    /// message is answered `tooLarge`; above it the broker drops it and the sender hears nothing.
+    /// It bounds what one message costs the kiosk (libmosquitto holds one packet at a time).
+    public static func maximumPacketSize(bodyLimit: Int) -> UInt32 {
+        UInt32(clamping: max(4 << 20, bodyLimit + (64 << 10)))
+    }
 
     private let server: SpeakServer
     private let client: MQTTClient
@@ -57,7 +72,9 @@ public final class FleetLink: Service, Sendable {
                 broker: settings.broker, clientID: settings.device, cleanStart: false, sessionExpiry: 86_400,
                 username: settings.username, password: try settings.password(), caFile: settings.caFile,
                 will: MQTTOutgoing(
-                    topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true)))
+                    topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true),
+                maximumPacketSize: Self.maximumPacketSize(bodyLimit: server.settings.maxBodyBytes),
+                payloadLimit: server.settings.maxBodyBytes))
         state = Mutex(
             HealthReport.MQTT(
                 state: .connecting, broker: settings.broker.description, device: settings.device,
@@ -134,6 +151,8 @@ public final class FleetLink: Service, Sendable {
         let correlation = message.correlationData.map(\.lowercaseHex)
         var request: AnnouncementRequest
         do {
+            // First: an oversized payload was never copied (`payload` is empty).
+            try server.checkBodySize(message.payloadSize)
             request = try server.decodeAnnouncement(ByteBuffer(bytes: message.payload))
             try server.checkChimes(of: request)
         } catch {

@@ -312,8 +312,8 @@ struct SpeakRoutes: Sendable {
     private func decodeRequest(_ request: Request) async throws -> AnnouncementRequest {
         try Self.requireJSON(request.headers[.contentType])
         let limit = server.settings.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            throw APIError.tooLarge("the body is \(length) bytes; the limit is \(limit)", field: "body")
+        if let length = request.headers[.contentLength].flatMap(Int.init) {
+            try server.checkBodySize(length)
         }
         var body = ByteBuffer()
         for try await part in request.body {

@@ -13,6 +13,16 @@ import Glibc
 /// way in (the MQTT fleet link), so an announcement is checked and refused the same way whatever
 /// carried it.
 extension SpeakServer {
+    /// Refuses a body of `bytes` bytes over `maxBodyBytes` before anything reads it: the HTTP
+    /// route for a declared `Content-Length`, the fleet link for an MQTT payload.
+    /// - Throws: `APIError` 413 `tooLarge`, field `body`.
+    public func checkBodySize(_ bytes: Int) throws {
+        let limit = settings.maxBodyBytes
+        guard bytes <= limit else {
+            throw APIError.tooLarge("the body is \(bytes) bytes; the limit is \(limit)", field: "body")
+        }
+    }
+
     /// Decodes a request body: strict JSON, no unknown key, the text and span limits.
     /// - Throws: `APIError`, the answer `POST /v1/announcements` gives (400, 413 or 422).
     public func decodeAnnouncement(_ body: ByteBuffer) throws -> AnnouncementRequest {

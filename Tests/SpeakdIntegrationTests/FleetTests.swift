@@ -218,6 +218,61 @@ extension SpeakdIntegration {
             }
         }
 
+        /// A payload over the HTTP body limit is refused with HTTP's 413 error before it is copied
+        /// or decoded, through a broker without the documented `message_size_limit` (a kiosk
+        /// cannot count on its broker); one over the kiosk's maximum packet size never reaches
+        /// it. Either way the kiosk's memory stays where it was.
+        @Test func oversizedPayloadsAreRefusedOrNeverReachTheKiosk() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])], settings: [])
+            let kiosk = fleet.kiosks[0]
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let topic = FleetTopics(site: Self.site).device("k1")
+            // Warm: one announcement through the same path, so the measure sees only the big ones.
+            let warm = try await observer.ask(topic, #"{"text": "Warm up"}"#)
+            #expect(try await observer.outcomes(for: warm, count: 1).first?.event?.reason == .completed)
+            try await Task.sleep(for: .milliseconds(300))
+
+            let body = Self.payload(bytes: 1 << 20)
+            let before = try residentKilobytes(kiosk.daemon.pid)
+            let peak = try PeakResident(kiosk.daemon.pid)
+            var refusals: [String] = []
+            for _ in 0..<4 {
+                refusals.append(try await observer.ask(topic, body))
+                _ = try await observer.outcomes(for: refusals.last!, count: 1)
+            }
+            let grown = try peak.growth()
+            let kept = try residentKilobytes(kiosk.daemon.pid) - before
+            #expect(grown < 3_584, "the kiosk's resident memory peaked \(grown) kB higher")
+            #expect(kept < 3 << 10, "the kiosk's resident memory grew \(kept) kB")
+            for correlation in refusals {
+                let report = try #require(observer.reports(for: correlation).first)
+                #expect(report.type == .refused)
+                #expect(report.error?.code == ErrorResponse.Code.tooLarge && report.error?.field == "body")
+                #expect(report.error?.message == "the body is \(1 << 20) bytes; the limit is \(64 << 10)")
+            }
+            // The answer HTTP gives the same body (a smaller one: HTTP answers a declared length
+            // over the limit without reading the body, and a 1 MiB write would meet a closed socket).
+            let over = Self.payload(bytes: 70_000)
+            let http = try await kiosk.daemon.unixClient.send(
+                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")], body: Array(over.utf8))
+            #expect(http.status == 413)
+            let overReport = try #require(
+                try await observer.outcomes(for: try await observer.ask(topic, over), count: 1).first)
+            #expect(overReport.error == http.error?.error, "\(String(describing: overReport.error))")
+
+            // Over the maximum packet size: the broker drops it for this kiosk, which hears nothing.
+            let huge = Self.payload(bytes: Int(FleetLink.maximumPacketSize(bodyLimit: 64 << 10)) + 1)
+            let hugePeak = try PeakResident(kiosk.daemon.pid)
+            let dropped = try await observer.ask(topic, huge)
+            let after = try await observer.ask(topic, #"{"text": "After the big one"}"#)
+            let outcome = try #require(try await observer.outcomes(for: after, count: 1).first)
+            #expect(outcome.event?.reason == .completed)
+            #expect(observer.reports(for: dropped).isEmpty, "\(observer.reports(for: dropped))")
+            let hugeGrown = try hugePeak.growth()
+            #expect(hugeGrown < 3 << 10, "the kiosk's resident memory peaked \(hugeGrown) kB higher")
+            #expect(kiosk.daemon.isRunning)
+        }
+
         /// 2,000 messages as fast as the sender can publish them, to two kiosks, one of them
         /// stalled for the burst, through a broker with the documented limits: each kiosk answers
         /// every one, accepted (`queued`) or refused (`queueFull`), and loses none. (Mosquitto's
@@ -270,6 +325,11 @@ extension SpeakdIntegration {
                 #expect(accepted > 0)
             }
             for kiosk in fleet.kiosks { #expect(kiosk.daemon.isRunning) }
+        }
+
+        /// A JSON body of exactly `bytes` bytes, `{"text": "aaa…"}`.
+        static func payload(bytes: Int) -> String {
+            #"{"text": ""# + String(repeating: "a", count: bytes - 12) + #""}"#
         }
     }
 }
@@ -499,3 +559,18 @@ extension WAVReader {
     }
 }
 
+/// The peak resident memory of a process from now on: `/proc/PID/clear_refs` resets `VmHWM` to
+/// the current `VmRSS`, so a peak that came and went between two reads is seen too.
+struct PeakResident {
+    let pid: pid_t
+    let start: Int
+
+    init(_ pid: pid_t) throws {
+        self.pid = pid
+        try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
+        start = try residentKilobytes(pid, peak: true)
+    }
+
+    /// How many kB the peak rose since `init`.
+    func growth() throws -> Int { try residentKilobytes(pid, peak: true) - start }
+}
