@@ -33,6 +33,7 @@ import Glibc
 /// lost with the connection, a sender's retry of a publish it never saw acknowledged — arrives
 /// again; the `requestId` (or, without one, the correlation data) of the last
 /// `recentCapacity` requests is remembered, and a repeat is dropped without a second outcome.
+/// A request the kiosk refused is forgotten, so the sender's retry is handled.
 /// A message with neither cannot be told from a new one and is spoken again.
 public final class FleetLink: Service, Sendable {
     /// The fleet settings.
@@ -171,6 +172,9 @@ public final class FleetLink: Service, Sendable {
             let speech = try await server.prepare(request.utterance)
             accepted = try await server.submit(request, speech: speech)
         } catch {
+            // Nothing was queued: a retry of this request (the answer to `queueFull` or
+            // `audioUnavailable`) is a new attempt, not a redelivery.
+            if let requestId { await book.forget(requestId) }
             await flush(await book.endSubmission(id: nil, requestId: nil))
             refuse(message, requestId: requestId, error)
             return
@@ -305,6 +309,9 @@ actor FleetBook {
 
     /// False when `requestId` was seen lately.
     func remember(_ requestId: String) -> Bool { recent.insert(requestId) }
+
+    /// Forgets `requestId`, remembered for a request that was then refused.
+    func forget(_ requestId: String) { recent.remove(requestId) }
 
     func beginSubmission() { submitting += 1 }
 

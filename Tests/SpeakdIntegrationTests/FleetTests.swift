@@ -273,6 +273,46 @@ extension SpeakdIntegration {
             #expect(kiosk.daemon.isRunning)
         }
 
+        /// A refused request is forgotten: the retry a sender makes after `queueFull` is spoken,
+        /// once, and a repeat of the accepted one is still dropped.
+        @Test func retryAfterQueueFullIsSpokenOnce() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])], arguments: ["--max-queue", "1"])
+            let client = fleet.kiosks[0].daemon.unixClient
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let history = EventStreamRecorder(client: client)
+            defer { history.stop() }
+            // One speaking, paused, and one waiting: the queue is full.
+            let json = [("Content-Type", "application/json")]
+            let speaking = try await client.send(
+                "POST", "/v1/announcements", headers: json,
+                body: Array(#"{"text": "This announcement is long enough to be paused while it is heard"}"#.utf8))
+            #expect(speaking.status == 202)
+            #expect(await history.wait(timeout: .seconds(10)) { $0.contains { $0.type == .started } })
+            #expect(try await client.send("POST", "/v1/pause").status == 200)
+            let waiting = try await client.send(
+                "POST", "/v1/announcements", headers: json, body: Array(#"{"text": "Waiting"}"#.utf8))
+            #expect(waiting.status == 202)
+
+            let body = #"{"text": "Retried after a refusal", "requestId": "retry-1"}"#
+            let topic = FleetTopics(site: Self.site).device("k1")
+            let first = try #require(
+                try await observer.outcomes(for: try await observer.ask(topic, body), count: 1).first)
+            #expect(first.type == .refused && first.error?.code == ErrorResponse.Code.queueFull, "\(first)")
+            #expect(first.requestId == "retry-1")
+
+            #expect(try await client.send("DELETE", "/v1/announcements").status == 200)
+            let retry = try await observer.ask(topic, body)
+            let outcome = try #require(try await observer.outcomes(for: retry, count: 1).first)
+            #expect(outcome.type == .finished && outcome.event?.reason == .completed, "\(outcome)")
+            #expect(outcome.requestId == "retry-1")
+            // Accepted now, so remembered: a third copy is a repeat.
+            let repeated = try await observer.ask(topic, body)
+            try await Task.sleep(for: .seconds(1))
+            #expect(observer.reports(for: repeated).isEmpty)
+            let spoken = history.events.filter { $0.type == .finished && $0.text == "Retried after a refusal" }
+            #expect(spoken.count == 1, "\(spoken)")
+        }
+
         /// 2,000 messages as fast as the sender can publish them, to two kiosks, one of them
         /// stalled for the burst, through a broker with the documented limits: each kiosk answers
         /// every one, accepted (`queued`) or refused (`queueFull`), and loses none. (Mosquitto's
