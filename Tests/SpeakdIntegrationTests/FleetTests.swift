@@ -273,6 +273,39 @@ extension SpeakdIntegration {
             #expect(kiosk.daemon.isRunning)
         }
 
+        /// Through the documented broker, a payload over the kiosks' body limit stops at the
+        /// broker, which tells an MQTT 5 sender at QoS 1 so (a PUBACK with an error reason code);
+        /// the kiosk never hears of it.
+        @Test func documentedBrokerRefusesAnOversizedPublishToItsSender() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])])
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/device/k1/events"])
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-fleet-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let body = directory.appendingPathComponent("body.json")
+            let log = directory.appendingPathComponent("mosquitto_pub.log")
+            try Data(Self.payload(bytes: (64 << 10) + 1).utf8).write(to: body)
+            let sender = try ChildProcess(
+                "/usr/bin/mosquitto_pub",
+                [
+                    "-h", "127.0.0.1", "-p", "\(fleet.broker.port)", "-V", "mqttv5", "-q", "1", "-t",
+                    FleetTopics(site: Self.site).device("k1"), "-f", body.path,
+                ], environment: ProcessInfo.processInfo.environment, output: log.path)
+            #expect(await sender.wait(timeout: .seconds(10)) != nil)
+            let said = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            #expect(said.contains("Packet too large"), "mosquitto_pub said: \(said)")
+            // The next message is the first the kiosk hears.
+            try observer.publish(FleetTopics(site: Self.site).device("k1"), #"{"text": "Small", "requestId": "small"}"#)
+            #expect(
+                await observer.wait(timeout: .seconds(10)) { messages in
+                    messages.contains { String(decoding: $0.payload, as: UTF8.self).contains(#""requestId":"small""#) }
+                })
+            let reports = observer.messages.compactMap {
+                try? WireFormat.decoder().decode(FleetReport.self, from: $0.payload)
+            }
+            #expect(!reports.contains { $0.type == .refused }, "\(reports)")
+        }
+
         /// A refused request is forgotten: the retry a sender makes after `queueFull` is spoken,
         /// once, and a repeat of the accepted one is still dropped.
         @Test func retryAfterQueueFullIsSpokenOnce() async throws {
