@@ -314,14 +314,19 @@ extension SpeakdIntegration {
             let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
             let history = EventStreamRecorder(client: client)
             defer { history.stop() }
-            // One speaking, paused, and one waiting: the queue is full.
+            // One speaking, paused, and one waiting: the queue is full. A WAV file takes audio as
+            // fast as it is rendered, so a long text is posted until the pause finds it speaking.
             let json = [("Content-Type", "application/json")]
-            let speaking = try await client.send(
-                "POST", "/v1/announcements", headers: json,
-                body: Array(#"{"text": "This announcement is long enough to be paused while it is heard"}"#.utf8))
-            #expect(speaking.status == 202)
-            #expect(await history.wait(timeout: .seconds(10)) { $0.contains { $0.type == .started } })
-            #expect(try await client.send("POST", "/v1/pause").status == 200)
+            let long = String(repeating: "Attention please, the museum closes in ten minutes. ", count: 60)
+            var paused = false
+            for _ in 0..<5 where !paused {
+                let speaking = try await client.send(
+                    "POST", "/v1/announcements", headers: json, body: Array(#"{"text": "\#(long)"}"#.utf8))
+                let id = try speaking.decode(AnnouncementAccepted.self).id
+                _ = await history.wait(timeout: .seconds(10)) { $0.contains { $0.type == .started && $0.id == id } }
+                paused = try await client.send("POST", "/v1/pause").status == 200
+            }
+            try #require(paused, "no announcement was still speaking when paused")
             let waiting = try await client.send(
                 "POST", "/v1/announcements", headers: json, body: Array(#"{"text": "Waiting"}"#.utf8))
             #expect(waiting.status == 202)
