@@ -36,6 +36,8 @@ public struct AnnouncementIntake: Sendable {
     public let renderer: any SpeechRenderer
     /// Engine and audio state: an output whose sink is down takes no new announcement.
     public let health: any HealthReporting
+    /// The most bytes of one request body, whatever carried it.
+    public let maxBodyBytes: Int
     /// The most characters and spans of one announcement.
     public let limits: Utterance.Limits
     /// The chimes a request may name.
@@ -46,16 +48,19 @@ public struct AnnouncementIntake: Sendable {
     ///   - outputs: the queue of every named output.
     ///   - renderer: the engine, which prepares each utterance.
     ///   - health: engine and audio state, for the gate before `submit`.
+    ///   - maxBodyBytes: the most bytes of one request body.
     ///   - limits: the most characters and spans of one announcement.
     ///   - chimes: the chimes a request may name.
     ///   - counters: what the intake counts for `/metrics`.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
-        limits: Utterance.Limits = .default, chimes: [String] = [], counters: Counters = .none
+        maxBodyBytes: Int = 64 * 1024, limits: Utterance.Limits = .default, chimes: [String] = [],
+        counters: Counters = .none
     ) {
         self.outputs = outputs
         self.renderer = renderer
         self.health = health
+        self.maxBodyBytes = maxBodyBytes
         self.limits = limits
         self.chimes = chimes
         self.counters = counters
@@ -86,6 +91,14 @@ public struct AnnouncementIntake: Sendable {
     /// Counts a refusal that a front met outside `accept` (one step at a time, as MQTT does).
     public func countRefusal(_ error: IntakeError) {
         counters.refused(error.refusalReason)
+    }
+
+    /// Refuses a body of `bytes` bytes over `maxBodyBytes` before anything reads it: the HTTP
+    /// route for a declared `Content-Length`, the fleet link for an MQTT payload.
+    public func checkBodySize(_ bytes: Int) throws(IntakeError) {
+        guard bytes <= maxBodyBytes else {
+            throw .body(.tooLarge("the body is \(bytes) bytes; the limit is \(maxBodyBytes)", field: "body"))
+        }
     }
 
     /// Decodes a request body strictly, within the limits (`AnnouncementRequest.decode`).

@@ -159,6 +159,7 @@ public func buildDaemon(
     // need the fleet link, which is built on it; `/healthz` reports the link too.
     let intake = AnnouncementIntake(
         outputs: outputs, renderer: renderer, health: health,
+        maxBodyBytes: settings.maxBodyBytes,
         limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
         chimes: settings.chimes, counters: metrics.intakeCounters)
     let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)

@@ -19,6 +19,13 @@ import Glibc
 /// a refusal goes to the message's response topic as a `refused` `FleetReport` with the same
 /// error. MQTT 5 message expiry shortens `expiresAfter`.
 ///
+/// Size. A payload over the HTTP body limit (`maxBodyBytes`) is refused with the HTTP route's
+/// 413 `tooLarge` error (field `body`) before it is copied or decoded: the client leaves it in
+/// libmosquitto's read buffer, which is freed once the callback returns. libmosquitto reads a
+/// whole packet before that callback, so the link also asks the broker (MQTT 5 Maximum Packet
+/// Size in CONNECT) for packets of at most `maximumPacketSize(bodyLimit:)`: a larger message is
+/// dropped by the broker for this kiosk, which never sees it and answers nothing.
+///
 /// Delivery. libmosquitto acknowledges a QoS 1 message (PUBACK) as it receives it, before this
 /// link sees it: the broker's guarantee ends there, and a message in this process when it dies
 /// is lost (it was never queued, so no `queued` event was published either; a sender waiting for
@@ -26,12 +33,21 @@ import Glibc
 /// lost with the connection, a sender's retry of a publish it never saw acknowledged — arrives
 /// again; the `requestId` (or, without one, the correlation data) of the last
 /// `recentCapacity` requests is remembered, and a repeat is dropped without a second outcome.
+/// A request the kiosk refused is forgotten, so the sender's retry is handled.
 /// A message with neither cannot be told from a new one and is spoken again.
 public final class FleetLink: Service, Sendable {
     /// The fleet settings.
     public let settings: FleetSettings
     /// Requests remembered to drop redeliveries.
     public static let recentCapacity = 4_096
+
+    /// The largest packet the kiosk takes from the broker: 4 MiB, or the body limit and 64 KiB
+    /// of topic and properties when the limit is larger. Between the body limit and this a
+    /// message is answered `tooLarge`; above it the broker drops it and the sender hears nothing.
+    /// It bounds what one message costs the kiosk (libmosquitto holds one packet at a time).
+    public static func maximumPacketSize(bodyLimit: Int) -> UInt32 {
+        UInt32(clamping: max(4 << 20, bodyLimit + (64 << 10)))
+    }
 
     private let intake: AnnouncementIntake
     private let client: MQTTClient
@@ -57,7 +73,9 @@ public final class FleetLink: Service, Sendable {
                 broker: settings.broker, clientID: settings.device, cleanStart: false, sessionExpiry: 86_400,
                 username: settings.username, password: try settings.password(), caFile: settings.caFile,
                 will: MQTTOutgoing(
-                    topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true)))
+                    topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true),
+                maximumPacketSize: Self.maximumPacketSize(bodyLimit: intake.maxBodyBytes),
+                payloadLimit: intake.maxBodyBytes))
         state = Mutex(
             HealthReport.MQTT(
                 state: .connecting, broker: settings.broker.description, device: settings.device,
@@ -134,6 +152,8 @@ public final class FleetLink: Service, Sendable {
         let correlation = message.correlationData.map(\.lowercaseHex)
         var request: AnnouncementRequest
         do {
+            // First: an oversized payload was never copied (`payload` is empty).
+            try intake.checkBodySize(message.payloadSize)
             request = try intake.decode(Data(message.payload))
             try intake.checkChimes(of: request)
         } catch {
@@ -152,6 +172,9 @@ public final class FleetLink: Service, Sendable {
             let speech = try await intake.prepare(request)
             accepted = try await intake.submit(request, speech: speech)
         } catch {
+            // Nothing was queued: a retry of this request (the answer to `queueFull` or
+            // `audioUnavailable`) is a new attempt, not a redelivery.
+            if let requestId { await book.forget(requestId) }
             await flush(await book.endSubmission(id: nil, requestId: nil))
             refuse(message, requestId: requestId, error)
             return
@@ -287,6 +310,9 @@ actor FleetBook {
 
     /// False when `requestId` was seen lately.
     func remember(_ requestId: String) -> Bool { recent.insert(requestId) }
+
+    /// Forgets `requestId`, remembered for a request that was then refused.
+    func forget(_ requestId: String) { recent.remove(requestId) }
 
     func beginSubmission() { submitting += 1 }
 

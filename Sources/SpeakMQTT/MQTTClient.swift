@@ -44,11 +44,18 @@ public final class MQTTClient: @unchecked Sendable {
         public var will: MQTTOutgoing?
         /// Seconds between keepalive pings; the broker notices a dead client after 1.5 times this.
         public var keepAlive: Int32
+        /// The largest packet the broker may send us (MQTT 5 Maximum Packet Size in CONNECT, the
+        /// whole packet: header, topic, properties and payload). The broker drops a larger
+        /// message for this client without telling it or the sender; nil: no limit.
+        public var maximumPacketSize: UInt32?
+        /// A received payload longer than this is not copied out of libmosquitto's buffer: its
+        /// message arrives with an empty `payload` and `payloadSize` its length. nil: no limit.
+        public var payloadLimit: Int?
 
         public init(
             broker: MQTTBrokerURL, clientID: String, cleanStart: Bool = false, sessionExpiry: UInt32 = 3_600,
             username: String? = nil, password: String? = nil, caFile: String? = nil, will: MQTTOutgoing? = nil,
-            keepAlive: Int32 = 10
+            keepAlive: Int32 = 10, maximumPacketSize: UInt32? = nil, payloadLimit: Int? = nil
         ) {
             self.broker = broker
             self.clientID = clientID
@@ -59,6 +66,8 @@ public final class MQTTClient: @unchecked Sendable {
             self.caFile = caFile
             self.will = will
             self.keepAlive = keepAlive
+            self.maximumPacketSize = maximumPacketSize
+            self.payloadLimit = payloadLimit
         }
     }
 
@@ -123,7 +132,9 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_message_v5_callback_set(handle) { _, object, message, properties in
             guard let message else { return }
             let client = Unmanaged<MQTTClient>.fromOpaque(object!).takeUnretainedValue()
-            client.continuation.yield(.message(MQTTMessage(message.pointee, properties: properties)))
+            client.continuation.yield(
+                .message(
+                    MQTTMessage(message.pointee, properties: properties, payloadLimit: client.options.payloadLimit)))
         }
     }
 
@@ -142,6 +153,10 @@ public final class MQTTClient: @unchecked Sendable {
         var properties: OpaquePointer? = nil
         mosquitto_property_add_int32(
             &properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), options.sessionExpiry)
+        if let maximumPacketSize = options.maximumPacketSize {
+            mosquitto_property_add_int32(
+                &properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), maximumPacketSize)
+        }
         // Blocking only for the TCP connect; libmosquitto keeps these properties for its reconnects.
         let rc = mosquitto_connect_bind_v5(
             handle, options.broker.host, Int32(options.broker.port), options.keepAlive, nil, properties)
@@ -245,7 +260,10 @@ public struct MQTTError: Error, Sendable, CustomStringConvertible {
 /// A message received, copied out of libmosquitto's buffers.
 public struct MQTTMessage: Sendable {
     public var topic: String
+    /// The payload; empty when it was longer than the client's `payloadLimit`.
     public var payload: Data
+    /// The payload's length as received, also when it was not copied.
+    public var payloadSize: Int
     public var qos: Int32
     public var retain: Bool
     /// MQTT 5 response topic, where the sender wants its answer.
@@ -261,6 +279,7 @@ public struct MQTTMessage: Sendable {
     ) {
         self.topic = topic
         self.payload = payload
+        self.payloadSize = payload.count
         self.qos = qos
         self.retain = retain
         self.responseTopic = responseTopic
@@ -268,10 +287,14 @@ public struct MQTTMessage: Sendable {
         self.messageExpiry = messageExpiry
     }
 
-    init(_ message: mosquitto_message, properties: OpaquePointer?) {
+    init(_ message: mosquitto_message, properties: OpaquePointer?, payloadLimit: Int?) {
         topic = String(cString: message.topic)
-        payload =
-            message.payload.map { Data(bytes: $0, count: Int(message.payloadlen)) } ?? Data()
+        payloadSize = Int(message.payloadlen)
+        if let bytes = message.payload, payloadSize <= payloadLimit ?? .max {
+            payload = Data(bytes: bytes, count: payloadSize)
+        } else {
+            payload = Data()
+        }
         qos = message.qos
         retain = message.retain
         var string: UnsafeMutablePointer<CChar>? = nil

@@ -317,9 +317,13 @@ struct SpeakRoutes: Sendable {
     /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
     private func readBody(_ request: Request) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType])
-        let limit = server.settings.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            throw APIError.tooLarge("the body is \(length) bytes; the limit is \(limit)", field: "body")
+        let limit = server.intake.maxBodyBytes
+        if let length = request.headers[.contentLength].flatMap(Int.init) {
+            do {
+                try server.intake.checkBodySize(length)
+            } catch {
+                throw APIError(error)
+            }
         }
         var body = ByteBuffer()
         for try await part in request.body {

@@ -103,6 +103,7 @@ public struct SpeakServer: Sendable {
         self.init(
             intake: AnnouncementIntake(
                 outputs: outputs, renderer: renderer, health: health,
+                maxBodyBytes: settings.maxBodyBytes,
                 limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
                 chimes: settings.chimes, counters: metrics.intakeCounters),
             health: health, settings: settings, metrics: metrics, logger: logger)

@@ -20,7 +20,11 @@ public final class MosquittoBroker: Sendable {
     }
 
     /// Starts `mosquitto` (from `$MOSQUITTO` or /usr/sbin) and waits until it accepts connections.
-    public static func start(port: Int? = nil) async throws -> MosquittoBroker {
+    /// - Parameter settings: configuration lines after the listener and logging, such as the
+    ///   limits of `docs/examples/mosquitto-speakd.conf`; by default a deep queue only.
+    public static func start(port: Int? = nil, settings: [String] = ["max_queued_messages 10000"]) async throws
+        -> MosquittoBroker
+    {
         let port = try port ?? SpeakdProcess.freeLoopbackPort()
         let directory = URL(fileURLWithPath: "/tmp", isDirectory: true)
             .appendingPathComponent("mosquitto-it-\(UUID().uuidString.prefix(8))")
@@ -34,8 +38,8 @@ public final class MosquittoBroker: Sendable {
             log_type warning
             log_type notice
             log_type information
-            max_queued_messages 10000
-            """
+
+            """ + settings.joined(separator: "\n")
         try configuration.write(
             to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
         let broker = MosquittoBroker(port: port, directory: directory)

@@ -21,6 +21,23 @@ struct FleetUnitTests {
         #expect(!recent.contains("b"))
     }
 
+    /// A refused request is forgotten, and its place is not taken from an id remembered later.
+    @Test func recentRequestsForgetsARefusedRequest() {
+        var recent = RecentRequests(capacity: 3)
+        for id in ["a", "b"] { _ = recent.insert(id) }
+        recent.remove("a")
+        #expect(!recent.contains("a"))
+        let again = recent.insert("a")
+        #expect(again)
+        // Full: a, b, a (the first a's slot empty). The next id takes the empty slot first,
+        // so b and the second a stay.
+        let fourth = recent.insert("c")
+        #expect(fourth)
+        #expect(recent.contains("a") && recent.contains("b") && recent.contains("c"))
+        recent.remove("unknown")
+        #expect(recent.contains("a") && recent.contains("b") && recent.contains("c"))
+    }
+
     @Test(arguments: [
         ("mqtt://broker.local", "mqtt://broker.local:1883"),
         ("mqtts://broker.local", "mqtts://broker.local:8883"),

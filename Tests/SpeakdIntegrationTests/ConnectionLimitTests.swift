@@ -187,12 +187,13 @@ extension SpeakdIntegration {
     }
 }
 
-/// VmRSS of `pid` in kB, from /proc.
-func residentKilobytes(_ pid: pid_t) throws -> Int {
+/// VmRSS of `pid` in kB, from /proc; with `peak`, its high-water mark VmHWM.
+func residentKilobytes(_ pid: pid_t, peak: Bool = false) throws -> Int {
+    let key = peak ? "VmHWM:" : "VmRSS:"
     let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }),
         let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
-    else { throw SpeakdProcess.Failure(description: "no VmRSS in /proc/\(pid)/status") }
+    else { throw SpeakdProcess.Failure(description: "no \(key) in /proc/\(pid)/status") }
     return kilobytes
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakFleet
 import SpeakMQTT
 import SpeakTestSupport
 import Synchronization
@@ -217,6 +218,198 @@ extension SpeakdIntegration {
                 }
             }
         }
+
+        /// A payload over the HTTP body limit is refused with HTTP's 413 error before it is copied
+        /// or decoded, through a broker without the documented `message_size_limit` (a kiosk
+        /// cannot count on its broker); one over the kiosk's maximum packet size never reaches
+        /// it. Either way the kiosk's memory stays where it was.
+        @Test func oversizedPayloadsAreRefusedOrNeverReachTheKiosk() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])], settings: [])
+            let kiosk = fleet.kiosks[0]
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let topic = FleetTopics(site: Self.site).device("k1")
+            // Warm: one announcement through the same path, so the measure sees only the big ones.
+            let warm = try await observer.ask(topic, #"{"text": "Warm up"}"#)
+            #expect(try await observer.outcomes(for: warm, count: 1).first?.event?.reason == .completed)
+            try await Task.sleep(for: .milliseconds(300))
+
+            let body = Self.payload(bytes: 1 << 20)
+            let before = try residentKilobytes(kiosk.daemon.pid)
+            let peak = try PeakResident(kiosk.daemon.pid)
+            var refusals: [String] = []
+            for _ in 0..<4 {
+                refusals.append(try await observer.ask(topic, body))
+                _ = try await observer.outcomes(for: refusals.last!, count: 1)
+            }
+            let grown = try peak.growth()
+            let kept = try residentKilobytes(kiosk.daemon.pid) - before
+            #expect(grown < 3_584, "the kiosk's resident memory peaked \(grown) kB higher")
+            #expect(kept < 3 << 10, "the kiosk's resident memory grew \(kept) kB")
+            for correlation in refusals {
+                let report = try #require(observer.reports(for: correlation).first)
+                #expect(report.type == .refused)
+                #expect(report.error?.code == ErrorResponse.Code.tooLarge && report.error?.field == "body")
+                #expect(report.error?.message == "the body is \(1 << 20) bytes; the limit is \(64 << 10)")
+            }
+            // The answer HTTP gives the same body (a smaller one: HTTP answers a declared length
+            // over the limit without reading the body, and a 1 MiB write would meet a closed socket).
+            let over = Self.payload(bytes: 70_000)
+            let http = try await kiosk.daemon.unixClient.send(
+                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")], body: Array(over.utf8))
+            #expect(http.status == 413)
+            let overReport = try #require(
+                try await observer.outcomes(for: try await observer.ask(topic, over), count: 1).first)
+            #expect(overReport.error == http.error?.error, "\(String(describing: overReport.error))")
+
+            // Over the maximum packet size: the broker drops it for this kiosk, which hears nothing.
+            let huge = Self.payload(bytes: Int(FleetLink.maximumPacketSize(bodyLimit: 64 << 10)) + 1)
+            let hugePeak = try PeakResident(kiosk.daemon.pid)
+            let dropped = try await observer.ask(topic, huge)
+            let after = try await observer.ask(topic, #"{"text": "After the big one"}"#)
+            let outcome = try #require(try await observer.outcomes(for: after, count: 1).first)
+            #expect(outcome.event?.reason == .completed)
+            #expect(observer.reports(for: dropped).isEmpty, "\(observer.reports(for: dropped))")
+            let hugeGrown = try hugePeak.growth()
+            #expect(hugeGrown < 3 << 10, "the kiosk's resident memory peaked \(hugeGrown) kB higher")
+            #expect(kiosk.daemon.isRunning)
+        }
+
+        /// Through the documented broker, a payload over the kiosks' body limit stops at the
+        /// broker, which tells an MQTT 5 sender at QoS 1 so (a PUBACK with an error reason code);
+        /// the kiosk never hears of it.
+        @Test func documentedBrokerRefusesAnOversizedPublishToItsSender() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])])
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/device/k1/events"])
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-fleet-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let body = directory.appendingPathComponent("body.json")
+            let log = directory.appendingPathComponent("mosquitto_pub.log")
+            try Data(Self.payload(bytes: (64 << 10) + 1).utf8).write(to: body)
+            let sender = try ChildProcess(
+                "/usr/bin/mosquitto_pub",
+                [
+                    "-h", "127.0.0.1", "-p", "\(fleet.broker.port)", "-V", "mqttv5", "-q", "1", "-t",
+                    FleetTopics(site: Self.site).device("k1"), "-f", body.path,
+                ], environment: ProcessInfo.processInfo.environment, output: log.path)
+            #expect(await sender.wait(timeout: .seconds(10)) != nil)
+            let said = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            #expect(said.contains("Packet too large"), "mosquitto_pub said: \(said)")
+            // The next message is the first the kiosk hears.
+            try observer.publish(FleetTopics(site: Self.site).device("k1"), #"{"text": "Small", "requestId": "small"}"#)
+            #expect(
+                await observer.wait(timeout: .seconds(10)) { messages in
+                    messages.contains { String(decoding: $0.payload, as: UTF8.self).contains(#""requestId":"small""#) }
+                })
+            let reports = observer.messages.compactMap {
+                try? WireFormat.decoder().decode(FleetReport.self, from: $0.payload)
+            }
+            #expect(!reports.contains { $0.type == .refused }, "\(reports)")
+        }
+
+        /// A refused request is forgotten: the retry a sender makes after `queueFull` is spoken,
+        /// once, and a repeat of the accepted one is still dropped.
+        @Test func retryAfterQueueFullIsSpokenOnce() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])], arguments: ["--max-queue", "1"])
+            let client = fleet.kiosks[0].daemon.unixClient
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
+            let history = EventStreamRecorder(client: client)
+            defer { history.stop() }
+            // One speaking, paused, and one waiting: the queue is full. A WAV file takes audio as
+            // fast as it is rendered, so a long text is posted until the pause finds it speaking.
+            let json = [("Content-Type", "application/json")]
+            let long = String(repeating: "Attention please, the museum closes in ten minutes. ", count: 60)
+            var paused = false
+            for _ in 0..<5 where !paused {
+                let speaking = try await client.send(
+                    "POST", "/v1/announcements", headers: json, body: Array(#"{"text": "\#(long)"}"#.utf8))
+                let id = try speaking.decode(AnnouncementAccepted.self).id
+                _ = await history.wait(timeout: .seconds(10)) { $0.contains { $0.type == .started && $0.id == id } }
+                paused = try await client.send("POST", "/v1/pause").status == 200
+            }
+            try #require(paused, "no announcement was still speaking when paused")
+            let waiting = try await client.send(
+                "POST", "/v1/announcements", headers: json, body: Array(#"{"text": "Waiting"}"#.utf8))
+            #expect(waiting.status == 202)
+
+            let body = #"{"text": "Retried after a refusal", "requestId": "retry-1"}"#
+            let topic = FleetTopics(site: Self.site).device("k1")
+            let first = try #require(
+                try await observer.outcomes(for: try await observer.ask(topic, body), count: 1).first)
+            #expect(first.type == .refused && first.error?.code == ErrorResponse.Code.queueFull, "\(first)")
+            #expect(first.requestId == "retry-1")
+
+            #expect(try await client.send("DELETE", "/v1/announcements").status == 200)
+            let retry = try await observer.ask(topic, body)
+            let outcome = try #require(try await observer.outcomes(for: retry, count: 1).first)
+            #expect(outcome.type == .finished && outcome.event?.reason == .completed, "\(outcome)")
+            #expect(outcome.requestId == "retry-1")
+            // Accepted now, so remembered: a third copy is a repeat.
+            let repeated = try await observer.ask(topic, body)
+            try await Task.sleep(for: .seconds(1))
+            #expect(observer.reports(for: repeated).isEmpty)
+            let spoken = history.events.filter { $0.type == .finished && $0.text == "Retried after a refusal" }
+            #expect(spoken.count == 1, "\(spoken)")
+        }
+
+        /// 2,000 messages as fast as the sender can publish them, to two kiosks, one of them
+        /// stalled for the burst, through a broker with the documented limits: each kiosk answers
+        /// every one, accepted (`queued`) or refused (`queueFull`), and loses none. (Mosquitto's
+        /// default queue of 1,000 lost 980 of them for the stalled kiosk.)
+        @Test func floodThroughTheDocumentedBrokerGetsAnOutcomeForEveryMessage() async throws {
+            #expect(
+                Fleet.documentedLimits.contains { $0.hasPrefix("max_queued_messages") }, "\(Fleet.documentedLimits)")
+            let fleet = try await Fleet.start(kiosks: [("k1", ["a"]), ("k2", ["a"])])
+            let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/device/+/events"])
+            let count = 2_000
+            // k1 stalls for the burst (busy, swapped out, a slow link: its PUBACKs stop), so the
+            // broker queues for it; k2 takes them as they come.
+            let stalled = fleet.kiosks[0].daemon
+            kill(stalled.pid, SIGSTOP)
+            var continued = false
+            defer { if !continued { kill(stalled.pid, SIGCONT) } }
+            for index in 0..<count {
+                try observer.publish(
+                    FleetTopics(site: Self.site).group("a"),
+                    #"{"text": "Flood \#(index)", "requestId": "flood-\#(index)"}"#)
+            }
+            let published = await observer.waitPublished(count, timeout: .seconds(20))
+            #expect(published, "the broker acknowledged \(observer.acknowledged) of \(count)")
+            kill(stalled.pid, SIGCONT)
+            continued = true
+            let expected = Set((0..<count).map { "flood-\($0)" })
+            var answered: [String: [String: FleetReport.Kind]] = [:]
+            var seen = 0
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                let messages = observer.messages
+                for message in messages[seen...] {
+                    guard let report = try? WireFormat.decoder().decode(FleetReport.self, from: message.payload),
+                        let requestId = report.requestId, report.type == .queued || report.type == .refused
+                    else { continue }
+                    answered[report.device, default: [:]][requestId] = report.type
+                }
+                seen = messages.count
+                if ["k1", "k2"].allSatisfy({ answered[$0]?.count == count }) { break }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            for device in ["k1", "k2"] {
+                let outcomes = answered[device] ?? [:]
+                let accepted = outcomes.values.filter { $0 == .queued }.count
+                let missing = expected.subtracting(outcomes.keys)
+                #expect(
+                    missing.count == 0,
+                    "\(device): \(missing.count) of \(count) without an outcome (\(accepted) accepted, \(outcomes.count - accepted) refused)"
+                )
+                #expect(accepted > 0)
+            }
+            for kiosk in fleet.kiosks { #expect(kiosk.daemon.isRunning) }
+        }
+
+        /// A JSON body of exactly `bytes` bytes, `{"text": "aaa…"}`.
+        static func payload(bytes: Int) -> String {
+            #"{"text": ""# + String(repeating: "a", count: bytes - 12) + #""}"#
+        }
     }
 }
 
@@ -236,15 +429,27 @@ final class Kiosk: Sendable {
         try? FileManager.default.removeItem(at: wav)
     }
 
-    static func start(id: String, groups: [String], broker: MosquittoBroker) async throws -> Kiosk {
+    static func start(id: String, groups: [String], broker: MosquittoBroker, arguments: [String] = []) async throws
+        -> Kiosk
+    {
         let wav = URL(fileURLWithPath: "/tmp/speakd-fleet-\(id)-\(UUID().uuidString.prefix(8)).wav")
         let daemon = try await SpeakdProcess.start(
             audio: "wav:\(wav.path)",
             arguments: [
                 "--engine-workers", "1", "--mqtt", broker.url, "--mqtt-id", id, "--mqtt-site",
                 SpeakdIntegration.FleetTests.site,
-            ] + (groups.isEmpty ? [] : ["--mqtt-groups", groups.joined(separator: ",")]))
+            ] + (groups.isEmpty ? [] : ["--mqtt-groups", groups.joined(separator: ",")]) + arguments)
         return Kiosk(id: id, daemon: daemon, wav: wav)
+    }
+
+    /// Waits until `/healthz` says connected (and so subscribed, a moment later).
+    func connected(by deadline: ContinuousClock.Instant) async throws {
+        while try await daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state != .connected {
+            guard ContinuousClock.now < deadline else {
+                throw SpeakdProcess.Failure(description: "\(id) did not connect:\n\(daemon.log)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 }
 
@@ -253,24 +458,40 @@ struct Fleet: Sendable {
     let broker: MosquittoBroker
     let kiosks: [Kiosk]
 
-    static func start() async throws -> Fleet {
-        let broker = try await MosquittoBroker.start()
-        async let k1 = Kiosk.start(id: "k1", groups: ["a"], broker: broker)
-        async let k2 = Kiosk.start(id: "k2", groups: ["a", "b"], broker: broker)
-        async let k3 = Kiosk.start(id: "k3", groups: ["b"], broker: broker)
-        let fleet = Fleet(broker: broker, kiosks: try await [k1, k2, k3])
+    /// The limits of the documented broker configuration, `docs/examples/mosquitto-speakd.conf`:
+    /// every test broker of a fleet runs with them.
+    static let documentedLimits: [String] = {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/examples/mosquitto-speakd.conf")
+        let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init).filter { line in
+            [
+                "message_size_limit", "max_packet_size", "max_queued_messages", "max_queued_bytes",
+                "max_inflight_messages",
+            ]
+            .contains(line.split(separator: " ").first.map(String.init) ?? "")
+        }
+    }()
+
+    /// - Parameters:
+    ///   - kiosks: id and groups of each; by default k1 in a, k2 in a and b, k3 in b.
+    ///   - settings: the broker's limits; by default the documented ones.
+    ///   - arguments: more `speakd` arguments for every kiosk.
+    static func start(
+        kiosks: [(String, [String])] = [("k1", ["a"]), ("k2", ["a", "b"]), ("k3", ["b"])],
+        settings: [String] = documentedLimits, arguments: [String] = []
+    ) async throws -> Fleet {
+        let broker = try await MosquittoBroker.start(settings: settings)
+        let started = try await withThrowingTaskGroup(of: Kiosk.self) { group in
+            for (id, groups) in kiosks {
+                group.addTask { try await Kiosk.start(id: id, groups: groups, broker: broker, arguments: arguments) }
+            }
+            return try await group.reduce(into: [Kiosk]()) { $0.append($1) }
+        }
+        let fleet = Fleet(broker: broker, kiosks: kiosks.map { kiosk in started.first { $0.id == kiosk.0 }! })
         // Connected and subscribed: each publishes its status after subscribing.
         let deadline = ContinuousClock.now + .seconds(15)
-        for kiosk in fleet.kiosks {
-            while try await kiosk.daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state
-                != .connected
-            {
-                guard ContinuousClock.now < deadline else {
-                    throw SpeakdProcess.Failure(description: "\(kiosk.id) did not connect:\n\(kiosk.daemon.log)")
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
+        for kiosk in fleet.kiosks { try await kiosk.connected(by: deadline) }
         try await Task.sleep(for: .milliseconds(200))
         return fleet
     }
@@ -290,6 +511,7 @@ final class Observer: Sendable {
     private final class Shared: Sendable {
         let messages = Mutex<[Received]>([])
         let connected = Mutex(false)
+        let acknowledged = Mutex(0)
     }
 
     private let client: MQTTClient
@@ -325,7 +547,7 @@ final class Observer: Sendable {
                 case .disconnected:
                     shared.connected.withLock { $0 = false }
                 case .published:
-                    break
+                    shared.acknowledged.withLock { $0 += 1 }
                 case .message(let message):
                     shared.messages.withLock {
                         $0.append(
@@ -384,6 +606,18 @@ final class Observer: Sendable {
     /// The messages received so far.
     var messages: [Received] { shared.messages.withLock { $0 } }
 
+    /// How many of this client's QoS 1 publishes the broker has acknowledged.
+    var acknowledged: Int { shared.acknowledged.withLock { $0 } }
+
+    /// Waits until the broker has acknowledged `count` publishes.
+    func waitPublished(_ count: Int, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while acknowledged < count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return acknowledged >= count
+    }
+
     /// Waits until `condition` holds for the messages received so far.
     func wait(timeout: Duration, until condition: ([Received]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -402,4 +636,20 @@ extension WAVReader {
         let wav = try WAVReader(contentsOf: url)
         return AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate).soundingDuration()
     }
+}
+
+/// The peak resident memory of a process from now on: `/proc/PID/clear_refs` resets `VmHWM` to
+/// the current `VmRSS`, so a peak that came and went between two reads is seen too.
+struct PeakResident {
+    let pid: pid_t
+    let start: Int
+
+    init(_ pid: pid_t) throws {
+        self.pid = pid
+        try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
+        start = try residentKilobytes(pid, peak: true)
+    }
+
+    /// How many kB the peak rose since `init`.
+    func growth() throws -> Int { try residentKilobytes(pid, peak: true) - start }
 }
