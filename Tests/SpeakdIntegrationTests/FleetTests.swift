@@ -93,6 +93,25 @@ extension SpeakdIntegration {
                 "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"text": "Doors closing", "chimeAfter": "gong"}"#.utf8))
             #expect(httpChime.error?.error == chimeReport.error)
+            // Both fronts go through one intake: every kind of bad body gets one answer.
+            let bodies = [
+                #"{"text": "Typo", "pich": 1.2}"#, #"{"text": "Nowhere", "output": "nowhere"}"#,
+                #"{"text": "Nobody", "language": "xx-QQ"}"#, #"{"spans": []}"#, "[1, 2]", #"{"text": "a",}"#,
+                #"{"text": "Late", "expiresAfter": -1}"#, #"{"ssml": "<speak><audio src='x'/></speak>"}"#,
+            ]
+            for body in bodies {
+                let report = try #require(
+                    try await observer.outcomes(
+                        for: try await observer.ask(FleetTopics(site: Self.site).device("k2"), body), count: 1
+                    ).first)
+                let answer = try await fleet.kiosks[1].daemon.unixClient.send(
+                    "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+                    body: Array(body.utf8))
+                #expect(report.type == .refused, "\(body)")
+                #expect(
+                    answer.error?.error == report.error,
+                    "\(body): HTTP \(answer.status), MQTT \(String(describing: report.error))")
+            }
             let queued = try await fleet.kiosks[1].daemon.unixClient.send("GET", "/v1/announcements")
                 .decode(AnnouncementList.self)
             #expect(queued.announcements.isEmpty)
