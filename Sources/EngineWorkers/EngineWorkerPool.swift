@@ -84,6 +84,7 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// Validates, compiles, resolves voices and lists them; never renders.
     public let engine: EspeakEngine
     public var format: AudioFormat { engine.format }
+    public var engineName: String { engine.engineName }
     public let launch: Launch
     private let logger: Logger
     private let state = Mutex(State())

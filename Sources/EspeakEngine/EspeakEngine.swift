@@ -73,6 +73,8 @@ public final class EspeakEngine: SpeechRenderer {
 
     /// s16 mono at espeak-ng's sample rate (22050 Hz for its own voices).
     public let format: AudioFormat
+    /// espeak-ng, in this process or in workers.
+    public var engineName: String { "espeak-ng" }
     /// The configuration the engine was made with.
     public let configuration: Configuration
     /// The data directory espeak-ng is initialised with (the private overlay when there are variants).

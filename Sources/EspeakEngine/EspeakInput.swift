@@ -43,9 +43,6 @@ public struct EspeakInput: Sendable, Hashable {
         self.switchesVoice = switchesVoice
     }
 
-    /// What a client's mark name is prefixed with in the input, and its `EngineEvent.name`.
-    public static let clientMarkPrefix = "m:"
-
     /// espeak-ng's normal rate, which `rate` 1.0 means.
     static let normalWordsPerMinute = 175.0
 
@@ -181,7 +178,7 @@ public struct EspeakInput: Sendable, Hashable {
             }
             // A client's mark; the prefix keeps it apart from the span-index marks above.
             if let mark = span.mark {
-                emit("<mark name=\"\(EspeakInput.clientMarkPrefix)\(escape(mark))\"/>")
+                emit("<mark name=\"\(EngineEvent.clientMarkPrefix)\(escape(mark))\"/>")
             }
             var open = ""
             var close = ""

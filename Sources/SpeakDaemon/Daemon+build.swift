@@ -153,7 +153,7 @@ public func buildDaemon(
     let audio = parts[0].audio
     let queue = parts[0].queue
     var health = DaemonHealth(
-        engineName: pool != nil || renderer is EspeakEngine ? "espeak-ng" : "renderer",
+        engineName: renderer.engineName,
         outputs: parts.map { ($0.name, $0.audio) }, pool: pool)
     // One way in for every front. Its health gate reads the outputs' audio only, so it does not
     // need the fleet link, which is built on it; `/healthz` reports the link too.

@@ -1,6 +1,5 @@
 import AnnouncementQueue
 import AudioOutput
-import EspeakEngine
 import Logging
 import SpeakAPI
 import SpeechModel
@@ -170,8 +169,7 @@ extension PreparedUtterance {
             return SpeechProgress(
                 kind: .sentence, range: TextRange(location: sentence.lowerBound, length: sentence.count))
         case .mark:
-            guard let name = event.name, name.hasPrefix(EspeakInput.clientMarkPrefix) else { return nil }
-            return SpeechProgress(kind: .mark, name: String(name.dropFirst(EspeakInput.clientMarkPrefix.count)))
+            return event.clientMarkName.map { SpeechProgress(kind: .mark, name: $0) }
         }
     }
 

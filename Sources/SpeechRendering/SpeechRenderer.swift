@@ -54,6 +54,17 @@ public struct EngineEvent: Sendable, Hashable {
         self.length = length
         self.name = name
     }
+
+    /// What an engine prefixes a client's mark name with in its input, to keep it apart from
+    /// marks the engine places for itself.
+    public static let clientMarkPrefix = "m:"
+
+    /// The name of a mark the client asked for (`mark` on a span, SSML `<mark/>`); nil for a
+    /// word, a sentence, or a mark the engine placed for itself.
+    public var clientMarkName: String? {
+        guard kind == .mark, let name, name.hasPrefix(Self.clientMarkPrefix) else { return nil }
+        return String(name.dropFirst(Self.clientMarkPrefix.count))
+    }
 }
 
 /// Renders utterances to PCM, chunk by chunk as the synthesiser produces them.
@@ -63,6 +74,8 @@ public struct EngineEvent: Sendable, Hashable {
 public protocol SpeechRenderer: Sendable {
     /// The format of every chunk this renderer yields.
     var format: AudioFormat { get }
+    /// The engine's name as health reports it (`espeak-ng`).
+    var engineName: String { get }
 
     /// Checks that `utterance` can be rendered (values in range, every language resolves to a
     /// voice, every IPA symbol is supported) and compiles it to the engine's input, without
@@ -81,6 +94,9 @@ public protocol SpeechRenderer: Sendable {
 
 extension SpeechRenderer {
     /// Renders `prepared` for playback (`.streaming`).
+    /// A renderer that does not say which engine it is.
+    public var engineName: String { "renderer" }
+
     public func render(_ prepared: PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error> {
         render(prepared, chunking: .streaming)
     }
