@@ -303,7 +303,7 @@ let package = Package(
         // Enters the worker sandbox and tries what a hijacked worker would; run by EngineWorkersTests.
         .executableTarget(
             name: "speakd-sandbox-probe",
-            dependencies: ["EngineSandbox"],
+            dependencies: ["EngineSandbox", "CSeccomp"],
             path: "Tests/SandboxProbe",
             swiftSettings: swiftSettings
         ),

@@ -303,7 +303,7 @@ private func makeEnginePool(
     }
     let launch = EngineWorkerPool.Launch(
         executable: configuration.engineWorker ?? EngineWorkerPool.Launch.besideExecutable(),
-        arguments: [], count: configuration.engineWorkers)
+        arguments: ["--user", configuration.engineWorkerUser], count: configuration.engineWorkers)
     do {
         return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)
     } catch {
