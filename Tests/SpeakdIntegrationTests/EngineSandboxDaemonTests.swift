@@ -22,6 +22,32 @@ extension SpeakdIntegration {
         }
 
         @Test(
+            "As root, speakd refuses to start with an engine worker user that does not exist or is root, naming the setting",
+            .enabled(if: getuid() == 0, "only root changes the workers' user"),
+            arguments: [
+                ("speakd-no-such-user", "--engine-worker-user: no user 'speakd-no-such-user' on this system"),
+                ("root", "--engine-worker-user: 'root' is root; engine workers never run as root"),
+            ])
+        func workerUserMustBeUnprivileged(user: String, message: String) async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-user-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let log = directory.appendingPathComponent("speakd.log").path
+            let process = try ChildProcess(
+                BuiltProduct.path("speakd"),
+                [
+                    "--socket", directory.appendingPathComponent("speakd.sock").path, "--http", "none", "--audio",
+                    "null", "--engine-worker-user", user,
+                ],
+                environment: ProcessInfo.processInfo.environment.merging(["RUNTIME_DIRECTORY": directory.path]) { $1 },
+                output: log)
+            let status = await process.wait(timeout: .seconds(20))
+            #expect(status != nil && status != 0)
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(output.contains(message), "\(output)")
+        }
+
+        @Test(
             "A template started again after the first was killed holds none of the daemon's descriptors, nor do its workers"
         )
         func respawnedTemplateHoldsNothingOfTheDaemon() async throws {
