@@ -304,7 +304,7 @@ let package = Package(
         // Enters the worker sandbox and tries what a hijacked worker would; run by EngineWorkersTests.
         .executableTarget(
             name: "speakd-sandbox-probe",
-            dependencies: ["EngineSandbox", "CSeccomp"],
+            dependencies: ["EngineSandbox"],
             path: "Tests/SandboxProbe",
             swiftSettings: swiftSettings
         ),

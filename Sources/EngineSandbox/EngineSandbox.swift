@@ -105,6 +105,14 @@ public enum EngineSandbox {
         return report
     }
 
+    /// The number of the system call `name` on this architecture, as the filter resolves it; nil
+    /// when the architecture has no such call. For the sandbox probe, which makes each call
+    /// directly.
+    public static func systemCallNumber(_ name: String) -> Int? {
+        let number = seccomp_syscall_resolve_name(name)
+        return number == __NR_SCMP_ERROR ? nil : Int(number)
+    }
+
     /// In a worker forked by a template inside the sandbox: adds what the template's filter left
     /// out, so the worker can start no process, signal none but itself and use no socket.
     public static func confineForkedWorker() throws(SandboxError) {

@@ -1,4 +1,3 @@
-import CSeccomp
 import EngineSandbox
 import Foundation
 
@@ -146,11 +145,11 @@ struct SandboxProbe {
             var limit = rlimit(rlim_cur: 0, rlim_max: 0)
             return setrlimit(Int32(RLIMIT_CORE.rawValue), &limit)
         }
-        attempt("setuid-root") { Int32(rawSyscall(Int(__NR_setuid), 0)) }
+        attempt("setuid-root") { Int32(rawSyscall("setuid", 0)) }
         // Signal 0 only: nothing is delivered where one is wrongly allowed.
-        attempt("signal-group") { Int32(rawSyscall(Int(__NR_kill), 0, 0)) }
-        attempt("signal-all") { Int32(rawSyscall(Int(__NR_kill), -1, 0)) }
-        attempt("signal-parent") { Int32(rawSyscall(Int(__NR_kill), Int(getppid()), 0)) }
+        attempt("signal-group") { Int32(rawSyscall("kill", 0, 0)) }
+        attempt("signal-all") { Int32(rawSyscall("kill", -1, 0)) }
+        attempt("signal-parent") { Int32(rawSyscall("kill", Int(getppid()), 0)) }
     }
 
     /// What reaches `target`, each call made directly (not through a glibc wrapper, which may use
@@ -158,41 +157,41 @@ struct SandboxProbe {
     static func tryOtherProcess(_ target: pid_t, held: Int32) {
         let pid = Int(target)
         let terminate = Int(SIGTERM)
-        attempt("signal-other") { Int32(rawSyscall(Int(__NR_kill), pid, terminate)) }
-        attempt("tgkill-other") { Int32(rawSyscall(Int(__NR_tgkill), pid, pid, terminate)) }
+        attempt("signal-other") { Int32(rawSyscall("kill", pid, terminate)) }
+        attempt("tgkill-other") { Int32(rawSyscall("tgkill", pid, pid, terminate)) }
         // siginfo_t: si_signo, si_errno, si_code (SI_QUEUE, as sigqueue sends), then the rest.
         var information = [Int32](repeating: 0, count: 32)
         information[0] = SIGTERM
         information[2] = -1
         attempt("sigqueue-other") {
-            Int32(rawSyscall(Int(__NR_rt_sigqueueinfo), pid, terminate, address(&information)))
+            Int32(rawSyscall("rt_sigqueueinfo", pid, terminate, address(&information)))
         }
         attempt("tgsigqueue-other") {
-            Int32(rawSyscall(Int(__NR_rt_tgsigqueueinfo), pid, pid, terminate, address(&information)))
+            Int32(rawSyscall("rt_tgsigqueueinfo", pid, pid, terminate, address(&information)))
         }
-        attempt("pidfd-other") { Int32(rawSyscall(Int(__NR_pidfd_open), pid, 0)) }
+        attempt("pidfd-other") { Int32(rawSyscall("pidfd_open", pid, 0)) }
         var limit: [UInt64] = [16, 16]
         attempt("relimit-other") {
-            Int32(rawSyscall(Int(__NR_prlimit64), pid, Int(RLIMIT_NOFILE.rawValue), address(&limit), 0))
+            Int32(rawSyscall("prlimit64", pid, Int(RLIMIT_NOFILE.rawValue), address(&limit), 0))
         }
-        attempt("renice-other") { Int32(rawSyscall(Int(__NR_setpriority), Int(PRIO_PROCESS.rawValue), pid, 19)) }
-        attempt("renice-group") { Int32(rawSyscall(Int(__NR_setpriority), Int(PRIO_PGRP.rawValue), 0, 19)) }
+        attempt("renice-other") { Int32(rawSyscall("setpriority", Int(PRIO_PROCESS.rawValue), pid, 19)) }
+        attempt("renice-group") { Int32(rawSyscall("setpriority", Int(PRIO_PGRP.rawValue), 0, 19)) }
         var parameters: [Int32] = [0]
         attempt("reschedule-other") {
-            Int32(rawSyscall(Int(__NR_sched_setscheduler), pid, 5 /* SCHED_IDLE */, address(&parameters)))
+            Int32(rawSyscall("sched_setscheduler", pid, 5 /* SCHED_IDLE */, address(&parameters)))
         }
         var mask: [UInt64] = [1]
-        attempt("affinity-other") { Int32(rawSyscall(Int(__NR_sched_setaffinity), pid, 8, address(&mask))) }
-        attempt("setown-other") { Int32(rawSyscall(Int(__NR_fcntl), Int(held), 8 /* F_SETOWN */, pid)) }
-        attempt("setsig-held") { Int32(rawSyscall(Int(__NR_fcntl), Int(held), 10 /* F_SETSIG */, terminate)) }
+        attempt("affinity-other") { Int32(rawSyscall("sched_setaffinity", pid, 8, address(&mask))) }
+        attempt("setown-other") { Int32(rawSyscall("fcntl", Int(held), 8 /* F_SETOWN */, pid)) }
+        attempt("setsig-held") { Int32(rawSyscall("fcntl", Int(held), 10 /* F_SETSIG */, terminate)) }
         var owner = Int32(target)
-        attempt("fiosetown-other") { Int32(rawSyscall(Int(__NR_ioctl), Int(held), 0x8901, address(&owner))) }
-        attempt("ptrace-other") { Int32(rawSyscall(Int(__NR_ptrace), 0x4206 /* PTRACE_SEIZE */, pid, 0, 0)) }
+        attempt("fiosetown-other") { Int32(rawSyscall("ioctl", Int(held), 0x8901, address(&owner))) }
+        attempt("ptrace-other") { Int32(rawSyscall("ptrace", 0x4206 /* PTRACE_SEIZE */, pid, 0, 0)) }
         var buffer = [UInt8](repeating: 0, count: 8)
         var local = iovec(iov_base: address(&buffer), iov_len: 8)
         var remote = iovec(iov_base: UnsafeMutableRawPointer(bitPattern: 0x1000), iov_len: 8)
         attempt("read-memory-other") {
-            Int32(rawSyscall(Int(__NR_process_vm_readv), pid, address(&local), 1, address(&remote), 1, 0))
+            Int32(rawSyscall("process_vm_readv", pid, address(&local), 1, address(&remote), 1, 0))
         }
     }
 
@@ -215,7 +214,13 @@ struct SandboxProbe {
         return unsafeBitCast(symbol, to: (@convention(c) (Int, Int, Int, Int, Int, Int, Int) -> Int).self)
     }()
 
-    static func rawSyscall(_ number: Int, _ arguments: Any...) -> Int {
+    /// Makes the system call `name` with `arguments` (Int, or a pointer); -1 with ENOSYS when
+    /// this architecture has no such call.
+    static func rawSyscall(_ name: String, _ arguments: Any...) -> Int {
+        guard let number = EngineSandbox.systemCallNumber(name) else {
+            errno = ENOSYS
+            return -1
+        }
         var values = arguments.map { argument -> Int in
             if let pointer = argument as? UnsafeMutableRawPointer { return Int(bitPattern: pointer) }
             return argument as? Int ?? 0
