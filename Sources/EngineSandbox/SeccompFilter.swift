@@ -48,7 +48,8 @@ enum SeccompFilter {
     /// terminal.
     static let signallingIoctls: [UInt64] = [0x8901, 0x8902, 0x5412]
 
-    /// Calls that change another process's scheduling: refused unless their pid is 0 (the caller).
+    /// Calls that change another process's scheduling or resource limits: refused unless their pid
+    /// is 0 (the caller).
     static let schedulingOthers = [
         "sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity", "prlimit64",
     ]
