@@ -129,7 +129,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Confines an engine worker: no_new_privs, a seccomp filter, Landlock.
+        // Confines an engine worker: no capabilities, an unprivileged user under a root daemon,
+        // no_new_privs, a seccomp filter, Landlock.
         .target(name: "EngineSandbox", dependencies: ["CSeccomp"], swiftSettings: swiftSettings),
         // pcaudio's API with no device behind it, for the worker's static libespeak-ng.
         .target(name: "CNoAudioDevice"),

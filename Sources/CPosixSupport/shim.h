@@ -2,10 +2,12 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /// Names the calling thread (at most 15 bytes are kept). prctl is variadic, which Swift cannot
@@ -25,6 +27,13 @@ static inline int speakd_cloexec_pipe(int ends[2]) {
 /// template's control channel, which carries descriptors.
 static inline int speakd_cloexec_socketpair(int ends[2]) {
     return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends);
+}
+
+/// Adds a file action closing every descriptor from `lowest` up (glibc 2.34; declared only under
+/// _GNU_SOURCE, which Swift's Glibc module is not built with).
+int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int lowest);
+static inline int speakd_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
 
 /// Sends one byte with `count` descriptors attached (SCM_RIGHTS). Returns 0, or -1 with errno.
@@ -116,3 +125,22 @@ static inline int speakd_unblock_child_signal(void) {
     return sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
+
+/// Closes every descriptor from `lowest` up, except `keep` (-1 for none): what a newly forked
+/// engine worker does once its pipes are its standard streams. close_range where the kernel has
+/// it (5.9), else one close per descriptor up to the limit.
+static inline void speakd_close_descriptors_from(int lowest, int keep) {
+    unsigned int first = (unsigned int)lowest;
+    if (keep >= lowest) {
+        if (keep > lowest) {
+            if (syscall(SYS_close_range, first, (unsigned int)keep - 1, 0) != 0) {
+                for (int descriptor = lowest; descriptor < keep; descriptor++) close(descriptor);
+            }
+        }
+        first = (unsigned int)keep + 1;
+    }
+    if (syscall(SYS_close_range, first, ~0U, 0) != 0) {
+        long limit = sysconf(_SC_OPEN_MAX);
+        for (long descriptor = first; descriptor < limit; descriptor++) close((int)descriptor);
+    }
+}

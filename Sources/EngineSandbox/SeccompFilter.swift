@@ -18,7 +18,10 @@ enum SeccompFilter {
         "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
         // Other programs and processes (fork and vfork: `processCalls`).
         "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "tkill",
-        "pidfd_open", "pidfd_send_signal", "pidfd_getfd",
+        "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "kcmp", "process_madvise", "process_mrelease",
+        "ioprio_set",
+        // Sockets it holds (its own control socket, for a template): no options, no shutdown.
+        "setsockopt", "shutdown",
         // Creating, changing and removing files (opening for write is filtered below).
         "creat", "unlink", "unlinkat", "rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir",
         "mknod", "mknodat", "link", "linkat", "symlink", "symlinkat", "truncate", "ftruncate",
@@ -35,13 +38,33 @@ enum SeccompFilter {
         "move_pages", "migrate_pages", "lookup_dcookie",
     ]
 
-    /// Loads the filter: everything `denied`, writing opens, and with `process`, new processes
-    /// and signals to other processes (`processCalls`).
+    /// `fcntl` commands that make the kernel signal a process of the caller's choosing (SIGIO or
+    /// another, on I/O), or hold a lease whose break signals.
+    static let signallingFcntls: [Int32] = [
+        8 /* F_SETOWN */, 10 /* F_SETSIG */, 15 /* F_SETOWN_EX */, 1024 /* F_SETLEASE */,
+    ]
+
+    /// `ioctl` requests of the same kind (FIOSETOWN, SIOCSPGRP), and TIOCSTI, which types into a
+    /// terminal.
+    static let signallingIoctls: [UInt64] = [0x8901, 0x8902, 0x5412]
+
+    /// Calls that change another process's scheduling or resource limits: refused unless their pid
+    /// is 0 (the caller).
+    static let schedulingOthers = [
+        "sched_setscheduler", "sched_setparam", "sched_setattr", "sched_setaffinity", "prlimit64",
+    ]
+
+    /// Loads the filter: everything `denied`, writing opens, the calls that reach other processes
+    /// whatever the caller's process id (`addOtherProcessRules`), and with `process`, new
+    /// processes and signals to any process but itself (`processCalls`).
     ///
     /// A worker template loads it without `process`: it forks the workers, and each of them then
     /// loads `processCalls` alone on top (filters stack, the strictest answer wins). The template's
     /// own filter cannot hold the signal rule: it names the template's process id, and in a
-    /// forked worker it would refuse the worker's signals to itself (abort()).
+    /// forked worker it would refuse the worker's signals to itself (abort()). It refuses signals
+    /// to its parent (the daemon), to process groups and to every process (-1) instead; on a
+    /// kernel with Landlock ABI 6 the template's domain scopes its signals to itself and its
+    /// workers besides.
     static func load(process: Bool) throws(SandboxError) {
         try withFilter { context, deny throws(SandboxError) in
             for name in denied {
@@ -61,7 +84,39 @@ enum SeccompFilter {
                 try add(context, deny, "openat", [compare(2, SCMP_CMP_MASKED_EQ, flag, flag)])
                 try add(context, deny, "open", [compare(1, SCMP_CMP_MASKED_EQ, flag, flag)])
             }
+            try addOtherProcessRules(context, deny)
             if process { try addProcessRules(context, deny) }
+        }
+    }
+
+    /// What reaches another process whoever the caller is, so the template's filter holds it too:
+    /// scheduling and resource limits of any pid but 0, signal delivery set up on a descriptor,
+    /// and signals to the parent (the daemon), to a process group or to every process.
+    private static func addOtherProcessRules(_ context: scmp_filter_ctx, _ deny: UInt32) throws(SandboxError) {
+        // pid_t arguments arrive sign-extended or not: only their low 32 bits are compared.
+        let low: UInt64 = 0xffff_ffff
+        for name in schedulingOthers {
+            try denyUnless(context, deny, name, argument: 0, is: 0)
+        }
+        // setpriority(which, who, prio): only PRIO_PROCESS (0) of the caller (0); a process group
+        // or a user would reach the daemon.
+        try denyUnless(context, deny, "setpriority", argument: 0, is: 0)
+        try denyUnless(context, deny, "setpriority", argument: 1, is: 0)
+        for command in signallingFcntls {
+            try add(context, deny, "fcntl", [compare(1, SCMP_CMP_MASKED_EQ, low, UInt64(command))])
+        }
+        for request in signallingIoctls {
+            try add(context, deny, "ioctl", [compare(1, SCMP_CMP_MASKED_EQ, low, request)])
+        }
+        let parent = UInt64(UInt32(bitPattern: getppid()))
+        let negative: UInt64 = 0x8000_0000
+        for name in ["kill", "rt_sigqueueinfo"] {
+            try add(context, deny, name, [compare(0, SCMP_CMP_MASKED_EQ, low, 0)])
+            try add(context, deny, name, [compare(0, SCMP_CMP_MASKED_EQ, negative, negative)])
+            try add(context, deny, name, [compare(0, SCMP_CMP_MASKED_EQ, low, parent)])
+        }
+        for name in ["tgkill", "rt_tgsigqueueinfo"] {
+            try add(context, deny, name, [compare(0, SCMP_CMP_MASKED_EQ, low, parent)])
         }
     }
 
@@ -70,16 +125,21 @@ enum SeccompFilter {
         try withFilter { context, deny throws(SandboxError) in try addProcessRules(context, deny) }
     }
 
-    /// No new process (threads stay allowed), and signals only to itself.
+    /// No new process (threads stay allowed), signals only to itself, and no messages on sockets
+    /// (a worker has pipes only).
     private static func addProcessRules(_ context: scmp_filter_ctx, _ deny: UInt32) throws(SandboxError) {
         try add(context, deny, "fork", [])
         try add(context, deny, "vfork", [])
         // Threads are clones with CLONE_THREAD; a clone without it is a new process.
         try add(context, deny, "clone", [compare(0, SCMP_CMP_MASKED_EQ, UInt64(CLONE_THREAD), 0)])
         // Signals only to itself (abort() raises SIGABRT with tgkill on its own process).
-        let own = UInt64(getpid())
-        try add(context, deny, "kill", [compare(0, SCMP_CMP_NE, own, 0)])
-        try add(context, deny, "tgkill", [compare(0, SCMP_CMP_NE, own, 0)])
+        let own = UInt64(UInt32(bitPattern: getpid()))
+        for name in ["kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"] {
+            try denyUnless(context, deny, name, argument: 0, is: own)
+        }
+        for name in ["sendmsg", "sendmmsg", "sendto", "recvmsg", "recvmmsg", "recvfrom"] {
+            try add(context, deny, name, [])
+        }
     }
 
     private static func withFilter(
@@ -108,6 +168,18 @@ enum SeccompFilter {
         let number = seccomp_syscall_resolve_name(name)
         guard number != __NR_SCMP_ERROR else { return }
         try add(context, action, number, comparisons, name)
+    }
+
+    /// `action` for `name` unless its `argument` is `value` (a pid or a small constant): seccomp
+    /// has no masked "not equal", so the rule is three ranges, each a rule of its own. The
+    /// argument may arrive sign-extended or not; either way a value with any of its upper 32 bits
+    /// set is not `value` and is refused, as is any other value below 2^32.
+    private static func denyUnless(
+        _ context: scmp_filter_ctx, _ action: UInt32, _ name: String, argument: UInt32, is value: UInt64
+    ) throws(SandboxError) {
+        try add(context, action, name, [compare(argument, SCMP_CMP_GE, 1 << 32, 0)])
+        if value > 0 { try add(context, action, name, [compare(argument, SCMP_CMP_LT, value, 0)]) }
+        try add(context, action, name, [compare(argument, SCMP_CMP_GT, value, 0)])
     }
 
     private static func add(

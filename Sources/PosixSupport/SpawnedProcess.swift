@@ -45,8 +45,8 @@ public final class SpawnedProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 clears close-on-exec on the copies; every other descriptor of ours stays closed
-        // in the child.
+        // dup2 clears close-on-exec on the copies; every other descriptor is closed in the child
+        // (`spawn`).
         for (descriptor, standard) in zip(streams.theirs, [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO]) {
             posix_spawn_file_actions_adddup2(&actions, descriptor, standard)
         }
@@ -77,6 +77,11 @@ public final class SpawnedProcess: Sendable {
     /// handlers: the parent's blocked and ignored signals (its signal handling, SIGPIPE) stay out
     /// of the child. With `ownProcessGroup`, the child leads a process group of its own, which
     /// keeps terminal signals away from it.
+    ///
+    /// The child starts with its standard input, output and error alone: after `actions`, every
+    /// descriptor above them is closed, whether or not it was opened close-on-exec. The daemon's
+    /// libraries (SwiftNIO's epoll descriptor, listening sockets and accepted connections, among
+    /// others) do not open theirs close-on-exec, and a child must not hold them.
     public static func spawn(
         _ executable: String, arguments: [String], environment: [String],
         actions: inout posix_spawn_file_actions_t, ownProcessGroup: Bool = false
@@ -97,6 +102,10 @@ public final class SpawnedProcess: Sendable {
             flags |= POSIX_SPAWN_SETPGROUP
         }
         posix_spawnattr_setflags(&attributes, Int16(flags))
+        let closing = speakd_spawn_close_from(&actions, STDERR_FILENO + 1)
+        guard closing == 0 else {
+            throw SpawnError(operation: "posix_spawn_file_actions_addclosefrom_np", code: closing)
+        }
         var pid = pid_t()
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]

@@ -35,7 +35,8 @@ public struct HealthReport: Sendable, Hashable, Codable {
         public var configured: Int
         /// Started to replace one that died (crashed, killed, stalled), since speakd started.
         public var restarts: Int
-        /// How each worker is confined (`no_new_privs, seccomp, landlock ABI 7`).
+        /// How each worker is confined (`user nobody, no capabilities, no_new_privs, seccomp,
+        /// landlock ABI 7 (signals and abstract sockets scoped)`; `user` when speakd runs as root).
         public var sandbox: String?
 
         /// - Parameters: see the properties of the same names.

@@ -190,7 +190,7 @@ private final class SocketConnection: Sendable {
     init(endpoint: SpeakEndpoint, timeout: Duration, receiveTimeout: Duration?) throws {
         switch endpoint {
         case .unixSocket(let path):
-            descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard descriptor >= 0 else { throw SpeakClientError("socket(): \(String(cString: strerror(errno)))") }
             guard let address = UnixSocketAddress(path: path) else {
                 Glibc.close(descriptor)
@@ -212,7 +212,9 @@ private final class SocketConnection: Sendable {
                 throw SpeakClientError("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
             }
             defer { freeaddrinfo(list) }
-            descriptor = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
+            descriptor = socket(
+                first.pointee.ai_family, first.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
+                first.pointee.ai_protocol)
             guard descriptor >= 0 else { throw SpeakClientError("socket(): \(String(cString: strerror(errno)))") }
             Self.setTimeouts(descriptor, send: timeout, receive: receiveTimeout)
             guard connect(descriptor, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {

@@ -299,9 +299,21 @@ private func makeEnginePool(
     } catch let error as VoiceOverridesError {
         throw DaemonStartError(description: "--voices: \(error)")
     }
+    // As root the workers become this user: one that is missing or is root stops the start here,
+    // naming the setting, rather than in the template.
+    if getuid() == 0 || geteuid() == 0 {
+        let user = configuration.engineWorkerUser
+        guard let entry = getpwnam(user) else {
+            throw DaemonStartError(description: "--engine-worker-user: no user '\(user)' on this system")
+        }
+        guard entry.pointee.pw_uid != 0 else {
+            throw DaemonStartError(
+                description: "--engine-worker-user: '\(user)' is root; engine workers never run as root")
+        }
+    }
     let launch = EngineWorkerPool.Launch(
         executable: configuration.engineWorker ?? EngineWorkerPool.Launch.besideExecutable(),
-        arguments: [], count: configuration.engineWorkers)
+        arguments: ["--user", configuration.engineWorkerUser], count: configuration.engineWorkers)
     do {
         return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)
     } catch {

@@ -30,6 +30,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var engineWorkers: Int
     /// The `speakd-engine-worker` executable; nil for the one beside `speakd`.
     public var engineWorker: String?
+    /// The user the engine workers run as when the daemon runs as root (they never run as root).
+    public var engineWorkerUser: String
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
     /// The file holding the bearer token TCP requests must carry, created at start when missing.
@@ -121,6 +123,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         outputs = []
         maxQueue = 0
         engineWorkers = 0
+        engineWorkerUser = ""
         corsOrigin = nil
         tokenFile = ""
         tcpOpen = false

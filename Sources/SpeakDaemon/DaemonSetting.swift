@@ -160,6 +160,19 @@ struct SettingValue: Sendable, Hashable {
         return value
     }
 
+    /// A user name as `useradd` accepts one (it need exist only where it is used: the engine
+    /// worker says so when it does not).
+    func userName() throws(ConfigurationError) -> String {
+        let allowed = value.utf8.allSatisfy { byte in
+            (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x30 && byte <= 0x39)
+                || byte == 0x5f || byte == 0x2d || byte == 0x2e
+        }
+        guard !value.isEmpty, value.utf8.count <= 32, allowed, !value.hasPrefix("-") else {
+            throw invalid("expected a user name (letters, digits, '.', '_', '-')")
+        }
+        return value
+    }
+
     func boolean() throws(ConfigurationError) -> Bool {
         switch value.lowercased() {
         case "true", "yes", "on", "1": return true

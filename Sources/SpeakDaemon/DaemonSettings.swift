@@ -59,6 +59,10 @@ extension DaemonConfiguration {
             "engine-worker", \.engineWorker, valueName: "path", help: "The speakd-engine-worker executable, or auto.",
             default: nil, shown: "auto, the one beside speakd"
         ) { value in try value.value == "auto" ? nil : value.path() },
+        DaemonSetting(
+            "engine-worker-user", \.engineWorkerUser, valueName: "name",
+            help: "The user engine workers run as when speakd runs as root.", default: "nobody"
+        ) { value in try value.userName() },
     ]
 
     private static let access: [DaemonSetting] = [

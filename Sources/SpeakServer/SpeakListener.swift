@@ -167,7 +167,7 @@ public final class SpeakListener: Service, Sendable {
 
     /// Whether a connection to the socket at `path` is accepted.
     private static func isListening(_ path: String) -> Bool {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         guard let address = UnixSocketAddress(path: path) else { return false }

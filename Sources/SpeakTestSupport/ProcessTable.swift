@@ -40,6 +40,33 @@ public enum ProcessTable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// The fields of `/proc/PID/status`, each name with its first value ("Uid" → the real uid,
+    /// "CapEff" → the effective set in hex); empty when it is gone.
+    public static func status(of pid: pid_t) -> [String: String] {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, let value = parts[1].split(whereSeparator: \.isWhitespace).first else { continue }
+            fields[String(parts[0])] = String(value)
+        }
+        return fields
+    }
+
+    /// Where each of `pid`'s descriptors leads (`/proc/PID/fd`: "socket:[123]", "pipe:[45]",
+    /// "anon_inode:[eventpoll]", a path), by number.
+    public static func descriptors(of pid: pid_t) -> [Int32: String] {
+        let directory = "/proc/\(pid)/fd"
+        var targets: [Int32: String] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            guard let number = Int32(name),
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(name)")
+            else { continue }
+            targets[number] = target
+        }
+        return targets
+    }
+
     private static func tasks(of pid: pid_t) -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
     }

@@ -47,11 +47,22 @@ struct EngineWorkerMain {
             complain("\(error)")
             exit(2)
         }
-        // First: Landlock confines the calling thread and the threads it starts, so whatever the
-        // template and its workers do afterwards is inside.
+        // The data directory stays open: when the template leaves root for the worker user,
+        // espeak-ng reads it through this descriptor (/proc/self/fd/N), and the user needs
+        // no way to it through the daemon's runtime directory, only read access beneath it.
+        let data = open(options.data, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard data >= 0 else {
+            complain("cannot open the data directory \(options.data): \(String(cString: strerror(errno)))")
+            exit(1)
+        }
+        // Then the sandbox: Landlock confines the calling thread and the threads it starts, so
+        // whatever the template and its workers do afterwards is inside; the capability sets
+        // are per thread too.
         let sandbox: EngineSandbox.Report
         do {
-            sandbox = try EngineSandbox.enter(readablePaths: options.readablePaths(), forksWorkers: true)
+            sandbox = try EngineSandbox.enter(
+                readablePaths: options.readablePaths(), forksWorkers: true,
+                user: options.user ?? EngineSandbox.defaultUser)
         } catch {
             complain("cannot enter the sandbox: \(error)")
             exit(1)
@@ -65,7 +76,8 @@ struct EngineWorkerMain {
         }
         let session: EspeakDirectSession
         do {
-            session = try EspeakDirectSession(configuration: .init(dataPath: options.data))
+            let path = sandbox.user == nil ? options.data : "/proc/self/fd/\(data)"
+            session = try EspeakDirectSession(configuration: .init(dataPath: path))
         } catch {
             complain("the engine did not start: \(error)")
             exit(1)
@@ -81,7 +93,7 @@ struct EngineWorkerMain {
         // What loading freed goes back to the kernel before any worker copies the heap.
         Malloc.releaseFreePages()
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
-        forkWorkers(session, sandbox: sandbox, children: children)
+        forkWorkers(session, sandbox: sandbox, children: children, data: data)
         exit(0)
     }
 
@@ -89,7 +101,10 @@ struct EngineWorkerMain {
     /// each worker that ends; returns when the daemon closes the socket.
     ///
     /// - Parameter children: readable when a worker has ended (a signalfd for SIGCHLD).
-    static func forkWorkers(_ session: EspeakDirectSession, sandbox: EngineSandbox.Report, children: Int32) {
+    /// - Parameter data: the data directory's descriptor, which the workers keep.
+    static func forkWorkers(
+        _ session: EspeakDirectSession, sandbox: EngineSandbox.Report, children: Int32, data: Int32
+    ) {
         let template = getpid()
         while true {
             var descriptors = [
@@ -117,8 +132,7 @@ struct EngineWorkerMain {
             }
             let pid = fork()
             if pid == 0 {
-                close(children)
-                becomeWorker(pipes, template: template, session: session, sandbox: sandbox)
+                becomeWorker(pipes, template: template, session: session, sandbox: sandbox, data: data)
             }
             for descriptor in pipes { close(descriptor) }
             send(pid > 0 ? .forked(pid: pid) : .failure("fork: \(String(cString: strerror(errno)))"))
@@ -128,13 +142,15 @@ struct EngineWorkerMain {
     /// In a newly forked worker: takes its pipes as standard input, output and error, adds the
     /// rest of the sandbox and serves jobs until the daemon closes its input. Never returns.
     static func becomeWorker(
-        _ pipes: [Int32], template: pid_t, session: EspeakDirectSession, sandbox: EngineSandbox.Report
+        _ pipes: [Int32], template: pid_t, session: EspeakDirectSession, sandbox: EngineSandbox.Report, data: Int32
     ) -> Never {
         _ = speakd_unblock_child_signal()
         for (descriptor, standard) in zip(pipes, [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO]) {
             dup2(descriptor, standard)
         }
-        for descriptor in pipes where descriptor > STDERR_FILENO { close(descriptor) }
+        // Nothing of the template's but the data directory: its control socket, the signalfd
+        // and whatever else it holds stay out of the worker.
+        speakd_close_descriptors_from(STDERR_FILENO + 1, data)
         // A template that dies takes its workers with it: the daemon then starts a new one and
         // forks new workers, and none is left behind out of its sight.
         _ = speakd_set_parent_death_signal(SIGKILL)
@@ -250,15 +266,18 @@ struct EngineWorkerMain {
     }
 }
 
-/// The template's command line: the data directory the daemon's engine built, and the voice to
-/// load before forking. The daemon resolves voices and sends compiled input naming them, so the
-/// workers need no voices directory or languages of their own.
+/// The template's command line: the data directory the daemon's engine built, the voice to
+/// load before forking, and the user to run as when started as root (`nobody` by default). The
+/// daemon resolves voices and sends compiled input naming them, so the workers need no voices
+/// directory or languages of their own.
 struct WorkerOptions {
     /// espeak-ng's data directory, as the daemon's engine built it (with the voice variants).
     let data: String
     /// The voice the daemon speaks by default (its compiled name), loaded before any worker is
     /// forked so that the workers share it.
     var voice: String?
+    /// The user the template and its workers become when the daemon runs as root.
+    var user: String?
 
     init(parsing arguments: [String]) throws {
         var remaining = arguments[...]
@@ -268,6 +287,7 @@ struct WorkerOptions {
             switch flag {
             case "--data": data = value
             case "--voice": voice = value
+            case "--user": user = value
             default: throw WorkerUsageError(message: "unknown option \(flag)")
             }
         }

@@ -337,6 +337,7 @@ struct ConfigurationSettingsTests {
         "max-queue": ("7", "0"),
         "engine-workers": ("\(DaemonConfiguration.coreCount + 1)", "65"),
         "engine-worker": ("/usr/local/bin/speakd-engine-worker", "worker"),
+        "engine-worker-user": ("daemon", "no one"),
         "cors-origin": ("http://kiosk.local:8080", "kiosk"),
         "token-file": ("/etc/speakd/token", "token"),
         "tcp-open": ("true", "maybe"),

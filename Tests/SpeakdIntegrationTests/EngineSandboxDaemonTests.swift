@@ -1,0 +1,112 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import Testing
+
+extension SpeakdIntegration {
+    /// What the real daemon's worker template and workers hold and are: a template started again
+    /// while the daemon is serving holds none of its descriptors, and every worker runs without
+    /// capabilities (as `nobody` when the daemon runs as root), under seccomp and no_new_privs.
+    @Suite(.serialized, .timeLimit(.minutes(1)))
+    struct EngineSandboxDaemonTests {
+        /// The daemon's worker template is its only child; the workers are the template's children.
+        static func waitForWorkers(of template: pid_t, count: Int) async throws -> [pid_t] {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                let workers = ProcessTable.children(of: template)
+                if workers.count == count { return workers }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            Issue.record("template \(template) has workers \(ProcessTable.children(of: template)), expected \(count)")
+            return ProcessTable.children(of: template)
+        }
+
+        @Test(
+            "As root, speakd refuses to start with an engine worker user that does not exist or is root, naming the setting",
+            .enabled(if: getuid() == 0, "only root changes the workers' user"),
+            arguments: [
+                ("speakd-no-such-user", "--engine-worker-user: no user 'speakd-no-such-user' on this system"),
+                ("root", "--engine-worker-user: 'root' is root; engine workers never run as root"),
+            ])
+        func workerUserMustBeUnprivileged(user: String, message: String) async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speakd-user-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let log = directory.appendingPathComponent("speakd.log").path
+            let process = try ChildProcess(
+                BuiltProduct.path("speakd"),
+                [
+                    "--socket", directory.appendingPathComponent("speakd.sock").path, "--http", "none", "--audio",
+                    "null", "--engine-worker-user", user,
+                ],
+                environment: ProcessInfo.processInfo.environment.merging(["RUNTIME_DIRECTORY": directory.path]) { $1 },
+                output: log)
+            let status = await process.wait(timeout: .seconds(20))
+            #expect(status != nil && status != 0)
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(output.contains(message), "\(output)")
+        }
+
+        @Test(
+            "A template started again after the first was killed holds none of the daemon's descriptors, nor do its workers"
+        )
+        func respawnedTemplateHoldsNothingOfTheDaemon() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--engine-workers", "2"])
+            defer { Task { await speakd.stop() } }
+            // Clients with connections open when the template is started again: idle ones on both
+            // listeners, and one holding an event stream.
+            var connections: [RawConnection] = []
+            defer { for connection in connections { connection.close() } }
+            for _ in 0..<3 {
+                connections.append(try RawConnection(.unixSocket(path: speakd.socketPath)))
+                connections.append(try RawConnection(.tcp(host: "127.0.0.1", port: speakd.port)))
+            }
+            let stream = try RawConnection(.unixSocket(path: speakd.socketPath))
+            connections.append(stream)
+            stream.send("GET /v1/events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+
+            let first = try #require(ProcessTable.children(of: speakd.pid).first)
+            _ = try await Self.waitForWorkers(of: first, count: 2)
+            // Its two listeners, the clients above (once accepted) and the template's control socket.
+            var daemonSockets: Set<String> = []
+            let accepted = ContinuousClock.now + .seconds(5)
+            while daemonSockets.count < 10 && ContinuousClock.now < accepted {
+                try await Task.sleep(for: .milliseconds(20))
+                daemonSockets = Set(ProcessTable.descriptors(of: speakd.pid).values.filter { $0.hasPrefix("socket:") })
+            }
+            #expect(daemonSockets.count >= 10, "\(daemonSockets)")
+            kill(first, SIGKILL)
+            // The pool starts a new template when it needs a worker.
+            let render = try await speakd.unixClient.send("POST", "/v1/speech", json: ["text": "Again"])
+            #expect(render.status == 200)
+            let template = try #require(ProcessTable.children(of: speakd.pid).first { $0 != first })
+            let workers = try await Self.waitForWorkers(of: template, count: 2)
+
+            for pid in [template] + workers {
+                let held = ProcessTable.descriptors(of: pid)
+                // The template's control socket is its standard input and output; a worker has
+                // pipes. Above the standard streams: the data directory, and the template's signalfd.
+                let sockets = held.filter { $0.value.hasPrefix("socket:") }
+                let own: Set<Int32> = pid == template ? [0, 1] : []
+                #expect(Set(sockets.keys).isSubset(of: own), "\(pid) holds \(held)")
+                #expect(Set(sockets.values).isDisjoint(with: daemonSockets), "\(pid) holds \(held)")
+                let others = held.filter { descriptor, target in
+                    descriptor > 2 && !target.contains("espeak") && target != "anon_inode:[signalfd]"
+                }
+                #expect(others.isEmpty, "\(pid) holds \(held)")
+            }
+            // A real worker: no capability, as root not root, seccomp and no_new_privs.
+            let nobody = getuid() == 0 ? getpwnam("nobody").map { $0.pointee.pw_uid } : getuid()
+            for worker in workers {
+                let status = ProcessTable.status(of: worker)
+                #expect(status["Uid"] == nobody.map { "\($0)" }, "\(status)")
+                #expect(status["CapEff"] == "0000000000000000" && status["CapPrm"] == "0000000000000000")
+                if getuid() == 0 { #expect(status["CapBnd"] == "0000000000000000", "\(status)") }
+                #expect(status["NoNewPrivs"] == "1" && status["Seccomp"] == "2", "\(status)")
+            }
+            // And it renders.
+            let again = try await speakd.unixClient.send("POST", "/v1/speech", json: ["text": "Still here"])
+            #expect(again.status == 200)
+        }
+    }
+}
