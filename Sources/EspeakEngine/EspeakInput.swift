@@ -61,97 +61,139 @@ public struct EspeakInput: Sendable, Hashable {
     ) throws(SpeechInputError) -> (input: EspeakInput, spanVoices: [VoiceInfo], textMap: TextOffsetMap) {
         try utterance.validate()
         let spans = utterance.resolvedSpans
-        var voices: [VoiceInfo] = []
-        var phonemes: [String?] = []
-        for (index, span) in spans.enumerated() {
-            // A language inherited from the utterance is the utterance's field, not the span's.
-            let languageField =
-                utterance.spans[index].attributes.language == nil ? "language" : "spans[\(index)].language"
-            do {
-                voices.append(try resolver.voice(for: span.attributes.language))
-            } catch {
-                throw error.field == nil
-                    ? .notFound(field: languageField, error.message)
-                    : error.renamed(from: "language", to: languageField)
-            }
-            if let ipa = span.attributes.ipa {
-                let ipaField = utterance.spans[index].attributes.ipa == nil ? "ipa" : "spans[\(index)].ipa"
-                do {
-                    phonemes.append(try IPATranscriber.espeakPhonemes(ipa))
-                } catch {
-                    throw error.renamed(from: "ipa", to: ipaField)
-                }
-            } else {
-                phonemes.append(nil)
-            }
-        }
-        let names = voices.map { voice in
-            let chosen = voice.variant ?? variant
-            return chosen.map { "\(voice.identifier)+\($0)" } ?? voice.identifier
-        }
-        // An utterance without spans still needs a voice for espeak-ng to be set up with.
-        let baseVoice: String
-        if let first = names.first {
-            baseVoice = first
-        } else {
-            let voice: VoiceInfo
-            do {
-                voice = try resolver.voice(for: utterance.defaults.language)
-            } catch {
-                throw error.field == nil ? .notFound(field: "language", error.message) : error
-            }
-            baseVoice = (voice.variant ?? variant).map { "\(voice.identifier)+\($0)" } ?? voice.identifier
-        }
-        let baseRate = spans.first?.attributes.rate ?? 1
-        // espeak-ng saturates its own output above volume 100, so louder is applied after it
-        // (the daemon's limiter, `EngineSpeaker`); here it is capped at 1.0.
-        let baseVolume = min(spans.first?.attributes.volume ?? 1, 1)
-        // The UTF-16 offset in the utterance's text of each character offset the boundaries use.
-        var utf16Offsets = [0]
-        for span in spans {
-            for character in span.text { utf16Offsets.append(utf16Offsets.last! + character.utf16.count) }
-        }
-        var textMap = TextOffsetMap(textLength: utf16Offsets.last!)
-        // One span with nothing for markup to say is passed as plain text: espeak-ng renders it
-        // with less CPU (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and `[[`
-        // as text. Only the control characters need replacing.
-        if !marks, spans.count == 1, let span = spans.first, span.mark == nil, span.attributes.ipa == nil,
-            span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
-            (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0, utterance.boundaries.isEmpty
+        let voices = try SpanVoices(utterance, spans: spans, resolver: resolver, variant: variant)
+        let base = BaseParameters(spans: spans)
+        if !marks,
+            let (input, textMap) = plainInput(
+                utterance, spans: spans, voice: voices.base, base: base, defaultPunctuation: defaultPunctuation)
         {
-            let input = EspeakInput(
-                voice: baseVoice, rate: Int((normalWordsPerMinute * baseRate).rounded()),
-                volume: Int((baseVolume * 100).rounded()), text: plain(span.text), isMarkup: false,
-                switchesVoice: false)
-            // `plain` replaces scalar for scalar.
-            var offset = 0
-            for scalar in span.text.unicodeScalars {
-                textMap.append(scalars: 1, from: offset..<offset + UTF16.width(scalar))
-                offset += UTF16.width(scalar)
-            }
-            for start in sentenceStarts(in: [span.text]).sorted() { textMap.noteSentenceStart(utf16Offsets[start]) }
-            return (input, voices, textMap)
+            return (input, voices.voices, textMap)
         }
-        // A sentence or paragraph that markup starts becomes `</s><s>` like one after a full stop:
-        // espeak-ng 1.51 then ends the sentence before with falling intonation and pauses 0.59 s
-        // at the normal rate, the pause its own `<p>` and `<s>` give (a full stop alone: 0.31 s).
-        let boundaries = sentenceStarts(in: spans.map(\.text)).union(utterance.boundaries.keys)
-        for start in boundaries.sorted() where start < utf16Offsets.count {
-            textMap.noteSentenceStart(utf16Offsets[start])
+        let (text, textMap) = markup(
+            utterance, spans: spans, voices: voices, base: base, defaultPunctuation: defaultPunctuation,
+            marks: marks)
+        let input = EspeakInput(
+            voice: voices.base, rate: base.wordsPerMinute, volume: base.espeakVolume, text: text, isMarkup: true,
+            switchesVoice: Set(voices.names).count > 1)
+        return (input, voices.voices, textMap)
+    }
+
+    /// The voice each span resolved to, its espeak-ng name, and the phonemes of spans given in IPA.
+    private struct SpanVoices {
+        var voices: [VoiceInfo] = []
+        /// The name to load for each span (`roa/pt+speakd-kiosk`).
+        var names: [String] = []
+        var phonemes: [String?] = []
+        /// The voice espeak-ng is set up with: the first span's, or the utterance's language's.
+        var base: String
+
+        init(
+            _ utterance: Utterance, spans: [Span], resolver: any VoiceResolving, variant: String?
+        ) throws(SpeechInputError) {
+            func name(_ voice: VoiceInfo) -> String {
+                (voice.variant ?? variant).map { "\(voice.identifier)+\($0)" } ?? voice.identifier
+            }
+            for (index, span) in spans.enumerated() {
+                // A language inherited from the utterance is the utterance's field, not the span's.
+                let languageField =
+                    utterance.spans[index].attributes.language == nil ? "language" : "spans[\(index)].language"
+                do {
+                    voices.append(try resolver.voice(for: span.attributes.language))
+                } catch {
+                    throw error.field == nil
+                        ? .notFound(field: languageField, error.message)
+                        : error.renamed(from: "language", to: languageField)
+                }
+                if let ipa = span.attributes.ipa {
+                    let ipaField = utterance.spans[index].attributes.ipa == nil ? "ipa" : "spans[\(index)].ipa"
+                    do {
+                        phonemes.append(try IPATranscriber.espeakPhonemes(ipa))
+                    } catch {
+                        throw error.renamed(from: "ipa", to: ipaField)
+                    }
+                } else {
+                    phonemes.append(nil)
+                }
+            }
+            names = voices.map(name)
+            // An utterance without spans still needs a voice for espeak-ng to be set up with.
+            if let first = names.first {
+                base = first
+            } else {
+                do {
+                    base = name(try resolver.voice(for: utterance.defaults.language))
+                } catch {
+                    throw error.field == nil ? .notFound(field: "language", error.message) : error
+                }
+            }
+        }
+    }
+
+    /// The rate and volume espeak-ng is set to before the document; spans that differ say so in
+    /// `<prosody>` relative to these.
+    private struct BaseParameters {
+        var rate: Double
+        /// espeak-ng saturates its own output above volume 100, so louder is applied after it
+        /// (the daemon's limiter, `EngineSpeaker`); here it is capped at 1.0.
+        var volume: Double
+
+        init(spans: [Span]) {
+            rate = spans.first?.attributes.rate ?? 1
+            volume = min(spans.first?.attributes.volume ?? 1, 1)
         }
 
-        // Sentences are wrapped in <s> only when spans or markup make it matter: espeak-ng 1.51
-        // carries prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
-        let sentences = spans.count > 1 || !utterance.boundaries.isEmpty
+        var wordsPerMinute: Int { Int((EspeakInput.normalWordsPerMinute * rate).rounded()) }
+        var espeakVolume: Int { Int((volume * 100).rounded()) }
+    }
+
+    /// The UTF-16 offset in the utterance's text of each character offset the boundaries use.
+    private static func utf16Offsets(of spans: [Span]) -> [Int] {
+        var offsets = [0]
+        for span in spans {
+            for character in span.text { offsets.append(offsets.last! + character.utf16.count) }
+        }
+        return offsets
+    }
+
+    /// One span with nothing for markup to say, as plain text: espeak-ng renders it with less CPU
+    /// (see speakd-engine-bench), and without `espeakSSML | espeakPHONEMES` it reads `<`, `&` and
+    /// `[[` as text. Only the control characters need replacing. Nil when markup is needed.
+    private static func plainInput(
+        _ utterance: Utterance, spans: [Span], voice: String, base: BaseParameters, defaultPunctuation: Bool
+    ) -> (EspeakInput, TextOffsetMap)? {
+        guard spans.count == 1, let span = spans.first, span.mark == nil, span.attributes.ipa == nil,
+            span.attributes.spellOut != true, !(span.attributes.punctuation ?? defaultPunctuation),
+            (span.attributes.pitch ?? 1) == 1, (span.pauseAfter ?? 0) <= 0, utterance.boundaries.isEmpty
+        else { return nil }
+        let offsets = utf16Offsets(of: spans)
+        var textMap = TextOffsetMap(textLength: offsets.last!)
+        let input = EspeakInput(
+            voice: voice, rate: base.wordsPerMinute, volume: base.espeakVolume, text: plain(span.text),
+            isMarkup: false, switchesVoice: false)
+        // `plain` replaces scalar for scalar.
+        var offset = 0
+        for scalar in span.text.unicodeScalars {
+            textMap.append(scalars: 1, from: offset..<offset + UTF16.width(scalar))
+            offset += UTF16.width(scalar)
+        }
+        for start in sentenceStarts(in: [span.text]).sorted() { textMap.noteSentenceStart(offsets[start]) }
+        return (input, textMap)
+    }
+
+    /// An SSML document being written, with where each scalar of it came from in the text.
+    private struct MarkupWriter {
         var ssml = ""
-        // Appends to the document, noting where it came from in the text (nil: markup).
-        func emit(_ part: String, from source: Range<Int>? = nil) {
+        var textMap: TextOffsetMap
+
+        /// Appends to the document, noting where it came from in the text (nil: markup).
+        mutating func emit(_ part: String, from source: Range<Int>? = nil) {
             ssml += part
             textMap.append(scalars: part.unicodeScalars.count, from: source)
         }
-        // Appends `piece` of the text, starting at UTF-16 offset `start`, as `content` writes
-        // it, character by character so each maps back to its own place.
-        func emitContent(_ piece: Substring, at start: Int, spellsOut: Bool) {
+
+        /// Appends `piece` of the text, starting at UTF-16 offset `start`, as `content` writes
+        /// it, character by character so each maps back to its own place.
+        mutating func emitContent(_ piece: Substring, at start: Int, spellsOut: Bool) {
             var location = start
             var wroteAny = false
             for character in piece {
@@ -165,93 +207,116 @@ public struct EspeakInput: Sendable, Hashable {
                 wroteAny = true
             }
         }
-        emit(sentences ? "<speak><s>" : "<speak>")
+    }
+
+    /// The tags that open and close a span's text: its voice when it is not the base voice, its
+    /// prosody where it differs, punctuation, and spelling out.
+    private static func tags(
+        for span: Span, voice: String, baseVoice: String, base: BaseParameters, defaultPunctuation: Bool
+    ) -> (open: String, close: String) {
+        let attributes = span.attributes
+        var open = ""
+        var close = ""
+        if voice != baseVoice {
+            open += "<voice name=\"\(escape(voice))\">"
+            close = "</voice>" + close
+        }
+        var prosody: [String] = []
+        if let pitch = attributes.pitch, pitch != 1 {
+            prosody.append("pitch=\"\(PitchCalibration.espeakPitch(for: pitch))\"")
+        }
+        if let rate = attributes.rate, rate != base.rate {
+            prosody.append("rate=\"\(Int((rate / base.rate * 100).rounded()))%\"")
+        }
+        if let volume = attributes.volume.map({ min($0, 1) }), volume != base.volume {
+            prosody.append("volume=\"\(Int((volume * 100).rounded()))\"")
+        }
+        if !prosody.isEmpty {
+            open += "<prosody \(prosody.joined(separator: " "))>"
+            close = "</prosody>" + close
+        }
+        if attributes.punctuation ?? defaultPunctuation {
+            open += "<tts:style field=\"punctuation\" mode=\"all\">"
+            close = "</tts:style>" + close
+        }
+        if attributes.ipa == nil, attributes.spellOut == true {
+            open += "<say-as interpret-as=\"characters\">"
+            close = "</say-as>" + close
+        }
+        return (open, close)
+    }
+
+    /// The SSML document for `spans`, and where each of its scalars came from in the text.
+    private static func markup(
+        _ utterance: Utterance, spans: [Span], voices: SpanVoices, base: BaseParameters, defaultPunctuation: Bool,
+        marks: Bool
+    ) -> (String, TextOffsetMap) {
+        let offsets = utf16Offsets(of: spans)
+        var writer = MarkupWriter(textMap: TextOffsetMap(textLength: offsets.last!))
+        // A sentence or paragraph that markup starts becomes `</s><s>` like one after a full stop:
+        // espeak-ng 1.51 then ends the sentence before with falling intonation and pauses 0.59 s
+        // at the normal rate, the pause its own `<p>` and `<s>` give (a full stop alone: 0.31 s).
+        let boundaries = sentenceStarts(in: spans.map(\.text)).union(utterance.boundaries.keys)
+        for start in boundaries.sorted() where start < offsets.count {
+            writer.textMap.noteSentenceStart(offsets[start])
+        }
+        // Sentences are wrapped in <s> only when spans or markup make it matter: espeak-ng 1.51
+        // carries prosody across sentence boundaries wrongly otherwise, and plain text parses faster.
+        let sentences = spans.count > 1 || !utterance.boundaries.isEmpty
+        writer.emit(sentences ? "<speak><s>" : "<speak>")
         var offset = 0
         for (index, span) in spans.enumerated() {
-            let attributes = span.attributes
-            let spanStart = utf16Offsets[offset]
+            let spanStart = offsets[offset]
             if sentences, index > 0, boundaries.contains(offset) {
-                emit("</s><s>")
+                writer.emit("</s><s>")
             }
             if marks {
-                emit("<mark name=\"\(index)\"/>")
+                writer.emit("<mark name=\"\(index)\"/>")
             }
             // A client's mark; the prefix keeps it apart from the span-index marks above.
             if let mark = span.mark {
-                emit("<mark name=\"\(EngineEvent.clientMarkPrefix)\(escape(mark))\"/>")
+                writer.emit("<mark name=\"\(EngineEvent.clientMarkPrefix)\(escape(mark))\"/>")
             }
-            var open = ""
-            var close = ""
-            if names[index] != baseVoice {
-                open += "<voice name=\"\(escape(names[index]))\">"
-                close = "</voice>" + close
-            }
-            var prosody: [String] = []
-            if let pitch = attributes.pitch, pitch != 1 {
-                prosody.append("pitch=\"\(PitchCalibration.espeakPitch(for: pitch))\"")
-            }
-            if let rate = attributes.rate, rate != baseRate {
-                prosody.append("rate=\"\(Int((rate / baseRate * 100).rounded()))%\"")
-            }
-            if let volume = attributes.volume.map({ min($0, 1) }), volume != baseVolume {
-                prosody.append("volume=\"\(Int((volume * 100).rounded()))\"")
-            }
-            if !prosody.isEmpty {
-                open += "<prosody \(prosody.joined(separator: " "))>"
-                close = "</prosody>" + close
-            }
-            if attributes.punctuation ?? defaultPunctuation {
-                open += "<tts:style field=\"punctuation\" mode=\"all\">"
-                close = "</tts:style>" + close
-            }
-            if let phonemes = phonemes[index] {
+            let (open, close) = tags(
+                for: span, voice: voices.names[index], baseVoice: voices.base, base: base,
+                defaultPunctuation: defaultPunctuation)
+            if let phonemes = voices.phonemes[index] {
                 // The display text is replaced by its pronunciation; phoneme input ends at `]]`,
                 // which the transcriber never produces.
-                emit(open)
-                emit(" [[\(phonemes)]] ", from: spanStart..<spanStart + span.text.utf16.count)
-                emit(close)
+                writer.emit(open)
+                writer.emit(" [[\(phonemes)]] ", from: spanStart..<spanStart + span.text.utf16.count)
+                writer.emit(close)
             } else {
-                let spellsOut = attributes.spellOut == true
-                if spellsOut {
-                    open += "<say-as interpret-as=\"characters\">"
-                    close = "</say-as>" + close
-                }
+                let spellsOut = span.attributes.spellOut == true
                 // Split the span where a sentence starts, so each sentence is its own <s>.
                 var pieceStart = span.text.startIndex
                 var position = offset
                 for characterIndex in span.text.indices {
                     if sentences, position != offset, boundaries.contains(position) {
-                        let piece = span.text[pieceStart..<characterIndex]
-                        emit(open)
-                        emitContent(
-                            piece, at: spanStart + span.text.utf16.distance(from: span.text.startIndex, to: pieceStart),
+                        writer.emit(open)
+                        writer.emitContent(
+                            span.text[pieceStart..<characterIndex],
+                            at: spanStart + span.text.utf16.distance(from: span.text.startIndex, to: pieceStart),
                             spellsOut: spellsOut)
-                        emit(close + "</s><s>")
+                        writer.emit(close + "</s><s>")
                         pieceStart = characterIndex
                     }
                     position += 1
                 }
-                emit(open)
-                emitContent(
+                writer.emit(open)
+                writer.emitContent(
                     span.text[pieceStart...],
                     at: spanStart + span.text.utf16.distance(from: span.text.startIndex, to: pieceStart),
                     spellsOut: spellsOut)
-                emit(close)
+                writer.emit(close)
             }
             offset += span.text.count
             if let pause = span.pauseAfter, pause > 0 {
-                emit("<break time=\"\(Int((pause * 1000).rounded()))ms\"/>")
+                writer.emit("<break time=\"\(Int((pause * 1000).rounded()))ms\"/>")
             }
         }
-        emit(sentences ? "</s></speak>" : "</speak>")
-        let input = EspeakInput(
-            voice: baseVoice,
-            rate: Int((normalWordsPerMinute * baseRate).rounded()),
-            volume: Int((baseVolume * 100).rounded()),
-            text: ssml,
-            isMarkup: true,
-            switchesVoice: Set(names).count > 1)
-        return (input, voices, textMap)
+        writer.emit(sentences ? "</s></speak>" : "</speak>")
+        return (writer.ssml, writer.textMap)
     }
 
     /// Character offsets (over the concatenated span texts) where a new sentence begins: after
