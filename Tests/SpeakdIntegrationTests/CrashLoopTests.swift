@@ -18,6 +18,9 @@ extension SpeakdIntegration {
         /// What each crashing client waits between its posts: a loop of requests at full speed
         /// would measure the cost of any flood of requests on two cores, not that of crashes.
         static let crashPause: Duration = .milliseconds(20)
+        /// What the third client waits between its renders, quiet and beside the crashes: a
+        /// client that renders now and then, as a kiosk's clients do, not back to back.
+        static let renderPause: Duration = .milliseconds(50)
 
         /// One short `POST /v1/speech` and how long its answer took; throws unless it is a WAV.
         static func timedRender(via client: SpeakHTTPClient) async throws -> Duration {
@@ -53,7 +56,10 @@ extension SpeakdIntegration {
             // The quiet figure, after a few renders that warm the workers up.
             for _ in 0..<3 { _ = try await Self.timedRender(via: client) }
             var quiet: [Duration] = []
-            for _ in 0..<20 { quiet.append(try await Self.timedRender(via: client)) }
+            for _ in 0..<20 {
+                quiet.append(try await Self.timedRender(via: client))
+                try await Task.sleep(for: Self.renderPause)
+            }
 
             // Two clients post crashing texts back to back; the third renders short texts meanwhile.
             let end = ContinuousClock.now + .seconds(Self.loopSeconds)
@@ -86,6 +92,7 @@ extension SpeakdIntegration {
                 } catch {
                     failures.append("\(error)")
                 }
+                try await Task.sleep(for: Self.renderPause)
             }
             var crashes = 0
             var crashAnswers: [String] = []
@@ -121,8 +128,11 @@ extension SpeakdIntegration {
                 #expect(restarts >= 1 && restarts <= 2 * crashers.count, "\(restarts) restarts")
             }
             #expect(loaded.count >= 10, "only \(loaded.count) renders beside the crashes")
+            // Every crash costs the machine a fork, a worker's start and an abort (about 60 a
+            // second here, on two shared cores): with a new crashing text each time, the bound
+            // leaves room for that; the old pool-wide backoff took the median to ~100× quiet.
             #expect(
-                loadedMedian <= quietMedian * 2,
+                loadedMedian <= quietMedian * (varied ? 3 : 2),
                 "short renders took \(loadedMedian) (median) beside the crash loop, \(quietMedian) before")
         }
     }
