@@ -45,7 +45,8 @@ struct EngineWorkerPoolRecoveryTests {
         let crasher = try EngineWorkerPoolTests.crasher("dotted-initials.txt")
         let first = await Self.failure(pool, crasher)
         #expect(first?.hasPrefix("engine worker crashed: SIG") == true, "\(String(describing: first))")
-        try await Self.waitUntil { pool.status.running == 1 }
+        // The render fails before the pool hears of the death: wait for the replacement.
+        try await Self.waitUntil { pool.status.restarts == 1 && pool.status.running == 1 }
         #expect(pool.status.restarts == 1)
         let worker = pool.workerPIDs
 
