@@ -32,6 +32,9 @@ final class EngineWorker: Sendable {
         var stalled: Double?
         /// Set by the reader, under the lock, once the process is gone: no job may start after.
         var dead = false
+        /// Whether it was ever given a job: one that dies before has not started properly, and
+        /// its slot's replacement waits (`RestartBackoff`).
+        var tookJob = false
     }
 
     let process: WorkerProcess
@@ -63,6 +66,9 @@ final class EngineWorker: Sendable {
     /// The last line the worker wrote to standard error (glibc's "stack smashing detected", say).
     var lastDiagnostic: String? { diagnostics.lastLine }
 
+    /// Whether the worker was ever given a job.
+    var tookJob: Bool { state.withLock { $0.tookJob } }
+
     /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
     /// out, before this call): the job was not taken and belongs on another worker. Once this
     /// returns true the job ends through this worker, with its frames or with its death.
@@ -70,6 +76,7 @@ final class EngineWorker: Sendable {
         let taken = state.withLock { state -> Bool in
             guard !state.dead else { return false }
             state.job = job
+            state.tookJob = true
             state.lastFrame = .now
             return true
         }
@@ -161,7 +168,8 @@ final class EngineWorker: Sendable {
                 }
                 callbacks.idle(self)
             case nil, .job?, .cancel?, .forked?, .exited?:
-                let termination = process.waitForExit()
+                // Dead from here: a job handed to it while its template says how it ended (which
+                // a stopped template may never do) is not taken, and goes to another worker.
                 let (job, stalled) = state.withLock { state in
                     defer {
                         state.job = nil
@@ -169,19 +177,21 @@ final class EngineWorker: Sendable {
                     }
                     return (state.job, state.stalled)
                 }
+                let exit = process.waitForExit()
                 let error: EngineWorkerError
                 if let stalled {
                     error = .stalled(seconds: stalled)
                 } else {
-                    switch termination {
-                    case nil: error = .crashed(signal: SIGKILL)
-                    case .signalled(let signal)?: error = .crashed(signal: signal)
-                    case .exited(let status)?: error = .exited(status: status)
+                    switch exit {
+                    case .templateGone: error = .crashed(signal: SIGKILL)
+                    case .ended(.signalled(let signal)): error = .crashed(signal: signal)
+                    case .ended(.exited(let status)): error = .exited(status: status)
+                    case .unknown(let limit): error = .ended(unreportedAfter: limit)
                     }
                 }
                 // Killed because its template died, not by its job: a job that has produced
                 // nothing yet is given to another worker (up to `Job.requeueLimit` times), not failed.
-                let orphaned = termination == nil && stalled == nil ? job?.takeForRequeue() : nil
+                let orphaned = exit == .templateGone && stalled == nil ? job?.takeForRequeue() : nil
                 if orphaned == nil { job?.finish(throwing: error) }
                 closeInput()
                 close(process.output)

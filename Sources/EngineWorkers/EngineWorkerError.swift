@@ -9,17 +9,33 @@ public struct EngineWorkerError: Error, Sendable, Hashable, CustomStringConverti
         case crashed, exited, stalled, failed, unavailable
     }
     private let code: Code
+    /// The signal that killed the worker, for `crashed`.
+    private var signal: Int32? = nil
     /// What happened, for the `finished` event's `detail` and the HTTP error's message.
     public let description: String
 
     /// The worker was killed by `signal` while rendering.
     static func crashed(signal: Int32) -> EngineWorkerError {
-        .init(code: .crashed, description: "engine worker crashed: \(signalName(signal))")
+        .init(code: .crashed, signal: signal, description: "engine worker crashed: \(signalName(signal))")
+    }
+
+    /// Whether the job's own input crashed the worker, so would crash the next one too: a signal
+    /// other than SIGKILL (which is a stall, the kernel's out-of-memory killer, an operator, or
+    /// the template's end).
+    var isCrashByInput: Bool {
+        code == .crashed && signal != nil && signal != SIGKILL
     }
 
     /// The worker exited with `status` while rendering.
     static func exited(status: Int32) -> EngineWorkerError {
         .init(code: .exited, description: "engine worker exited with status \(status)")
+    }
+
+    /// The worker ended and its template (stopped or hung) did not say how within `limit`.
+    static func ended(unreportedAfter limit: Duration) -> EngineWorkerError {
+        .init(
+            code: .exited,
+            description: "engine worker ended; its template did not say how within \(limit)")
     }
 
     /// The worker sent nothing for `seconds` while rendering and was killed.

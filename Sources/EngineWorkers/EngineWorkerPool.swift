@@ -14,7 +14,13 @@ import Glibc
 ///
 /// A crafted text that crashes espeak-ng ends one worker and fails only its own job (the stream
 /// throws `EngineWorkerError`, e.g. `engine worker crashed: SIGSEGV`); the pool starts a
-/// replacement, with backoff if replacements keep dying. Jobs go to an idle worker, so two renders
+/// replacement at once. Backoff is per worker slot and counts only failed starts (a replacement
+/// that cannot start, or dies before taking a job), so texts that crash workers in a loop cost
+/// their own requests and never delay everyone else's (`RestartBackoff`).
+///
+/// Every wait on the worker template has a time limit (`Launch.templateLimit`): a template that
+/// stops answering (SIGSTOP, a hang) makes `status.problem` say so, and one that stays silent for
+/// `Launch.templateRestartLimit` is killed and replaced. Jobs go to an idle worker, so two renders
 /// run on two cores. Validation, compilation to espeak-ng's input, voice resolution and the voice
 /// list come from an in-process `EspeakEngine` that never synthesises: the daemon checks and
 /// compiles input before any worker sees it, and a worker is sent only the compiled input.
@@ -30,13 +36,28 @@ public final class EngineWorkerPool: SpeechRenderer {
         public var count: Int
         /// A rendering worker that sends nothing for this long is killed.
         public var stallLimit: Duration
+        /// How long the worker template may take to answer a fork request or report how a worker
+        /// ended; past it the start fails (and is retried) and `status.problem` names the template.
+        public var templateLimit: Duration
+        /// A template that has left a request unanswered this long is killed and started again
+        /// (which ends the workers it forked: renders that have produced nothing move to new ones).
+        public var templateRestartLimit: Duration
+        /// How long a new template may take to load espeak-ng and say it is ready.
+        public var templateStartLimit: Duration
 
         /// - Parameters: see the properties of the same names.
-        public init(executable: String, arguments: [String], count: Int, stallLimit: Duration = .seconds(10)) {
+        public init(
+            executable: String, arguments: [String], count: Int, stallLimit: Duration = .seconds(10),
+            templateLimit: Duration = .seconds(2), templateRestartLimit: Duration = .seconds(8),
+            templateStartLimit: Duration = .seconds(20)
+        ) {
             self.executable = executable
             self.arguments = arguments
             self.count = max(1, count)
             self.stallLimit = stallLimit
+            self.templateLimit = templateLimit
+            self.templateRestartLimit = templateRestartLimit
+            self.templateStartLimit = templateStartLimit
         }
 
         /// `speakd-engine-worker` beside the running executable (`/proc/self/exe`), where the
@@ -60,6 +81,9 @@ public final class EngineWorkerPool: SpeechRenderer {
         public var restarts: Int
         /// How the workers are confined, as the last one to start reported it.
         public var sandbox: String?
+        /// Why the pool cannot start workers now (its template does not answer, or starts
+        /// fail), while it keeps trying; nil when it can.
+        public var problem: String?
     }
 
     private struct State {
@@ -75,10 +99,19 @@ public final class EngineWorkerPool: SpeechRenderer {
         var diedEarly: [ObjectIdentifier: EngineWorkerError] = [:]
         var restarts = 0
         var sandbox: String?
-        var deathsInARow = 0
+        /// Each running worker's slot: its failed starts in a row.
+        var backoff: [ObjectIdentifier: RestartBackoff] = [:]
+        /// Why the last start of a worker failed, until one starts.
+        var startFailure: String?
+        /// Inputs that crashed a worker, by their hash, most recent last (at most `crashMemory`),
+        /// with the error their render failed with.
+        var crashedInputs: [Int: EngineWorkerError] = [:]
+        var crashedOrder: [Int] = []
         var stopped = false
         /// Starts (or started) the template that forks the workers.
         var template: Task<WorkerTemplate, any Error>?
+        /// The template `template` started, once it is ready.
+        var readyTemplate: WorkerTemplate?
     }
 
     /// Validates, compiles, resolves voices and lists them; never renders.
@@ -103,7 +136,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             throw EngineWorkerError.unavailable("\(launch.executable) is not an executable")
         }
         for _ in 0..<launch.count {
-            let worker = try await spawn()
+            let worker = try await spawn(backoff: RestartBackoff())
             release(worker)
         }
         Task { [weak self] in await self?.watchForStalls() }
@@ -143,6 +176,12 @@ public final class EngineWorkerPool: SpeechRenderer {
     private func render(
         _ input: EspeakInput, text: String, _ chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
+        if let error = state.withLock({ $0.crashedInputs[input.hashValue] }) {
+            logger.warning(
+                "refused a text that crashed an engine worker before",
+                metadata: ["engine.error": "\(error)", "engine.text": "\(Self.excerpt(text))"])
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
         let job = Job(text: text, input: input, chunking: chunking, continuation: continuation)
         continuation.onTermination = { termination in
@@ -185,11 +224,25 @@ public final class EngineWorkerPool: SpeechRenderer {
         try await engine.voices()
     }
 
-    /// Running, configured and restarted workers.
+    /// Running, configured and restarted workers, and why workers cannot be started now.
     public var status: Status {
-        state.withLock {
-            Status(running: $0.workers.count, configured: launch.count, restarts: $0.restarts, sandbox: $0.sandbox)
+        let (status, template, startFailure) = state.withLock {
+            (
+                Status(
+                    running: $0.workers.count, configured: launch.count, restarts: $0.restarts, sandbox: $0.sandbox),
+                $0.readyTemplate, $0.startFailure
+            )
         }
+        var reported = status
+        if let since = template?.unansweredSince, ContinuousClock.now - since >= launch.templateLimit {
+            let seconds = Double((ContinuousClock.now - since).components.seconds)
+            reported.problem =
+                "the worker template has not answered for \(Int(seconds)) s (stopped or hung); "
+                + "no engine worker can be started until it does or it is replaced"
+        } else if status.running < status.configured, let startFailure {
+            reported.problem = "engine workers cannot be started: \(startFailure)"
+        }
+        return reported
     }
 
     /// The process ids of the running workers (for tests and diagnostics).
@@ -229,8 +282,8 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// - Throws: `EngineWorkerError.unavailable` when the template cannot be started, or ended at
     ///   once; the caller's backoff decides when to try again.
     private func currentTemplate() async throws -> WorkerTemplate {
-        // A template that had ended is replaced once here; one that ends as soon as it started
-        // is the caller's failure, not a reason to start processes in a loop.
+        // A template that had ended, or stopped answering, is replaced once here; one that ends
+        // as soon as it started is the caller's failure, not a reason to start processes in a loop.
         for _ in 0..<2 {
             let task = state.withLock { state -> Task<WorkerTemplate, any Error> in
                 if let task = state.template { return task }
@@ -245,8 +298,24 @@ public final class EngineWorkerPool: SpeechRenderer {
                 state.withLock { if $0.template == task { $0.template = nil } }
                 throw error
             }
-            if template.isRunning { return template }
-            state.withLock { if $0.template == task { $0.template = nil } }
+            if let since = template.unansweredSince, ContinuousClock.now - since > launch.templateRestartLimit {
+                logger.error(
+                    "the engine worker template stopped answering; starting a new one",
+                    metadata: [
+                        "engine.template.pid": "\(template.pid)",
+                        "engine.template.silent": "\(ContinuousClock.now - since)",
+                    ])
+                template.killProcess()
+            } else if template.isRunning {
+                state.withLock { if $0.template == task { $0.readyTemplate = template } }
+                return template
+            }
+            state.withLock {
+                if $0.template == task {
+                    $0.template = nil
+                    $0.readyTemplate = nil
+                }
+            }
         }
         throw EngineWorkerError.unavailable("the worker template ended as soon as it started")
     }
@@ -266,7 +335,14 @@ public final class EngineWorkerPool: SpeechRenderer {
         } catch {
             throw EngineWorkerError.unavailable("\(launch.executable): \(error)")
         }
-        let (rate, sandbox) = try await template.ready()
+        let rate: Int
+        let sandbox: String
+        do {
+            (rate, sandbox) = try await template.ready(limit: launch.templateStartLimit)
+        } catch {
+            template.killProcess()
+            throw error
+        }
         if rate != engine.format.sampleRate {
             template.stop()
             throw EngineWorkerError.unavailable(
@@ -281,8 +357,8 @@ public final class EngineWorkerPool: SpeechRenderer {
         return template
     }
 
-    /// Forks a worker from the template and waits until it is ready.
-    private func spawn() async throws -> EngineWorker {
+    /// Forks a worker for a slot with `backoff` from the template and waits until it is ready.
+    private func spawn(backoff: RestartBackoff) async throws -> EngineWorker {
         let template = try await currentTemplate()
         let pipes: StandardStreams
         do {
@@ -296,7 +372,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         _ = fcntl(pipes.output, Self.setPipeSize, Int32(WorkerFrame.maximumPayload))
         let pid: Int32
         do {
-            pid = try await template.fork(pipes)
+            pid = try await template.fork(pipes, limit: launch.templateLimit)
         } catch {
             pipes.closeTheirs()
             pipes.closeOurs()
@@ -311,7 +387,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         let worker = EngineWorker(
             process: WorkerProcess(
                 pid: pid, input: pipes.input, output: pipes.output, errors: pipes.errors,
-                waitForExit: { template.waitForExit(pid) }),
+                waitForExit: { [limit = launch.templateLimit] in template.waitForExit(pid, limit: limit) }),
             callbacks: callbacks, logger: logger)
         let id = ObjectIdentifier(worker)
         let rate = try await withCheckedThrowingContinuation { continuation in
@@ -321,6 +397,7 @@ public final class EngineWorkerPool: SpeechRenderer {
                     return .failure(.unavailable("\(error) before it was ready"))
                 }
                 state.workers[id] = worker
+                state.backoff[id] = backoff
                 if let rate = state.readyEarly.removeValue(forKey: id) { return .success(rate) }
                 state.starting[id] = continuation
                 return nil
@@ -334,6 +411,20 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
         logger.debug("engine worker ready", metadata: ["engine.worker.pid": "\(worker.pid)"])
         return worker
+    }
+
+    /// How many inputs that crashed a worker are remembered and refused at once.
+    static let crashMemory = 64
+
+    /// Remembers that `input` crashed a worker with `error`, forgetting the oldest beyond `crashMemory`.
+    private func rememberCrash(_ input: EspeakInput, _ error: EngineWorkerError) {
+        let key = input.hashValue
+        state.withLock { state in
+            if state.crashedInputs.updateValue(error, forKey: key) == nil { state.crashedOrder.append(key) }
+            if state.crashedOrder.count > Self.crashMemory {
+                state.crashedInputs[state.crashedOrder.removeFirst()] = nil
+            }
+        }
     }
 
     /// What a render still waiting for a worker fails with when the pool stops.
@@ -355,18 +446,18 @@ public final class EngineWorkerPool: SpeechRenderer {
     }
 
     private func finishedJob(_ worker: EngineWorker) {
-        state.withLock { $0.deathsInARow = 0 }
         release(worker)
     }
 
     private func died(_ worker: EngineWorker, error: EngineWorkerError, job: Job?) {
-        let (known, starting, stopped, deaths) = state.withLock { state in
+        let (known, starting, stopped, slot) = state.withLock { state in
             let id = ObjectIdentifier(worker)
             let known = state.workers.removeValue(forKey: id) != nil
             if !known { state.diedEarly[id] = error }
             state.idle.removeAll { $0 === worker }
-            state.deathsInARow += 1
-            return (known, state.starting.removeValue(forKey: id), state.stopped, state.deathsInARow)
+            var slot = state.backoff.removeValue(forKey: id) ?? RestartBackoff()
+            slot.workerDied(afterTakingAJob: worker.tookJob)
+            return (known, state.starting.removeValue(forKey: id), state.stopped, slot)
         }
         if let starting {
             starting.resume(throwing: EngineWorkerError.unavailable("\(error) before it was ready"))
@@ -376,6 +467,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         if !known { return }
         if stopped { return }
         if let job {
+            if error.isCrashByInput { rememberCrash(job.input, error) }
             var metadata: Logger.Metadata = [
                 "engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)",
                 "engine.text": "\(Self.excerpt(job.text))",
@@ -389,26 +481,31 @@ public final class EngineWorkerPool: SpeechRenderer {
                 "engine worker died while idle",
                 metadata: ["engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)"])
         }
-        Task { await replace(afterDeaths: deaths) }
+        Task { await replace(slot) }
     }
 
-    /// Starts a replacement: at once after one death, then waiting 0.1 s doubling to 5 s while
-    /// replacements keep dying, so a worker that cannot start does not spin.
-    private func replace(afterDeaths deaths: Int) async {
-        var attempt = deaths
+    /// Starts a replacement in a slot, after the slot's backoff: at once unless its workers keep
+    /// failing to start, so a worker that cannot start does not spin.
+    private func replace(_ slot: RestartBackoff) async {
+        var slot = slot
         while !state.withLock({ $0.stopped }) {
-            if attempt > 1 {
-                let delay = min(5_000, 100 << min(attempt - 2, 6))
-                try? await Task.sleep(for: .milliseconds(delay))
-            }
+            if slot.delay > .zero { try? await Task.sleep(for: slot.delay) }
             do {
-                let worker = try await spawn()
-                state.withLock { $0.restarts += 1 }
+                let worker = try await spawn(backoff: slot)
+                state.withLock {
+                    $0.restarts += 1
+                    $0.startFailure = nil
+                }
                 release(worker)
                 return
             } catch {
+                let stopped = state.withLock { state in
+                    if !state.stopped { state.startFailure = "\(error)" }
+                    return state.stopped
+                }
+                if stopped { return }
                 logger.error("engine worker did not start", metadata: ["engine.error": "\(error)"])
-                attempt += 1
+                slot.startFailed()
             }
         }
     }
@@ -446,5 +543,30 @@ public final class EngineWorkerPool: SpeechRenderer {
                 ? scalar.escaped(asASCII: true) : String(scalar)
         }.joined()
         return text.count > 200 ? escaped + "… (\(text.count) characters)" : escaped
+    }
+}
+
+/// When a worker slot's replacement starts. Each slot counts its own failed starts in a row: a
+/// replacement that could not be started, or a worker that died before it took any job. A worker
+/// that dies after taking a job had started fine (its job crashed it, or it stalled), so its slot
+/// starts counting again and its replacement starts at once: texts that crash workers in a loop
+/// cost only the requests that send them, never a wait for everyone else's.
+struct RestartBackoff: Sendable, Hashable {
+    /// Failed starts in a row.
+    private(set) var failures = 0
+
+    /// The slot's worker died, after taking a job or before.
+    mutating func workerDied(afterTakingAJob tookJob: Bool) {
+        failures = tookJob ? 0 : failures + 1
+    }
+
+    /// A replacement for the slot could not be started.
+    mutating func startFailed() {
+        failures += 1
+    }
+
+    /// The wait before the slot's next start: none after one failure, then 0.1 s doubling to 5 s.
+    var delay: Duration {
+        failures <= 1 ? .zero : .milliseconds(min(5_000, 100 << min(failures - 2, 6)))
     }
 }

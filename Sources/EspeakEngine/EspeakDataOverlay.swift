@@ -12,19 +12,41 @@ import Glibc
 /// directory (and `espeak_SetVoiceByFile` does not take variants from elsewhere), so installing
 /// one would need root. Instead this builds a directory of symbolic links mirroring the system
 /// data, whose `voices/!v/` also holds the extra variants, and espeak-ng is initialised with it.
+///
+/// The overlays a process built are removed when it exits (`exit`, or returning from `main`);
+/// those of a process that was killed are removed by the next one to build an overlay in the
+/// same directory (`removeStale`).
 enum EspeakDataOverlay {
     /// Serialises builds in this process: two engines with the same variants share one overlay,
-    /// and one must not replace it while the other builds or reads it.
-    private static let building = Mutex(())
+    /// and one must not replace it while the other builds or reads it. Holds the overlays built.
+    private static let building = Mutex<Set<String>>([])
+
+    /// Registers the removal of this process's overlays at its exit, once.
+    private static let removedAtExit: Void = {
+        atexit { EspeakDataOverlay.removeBuilt() }
+    }()
 
     /// Builds the overlay in `directory` over `systemData` with the variant files found in
     /// `variants`, or refreshes its variants when it exists; returns the overlay's path.
     ///
     /// An existing overlay is never taken down: another engine of this process may be reading it.
     static func build(systemData: String, variants: String, in directory: URL) throws(EspeakError) -> String {
-        try building.withLock { _ throws(EspeakError) in
-            try buildUnlocked(systemData: systemData, variants: variants, in: directory)
+        _ = removedAtExit
+        return try building.withLock { built throws(EspeakError) in
+            let path = try buildUnlocked(systemData: systemData, variants: variants, in: directory)
+            built.insert(path)
+            return path
         }
+    }
+
+    /// Removes the overlays this process built. Its engine workers, which read an overlay, are
+    /// not a concern: they end with the process, and espeak-ng has loaded its data by then.
+    static func removeBuilt() {
+        let paths = building.withLock { built in
+            defer { built.removeAll() }
+            return built
+        }
+        for path in paths { try? FileManager.default.removeItem(atPath: path) }
     }
 
     private static func buildUnlocked(

@@ -51,7 +51,12 @@ public final class ConditionLock: @unchecked Sendable {
 
     public init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        // Timed waits count on the monotonic clock, so a change of the wall clock moves no deadline.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -65,6 +70,21 @@ public final class ConditionLock: @unchecked Sendable {
     public func unlock() { pthread_mutex_unlock(mutex) }
     /// Sleeps until `signal`; the lock must be held, and is held again on return.
     public func wait() { pthread_cond_wait(condition, mutex) }
+    /// Sleeps until `signal` or until `deadline` (`CLOCK_MONOTONIC`, as `ContinuousClock` counts
+    /// on Linux); false when the deadline passed. The lock must be held, and is held again on return.
+    public func wait(until deadline: timespec) -> Bool {
+        var deadline = deadline
+        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
+    }
+    /// The monotonic clock `wait(until:)` counts on, `duration` from now.
+    public static func deadline(in duration: Duration) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        return timespec(
+            tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+    }
     /// Wakes one waiting thread.
     public func signal() { pthread_cond_signal(condition) }
     /// Wakes every waiting thread.

@@ -1,8 +1,11 @@
-/// The body of `GET /healthz`: 200 when `status` is `ok`, 503 otherwise.
+/// The body of `GET /healthz`: 200 when `status` is `ok`, 503 otherwise (`degraded` too).
 public struct HealthReport: Sendable, Hashable, Codable {
     /// The state of one component.
     public enum State: String, Sendable, Hashable, Codable {
         case ok
+        /// Working, but not fully, and unable to recover by itself now: the engine renders on the
+        /// workers it has and cannot start more (`detail` says why); the daemon keeps retrying.
+        case degraded
         /// Not usable now; the daemon keeps retrying.
         case unavailable
     }
@@ -134,8 +137,9 @@ public struct HealthReport: Sendable, Hashable, Codable {
         }
     }
 
-    /// `ok` when the engine and the `default` output are, otherwise `unavailable`. Another output
-    /// that fails shows in `outputs` only: the default output and the others still speak.
+    /// `ok` when the engine and the `default` output are; `unavailable` when either is, else
+    /// `degraded`. Another output that fails shows in `outputs` only: the default output and the
+    /// others still speak.
     public var status: State
     /// The speech engine.
     public var engine: Engine
@@ -148,9 +152,12 @@ public struct HealthReport: Sendable, Hashable, Codable {
     /// Every output, `default` first, each with its own sink state and queue.
     public var outputs: [Output]?
 
-    /// `status` is `ok` when engine and audio (the `default` output's) both are.
+    /// `status` is `ok` when engine and audio (the `default` output's) both are, `unavailable`
+    /// when either is, otherwise `degraded`.
     public init(engine: Engine, audio: Audio, queue: Queue? = nil, outputs: [Output]? = nil, mqtt: MQTT? = nil) {
-        self.status = engine.state == .ok && audio.state == .ok ? .ok : .unavailable
+        let states = [engine.state, audio.state]
+        self.status =
+            states.contains(.unavailable) ? .unavailable : states.allSatisfy { $0 == .ok } ? .ok : .degraded
         self.engine = engine
         self.audio = audio
         self.queue = queue

@@ -27,10 +27,15 @@ enum LocalSpeech {
     static func engine() async throws -> EngineWorkerPool {
         let voices = VoicesDirectory.discover()
         let engine = try await catalogEngine(voices)
+        // The pool logs a worker's death (and its replacement's start) for a daemon's journal;
+        // here the failure is speak's own error (`--output PATH: engine worker crashed: SIGABRT`),
+        // so those lines show only when SPEAK_LOG_LEVEL asks for them.
+        var logger = Logger(label: "speak")
+        if ProcessInfo.processInfo.environment["SPEAK_LOG_LEVEL"] == nil { logger.logLevel = .critical }
         do {
             let launch = EngineWorkerPool.Launch(
                 executable: EngineWorkerPool.Launch.besideExecutable(), arguments: [], count: 1)
-            return try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "speak"))
+            return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)
         } catch {
             throw SpeakFailure.notCompleted("the speech engine did not start: \(error)")
         }

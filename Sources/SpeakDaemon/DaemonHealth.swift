@@ -16,14 +16,16 @@ struct DaemonHealth: HealthReporting {
     var fleet: FleetLink? = nil
 
     func health() async -> HealthReport {
-        let workers = pool.map { pool in
-            let status = pool.status
-            return HealthReport.Workers(
+        let status = pool?.status
+        let workers = status.map { status in
+            HealthReport.Workers(
                 running: status.running, configured: status.configured, restarts: status.restarts,
                 sandbox: status.sandbox)
         }
         // The engine is up while at least one worker runs; the pool keeps replacing dead ones.
+        // It is degraded while it cannot (its template does not answer, or starts fail).
         let engineUp = workers.map { $0.running > 0 } ?? true
+        let problem = status?.problem
         let outputs = outputs.map { output in
             let status = output.audio.status
             return HealthReport.Output(
@@ -33,8 +35,8 @@ struct DaemonHealth: HealthReporting {
         let audio = outputs[0]
         return HealthReport(
             engine: .init(
-                state: engineUp ? .ok : .unavailable, name: engineName,
-                detail: engineUp ? nil : "no engine worker is running; replacements are being started",
+                state: !engineUp ? .unavailable : problem == nil ? .ok : .degraded, name: engineName,
+                detail: engineUp ? problem : problem ?? "no engine worker is running; replacements are being started",
                 workers: workers),
             audio: .init(state: audio.state, sink: audio.sink, detail: audio.detail),
             outputs: outputs, mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled))

@@ -258,7 +258,7 @@ struct SpeakRoutes: Sendable {
         let gauges = HealthGauges(
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
             capacity: report.queue?.capacity ?? queue.capacity, sink: report.audio.sink,
-            audioUp: report.audio.state == .ok, engineUp: report.engine.state == .ok,
+            audioUp: report.audio.state == .ok, engineUp: report.engine.state != .unavailable,
             workers: report.engine.workers, outputs: report.outputs ?? [])
         let text = server.metrics.exposition(health: gauges)
         return Response(

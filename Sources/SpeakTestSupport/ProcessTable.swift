@@ -31,6 +31,13 @@ public enum ProcessTable {
         }
     }
 
+    /// Whether `pid` has ended: gone, or a zombie its parent has not reaped (`Z` in its `stat`),
+    /// which has closed its descriptors.
+    public static func hasEnded(_ pid: pid_t) -> Bool {
+        guard let state = statFields("/proc/\(pid)/stat")?.first else { return true }
+        return state == "Z" || state == "X"
+    }
+
     /// User plus system CPU seconds `pid` has used (its own threads, not its children); 0 when gone.
     public static func cpuSeconds(_ pid: pid_t) -> Double {
         // After the command name, state is the first field; utime and stime the 12th and 13th.

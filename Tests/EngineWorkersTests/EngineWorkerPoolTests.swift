@@ -253,9 +253,9 @@ struct EngineWorkerPoolTests {
             executable: BuiltProduct.path("speakd-engine-worker"), arguments: ["--data", engine.dataPath],
             logger: Logger(label: "test"))
         defer { template.stop() }
-        _ = try await template.ready()
+        _ = try await template.ready(limit: .seconds(20))
         let pipes = try StandardStreams()
-        let pid = try await template.fork(pipes)
+        let pid = try await template.fork(pipes, limit: .seconds(5))
         pipes.closeTheirs()
         defer { pipes.closeOurs() }
         let send = pipes.input
@@ -290,7 +290,7 @@ struct EngineWorkerPoolTests {
             + [UInt8(ascii: "S")] + json
         legacy.withUnsafeBytes { _ = write(send, $0.baseAddress, $0.count) }
         #expect(try WorkerFrame.read(from: receive) == nil)
-        #expect(template.waitForExit(pid) == .exited(1))
+        #expect(template.waitForExit(pid, limit: .seconds(5)) == .ended(.exited(1)))
         var diagnostics: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while case let count = read(pipes.errors, &buffer, buffer.count), count > 0 { diagnostics += buffer[..<count] }
