@@ -62,5 +62,29 @@ extension SpeakdIntegration {
             #expect(foreign.status == 403)
             _ = await daemon.stop()
         }
+
+        @Test("The page opened as http://localhost:PORT may post, pause and cancel on a daemon at 127.0.0.1:PORT")
+        func pageUnderLocalhostMayAct() async throws {
+            let daemon = try await SpeakdProcess.start(audio: "null")
+            let port = daemon.port
+            for host in ["localhost:\(port)", "127.0.0.1:\(port)"] {
+                let page = [("Origin", "http://localhost:\(port)"), ("Host", host)]
+                let posted = try await daemon.tcpClient.send(
+                    "POST", "/v1/announcements", json: ["text": "From the status page at localhost"], headers: page)
+                #expect(posted.status == 202, "Host \(host): \(posted.error?.error.message ?? "")")
+                let paused = try await daemon.tcpClient.send("POST", "/v1/pause", headers: page)
+                #expect(paused.status != 403, "Host \(host): \(paused.error?.error.message ?? "")")
+                let cancelled = try await daemon.tcpClient.send("DELETE", "/v1/announcements", headers: page)
+                #expect(cancelled.status == 200, "Host \(host): \(cancelled.error?.error.message ?? "")")
+                for origin in ["http://localhost:\(port + 1)", "http://evil.example:\(port)"] {
+                    let foreign = try await daemon.tcpClient.send(
+                        "POST", "/v1/announcements", json: ["text": "From elsewhere"],
+                        headers: [("Origin", origin), ("Host", host)])
+                    #expect(foreign.status == 403, "Host \(host), Origin \(origin)")
+                    #expect(foreign.error?.error.field == "Origin")
+                }
+            }
+            _ = await daemon.stop()
+        }
     }
 }
