@@ -126,7 +126,7 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
     }
 
     /// Maps a failure to decode a request body: JSON syntax or a body that is not an object is
-    /// 400; a value of the wrong type or a bad speech value is 422 naming the field.
+    /// 400 (a body that is not an object, `null` included, names `body`); a value of the wrong type or a bad speech value is 422 naming the field.
     static func decoding(_ error: any Error) -> APIError {
         switch error {
         case let error as SpeechInputError:
@@ -136,7 +136,10 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
             return .malformed("the body is not valid JSON: \(underlyingMessage(context))")
         case DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty:
-            return .malformed("the body must be a JSON object")
+            return .malformed("the body must be a JSON object", field: "body")
+        case DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty:
+            // A top-level `null`: the same shape error as any other body that is not an object.
+            return .malformed("the body must be a JSON object, not null", field: "body")
         case let error as DecodingError:
             // An unknown priority is a `SpeechInputError` from `AnnouncementRequest` itself.
             return .invalid(SpeechInputError.from(error))

@@ -16,8 +16,14 @@ extension SpeakServer {
     /// Decodes a request body: strict JSON, no unknown key, the text and span limits.
     /// - Throws: `APIError`, the answer `POST /v1/announcements` gives (400, 413 or 422).
     public func decodeAnnouncement(_ body: ByteBuffer) throws -> AnnouncementRequest {
+        try decodeAnnouncementNamingText(body).request
+    }
+
+    /// `decodeAnnouncement(_:)`, with the wire field that carries the text (`text`, `spans` or
+    /// `ssml`), for limits found later (the audio `POST /v1/speech` renders) to name it too.
+    func decodeAnnouncementNamingText(_ body: ByteBuffer) throws -> (request: AnnouncementRequest, textField: String) {
         guard body.readableBytes > 0 else {
-            throw APIError.malformed("the body is empty; expected a JSON object with text or spans")
+            throw APIError.malformed("the body is empty; expected a JSON object with text or spans", field: "body")
         }
         let topLevelKeys: [String]
         do {
@@ -38,13 +44,13 @@ extension SpeakServer {
                 "\(decoded.utterance.spans.count) spans; the limit is \(settings.maxSpans)",
                 field: usedSSML ? "ssml" : "spans")
         }
+        let textField = usedSSML ? "ssml" : decoded.utterance.spans.count == 1 ? "text" : "spans"
         let length = decoded.utterance.text.count
         if length > settings.maxTextLength {
-            let field = usedSSML ? "ssml" : decoded.utterance.spans.count == 1 ? "text" : "spans"
             throw APIError.tooLarge(
-                "the text is \(length) characters; the limit is \(settings.maxTextLength)", field: field)
+                "the text is \(length) characters; the limit is \(settings.maxTextLength)", field: textField)
         }
-        return decoded
+        return (decoded, textField)
     }
 
     /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
