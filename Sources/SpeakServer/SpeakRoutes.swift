@@ -367,24 +367,35 @@ struct SpeakRoutes: Sendable {
 
     /// The resume point: the `Last-Event-ID` header, or `?after=` for clients that cannot set headers;
     /// `<epoch>-<sequence>` as sent, or a bare sequence number of this run (`0`: the whole history).
-    private func lastEventID(_ request: Request) throws -> EventID? {
+    /// Either one that is not an id, or that names an event of this run not sent yet, is 422
+    /// naming where it came from: resuming after it would silently skip the events up to it.
+    private func lastEventID(_ request: Request) throws(APIError) -> EventID? {
+        let given: (text: String, field: String)
         if let header = request.headers[.lastEventID] {
             let trimmed = header.trimmingWhitespace()
             if trimmed.isEmpty { return nil }
-            guard let id = EventID(trimmed) else {
-                throw APIError.malformed("'\(header)' is not an event id", field: "Last-Event-ID")
-            }
-            return id
+            given = (String(trimmed), "Last-Event-ID")
+        } else if let query = request.uri.queryParameters["after"] {
+            given = (String(query), "after")
+        } else {
+            return nil
         }
-        if let query = request.uri.queryParameters["after"] {
-            guard let id = EventID(query) else {
-                throw APIError(
-                    status: .unprocessableContent, code: "invalidValue",
-                    message: "'\(query)' is not an event id", field: "after")
-            }
-            return id
+        guard let id = EventID(given.text) else {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "'\(given.text)' is not an event id (<epoch>-<sequence> or a sequence number)",
+                field: given.field)
         }
-        return nil
+        let newest = outputs.lastEventSequence
+        if id.epoch == nil || id.epoch == epoch, id.sequence > newest {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message:
+                    "'\(given.text)' is after the newest event of this run (\(EventID(epoch: epoch, sequence: newest))); "
+                    + "resume from an id this stream sent, or 0 for the whole history",
+                field: given.field)
+        }
+        return id
     }
 
     private func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
