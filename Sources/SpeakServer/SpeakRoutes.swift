@@ -206,15 +206,30 @@ struct SpeakRoutes: Sendable {
 
     // MARK: Speech, voices, health, metrics
 
+    /// Renders the utterance to one WAV, answered with its length. The render holds a slot of
+    /// `SpeechSlots` from its first chunk until the last byte is handed to the connection, and
+    /// stops (413) once its audio passes `maxSpeechSeconds`, so what renders hold at once is bounded.
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body = try await decodeRequest(request)
+        let (body, textField) = try await decodeRequestNamingText(request)
         let speech = try await prepare(body.utterance)
+        let lease = try await server.speechSlots.acquire()
         let format = server.renderer.format
+        let limit = server.settings.maxSpeechSeconds
+        let maxSamples = limit * format.sampleRate * format.channels
         // About three seconds: most announcements fit without the buffer growing.
-        var file = WAVFile(format: format, capacity: 3 * format.sampleRate)
+        var file = WAVFile(format: format, capacity: 3 * format.sampleRate * format.channels)
+        var samples = 0
         let began = ContinuousClock.now
         do {
             for try await chunk in server.renderer.render(speech, chunking: .whole) {
+                samples += chunk.samples.count
+                // Leaving the loop drops the stream, which stops the synthesis.
+                guard samples <= maxSamples else {
+                    throw APIError.tooLarge(
+                        "the speech is longer than the limit of \(limit) seconds of audio a render may hold; "
+                            + "split it into shorter requests",
+                        field: textField)
+                }
                 file.append(chunk.samples)
             }
         } catch let error as SpeechInputError {
@@ -224,8 +239,23 @@ struct SpeakRoutes: Sendable {
         let wav = file.finish()
         return Response(
             status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
-            body: .init(byteBuffer: wav))
+            body: ResponseBody(contentLength: wav.readableBytes) { writer in
+                defer { lease.release() }
+                // In slices, each written when the connection takes more, so the slot is held until
+                // the file is nearly sent: a client that reads slowly holds its own slot, not memory
+                // beyond it. Slices share the file's storage; nothing is copied.
+                var rest = wav
+                while rest.readableBytes > 0,
+                    let slice = rest.readSlice(length: min(rest.readableBytes, Self.speechSlice))
+                {
+                    try await writer.write(slice)
+                }
+                try await writer.finish(nil)
+            })
     }
+
+    /// How much of a WAV is handed to the connection at a time.
+    private static let speechSlice = 64 * 1024
 
     @Sendable func voices(_ request: Request, context: BasicRequestContext) async throws -> Response {
         try json(VoiceList(voices: try await server.renderer.voices()))
@@ -310,6 +340,13 @@ struct SpeakRoutes: Sendable {
     /// Reads the body up to the configured limit and decodes it, enforcing the media type, strict
     /// JSON and the text and span limits.
     private func decodeRequest(_ request: Request) async throws -> AnnouncementRequest {
+        try await decodeRequestNamingText(request).request
+    }
+
+    /// `decodeRequest(_:)`, with the wire field that carries the text.
+    private func decodeRequestNamingText(_ request: Request) async throws -> (
+        request: AnnouncementRequest, textField: String
+    ) {
         try Self.requireJSON(request.headers[.contentType])
         let limit = server.settings.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
@@ -323,7 +360,7 @@ struct SpeakRoutes: Sendable {
             var part = part
             body.writeBuffer(&part)
         }
-        return try server.decodeAnnouncement(body)
+        return try server.decodeAnnouncementNamingText(body)
     }
 
     /// Refuses a body not declared `application/json` (a `charset` other than UTF-8 included):
