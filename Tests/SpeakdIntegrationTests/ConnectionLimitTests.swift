@@ -335,17 +335,29 @@ final class RawConnection: @unchecked Sendable {
 
     /// Reads and discards until end of stream; false if it has not come within `timeout`.
     func drainsToEndOfStream(within timeout: Duration) async -> Bool {
+        await readToEndOfStream(within: timeout, keeping: false) != nil
+    }
+
+    /// Everything read until end of stream (or a reset); nil if it has not come within `timeout`.
+    func readToEndOfStream(within timeout: Duration) async -> [UInt8]? {
+        await readToEndOfStream(within: timeout, keeping: true)
+    }
+
+    private func readToEndOfStream(within timeout: Duration, keeping: Bool) async -> [UInt8]? {
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var kept: [UInt8] = []
         while ContinuousClock.now < deadline {
             let result = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if result == 0 { return true }
-            if result < 0 {
-                if errno != EAGAIN && errno != EWOULDBLOCK { return true }
+            if result == 0 { return kept }
+            if result > 0 {
+                if keeping { kept += buffer[0..<result] }
+            } else {
+                if errno != EAGAIN && errno != EWOULDBLOCK { return kept }
                 try? await Task.sleep(for: .milliseconds(10))
             }
         }
-        return false
+        return nil
     }
 
     func close() {

@@ -12,18 +12,19 @@ extension SpeakdIntegration {
         static let memoryMax = 256 * 1024
 
         @Test(
-            "Six concurrent maximal renders (4,990 characters spelt out, 18 minutes each): the daemon's peak RSS stays under 256 MB; each answer is a complete WAV or 413 naming ssml"
+            "Six concurrent maximal renders (4,990 characters spelt out, 18 minutes each) to clients that read after 4 s: the daemon's peak RSS stays under 256 MB; each answer is a complete WAV or 413 naming ssml"
         )
         func sixMaximalRendersStayUnderMemoryMax() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null")
             defer { Task { await speakd.stop() } }
             let letters = Array("abcdefghijklmnopqrstuvwxyz")
             let spelt = String((0..<4_990).map { letters[$0 % letters.count] })
-            let body = Array(
-                try JSONSerialization.data(withJSONObject: [
-                    "ssml": "<speak><say-as interpret-as=\"characters\">\(spelt)</say-as></speak>"
-                ]))
-            let client = SpeakHTTPClient(endpoint: .unixSocket(path: speakd.socketPath), timeout: .seconds(200))
+            let body = try JSONSerialization.data(withJSONObject: [
+                "ssml": "<speak><say-as interpret-as=\"characters\">\(spelt)</say-as></speak>"
+            ])
+            let request =
+                "POST /v1/speech HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n" + String(decoding: body, as: UTF8.self)
 
             let sampling = Task { () -> (rss: Int, hwm: Int) in
                 var peak = 0
@@ -33,15 +34,22 @@ extension SpeakdIntegration {
                 }
                 return (peak, (try? memoryKilobytes(speakd.pid, "VmHWM")) ?? 0)
             }
-            let responses = try await withThrowingTaskGroup(of: SpeakHTTPResponse.self) { group in
-                for _ in 0..<6 {
-                    group.addTask {
-                        try await client.send(
-                            "POST", "/v1/speech", headers: [("Content-Type", "application/json")], body: body)
-                    }
-                }
-                return try await group.reduce(into: []) { $0.append($1) }
+            // Six clients ask at once and start reading 4 s later, as clients on a slow network
+            // would: a render finished before its client reads must not be held six times over.
+            var connections: [RawConnection] = []
+            for _ in 0..<6 {
+                let connection = try RawConnection(.unixSocket(path: speakd.socketPath))
+                connection.send(request)
+                connections.append(connection)
             }
+            try await Task.sleep(for: .seconds(4))
+            let answers = await withTaskGroup(of: [UInt8]?.self) { group in
+                for connection in connections {
+                    group.addTask { await connection.readToEndOfStream(within: .seconds(150)) }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            for connection in connections { connection.close() }
             sampling.cancel()
             let peak = await sampling.value
             print("six maximal renders: peak VmRSS \(peak.rss) kB, VmHWM \(peak.hwm) kB")
@@ -49,10 +57,12 @@ extension SpeakdIntegration {
             #expect(peak.rss < Self.memoryMax, "VmRSS \(peak.rss) kB")
 
             var complete = 0
-            for response in responses {
+            for answer in answers {
+                let response = try #require(answer.flatMap(HTTPAnswer.init), "no complete HTTP answer")
                 if response.status == 200 {
                     let bytes = response.body
                     try #require(bytes.count > 44)
+                    #expect(response.contentLength == bytes.count)
                     #expect(String(decoding: bytes[0..<4], as: UTF8.self) == "RIFF")
                     #expect(String(decoding: bytes[8..<12], as: UTF8.self) == "WAVE")
                     #expect(littleEndian(bytes, at: 4) == bytes.count - 8, "RIFF size")
@@ -64,8 +74,9 @@ extension SpeakdIntegration {
                     complete += 1
                 } else {
                     #expect(response.status == 413, "\(response.status)")
-                    #expect(response.error?.error.code == ErrorResponse.Code.tooLarge)
-                    #expect(response.error?.error.field == "ssml")
+                    let error = try JSONDecoder().decode(ErrorResponse.self, from: Data(response.body)).error
+                    #expect(error.code == ErrorResponse.Code.tooLarge)
+                    #expect(error.field == "ssml")
                 }
             }
             print("six maximal renders: \(complete) complete WAVs")
@@ -94,6 +105,25 @@ extension SpeakdIntegration {
             #expect(error.message.contains("1200 seconds"), "\(error.message)")
             #expect(try await client.send("POST", "/v1/speech", json: ["text": "Still rendering"]).status == 200)
         }
+    }
+}
+
+/// An HTTP/1.1 answer read whole from a connection the server closed after it.
+private struct HTTPAnswer {
+    var status: Int
+    var contentLength: Int?
+    var body: [UInt8]
+
+    init?(_ bytes: [UInt8]) {
+        let separator = Array("\r\n\r\n".utf8)
+        guard let end = (0..<max(0, bytes.count - 3)).first(where: { bytes[$0..<$0 + 4].elementsEqual(separator) })
+        else { return nil }
+        let head = String(decoding: bytes[0..<end], as: UTF8.self).split(separator: "\r\n")
+        guard let statusLine = head.first, let status = Int(statusLine.split(separator: " ")[1]) else { return nil }
+        self.status = status
+        contentLength = head.dropFirst().first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
+        body = Array(bytes[(end + 4)...])
     }
 }
 
