@@ -14,17 +14,19 @@ extension SpeakdIntegration {
                 ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
 
         @Test(
-            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, with no console errors"
+            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, with no console errors; opened at 127.0.0.1 and at localhost",
+            arguments: ["127.0.0.1", "localhost"]
         )
-        func pageInChromium() async throws {
+        func pageInChromium(_ name: String) async throws {
             // The null sink plays in real time, so an announcement is seen waiting and speaking.
             let daemon = try await SpeakdProcess.start(audio: "null")
             try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
-            let screenshot = Self.artifacts.appendingPathComponent("status-page.png")
+            let screenshot = Self.artifacts.appendingPathComponent(
+                name == "127.0.0.1" ? "status-page.png" : "status-page-\(name).png")
             try? FileManager.default.removeItem(at: screenshot)
 
             let (status, output) = try await PythonTools.script(
-                "check-status-page.py", ["http://127.0.0.1:\(daemon.port)", daemon.tokenFile, screenshot.path],
+                "check-status-page.py", ["http://\(name):\(daemon.port)", daemon.tokenFile, screenshot.path],
                 timeout: .seconds(120))
             print("status page:\n\(output)")
             #expect(status == 0, "\(output)")
