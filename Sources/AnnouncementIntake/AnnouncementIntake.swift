@@ -110,6 +110,17 @@ public struct AnnouncementIntake: Sendable {
         }
     }
 
+    /// `decode(_:)`, with the wire field that carries the text (`text`, `spans` or `ssml`).
+    public func decodeNamingText(
+        _ body: Data
+    ) throws(IntakeError) -> (request: AnnouncementRequest, textField: String) {
+        do {
+            return try AnnouncementRequest.decodeNamingText(json: body, limits: limits)
+        } catch {
+            throw .body(error)
+        }
+    }
+
     /// Checks what the request names (its output and chimes) and validates and compiles its
     /// utterance once; the prepared value travels with it to the worker.
     public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedUtterance {

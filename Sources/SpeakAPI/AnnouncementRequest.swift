@@ -97,8 +97,16 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public static func decode(
         json: Data, limits: Utterance.Limits = .default
     ) throws(RequestBodyError) -> AnnouncementRequest {
+        try decodeNamingText(json: json, limits: limits).request
+    }
+
+    /// `decode(json:limits:)`, with the wire field that carries the text (`text`, `spans` or
+    /// `ssml`), for limits found later (the audio `POST /v1/speech` renders) to name it too.
+    public static func decodeNamingText(
+        json: Data, limits: Utterance.Limits = .default
+    ) throws(RequestBodyError) -> (request: AnnouncementRequest, textField: String) {
         guard !json.isEmpty else {
-            throw .malformed("the body is empty; expected a JSON object with text or spans")
+            throw .malformed("the body is empty; expected a JSON object with text or spans", field: "body")
         }
         let topLevelKeys: [String]
         do {
@@ -117,7 +125,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
             throw .malformed("the body is not valid JSON: \(context.debugDescription)")
         } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
-            throw .malformed("the body must be a JSON object")
+            throw .malformed("the body must be a JSON object", field: "body")
+        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty {
+            // A top-level `null`: the same shape error as any other body that is not an object.
+            throw .malformed("the body must be a JSON object, not null", field: "body")
         } catch let error as DecodingError {
             // An unknown priority is a `SpeechInputError` from `AnnouncementRequest` itself.
             throw .invalid(SpeechInputError.from(error))
@@ -131,13 +142,13 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             throw .tooLarge(
                 "\(spans) spans is more than the limit of \(limits.maxSpans)", field: usedSSML ? "ssml" : "spans")
         }
+        let textField = usedSSML ? "ssml" : spans == 1 ? "text" : "spans"
         let length = decoded.utterance.text.count
         if length > limits.maxTextLength {
             throw .tooLarge(
-                "\(length) characters of text is more than the limit of \(limits.maxTextLength)",
-                field: usedSSML ? "ssml" : spans == 1 ? "text" : "spans")
+                "\(length) characters of text is more than the limit of \(limits.maxTextLength)", field: textField)
         }
-        return decoded
+        return (decoded, textField)
     }
 
     private enum CodingKeys: String, CodingKey {

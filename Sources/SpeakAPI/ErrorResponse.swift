@@ -40,8 +40,8 @@ extension ErrorResponse {
     public enum Code {
         /// 400: the body is not JSON, or not the expected shape.
         public static let malformedRequest = "malformedRequest"
-        /// 413: the body, the text or the number of spans is over the configured limit
-        /// (`field`: `body`, `text`, `ssml` or `spans`).
+        /// 413: the body, the text, the number of spans or the audio `POST /v1/speech` would
+        /// render is over the configured limit (`field`: `body`, `text`, `ssml` or `spans`).
         public static let tooLarge = "tooLarge"
         /// 401: a TCP request without the right bearer token (`field`: `Authorization`).
         public static let unauthorized = "unauthorized"
@@ -63,6 +63,8 @@ extension ErrorResponse {
         public static let methodNotAllowed = "methodNotAllowed"
         /// 429: the queue is full and nothing of lower priority can be displaced.
         public static let queueFull = "queueFull"
+        /// 429: `POST /v1/speech` has as many renders running and waiting as it takes at once.
+        public static let tooManyRenders = "tooManyRenders"
         /// 503: the audio sink is unavailable.
         public static let audioUnavailable = "audioUnavailable"
         /// 503: the service is shutting down.

@@ -18,8 +18,8 @@ import Glibc
 ///   anything is read or changed. On the Unix socket the socket's path (also percent-encoded)
 ///   is its address, and the port is not checked (curl sends `Host: localhost` there).
 /// - `Origin` (403 otherwise, on every listener): absent (not a browser), the one
-///   `ServerSettings.corsOrigin`, or on TCP the listener's own origin (the status page it
-///   serves). Browsers send `Origin` with every cross-origin request, also
+///   `ServerSettings.corsOrigin`, or on TCP the listener's own origin under any of its names
+///   (the status page it serves, wherever it was opened). Browsers send `Origin` with every cross-origin request, also
 ///   the `text/plain` and form posts they make without a CORS preflight.
 /// - `Authorization: Bearer <token>` (401 otherwise) on TCP when `ServerSettings.tcpToken` is
 ///   set, for every route but `GET /healthz`, whose report names no announcement and which
@@ -88,16 +88,30 @@ struct AccessPolicy: Sendable {
 
     /// The refusal of a request from a web page whose origin is not allowed, or nil.
     ///
-    /// `host` is the request's `Host`, already checked to name this service: a page whose origin
-    /// is this listener itself (`http://` and that host) is the status page speakd serves, and may
-    /// call it. A foreign page cannot claim that origin: browsers set `Origin`, and a page that
-    /// rebinds its own name to this address is refused for its `Host`.
-    func checkOrigin(_ origin: String?, host: String?) -> APIError? {
+    /// On TCP a page whose origin is this listener itself is the status page speakd serves, and
+    /// may call it: `http://` with any name `checkHost` accepts (the page works whether it was
+    /// opened as `localhost`, `127.0.0.1` or an allowed host name, whatever `Host` the call then
+    /// carries) and this listener's port, written out (an origin without one is port 80). A
+    /// foreign page cannot claim such an origin: browsers set `Origin`, and a page that rebinds
+    /// its own name to this address keeps its own name, which is not one of this service's.
+    func checkOrigin(_ origin: String?) async -> APIError? {
         guard let origin else { return nil }
-        if isTCP, let host, origin.lowercased() == "http://" + host.lowercased() { return nil }
-        if let corsOrigin, origin.lowercased() == corsOrigin { return nil }
+        let lowered = origin.lowercased()
+        if let corsOrigin, lowered == corsOrigin { return nil }
+        if isTCP, await isOwnOrigin(lowered) { return nil }
         let allowed = corsOrigin.map { "only \($0) may call this service" } ?? "no web page may (see --cors-origin)"
         return .forbiddenOrigin("requests from the web page at '\(origin)' are refused; \(allowed)")
+    }
+
+    /// Whether `origin` (lower case) is `http://NAME:PORT` with a name of this listener and its
+    /// bound port.
+    private func isOwnOrigin(_ origin: String) async -> Bool {
+        guard origin.hasPrefix("http://") else { return false }
+        let authority = String(origin.dropFirst("http://".count))
+        guard let (name, port) = Self.parseAuthority(authority), hostNames.contains(name),
+            let bound = await self.port.value()
+        else { return false }
+        return (port ?? 80) == bound
     }
 
     /// The refusal of a TCP request without the right bearer token, or nil.
@@ -244,7 +258,7 @@ struct RequestSourceMiddleware<Context: RequestContext>: RouterMiddleware {
         for host in request.headers[values: .host] where refusal == nil {
             refusal = await policy.checkHost(host)
         }
-        if refusal == nil { refusal = policy.checkOrigin(request.headers[.origin], host: request.head.authority) }
+        if refusal == nil { refusal = await policy.checkOrigin(request.headers[.origin]) }
         guard let refusal else { return try await next(request, context) }
         policy.logRefusal(refusal, request, logger: context.logger)
         metrics.countResponse(status: refusal.status.code)

@@ -6,6 +6,10 @@ import NIOCore
 import NIOHTTPTypes
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// HTTP/1 connections with speakd's timeouts: Hummingbird's `HTTP1Channel` with a
 /// `ConnectionGuard` behind the HTTP decoder and a `RequestBytesSignal` in front of it.
 ///
@@ -139,11 +143,31 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
+        switch unwrapOutboundIn(data) {
+        case .head(let response):
+            if response.headerFields[.contentType]?.hasPrefix("text/event-stream") == true {
+                limitSendBuffer(context)
+            }
+        case .body: break
+        case .end:
             unanswered = max(0, unanswered - 1)
             update(context)
         }
         context.write(data, promise: promise)
+    }
+
+    /// Gives an event stream's socket a small kernel send buffer. Left alone, Linux grows a TCP
+    /// send buffer to megabytes for a client that stopped reading (its window closed), and all
+    /// of it stays queued while the connection lasts; small, the kernel holds a few events, the
+    /// channel's own buffer reaches its high-water mark soon after, and the stall timer runs.
+    /// A stream is a trickle of small frames, so a small buffer costs it nothing.
+    private func limitSendBuffer(_ context: ChannelHandlerContext) {
+        do {
+            try context.channel.syncOptions?.setOption(
+                ChannelOptions.socketOption(.so_sndbuf), value: ConnectionLimits.eventStreamSendBuffer)
+        } catch {
+            logger.debug("could not limit an event stream's send buffer", metadata: ["speakd.error": "\(error)"])
+        }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -151,7 +175,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             stallTimer?.cancel()
             stallTimer = nil
         } else if stallTimer == nil {
-            stallTimer = schedule(context, after: limits.sendTimeout, reason: "the client does not read its response")
+            stallTimer = schedule(
+                context, after: limits.sendTimeout, reason: "the client does not read its response", discardUnsent: true
+            )
         }
         context.fireChannelWritabilityChanged()
     }
@@ -174,12 +200,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func schedule(_ context: ChannelHandlerContext, after duration: Duration, reason: String) -> Scheduled<Void>
-    {
+    /// Closes the connection after `duration`. With `discardUnsent` (a client that does not read)
+    /// the close resets it (`SO_LINGER` 0): what is still queued for that client is dropped at
+    /// once, instead of the kernel holding it and the connection for minutes trying to deliver it.
+    private func schedule(
+        _ context: ChannelHandlerContext, after duration: Duration, reason: String, discardUnsent: Bool = false
+    ) -> Scheduled<Void> {
         let logger = logger
         let channel = context.channel
         return context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: TimeAmount(duration)) {
             logger.debug("closing connection", metadata: ["speakd.reason": "\(reason)"])
+            if discardUnsent, let socket = channel as? any SocketOptionProvider {
+                // On the event loop the option is set before the close below.
+                _ = socket.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+            }
             channel.close(promise: nil)
         }
     }

@@ -19,6 +19,11 @@ public struct ConnectionLimits: Sendable, Hashable {
     /// channel's write buffer unsent); event streams of clients that stopped reading end this way.
     public var sendTimeout: Duration
 
+    /// The kernel send buffer an event stream's socket asks for (`SO_SNDBUF`; Linux doubles it
+    /// for its bookkeeping): room for a few events, so a client that stops reading has little
+    /// queued for it in the kernel.
+    public static let eventStreamSendBuffer = 16 * 1024
+
     /// - Parameters: see the properties of the same names; the defaults are speakd's.
     public init(
         maxConnections: Int = 4_096, idleTimeout: Duration = .seconds(60), headerTimeout: Duration = .seconds(10),

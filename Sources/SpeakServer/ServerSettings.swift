@@ -8,6 +8,14 @@ public struct ServerSettings: Sendable, Hashable {
     public var maxTextLength: Int
     /// The most spans one utterance may have (413 beyond).
     public var maxSpans: Int
+    /// The longest audio one `POST /v1/speech` renders, in seconds (413 beyond, naming the field
+    /// that carries the text): a render holds its whole WAV, 2.6 MB a minute at 22050 Hz.
+    public var maxSpeechSeconds: Int
+    /// How many `POST /v1/speech` renders hold audio at once; more wait for one of them. With
+    /// `maxSpeechSeconds` this bounds their memory: 2 × 20 minutes is 106 MB at 22050 Hz.
+    public var maxConcurrentSpeech: Int
+    /// How many `POST /v1/speech` requests may wait for a render slot (429 `tooManyRenders` beyond).
+    public var maxWaitingSpeech: Int
     /// How often an idle event stream sends a comment so proxies and clients see it is alive.
     public var heartbeatInterval: Duration
     /// The one browser origin allowed to call the API (a kiosk page), or nil for no CORS headers.
@@ -28,13 +36,17 @@ public struct ServerSettings: Sendable, Hashable {
     ///   that speakd's TCP listener has a token.
     public init(
         maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = Utterance.Limits.default.maxTextLength,
-        maxSpans: Int = Utterance.Limits.default.maxSpans,
+        maxSpans: Int = Utterance.Limits.default.maxSpans, maxSpeechSeconds: Int = 20 * 60,
+        maxConcurrentSpeech: Int = 2, maxWaitingSpeech: Int = 64,
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
         tokenFile: String? = nil, allowedHosts: [String] = []
     ) {
         self.maxBodyBytes = maxBodyBytes
         self.maxTextLength = maxTextLength
         self.maxSpans = maxSpans
+        self.maxSpeechSeconds = maxSpeechSeconds
+        self.maxConcurrentSpeech = maxConcurrentSpeech
+        self.maxWaitingSpeech = maxWaitingSpeech
         self.heartbeatInterval = heartbeatInterval
         self.corsOrigin = corsOrigin
         self.tcpToken = tcpToken

@@ -209,19 +209,37 @@ struct SpeakRoutes: Sendable {
 
     // MARK: Speech, voices, health, metrics
 
+    /// Renders the utterance to one WAV, answered with its length. The render holds a slot of
+    /// `SpeechSlots` from its first chunk until the last byte is handed to the connection, and
+    /// stops (413) once its audio passes `maxSpeechSeconds`, so what renders hold at once is bounded.
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let body: AnnouncementRequest
+        let textField: String
         let speech: PreparedUtterance
         do {
-            speech = try await server.intake.prepare(server.intake.decode(try await readBody(request)).utterance)
+            (body, textField) = try server.intake.decodeNamingText(try await readBody(request))
+            speech = try await server.intake.prepare(body.utterance)
         } catch let error as IntakeError {
             throw APIError(error)
         }
+        let lease = try await server.speechSlots.acquire()
         let format = server.renderer.format
+        let limit = server.settings.maxSpeechSeconds
+        let maxSamples = limit * format.sampleRate * format.channels
         // About three seconds: most announcements fit without the buffer growing.
-        var file = WAVFile(format: format, capacity: 3 * format.sampleRate)
+        var file = WAVFile(format: format, capacity: 3 * format.sampleRate * format.channels)
+        var samples = 0
         let began = ContinuousClock.now
         do {
             for try await chunk in server.renderer.render(speech, chunking: .whole) {
+                samples += chunk.samples.count
+                // Leaving the loop drops the stream, which stops the synthesis.
+                guard samples <= maxSamples else {
+                    throw APIError.tooLarge(
+                        "the speech is longer than the limit of \(limit) seconds of audio a render may hold; "
+                            + "split it into shorter requests",
+                        field: textField)
+                }
                 file.append(chunk.samples)
             }
         } catch let error as SpeechInputError {
@@ -231,8 +249,23 @@ struct SpeakRoutes: Sendable {
         let wav = file.finish()
         return Response(
             status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
-            body: .init(byteBuffer: wav))
+            body: ResponseBody(contentLength: wav.readableBytes) { writer in
+                defer { lease.release() }
+                // In slices, each written when the connection takes more, so the slot is held until
+                // the file is nearly sent: a client that reads slowly holds its own slot, not memory
+                // beyond it. Slices share the file's storage; nothing is copied.
+                var rest = wav
+                while rest.readableBytes > 0,
+                    let slice = rest.readSlice(length: min(rest.readableBytes, Self.speechSlice))
+                {
+                    try await writer.write(slice)
+                }
+                try await writer.finish(nil)
+            })
     }
+
+    /// How much of a WAV is handed to the connection at a time.
+    private static let speechSlice = 64 * 1024
 
     @Sendable func voices(_ request: Request, context: BasicRequestContext) async throws -> Response {
         try json(VoiceList(voices: try await server.renderer.voices()))
@@ -372,24 +405,35 @@ struct SpeakRoutes: Sendable {
 
     /// The resume point: the `Last-Event-ID` header, or `?after=` for clients that cannot set headers;
     /// `<epoch>-<sequence>` as sent, or a bare sequence number of this run (`0`: the whole history).
-    private func lastEventID(_ request: Request) throws -> EventID? {
+    /// Either one that is not an id, or that names an event of this run not sent yet, is 422
+    /// naming where it came from: resuming after it would silently skip the events up to it.
+    private func lastEventID(_ request: Request) throws(APIError) -> EventID? {
+        let given: (text: String, field: String)
         if let header = request.headers[.lastEventID] {
             let trimmed = header.trimmingWhitespace()
             if trimmed.isEmpty { return nil }
-            guard let id = EventID(trimmed) else {
-                throw APIError.malformed("'\(header)' is not an event id", field: "Last-Event-ID")
-            }
-            return id
+            given = (String(trimmed), "Last-Event-ID")
+        } else if let query = request.uri.queryParameters["after"] {
+            given = (String(query), "after")
+        } else {
+            return nil
         }
-        if let query = request.uri.queryParameters["after"] {
-            guard let id = EventID(query) else {
-                throw APIError(
-                    status: .unprocessableContent, code: "invalidValue",
-                    message: "'\(query)' is not an event id", field: "after")
-            }
-            return id
+        guard let id = EventID(given.text) else {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "'\(given.text)' is not an event id (<epoch>-<sequence> or a sequence number)",
+                field: given.field)
         }
-        return nil
+        let newest = outputs.lastEventSequence
+        if id.epoch == nil || id.epoch == epoch, id.sequence > newest {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message:
+                    "'\(given.text)' is after the newest event of this run (\(EventID(epoch: epoch, sequence: newest))); "
+                    + "resume from an id this stream sent, or 0 for the whole history",
+                field: given.field)
+        }
+        return id
     }
 
     private func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

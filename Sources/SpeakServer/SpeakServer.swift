@@ -45,13 +45,18 @@ import Glibc
 /// - Bodies must be `application/json` (415 `unsupportedMediaType` otherwise) and strict JSON
 ///   (`StrictJSON`: a trailing comma, a duplicate key, invalid UTF-8, a lone surrogate, `NaN` is
 ///   400 naming the field; a number out of range is 422 `outOfRange`).
+/// - `POST /v1/speech` answers a complete WAV with its length. A render holds it whole, so its
+///   audio is capped (`ServerSettings.maxSpeechSeconds`; 413 `tooLarge` once the render passes
+///   it, naming the field that carries the text) and at most `maxConcurrentSpeech` renders hold
+///   audio at once, each until its WAV is written to the connection; others wait, and beyond
+///   `maxWaitingSpeech` waiting ones it is 429 `tooManyRenders`.
 /// - Errors are `{"error": {"code", "message", "field"}}`: 400 `malformedRequest` (not JSON, not
-///   an object), 413 `tooLarge` (body, text or span count over the limit; `field` is `body`,
-///   `text`, `ssml` or `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
+///   an object: `field` is `body`), 413 `tooLarge` (body, text, span count or rendered audio over
+///   the limit; `field` is `body`, `text`, `ssml` or `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
 ///   `notFound`) or `invalidValue` and the field (`spans[1].pitch`; unknown keys are named too),
 ///   404 `unknownAnnouncement` (`field`: `id`) or `notFound` (no such route), 405
 ///   `methodNotAllowed` (a known path under another method, with `Allow`), 429 `queueFull`
-///   (with `Retry-After: 1`), 503 `audioUnavailable` or `shuttingDown`.
+///   (with `Retry-After: 1`), 429 `tooManyRenders`, 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
     /// The queue of every named output.
     public let outputs: AnnouncementOutputs
@@ -69,6 +74,8 @@ public struct SpeakServer: Sendable {
     public let intake: AnnouncementIntake
     /// Where request failures are logged.
     public let logger: Logger
+    /// The renders of `POST /v1/speech` that may hold audio at once.
+    let speechSlots: SpeechSlots
 
     /// - Parameters:
     ///   - queue: the announcement queue.
@@ -128,6 +135,7 @@ public struct SpeakServer: Sendable {
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
+        self.speechSlots = SpeechSlots(count: settings.maxConcurrentSpeech, maxWaiting: settings.maxWaitingSpeech)
     }
 
     /// The router with every route, under the access rules of `listener` (`AccessPolicy`): its

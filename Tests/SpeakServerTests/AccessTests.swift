@@ -186,6 +186,44 @@ struct AccessTests {
         }
     }
 
+    /// The status page may act under every name it is served on: its origin is this listener
+    /// under any of the listener's names and its port, whatever `Host` the call carries. Any
+    /// other origin (another port, another scheme, another name) is still refused.
+    @Test(.timeLimit(.minutes(1))) func ownOriginUnderEveryNameIsAllowed() async throws {
+        let harness = Harness(settings: ServerSettings(tcpToken: Self.token, allowedHosts: ["kiosk.local"]))
+        try await harness.test(listener: Self.tcp, raw: true) { client in
+            for host in ["127.0.0.1:7770", "localhost:7770", "localhost"] {
+                for origin in [
+                    "http://localhost:7770", "http://127.0.0.1:7770", "http://[::1]:7770", "http://LocalHost:7770",
+                    "http://kiosk.local:7770",
+                ] {
+                    var headers = Self.bearer(Self.token)
+                    headers[.origin] = origin
+                    headers[HTTPField.Name("Host")!] = host
+                    let post = try await client.execute(
+                        uri: "/v1/announcements", method: .post, headers: headers,
+                        body: jsonBody(#"{"text": "From the status page"}"#))
+                    #expect(post.status == .accepted, "Host \(host), Origin \(origin)")
+                    headers[.contentType] = nil
+                    let cancel = try await client.execute(uri: "/v1/announcements", method: .delete, headers: headers)
+                    #expect(cancel.status == .ok, "Host \(host), Origin \(origin)")
+                }
+                for origin in [
+                    "http://localhost:7771", "http://localhost", "https://localhost:7770", "http://evil.example:7770",
+                    "http://localhost:7770/", "http://localhost:7770.evil.example", "http://user@localhost:7770",
+                ] {
+                    var headers = Self.bearer(Self.token)
+                    headers[.origin] = origin
+                    headers[HTTPField.Name("Host")!] = host
+                    let post = try await client.execute(
+                        uri: "/v1/announcements", method: .post, headers: headers, body: jsonBody(#"{"text": "pwned"}"#)
+                    )
+                    try Self.expectError(post, .forbidden, code: "forbiddenOrigin", field: "Origin")
+                }
+            }
+        }
+    }
+
     // MARK: Host
 
     @Test(.timeLimit(.minutes(1))) func foreignHostIsRefused() async throws {

@@ -22,8 +22,10 @@ struct BadRequest: Sendable, CustomTestStringConvertible {
 struct ErrorTests {
     static let badBodies: [BadRequest] = [
         BadRequest(name: "not JSON", body: "{text: hello", status: .badRequest, code: "malformedRequest"),
-        BadRequest(name: "empty body", body: "", status: .badRequest, code: "malformedRequest"),
-        BadRequest(name: "array", body: "[1, 2]", status: .badRequest, code: "malformedRequest"),
+        BadRequest(name: "empty body", body: "", status: .badRequest, code: "malformedRequest", field: "body"),
+        BadRequest(name: "array", body: "[1, 2]", status: .badRequest, code: "malformedRequest", field: "body"),
+        BadRequest(name: "null", body: "null", status: .badRequest, code: "malformedRequest", field: "body"),
+        BadRequest(name: "a string", body: #""hello""#, status: .badRequest, code: "malformedRequest", field: "body"),
         BadRequest(
             name: "no text", body: #"{"pitch": 1.0}"#, status: .unprocessableContent, code: "malformed", field: "text"),
         BadRequest(

@@ -98,13 +98,52 @@ struct EventStreamTests {
         if let expected { #expect(expected.description == text) }
     }
 
-    @Test(.timeLimit(.minutes(1))) func malformedLastEventIDIs400() async throws {
+    /// A bad resume point is refused the same way from the header and from the query: 422 naming
+    /// where it came from, whether it is not an id or names an event of this run not sent yet.
+    @Test(
+        .timeLimit(.minutes(1)),
+        arguments: [("Last-Event-ID", "yesterday"), ("after", "yesterday"), ("Last-Event-ID", "7"), ("after", "7")])
+    func badResumePointIs422NamingIt(_ how: (field: String, value: String)) async throws {
         let harness = Harness()
         try await harness.test { client in
-            let response = try await client.execute(
-                uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "yesterday"])
-            #expect(response.status == .badRequest)
-            #expect(try decode(ErrorResponse.self, response).error.field == "Last-Event-ID")
+            _ = try await history(harness, client: client)
+            let response: TestResponse
+            if how.field == "after" {
+                response = try await client.execute(uri: "/v1/events?after=\(how.value)", method: .get)
+            } else {
+                response = try await client.execute(
+                    uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: how.value])
+            }
+            #expect(response.status == .unprocessableContent)
+            let error = try decode(ErrorResponse.self, response).error
+            #expect(error.code == "invalidValue")
+            #expect(error.field == how.field, "\(error.message)")
+            #expect(error.message.contains("'\(how.value)'"), "\(error.message)")
+        }
+    }
+
+    /// The newest event's id of this run, bare or with the epoch, is a resume point (nothing to
+    /// replay); the next one is not sent yet and is refused.
+    @Test(.timeLimit(.minutes(1))) func resumeFromTheNewestEventIsAcceptedAndBeyondItIsNot() async throws {
+        let harness = Harness()
+        try await harness.test { client in
+            _ = try await history(harness, client: client)
+            let all = try await client.execute(
+                uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "0"])
+            var parser = ServerSentEventParser()
+            let newest = try #require(parser.feed(Array(buffer: all.body)).last?.eventID)
+            #expect(newest.sequence == 6)
+            let bare = try await client.execute(uri: "/v1/events?after=6", method: .get)
+            #expect(bare.status == .ok)
+            let full = try await client.execute(
+                uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "\(newest)"])
+            #expect(full.status == .ok)
+            var next = newest
+            next.sequence += 1
+            let beyond = try await client.execute(
+                uri: "/v1/events", method: .get, headers: [HTTPField.Name("Last-Event-ID")!: "\(next)"])
+            #expect(beyond.status == .unprocessableContent)
+            #expect(try decode(ErrorResponse.self, beyond).error.field == "Last-Event-ID")
         }
     }
 

@@ -130,6 +130,45 @@ extension SpeakdIntegration {
         }
 
         @Test(
+            "A TCP event stream that is never read: the kernel queues < 256 kB for it, and it is gone within the send timeout"
+        )
+        func nonReadingTCPEventStreamQueuesLittleInTheKernel() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--send-timeout", "2"])
+            defer { Task { await speakd.stop() } }
+            let client = speakd.unixClient
+            let text = String(repeating: "A long announcement that nobody will hear. ", count: 110)
+            // A client with the kernel's default buffers that reads the response head and nothing more.
+            let reader = try RawConnection(.tcp(host: "127.0.0.1", port: speakd.port))
+            defer { reader.close() }
+            reader.send(
+                "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:\(speakd.port)\r\n"
+                    + "Authorization: Bearer \(speakd.token ?? "")\r\nAccept: text/event-stream\r\n\r\n")
+            try await speakd.waitForEventStreams(1)
+            let readerPort = try reader.localPort()
+            // Each post and cancel sends about 10 kB of events: 600 of them are 6 MB, more than
+            // the 4 MB a kernel send buffer grows to.
+            var peak = 0
+            for index in 0..<600 {
+                try await postAndCancel(text, client: client)
+                if index % 5 == 0 {
+                    peak = max(peak, kernelSendQueue(localPort: speakd.port, remotePort: readerPort) ?? 0)
+                }
+            }
+            let posted = ContinuousClock.now
+            print("TCP event stream never read: at most \(peak) bytes queued in the kernel")
+            #expect(peak < 256 * 1024, "\(peak) bytes queued in the kernel for a client that does not read")
+
+            // Cut after the send timeout (2 s) without lingering: nothing stays queued for it.
+            var left = kernelSendQueue(localPort: speakd.port, remotePort: readerPort)
+            while left != nil, ContinuousClock.now - posted < .seconds(5) {
+                try await Task.sleep(for: .milliseconds(100))
+                left = kernelSendQueue(localPort: speakd.port, remotePort: readerPort)
+            }
+            #expect(left == nil, "the connection is still there with \(left ?? 0) bytes queued")
+            #expect(try await speakd.openEventStreams() == 0)
+        }
+
+        @Test(
             "Idle connections and trickled bodies are closed after their timeouts; an event stream with heartbeats is not"
         )
         func idleBodyAndEventStream() async throws {
@@ -189,12 +228,36 @@ extension SpeakdIntegration {
 
 /// VmRSS of `pid` in kB, from /proc; with `peak`, its high-water mark VmHWM.
 func residentKilobytes(_ pid: pid_t, peak: Bool = false) throws -> Int {
-    let key = peak ? "VmHWM:" : "VmRSS:"
+    try memoryKilobytes(pid, peak ? "VmHWM" : "VmRSS")
+}
+
+/// A `kB` line of /proc/PID/status (`VmRSS`, `VmHWM`).
+func memoryKilobytes(_ pid: pid_t, _ key: String) throws -> Int {
     let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }),
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(key):") }),
         let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
     else { throw SpeakdProcess.Failure(description: "no \(key) in /proc/\(pid)/status") }
     return kilobytes
+}
+
+/// The bytes the kernel holds unacknowledged or unsent on the IPv4 TCP socket from `localPort` to
+/// `remotePort` (its `tx_queue` in /proc/net/tcp, in any state); nil when there is no such socket.
+func kernelSendQueue(localPort: Int, remotePort: Int) -> Int? {
+    // Read to the end: /proc reports no size, and the table is as long as the machine's connections.
+    guard let handle = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return nil }
+    defer { try? handle.close() }
+    guard let data = try? handle.readToEnd() else { return nil }
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n").dropFirst() {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count > 4,
+            let local = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+            let remote = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+            local == localPort, remote == remotePort,
+            let queued = fields[4].split(separator: ":").first.flatMap({ Int($0, radix: 16) })
+        else { continue }
+        return queued
+    }
+    return nil
 }
 
 /// Raises this process's soft descriptor limit, so a test can hold thousands of connections.
@@ -240,6 +303,19 @@ final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// The port this end of a TCP connection is bound to.
+    func localPort() throws -> Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard result == 0 else {
+            throw SpeakdProcess.Failure(description: "getsockname: \(String(cString: strerror(errno)))")
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     private static func setReceiveBuffer(_ descriptor: Int32, _ bytes: Int32) {
         var bytes = bytes
         setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
@@ -260,17 +336,29 @@ final class RawConnection: @unchecked Sendable {
 
     /// Reads and discards until end of stream; false if it has not come within `timeout`.
     func drainsToEndOfStream(within timeout: Duration) async -> Bool {
+        await readToEndOfStream(within: timeout, keeping: false) != nil
+    }
+
+    /// Everything read until end of stream (or a reset); nil if it has not come within `timeout`.
+    func readToEndOfStream(within timeout: Duration) async -> [UInt8]? {
+        await readToEndOfStream(within: timeout, keeping: true)
+    }
+
+    private func readToEndOfStream(within timeout: Duration, keeping: Bool) async -> [UInt8]? {
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var kept: [UInt8] = []
         while ContinuousClock.now < deadline {
             let result = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if result == 0 { return true }
-            if result < 0 {
-                if errno != EAGAIN && errno != EWOULDBLOCK { return true }
+            if result == 0 { return kept }
+            if result > 0 {
+                if keeping { kept += buffer[0..<result] }
+            } else {
+                if errno != EAGAIN && errno != EWOULDBLOCK { return kept }
                 try? await Task.sleep(for: .milliseconds(10))
             }
         }
-        return false
+        return nil
     }
 
     func close() {

@@ -15,17 +15,19 @@ extension SpeakdIntegration {
                 ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
 
         @Test(
-            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, with no console errors"
+            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, with no console errors; opened at 127.0.0.1 and at localhost",
+            arguments: ["127.0.0.1", "localhost"]
         )
-        func pageInChromium() async throws {
+        func pageInChromium(_ name: String) async throws {
             // The null sink plays in real time, so an announcement is seen waiting and speaking.
             let daemon = try await SpeakdProcess.start(audio: "null")
             try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
-            let screenshot = Self.artifacts.appendingPathComponent("status-page.png")
+            let screenshot = Self.artifacts.appendingPathComponent(
+                name == "127.0.0.1" ? "status-page.png" : "status-page-\(name).png")
             try? FileManager.default.removeItem(at: screenshot)
 
             let (status, output) = try await PythonTools.script(
-                "check-status-page.py", ["http://127.0.0.1:\(daemon.port)", daemon.tokenFile, screenshot.path],
+                "check-status-page.py", ["http://\(name):\(daemon.port)", daemon.tokenFile, screenshot.path],
                 timeout: .seconds(120))
             print("status page:\n\(output)")
             #expect(status == 0, "\(output)")
@@ -61,6 +63,30 @@ extension SpeakdIntegration {
                 "POST", "/v1/announcements", json: ["text": "From elsewhere"],
                 headers: [("Origin", "http://127.0.0.1:\(port + 1)")])
             #expect(foreign.status == 403)
+            _ = await daemon.stop()
+        }
+
+        @Test("The page opened as http://localhost:PORT may post, pause and cancel on a daemon at 127.0.0.1:PORT")
+        func pageUnderLocalhostMayAct() async throws {
+            let daemon = try await SpeakdProcess.start(audio: "null")
+            let port = daemon.port
+            for host in ["localhost:\(port)", "127.0.0.1:\(port)"] {
+                let page = [("Origin", "http://localhost:\(port)"), ("Host", host)]
+                let posted = try await daemon.tcpClient.send(
+                    "POST", "/v1/announcements", json: ["text": "From the status page at localhost"], headers: page)
+                #expect(posted.status == 202, "Host \(host): \(posted.error?.error.message ?? "")")
+                let paused = try await daemon.tcpClient.send("POST", "/v1/pause", headers: page)
+                #expect(paused.status != 403, "Host \(host): \(paused.error?.error.message ?? "")")
+                let cancelled = try await daemon.tcpClient.send("DELETE", "/v1/announcements", headers: page)
+                #expect(cancelled.status == 200, "Host \(host): \(cancelled.error?.error.message ?? "")")
+                for origin in ["http://localhost:\(port + 1)", "http://evil.example:\(port)"] {
+                    let foreign = try await daemon.tcpClient.send(
+                        "POST", "/v1/announcements", json: ["text": "From elsewhere"],
+                        headers: [("Origin", origin), ("Host", host)])
+                    #expect(foreign.status == 403, "Host \(host), Origin \(origin)")
+                    #expect(foreign.error?.error.field == "Origin")
+                }
+            }
             _ = await daemon.stop()
         }
     }

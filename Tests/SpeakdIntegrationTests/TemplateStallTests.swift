@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeakTestSupport
 import Testing
 
