@@ -81,7 +81,7 @@ struct RenderBenchmark {
                     clientCPU: served.clientCPU ?? (cpuAfter.client - cpuBefore.client)))
         }
         // One more response, read whole: the audio speakd made, to set beside the raw renders'.
-        let wav = try await daemon.speech(["text": text])
+        let wav = try await daemon.speech(["text": text], raw: true)
         let requests = max(Double(measured.map(\.requests).reduce(0, +)), 1)
         let cpu = (
             raw: measured.map { $0.raw.cpuPerRender }.reduce(0, +) / Double(rounds),
@@ -275,7 +275,8 @@ struct RenderBenchmark {
     ) {
         let body = Array(try JSONSerialization.data(withJSONObject: ["text": text]))
         // Warm up the voice once.
-        _ = try await client.send("POST", "/v1/speech", headers: [("Content-Type", "application/json")], body: body)
+        _ = try await client.send(
+            "POST", "/v1/speech?raw=true", headers: [("Content-Type", "application/json")], body: body)
         let start = ContinuousClock.now
         let deadline = start + .seconds(seconds)
         let results = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
@@ -285,7 +286,7 @@ struct RenderBenchmark {
                     var failed = 0
                     while ContinuousClock.now < deadline {
                         let response = try await client.send(
-                            "POST", "/v1/speech", headers: [("Content-Type", "application/json")], body: body)
+                            "POST", "/v1/speech?raw=true", headers: [("Content-Type", "application/json")], body: body)
                         if response.status == 200 { done += 1 } else { failed += 1 }
                     }
                     return (done, failed)
@@ -321,7 +322,7 @@ struct RenderBenchmark {
         process.executableURL = URL(fileURLWithPath: wrk)
         process.arguments = [
             "-t1", "-c\(connections)", "-d\(Int(seconds.rounded(.up)))s", "-s", script.path,
-            "-H", "Authorization: Bearer \(daemon.token ?? "")", "http://127.0.0.1:\(daemon.port)/v1/speech",
+            "-H", "Authorization: Bearer \(daemon.token ?? "")", "http://127.0.0.1:\(daemon.port)/v1/speech?raw=true",
         ]
         let pipe = Pipe()
         process.standardOutput = pipe

@@ -110,10 +110,9 @@ public struct AnnouncementIntake: Sendable {
         }
     }
 
-    /// `decode(_:)`, with the wire field that carries the text (`text`, `spans` or `ssml`).
-    public func decodeNamingText(
-        _ body: Data
-    ) throws(IntakeError) -> (request: AnnouncementRequest, textField: String) {
+    /// `decode(_:)`, with the wire field that carries the text (`text`, `spans` or `ssml`) and
+    /// the body's keys.
+    public func decodeNamingText(_ body: Data) throws(IntakeError) -> AnnouncementRequest.Decoded {
         do {
             return try AnnouncementRequest.decodeNamingText(json: body, limits: limits)
         } catch {

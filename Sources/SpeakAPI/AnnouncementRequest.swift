@@ -100,11 +100,21 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try decodeNamingText(json: json, limits: limits).request
     }
 
-    /// `decode(json:limits:)`, with the wire field that carries the text (`text`, `spans` or
-    /// `ssml`), for limits found later (the audio `POST /v1/speech` renders) to name it too.
+    /// A request as its body gave it: the decoded request, the wire field that carries its text,
+    /// and the keys the body had at its top level.
+    public struct Decoded: Sendable {
+        public var request: AnnouncementRequest
+        /// `text`, `spans` or `ssml`: what a limit found later (the audio `POST /v1/speech`
+        /// renders) names.
+        public var textField: String
+        /// The body's own keys, for a route that honours only some of them to name the rest.
+        public var keys: [String]
+    }
+
+    /// `decode(json:limits:)`, with the wire field that carries the text and the body's keys.
     public static func decodeNamingText(
         json: Data, limits: Utterance.Limits = .default
-    ) throws(RequestBodyError) -> (request: AnnouncementRequest, textField: String) {
+    ) throws(RequestBodyError) -> Decoded {
         guard !json.isEmpty else {
             throw .malformed("the body is empty; expected a JSON object with text or spans", field: "body")
         }
@@ -148,7 +158,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             throw .tooLarge(
                 "\(length) characters of text is more than the limit of \(limits.maxTextLength)", field: textField)
         }
-        return (decoded, textField)
+        return Decoded(request: decoded, textField: textField, keys: topLevelKeys)
     }
 
     private enum CodingKeys: String, CodingKey {

@@ -51,6 +51,16 @@ public struct AnnouncementSound: Sendable {
         samples(of: announcement.chimeAfter, byPriority: defaultChimesAfter, announcement.priority)
     }
 
+    /// The samples of the chime before the speech that `choice` names, or the priority's.
+    func chime(_ choice: ChimeChoice, priority: AnnouncementPriority) -> [Int16]? {
+        samples(of: choice, byPriority: defaultChimes, priority)
+    }
+
+    /// The samples of the chime after the speech that `choice` names, or the priority's.
+    func chimeAfter(_ choice: ChimeChoice, priority: AnnouncementPriority) -> [Int16]? {
+        samples(of: choice, byPriority: defaultChimesAfter, priority)
+    }
+
     private func samples(
         of choice: ChimeChoice, byPriority defaults: [AnnouncementPriority: String], _ priority: AnnouncementPriority
     ) -> [Int16]? {

@@ -164,7 +164,8 @@ public func buildDaemon(
         chimes: settings.chimes, counters: metrics.intakeCounters)
     let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)
     if let fleet { health.fleet = fleet }
-    let server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
+    var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
+    server.hallSound = sound.hallSound(renderer: renderer)
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }

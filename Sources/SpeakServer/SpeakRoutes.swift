@@ -213,15 +213,18 @@ struct SpeakRoutes: Sendable {
     /// `SpeechSlots` from its first chunk until the last byte is handed to the connection, and
     /// stops (413) once its audio passes `maxSpeechSeconds`, so what renders hold at once is bounded.
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body: AnnouncementRequest
-        let textField: String
+        let raw = try boolQuery(request, "raw")
+        let decoded: AnnouncementRequest.Decoded
         let speech: PreparedUtterance
         do {
-            (body, textField) = try server.intake.decodeNamingText(try await readBody(request))
-            speech = try await server.intake.prepare(body.utterance)
+            decoded = try server.intake.decodeNamingText(try await readBody(request))
+            try Self.requireHonoured(decoded, raw: raw)
+            // The output and chimes it names are checked as for an announcement.
+            speech = try await server.intake.prepare(decoded.request)
         } catch let error as IntakeError {
             throw APIError(error)
         }
+        let textField = decoded.textField
         let lease = try await server.speechSlots.acquire()
         let format = server.renderer.format
         let limit = server.settings.maxSpeechSeconds
@@ -231,7 +234,11 @@ struct SpeakRoutes: Sendable {
         var samples = 0
         let began = ContinuousClock.now
         do {
-            for try await chunk in server.renderer.render(speech, chunking: .whole) {
+            let audio =
+                raw
+                ? server.renderer.render(speech, chunking: .whole)
+                : server.hallSound?(decoded.request, speech) ?? server.renderer.render(speech, chunking: .whole)
+            for try await chunk in audio {
                 samples += chunk.samples.count
                 // Leaving the loop drops the stream, which stops the synthesis.
                 guard samples <= maxSamples else {
@@ -262,6 +269,24 @@ struct SpeakRoutes: Sendable {
                 }
                 try await writer.finish(nil)
             })
+    }
+
+    /// The request keys a render does not honour, refused by name rather than dropped: the
+    /// queue's (`expiresAfter`, `requestId`, and `queue: false`, an interruption) always, and with
+    /// `?raw=true` the sound's too (`chime`, `chimeAfter`, `repeat`, `output`, and `priority`,
+    /// which picks the default chimes). `queue: true`, the default, asks for nothing a render
+    /// leaves out: Swift clients send it with every request.
+    static func requireHonoured(_ decoded: AnnouncementRequest.Decoded, raw: Bool) throws(IntakeError) {
+        let queueOnly: Set = ["queue", "expiresAfter", "requestId"]
+        let soundOnly: Set = ["chime", "chimeAfter", "repeat", "output", "priority"]
+        for key in decoded.keys where queueOnly.contains(key) || (raw && soundOnly.contains(key)) {
+            if key == "queue", decoded.request.queue { continue }
+            let why =
+                queueOnly.contains(key)
+                ? "POST /v1/speech renders without queueing, so '\(key)' does not apply; leave it out"
+                : "a raw render (?raw=true) is the engine's own audio, so '\(key)' does not apply; leave it out"
+            throw .invalid(.unsupported(field: key, why))
+        }
     }
 
     /// How much of a WAV is handed to the connection at a time.

@@ -76,6 +76,9 @@ public struct SpeakServer: Sendable {
     public let logger: Logger
     /// The renders of `POST /v1/speech` that may hold audio at once.
     let speechSlots: SpeechSlots
+    /// What `POST /v1/speech` renders: the announcement as the hall would hear it (chimes,
+    /// repeats, loudness). Nil renders the engine's own audio, as `?raw=true` always does.
+    public var hallSound: HallSound?
 
     /// - Parameters:
     ///   - queue: the announcement queue.
@@ -207,6 +210,11 @@ public struct SpeakServer: Sendable {
         return router
     }
 }
+
+/// An announcement rendered as it would be played: its chime, its speech at the announcements'
+/// loudness, its chime after, each repeat after its gap.
+public typealias HallSound =
+    @Sendable (AnnouncementRequest, PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error>
 
 extension HTTPField.Name {
     /// The header a reconnecting event-stream client sends with the last id it saw.

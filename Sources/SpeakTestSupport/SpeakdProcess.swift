@@ -171,10 +171,11 @@ public final class SpeakdProcess: Sendable {
     }
 
     /// Renders `body` (a JSON announcement) with `POST /v1/speech` over the Unix socket and reads
-    /// the WAV file it answers, checked by `WAVReader`.
-    public func speech(_ body: [String: Any]) async throws -> WAVReader {
+    /// the WAV file it answers, checked by `WAVReader`: as the hall would hear it, or with `raw`
+    /// the engine's own audio.
+    public func speech(_ body: [String: Any], raw: Bool = false) async throws -> WAVReader {
         let response = try await unixClient.send(
-            "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+            "POST", raw ? "/v1/speech?raw=true" : "/v1/speech", headers: [("Content-Type", "application/json")],
             body: Array(try JSONSerialization.data(withJSONObject: body)))
         guard response.status == 200 else {
             throw Failure(description: "/v1/speech answered \(response.status)")
