@@ -370,7 +370,7 @@ let package = Package(
             name: "SpeakdIntegrationTests",
             dependencies: [
                 "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
-                "SpeakMQTT",
+                "SpeakMQTT", "SpeakFleet",
             ],
             swiftSettings: swiftSettings
         ),
