@@ -375,6 +375,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "SpeakAPITests",
+            dependencies: ["SpeakAPI", "SpeakClient", "SpeechModel"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SpeakFleetTests",
             dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI"],
             swiftSettings: swiftSettings
