@@ -171,7 +171,7 @@ let package = Package(
             name: "SpeakCLI",
             dependencies: [
                 "SpeakAPI", "SpeechModel", "SpeechRendering", "EspeakEngine", "EngineWorkers", "AudioOutput",
-                "SpeakFleet",
+                "SpeakFleet", "SpeakdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -227,6 +227,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // speakd's version, from the top entry of debian/changelog; `-dev` after it in debug builds.
+        .target(
+            name: "SpeakdVersion",
+            swiftSettings: swiftSettings + [.define("SPEAKD_RELEASE", .when(configuration: .release))],
+            plugins: ["EmbedVersion"]),
+        .plugin(name: "EmbedVersion", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -237,7 +243,7 @@ let package = Package(
                 "SpeakServer", "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "EspeakEngine",
                 "EngineWorkers",
                 "AudioOutput",
-                "SpeakFleet",
+                "SpeakFleet", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -340,7 +346,7 @@ let package = Package(
             name: "SpeakDaemonTests",
             dependencies: [
                 "SpeakDaemon", "SpeakServer", "SpeakAPI", "AnnouncementQueue", "SpeakTestSupport", "SpeechModel",
-                "SpeechRendering",
+                "SpeechRendering", "SpeakdVersion",
                 "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

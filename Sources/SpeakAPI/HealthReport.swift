@@ -146,14 +146,20 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public var mqtt: MQTT?
     /// Every output, `default` first, each with its own sink state and queue.
     public var outputs: [Output]?
+    /// speakd's version (`0.1.0`, `0.1.0-dev` for a debug build).
+    public var version: String?
 
     /// `status` is `ok` when engine and audio (the `default` output's) both are.
-    public init(engine: Engine, audio: Audio, queue: Queue? = nil, outputs: [Output]? = nil, mqtt: MQTT? = nil) {
+    public init(
+        engine: Engine, audio: Audio, queue: Queue? = nil, outputs: [Output]? = nil, mqtt: MQTT? = nil,
+        version: String? = nil
+    ) {
         self.status = engine.state == .ok && audio.state == .ok ? .ok : .unavailable
         self.engine = engine
         self.audio = audio
         self.queue = queue
         self.mqtt = mqtt
         self.outputs = outputs
+        self.version = version
     }
 }
