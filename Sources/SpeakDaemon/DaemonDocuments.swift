@@ -30,13 +30,13 @@ extension SpeakdCommand {
     /// `RUNTIME_DIRECTORY=/run/speakd`), the voices and chimes where the package installs them.
     public static func configFile() -> String {
         var lines = [
-            "# speakd configuration: /etc/speakd/speakd.conf for the system unit; the user unit reads",
-            "# ~/.config/speakd/speakd.conf when that exists, else this file.",
-            "# One 'key = value' per line; '#' starts a comment. The keys are the long flag names of",
-            "# `speakd --help` and speakd(8); SPEAKD_<KEY> environment variables (Environment= in a",
-            "# drop-in: systemctl edit speakd) and flags override these values.",
-            "# Every setting is shown commented out at its built-in default. Generated from speakd's",
-            "# settings by `speakd --print-config-file`.",
+            "# speakd configuration: /etc/speakd/speakd.conf for the system unit; the user",
+            "# unit reads ~/.config/speakd/speakd.conf when that exists, else this file.",
+            "# One 'key = value' per line; '#' starts a comment. The keys are the long flag",
+            "# names of `speakd --help` and speakd(8); SPEAKD_<KEY> environment variables",
+            "# (Environment= in a drop-in: systemctl edit speakd) and flags override them.",
+            "# Every setting is shown commented out at its built-in default. Generated from",
+            "# speakd's settings by `speakd --print-config-file`.",
         ]
         for setting in DaemonConfiguration.settings {
             lines.append("")
