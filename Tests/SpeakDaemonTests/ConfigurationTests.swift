@@ -303,22 +303,32 @@ struct ExampleConfigTests {
 
     /// Every key is in the example, and its values, uncommented, are the built-in defaults.
     @Test func uncommentedExampleGivesTheDefaults() throws {
-        let text = try String(contentsOf: Self.example, encoding: .utf8)
+        let (keys, fromExample) = try Self.uncommented(try String(contentsOf: Self.example, encoding: .utf8))
+        #expect(Set(keys) == Set(ConfigurationLoader.keys))
+        #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
+        #expect(fromExample.chimesDirectory == "/usr/local/share/speakd/Voices/chimes")
+        var defaults = DaemonConfiguration.defaults(environment: Self.environment)
+        defaults.voicesDirectory = fromExample.voicesDirectory
+        defaults.chimesDirectory = fromExample.chimesDirectory
+        #expect(fromExample == defaults)
+    }
+
+    /// The system unit's environment, which the examples' socket and token file assume.
+    static let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+
+    /// The `#key = value` lines of an example config file, uncommented: their keys, in order, and
+    /// the configuration they give under `environment`.
+    static func uncommented(_ text: String) throws -> (keys: [String], configuration: DaemonConfiguration) {
         let settings = text.split(separator: "\n").filter {
             $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ")
         }
         .map { String($0.dropFirst()) }
-        let keys = settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) }
-        #expect(Set(keys) == Set(ConfigurationLoader.keys))
         let path = try configFile(settings.joined(separator: "\n"))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
-        var fromExample = try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
-        #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
-        fromExample.voicesDirectory = nil
-        #expect(fromExample.chimesDirectory == "/usr/local/share/speakd/Voices/chimes")
-        fromExample.chimesDirectory = nil
-        #expect(fromExample == DaemonConfiguration.defaults(environment: environment))
+        return (
+            settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) },
+            try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
+        )
     }
 }
 
@@ -332,19 +342,14 @@ struct GeneratedDocumentTests {
         let text = SpeakdCommand.configFile()
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(!lines.contains { !$0.isEmpty && !$0.hasPrefix("#") }, "every line is a comment")
-        let settings = lines.filter { $0.hasPrefix("#") && !$0.hasPrefix("# ") && $0.contains(" = ") }
-            .map { String($0.dropFirst()) }
-        let keys = settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) }
+        let (keys, fromFile) = try ExampleConfigTests.uncommented(text)
         #expect(keys == ConfigurationLoader.keys)
-        let path = try configFile(settings.joined(separator: "\n"))
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
-        var fromFile = try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
         #expect(fromFile.voicesDirectory == "/usr/share/speakd/voices")
-        fromFile.voicesDirectory = nil
         #expect(fromFile.chimesDirectory == "/usr/share/speakd/voices/chimes")
-        fromFile.chimesDirectory = nil
-        #expect(fromFile == DaemonConfiguration.defaults(environment: environment))
+        var defaults = DaemonConfiguration.defaults(environment: ExampleConfigTests.environment)
+        defaults.voicesDirectory = fromFile.voicesDirectory
+        defaults.chimesDirectory = fromFile.chimesDirectory
+        #expect(fromFile == defaults)
         #expect(text.split(separator: "\n").allSatisfy { $0.count <= 80 })
     }
 
