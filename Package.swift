@@ -183,8 +183,7 @@ let package = Package(
             name: "SpeakCLI",
             dependencies: [
                 "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "EspeakEngine", "EngineWorkers",
-                "AudioOutput",
-                "SpeakMQTT",
+                "AudioOutput", "SpeakMQTT", "SpeakdVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -242,6 +241,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // speakd's version, from the top entry of debian/changelog; `-dev` after it in debug builds.
+        .target(
+            name: "SpeakdVersion",
+            swiftSettings: swiftSettings + [.define("SPEAKD_RELEASE", .when(configuration: .release))],
+            plugins: ["EmbedVersion"]),
+        .plugin(name: "EmbedVersion", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -253,7 +258,7 @@ let package = Package(
                 "AnnouncementIntake",
                 "EspeakEngine", "EngineWorkers",
                 "AudioOutput",
-                "SpeakFleet", "SpeakMQTT",
+                "SpeakFleet", "SpeakMQTT", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -357,8 +362,7 @@ let package = Package(
             name: "SpeakDaemonTests",
             dependencies: [
                 "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "SpeakTestSupport",
-                "SpeechModel",
-                "SpeechRendering",
+                "SpeechModel", "SpeechRendering", "SpeakdVersion",
                 "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

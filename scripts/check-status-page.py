@@ -7,7 +7,7 @@ The page loads and asks for the token; with it, the event stream goes live. A lo
 is posted through the page's form and its words show as heard; it is paused and resumed with its
 buttons; then a short one is posted, which shows as queued behind it; the long one is cancelled
 with its Cancel button (cancelled), and the short one then speaks and finishes (completed).
-Health must read ok and list the default output. The browser's console must have no errors. A screenshot is
+Health must read ok and list the default output and speakd's version. The browser's console must have no errors. A screenshot is
 saved. Prints one line per step; exits 1 naming the step that failed.
 """
 import os
@@ -53,8 +53,11 @@ def main() -> int:
         wait.until(lambda d: d.find_element(By.ID, "engine-state").text == "ok")
         wait.until(lambda d: d.find_element(By.ID, "audio-state").text == "ok")
         wait.until(lambda d: d.find_element(By.ID, "outputs").text.startswith("default ("))
+        # speakd's version from /healthz: 0.1.0, or 0.1.0-dev from a debug build.
+        wait.until(lambda d: d.find_element(By.ID, "version").text[:1].isdigit())
         print("health:", driver.find_element(By.ID, "engine-detail").text, "/",
-              driver.find_element(By.ID, "audio-detail").text, "/", driver.find_element(By.ID, "outputs").text)
+              driver.find_element(By.ID, "audio-detail").text, "/", driver.find_element(By.ID, "outputs").text,
+              "/ version", driver.find_element(By.ID, "version").text)
 
         def announce(text):
             field = driver.find_element(By.ID, "say-text")

@@ -61,13 +61,18 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
 
         /// `speakd-engine-worker` beside the running executable (`/proc/self/exe`), where the
-        /// build and `install` put it.
+        /// build puts it, else in `../libexec/speakd/` from it, where the Debian package puts it
+        /// (`/usr/sbin/speakd` and `/usr/bin/speak` find `/usr/libexec/speakd/speakd-engine-worker`).
         public static func besideExecutable() -> String {
             let executable =
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
                 ?? CommandLine.arguments[0]
-            return URL(fileURLWithPath: executable).deletingLastPathComponent()
-                .appendingPathComponent("speakd-engine-worker").path
+            let directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+            let beside = directory.appendingPathComponent("speakd-engine-worker").path
+            let libexec = directory.deletingLastPathComponent()
+                .appendingPathComponent("libexec/speakd/speakd-engine-worker").path
+            return !FileManager.default.isExecutableFile(atPath: beside)
+                && FileManager.default.isExecutableFile(atPath: libexec) ? libexec : beside
         }
     }
 

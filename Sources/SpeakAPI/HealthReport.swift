@@ -151,10 +151,15 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public var mqtt: MQTT?
     /// Every output, `default` first, each with its own sink state and queue.
     public var outputs: [Output]?
+    /// speakd's version (`0.1.0`, `0.1.0-dev` for a debug build).
+    public var version: String?
 
     /// `status` is `ok` when engine and audio (the `default` output's) both are, `unavailable`
     /// when either is, otherwise `degraded`.
-    public init(engine: Engine, audio: Audio, queue: Queue? = nil, outputs: [Output]? = nil, mqtt: MQTT? = nil) {
+    public init(
+        engine: Engine, audio: Audio, queue: Queue? = nil, outputs: [Output]? = nil, mqtt: MQTT? = nil,
+        version: String? = nil
+    ) {
         let states = [engine.state, audio.state]
         self.status =
             states.contains(.unavailable) ? .unavailable : states.allSatisfy { $0 == .ok } ? .ok : .degraded
@@ -163,5 +168,6 @@ public struct HealthReport: Sendable, Hashable, Codable {
         self.queue = queue
         self.mqtt = mqtt
         self.outputs = outputs
+        self.version = version
     }
 }

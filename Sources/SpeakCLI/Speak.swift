@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SpeakdVersion
 
 /// `speak`: post an announcement to the daemon, or speak it in-process when none runs.
 public struct Speak: AsyncParsableCommand {
@@ -15,6 +16,7 @@ public struct Speak: AsyncParsableCommand {
 
             \(Say.examples)
             """,
+        version: SpeakdVersion.current,
         subcommands: [Say.self, Voices.self, Events.self, Cancel.self, Pause.self, Resume.self, Status.self],
         defaultSubcommand: Say.self
     )

@@ -2,6 +2,7 @@ import AnnouncementIntake
 import EngineWorkers
 import SpeakAPI
 import SpeakFleet
+import SpeakdVersion
 
 /// Health as `/healthz` reports it: the engine (fixed once it started) and each output's audio
 /// supervisor. `audio` (and so the overall status) is the `default` output's; every output,
@@ -39,6 +40,7 @@ struct DaemonHealth: HealthReporting {
                 detail: engineUp ? problem : problem ?? "no engine worker is running; replacements are being started",
                 workers: workers),
             audio: .init(state: audio.state, sink: audio.sink, detail: audio.detail),
-            outputs: outputs, mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled))
+            outputs: outputs, mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled), version: SpeakdVersion.current
+        )
     }
 }

@@ -43,6 +43,9 @@ public struct DaemonSetting: Sendable {
     public let help: String
     /// The default as `--help` shows it.
     public let defaultDescription: String
+    /// The default as a config-file value, where `defaultDescription` is prose rather than a value
+    /// (`auto`, the path the system unit gives); nil when `defaultDescription` is the value itself.
+    public private(set) var fileDefault: String?
     /// Checks `value` and stores it; errors name `value.origin`.
     private let store: @Sendable (SettingValue, inout DaemonConfiguration) throws -> Void
     /// Stores the default; the environment decides the defaults of the paths.
@@ -83,6 +86,13 @@ public struct DaemonSetting: Sendable {
         self.init(
             key, field, kind: kind, valueName: valueName, help: help, environmentDefault: { _ in defaultValue },
             shown: shown ?? "\(defaultValue)", parse: parse)
+    }
+
+    /// This setting, with `value` as its default in the config file `speakd --print-config-file` writes.
+    func inFiles(_ value: String) -> DaemonSetting {
+        var setting = self
+        setting.fileDefault = value
+        return setting
     }
 
     /// Checks `value` and stores it in `configuration`.

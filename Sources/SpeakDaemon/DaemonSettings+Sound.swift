@@ -12,7 +12,8 @@ extension DaemonConfiguration {
             "chimes", \.chimesDirectory, valueName: "dir",
             help: "Directory of chimes (WAV, FLAC, Ogg), each named by its file name without extension.",
             default: nil, shown: "the project's Voices/chimes, found like --voices"
-        ) { value in try value.isNone ? nil : value.path() },
+        ) { value in try value.isNone ? nil : value.path() }
+        .inFiles("/usr/share/speakd/voices/chimes"),
         chime("high", \.chimeHigh),
         chime("default", \.chimeDefault),
         chime("low", \.chimeLow),

@@ -19,7 +19,8 @@ extension DaemonConfiguration {
             environmentDefault: { defaultSocketPath(environment: $0) },
             shown: "$RUNTIME_DIRECTORY/speakd.sock, else /run/speakd/speakd.sock for root, "
                 + "else $XDG_RUNTIME_DIR/speakd/speakd.sock"
-        ) { value in try value.isNone ? nil : value.path() },
+        ) { value in try value.isNone ? nil : value.path() }
+        .inFiles("/run/speakd/speakd.sock"),
         DaemonSetting(
             "http", \.http, valueName: "host:port", help: "TCP listener HOST:PORT, or 'none'.",
             default: .tcp(host: "127.0.0.1", port: 7770), shown: "127.0.0.1:7770"
@@ -47,18 +48,24 @@ extension DaemonConfiguration {
         },
         DaemonSetting(
             "voices", \.voicesDirectory, valueName: "dir", help: "Voices directory with 'overrides' and 'variants/'.",
-            default: nil, shown: "the built-in overrides"
-        ) { value in try value.path() },
+            default: nil,
+            shown: "the first found of $SPEAKD_VOICES, /usr/local/share/speakd/voices, /usr/share/speakd/voices and "
+                + "the Voices/ of the source tree speakd was built in; else the built-in overrides"
+        ) { value in try value.path() }
+        .inFiles("/usr/share/speakd/voices"),
         .integer("max-queue", \.maxQueue, default: 32, in: 1...100_000, help: "Most announcements that may wait."),
         DaemonSetting(
             "engine-workers", \.engineWorkers, valueName: "n",
             help: "Engine worker processes that render speech: a number or auto.", default: coreCount,
             shown: "auto, one per core"
-        ) { value in try value.value == "auto" ? coreCount : value.integer(in: 1...64) },
+        ) { value in try value.value == "auto" ? coreCount : value.integer(in: 1...64) }
+        .inFiles("auto"),
         DaemonSetting(
             "engine-worker", \.engineWorker, valueName: "path", help: "The speakd-engine-worker executable, or auto.",
-            default: nil, shown: "auto, the one beside speakd"
-        ) { value in try value.value == "auto" ? nil : value.path() },
+            default: nil,
+            shown: "auto, the one beside speakd, else ../libexec/speakd/ from it"
+        ) { value in try value.value == "auto" ? nil : value.path() }
+        .inFiles("auto"),
         DaemonSetting(
             "engine-worker-user", \.engineWorkerUser, valueName: "name",
             help: "The user engine workers run as when speakd runs as root.", default: "nobody"
@@ -75,7 +82,8 @@ extension DaemonConfiguration {
             help: "File with the bearer token TCP requests must carry; created (mode 0640) when missing.",
             environmentDefault: { defaultTokenFile(socketPath: defaultSocketPath(environment: $0)) },
             shown: "'token' next to the socket"
-        ) { value in try value.path() },
+        ) { value in try value.path() }
+        .inFiles("/run/speakd/token"),
         DaemonSetting(
             "tcp-open", \.tcpOpen, kind: .toggle, valueName: "bool",
             help: "Let TCP requests in without the token: any local user and web page can then post and cancel. "
@@ -95,7 +103,8 @@ extension DaemonConfiguration {
         DaemonSetting(
             "fallback-language", \.fallbackLanguage, valueName: "tag",
             help: "BCP 47 language used when a requested one has no voice.", default: nil, shown: "none, an error"
-        ) { value in try value.isNone ? nil : value.languageTag() },
+        ) { value in try value.isNone ? nil : value.languageTag() }
+        .inFiles("none"),
     ]
 
     private static let limits: [DaemonSetting] = [

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Logging
+import SpeakdVersion
 
 #if canImport(Glibc)
 import Glibc
@@ -14,24 +15,26 @@ public struct SpeakdCommand: AsyncParsableCommand {
         commandName: "speakd",
         abstract: "Speak announcements one at a time, with espeak-ng, for the apps of a kiosk.",
         usage: "speakd [--<setting> <value> ...] [\(ConfigurationLoader.configFlag) <file>]",
-        discussion: """
-            Every setting can also come from the environment (SPEAKD_SOCKET, SPEAKD_HTTP, SPEAKD_AUDIO, \
-            SPEAKD_MAX_QUEUE, …: SPEAKD_ and the flag name in capitals with '_' for '-') or from a config \
-            file of 'key = value' lines with the flag names as keys ('#' starts a comment). Flags win over \
-            the environment, the environment over the file, the file over the defaults. The file is \
-            \(ConfigurationLoader.configFlag), else \(ConfigurationLoader.configVariable), else the first that \
-            exists of speakd.conf in $CONFIGURATION_DIRECTORY (systemd's ConfigurationDirectory=) and \
-            \(ConfigurationLoader.defaultConfigPath).
+        discussion: overview + "\n\n" + settingsHelp(),
+        version: SpeakdVersion.current)
 
-            'none' turns off the Unix socket (--socket none) or TCP (--http none).
+    /// What `--help` and speakd(8) say of the configuration sources, before the settings.
+    static let overview = """
+        Every setting can also come from the environment (SPEAKD_SOCKET, SPEAKD_HTTP, SPEAKD_AUDIO, \
+        SPEAKD_MAX_QUEUE, …: SPEAKD_ and the flag name in capitals with '_' for '-') or from a config \
+        file of 'key = value' lines with the flag names as keys ('#' starts a comment). Flags win over \
+        the environment, the environment over the file, the file over the defaults. The file is \
+        \(ConfigurationLoader.configFlag), else \(ConfigurationLoader.configVariable), else the first that \
+        exists of speakd.conf in $CONFIGURATION_DIRECTORY (systemd's ConfigurationDirectory=) and \
+        \(ConfigurationLoader.defaultConfigPath).
 
-            The Unix socket (mode 0660) needs nothing more. TCP requests need 'Authorization: Bearer TOKEN' \
-            with the token in --token-file, which speakd creates at its first start (except GET /healthz). \
-            Every listener refuses requests whose Host is not its address, localhost or an --allowed-host \
-            (421), from web pages other than --cors-origin (403), and bodies that are not application/json (415).
+        'none' turns off the Unix socket (--socket none) or TCP (--http none).
 
-            \(settingsHelp())
-            """)
+        The Unix socket (mode 0660) needs nothing more. TCP requests need 'Authorization: Bearer TOKEN' \
+        with the token in --token-file, which speakd creates at its first start (except GET /healthz). \
+        Every listener refuses requests whose Host is not its address, localhost or an --allowed-host \
+        (421), from web pages other than --cors-origin (403), and bodies that are not application/json (415).
+        """
 
     /// The settings as `--help` lists them: flag, value and help, with the default. The lines are
     /// wrapped here, narrower than ArgumentParser's 80 columns, so that they keep their columns.
@@ -107,6 +110,7 @@ public struct SpeakdCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "speakd")
+        logger.info("speakd starting", metadata: ["speakd.version": "\(SpeakdVersion.current)"])
         configuration.connectionLimits = DescriptorLimit.raise(
             fitting: configuration.connectionLimits, listeners: configuration.listenAddresses.count, logger: logger)
         let daemon: Daemon

@@ -5,6 +5,11 @@ import SpeakDaemon
 @main
 struct Speakd {
     static func main() async {
+        // `--print-config-file`, `--print-manual-page`: documents made from the settings.
+        if let document = SpeakdCommand.document(for: Array(CommandLine.arguments.dropFirst())) {
+            print(document, terminator: "")
+            return
+        }
         Malloc.limitArenas(to: 1)
         await SpeakdCommand.main()
     }

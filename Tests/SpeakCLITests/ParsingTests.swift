@@ -8,6 +8,24 @@ import Testing
 
 /// Flags are parsed and validated by the parser, and bad values are named in the message.
 @Suite struct ParsingTests {
+    /// `speak --version` prints the version of debian/changelog's top entry, `-dev` after it in
+    /// this debug build, and exits 0, before and after the daemon options.
+    @Test(arguments: [["--version"], ["--socket", "/run/speakd/speakd.sock", "--version"]])
+    func versionFlag(_ arguments: [String]) throws {
+        let changelog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("debian/changelog")
+        let first = try String(contentsOf: changelog, encoding: .utf8).prefix { $0 != "\n" }
+        let version = first.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" } + "-dev"
+        #expect(version.count > "-dev".count)
+        do {
+            _ = try Speak.parseAsRoot(arguments)
+            Issue.record("--version parsed as a command")
+        } catch {
+            #expect(Speak.exitCode(for: error) == .success)
+            #expect(Speak.fullMessage(for: error) == version)
+        }
+    }
+
     @Test func defaultCommandTakesTextAndFlags() throws {
         let command = try Speak.parseAsRoot(["--pitch", "1.4", "--lang", "pt-PT", "--no-punctuation", "Olá", "bom dia"])
         let say = try #require(command as? Speak.Say)

@@ -4,6 +4,7 @@ import SpeakAPI
 import SpeakDaemon
 import SpeakServer
 import SpeakTestSupport
+import SpeakdVersion
 import SpeechModel
 import Testing
 
@@ -302,22 +303,112 @@ struct ExampleConfigTests {
 
     /// Every key is in the example, and its values, uncommented, are the built-in defaults.
     @Test func uncommentedExampleGivesTheDefaults() throws {
-        let text = try String(contentsOf: Self.example, encoding: .utf8)
+        let (keys, fromExample) = try Self.uncommented(try String(contentsOf: Self.example, encoding: .utf8))
+        #expect(Set(keys) == Set(ConfigurationLoader.keys))
+        #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
+        #expect(fromExample.chimesDirectory == "/usr/local/share/speakd/Voices/chimes")
+        var defaults = DaemonConfiguration.defaults(environment: Self.environment)
+        defaults.voicesDirectory = fromExample.voicesDirectory
+        defaults.chimesDirectory = fromExample.chimesDirectory
+        #expect(fromExample == defaults)
+    }
+
+    /// The system unit's environment, which the examples' socket and token file assume.
+    static let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+
+    /// The `#key = value` lines of an example config file, uncommented: their keys, in order, and
+    /// the configuration they give under `environment`.
+    static func uncommented(_ text: String) throws -> (keys: [String], configuration: DaemonConfiguration) {
         let settings = text.split(separator: "\n").filter {
             $0.hasPrefix("#") && $0.contains(" = ") && !$0.hasPrefix("# ")
         }
         .map { String($0.dropFirst()) }
-        let keys = settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) }
-        #expect(Set(keys) == Set(ConfigurationLoader.keys))
         let path = try configFile(settings.joined(separator: "\n"))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
-        var fromExample = try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
-        #expect(fromExample.voicesDirectory == "/usr/local/share/speakd/Voices")
-        fromExample.voicesDirectory = nil
-        #expect(fromExample.chimesDirectory == "/usr/local/share/speakd/Voices/chimes")
-        fromExample.chimesDirectory = nil
-        #expect(fromExample == DaemonConfiguration.defaults(environment: environment))
+        return (
+            settings.map { $0.split(separator: "=")[0].trimmingCharacters(in: .whitespaces) },
+            try ConfigurationLoader.load(flags: [:], configPath: path, environment: environment)
+        )
+    }
+}
+
+/// The documents made from the settings table: the config file the Debian package installs as
+/// `/etc/speakd/speakd.conf`, and speakd(8).
+@Suite("Generated documents")
+struct GeneratedDocumentTests {
+    /// Every key is in the packaged config file, once, commented out; uncommented, its values are
+    /// the built-in defaults, with the voices and chimes where the package installs them.
+    @Test func packagedConfigFileShowsEveryDefault() throws {
+        let text = SpeakdCommand.configFile()
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(!lines.contains { !$0.isEmpty && !$0.hasPrefix("#") }, "every line is a comment")
+        let (keys, fromFile) = try ExampleConfigTests.uncommented(text)
+        #expect(keys == ConfigurationLoader.keys)
+        #expect(fromFile.voicesDirectory == "/usr/share/speakd/voices")
+        #expect(fromFile.chimesDirectory == "/usr/share/speakd/voices/chimes")
+        var defaults = DaemonConfiguration.defaults(environment: ExampleConfigTests.environment)
+        defaults.voicesDirectory = fromFile.voicesDirectory
+        defaults.chimesDirectory = fromFile.chimesDirectory
+        #expect(fromFile == defaults)
+        #expect(text.split(separator: "\n").allSatisfy { $0.count <= 80 })
+    }
+
+    /// speakd(8) names every setting with its value, default and environment variable, and its
+    /// title carries the version.
+    @Test func manualPageListsEverySetting() {
+        let page = SpeakdCommand.manualPage()
+        #expect(page.contains(".TH SPEAKD 8 "))
+        #expect(page.contains("\"speakd \(SpeakdVersionTests.version)\""))
+        for setting in DaemonConfiguration.settings {
+            let flag = setting.flag.replacing("-", with: "\\-")
+            #expect(page.contains("\\fB\(flag)\\fR"), "\(setting.flag)")
+            #expect(page.contains(setting.environmentName.replacing("-", with: "\\-")), "\(setting.environmentName)")
+        }
+    }
+
+    /// Only the exact flags print a document; anything else is the daemon's command line.
+    @Test func documentFlagsStandAlone() {
+        #expect(SpeakdCommand.document(for: ["--print-config-file"]) == SpeakdCommand.configFile())
+        #expect(SpeakdCommand.document(for: ["--print-manual-page"]) == SpeakdCommand.manualPage())
+        #expect(SpeakdCommand.document(for: ["--print-config-file", "--max-queue", "3"]) == nil)
+        #expect(SpeakdCommand.document(for: ["--max-queue", "3"]) == nil)
+        #expect(SpeakdCommand.document(for: []) == nil)
+    }
+
+    /// The man page's date is SOURCE_DATE_EPOCH's, so a package rebuild makes the same page.
+    @Test func manualDateFollowsSourceDateEpoch() {
+        #expect(SpeakdCommand.manualDate(environment: ["SOURCE_DATE_EPOCH": "1795996800"]) == "2026-11-30")
+    }
+}
+
+/// The version comes from the top entry of debian/changelog; a debug build says `-dev` after it.
+@Suite("Version")
+struct SpeakdVersionTests {
+    static let changelog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("debian/changelog")
+
+    /// `0.1.0-dev` for the changelog's `speakd (0.1.0) unstable; …`: the tests run a debug build.
+    static var version: String {
+        let text = (try? String(contentsOf: changelog, encoding: .utf8)) ?? ""
+        let first = text.prefix { $0 != "\n" }
+        let inside = first.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" }
+        return inside + "-dev"
+    }
+
+    @Test func versionIsTheChangelogs() throws {
+        #expect(Self.version.count > "-dev".count)
+        #expect(SpeakdVersion.current == Self.version)
+    }
+
+    /// `speakd --version` prints it, and exits 0, before any setting is read.
+    @Test func versionFlag() throws {
+        do {
+            _ = try SpeakdCommand.parseAsRoot(["--version"])
+            Issue.record("--version parsed as a command")
+        } catch {
+            #expect(SpeakdCommand.exitCode(for: error) == .success)
+            #expect(SpeakdCommand.fullMessage(for: error) == Self.version)
+        }
     }
 }
 
