@@ -1,0 +1,248 @@
+"""speakd's Piper engine worker: renders jobs with one Piper voice, loaded once.
+
+It speaks the frame layout of speakd's engine workers (WorkerFrame) on standard input and output:
+a frame is a one-byte kind, a four-byte little-endian payload length and the payload.
+
+  worker -> daemon  R  u32 sample rate, then a UTF-8 description of the sandbox   (once, at start)
+                    E  events of the PCM frame that follows (kind u8, sample u32, position u32,
+                       length u32, name length u16 + name), as WorkerFrame encodes them
+                    P  s16le mono samples
+                    D  the job ended (rendered, or aborted by a cancel)
+                    F  the job failed (UTF-8 message)
+  daemon -> worker  J  mode byte (S or W), version byte (1), then UTF-8 JSON:
+                       {"segments": [{"text", "position", "lengthScale", "volume", "pauseAfter"}]}
+                       where position is the 1-based scalar offset of the segment's text in the
+                       daemon's engine input
+                    C  abort the job being rendered (ignored when idle)
+
+Usage: speakd-piper-worker.py --model VOICE.onnx [--config VOICE.onnx.json] [--rate HZ]
+"""
+
+import argparse
+import json
+import os
+import re
+import select
+import struct
+import sys
+
+JOB_VERSION = 1
+MAX_PAYLOAD = 1 << 20
+# A sentence is cut at a clause (",;:") and, failing that, at a space once it is this many
+# characters long, so that one model run stays short (memory grows with the sentence).
+MAX_SENTENCE_CHARACTERS = 220
+WORD = re.compile(r"[\w][\w'’.-]*\w|\w", re.UNICODE)
+PUNCTUATION = set(",.;:!?…—–-\"'()¡¿«»")
+SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def write_frame(kind, payload=b""):
+    out = sys.stdout.buffer
+    out.write(kind + struct.pack("<I", len(payload)) + payload)
+    out.flush()
+
+
+def read_exactly(count):
+    data = b""
+    while len(data) < count:
+        piece = os.read(0, count - len(data))
+        if not piece:
+            return None
+        data += piece
+    return data
+
+
+def read_frame():
+    header = read_exactly(5)
+    if header is None:
+        return None
+    kind, length = header[:1], struct.unpack("<I", header[1:])[0]
+    if length > MAX_PAYLOAD:
+        raise ValueError(f"a frame of {length} bytes is over the limit")
+    payload = read_exactly(length) if length else b""
+    if payload is None:
+        raise ValueError("the stream ended inside a frame")
+    return kind, payload
+
+
+def cancel_waiting():
+    """True when a cancel frame is waiting on standard input (read between sentences)."""
+    readable, _, _ = select.select([0], [], [], 0)
+    if not readable:
+        return False
+    frame = read_frame()
+    if frame is None:
+        sys.exit(0)
+    if frame[0] != b"C":
+        raise ValueError(f"a {frame[0]!r} frame arrived while a job was rendering")
+    return True
+
+
+def word_events(events):
+    payload = b""
+    for sample, position, length in events:
+        payload += struct.pack("<BIIIH", 1, sample, position, length, 0)
+    return payload
+
+
+def sentence_event(sample, position):
+    return struct.pack("<BIIIH", 2, sample, position, 0, 0)
+
+
+def split_sentences(text):
+    """(start, piece) pairs: sentences of text, long ones cut at clauses or spaces."""
+    pieces = []
+    start = 0
+    for match in list(SENTENCE_END.finditer(text)) + [None]:
+        end = match.start() if match else len(text)
+        sentence = text[start:end]
+        offset = start
+        while len(sentence) > MAX_SENTENCE_CHARACTERS:
+            cut = max(sentence.rfind(mark, 0, MAX_SENTENCE_CHARACTERS) for mark in ",;:")
+            if cut <= 0:
+                cut = sentence.rfind(" ", 0, MAX_SENTENCE_CHARACTERS)
+            if cut <= 0:
+                cut = MAX_SENTENCE_CHARACTERS
+            pieces.append((offset, sentence[: cut + 1]))
+            offset += cut + 1
+            sentence = sentence[cut + 1 :]
+        pieces.append((offset, sentence))
+        if match:
+            start = match.end()
+    return [(offset, piece) for offset, piece in pieces if WORD.search(piece)]
+
+
+class Renderer:
+    def __init__(self, model, config, rate):
+        from piper import PiperVoice
+
+        self.voice = PiperVoice.load(model, config_path=config, include_alignments=True)
+        self.voice_rate = self.voice.config.sample_rate
+        self.rate = rate or self.voice_rate
+        self.hop = self.voice.config.hop_length
+
+    def to_output_rate(self, audio):
+        import numpy as np
+
+        if self.rate == self.voice_rate or len(audio) == 0:
+            return audio
+        count = int(round(len(audio) * self.rate / self.voice_rate))
+        return np.interp(
+            np.arange(count) * (self.voice_rate / self.rate), np.arange(len(audio)), audio
+        ).astype(np.float32)
+
+    def render_piece(self, text, length_scale):
+        """Audio (float, the voice's rate) and the sample where each of its phoneme words starts."""
+        import numpy as np
+        from piper import SynthesisConfig
+
+        config = SynthesisConfig(length_scale=length_scale, normalize_audio=False)
+        audio_parts, word_starts, base = [], [], 0
+        for chunk in self.voice.synthesize(text, config, include_alignments=True):
+            position, boundary = base, True
+            for alignment in chunk.phoneme_alignments or []:
+                if alignment.phoneme in (" ", "^", "$"):
+                    boundary = True
+                elif alignment.phoneme not in PUNCTUATION and boundary:
+                    word_starts.append(position)
+                    boundary = False
+                position += int(alignment.num_samples)
+            audio_parts.append(chunk.audio_float_array)
+            base += len(chunk.audio_float_array)
+        audio = np.concatenate(audio_parts) if audio_parts else np.zeros(0, dtype=np.float32)
+        return audio, word_starts
+
+    def words_of(self, text):
+        """Text words with how many phoneme words each one is spoken as (a number is several)."""
+        words = []
+        for match in WORD.finditer(text):
+            spoken = sum(
+                1
+                for sentence in self.voice.phonemize(match.group())
+                for word in "".join(sentence).split(" ")
+                if any(phoneme not in PUNCTUATION for phoneme in word)
+            )
+            words.append((match.start(), len(match.group()), max(1, spoken)))
+        return words
+
+    def run(self, job, chunking):
+        import numpy as np
+
+        pending, pending_events = [], []
+        produced = 0
+        for segment in job["segments"]:
+            text, base_position = segment["text"], segment["position"]
+            for offset, piece in split_sentences(text):
+                if cancel_waiting():
+                    write_frame(b"D")
+                    return
+                audio, word_starts = self.render_piece(piece, segment["lengthScale"])
+                audio = self.to_output_rate(audio) * segment["volume"]
+                scale = self.rate / self.voice_rate
+                events = [sentence_event(produced, base_position + offset)]
+                # Text words are matched to the phoneme words the model spoke, in order; a text
+                # word spoken as several (a number) starts at the first of them.
+                index = 0
+                for start, length, spoken in self.words_of(piece):
+                    if index < len(word_starts):
+                        sample = produced + int(word_starts[index] * scale)
+                        events.append(word_events([(sample, base_position + offset + start, length)]))
+                    index += spoken
+                samples = np.clip(audio * 32767.0, -32767, 32767).astype("<i2")
+                produced += len(samples)
+                if chunking == b"W":
+                    pending.append(samples)
+                    pending_events += events
+                else:
+                    write_frame(b"E", b"".join(events))
+                    write_frame(b"P", samples.tobytes())
+            pause = int(round(float(segment.get("pauseAfter") or 0) * self.rate))
+            if pause > 0:
+                silence = np.zeros(pause, dtype="<i2")
+                produced += pause
+                if chunking == b"W":
+                    pending.append(silence)
+                else:
+                    write_frame(b"P", silence.tobytes())
+        if pending:
+            write_frame(b"E", b"".join(pending_events))
+            write_frame(b"P", np.concatenate(pending).tobytes())
+        write_frame(b"D")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--config")
+    parser.add_argument("--rate", type=int, default=0)
+    parser.add_argument("--memory-limit-mib", type=int, default=0)
+    arguments = parser.parse_args()
+
+    renderer = Renderer(arguments.model, arguments.config, arguments.rate)
+    # Warm the model and the phonemiser before confinement: both load lazily on first use.
+    renderer.render_piece("Ready.", 1.0)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import piper_sandbox  # beside this file
+
+    sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib)
+    write_frame(b"R", struct.pack("<I", renderer.rate) + sandbox.encode())
+
+    while True:
+        frame = read_frame()
+        if frame is None:
+            return
+        kind, payload = frame
+        if kind == b"C":
+            continue
+        if kind != b"J" or len(payload) < 2 or payload[1] != JOB_VERSION:
+            print(f"speakd-piper-worker: unexpected frame {kind!r}", file=sys.stderr, flush=True)
+            sys.exit(2)
+        try:
+            job = json.loads(payload[2:].decode("utf-8"))
+            renderer.run(job, payload[:1])
+        except Exception as error:  # one job's failure, reported; the worker stays
+            write_frame(b"F", f"{type(error).__name__}: {error}".encode())
+
+
+if __name__ == "__main__":
+    main()
