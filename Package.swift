@@ -110,6 +110,13 @@ let package = Package(
         .systemLibrary(name: "CPosixSupport"),
         // The engine seam: the renderer protocol, prepared utterances, PCM chunks and their
         // format, engine events, the WAV header.
+        .target(
+            name: "PiperEngine",
+            dependencies: [
+                "EngineWorkers", "PosixSupport", "SpeechModel", "SpeechRendering",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["worker"], swiftSettings: swiftSettings),
         .target(name: "SpeechRendering", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
         // The only module that imports CEspeakNG.
         .target(
@@ -256,7 +263,7 @@ let package = Package(
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
                 "AnnouncementIntake",
-                "EspeakEngine", "EngineWorkers",
+                "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
                 "SpeakFleet", "SpeakMQTT", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -167,7 +167,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
-        "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut",
+        "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "voice",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
         "chime", "chimeAfter", "repeat", "requestId", "output",
     ]

@@ -12,6 +12,9 @@ struct SpeechOptions: ParsableArguments {
     @Option(name: .customLong("lang"), help: "BCP 47 language tag, e.g. en-GB, pt-PT, es-419.")
     var language: String?
 
+    @Option(help: "A voice by name, as the daemon's voice list shows it (a Piper voice, e.g. en_US-joe-medium).")
+    var voice: String?
+
     @Flag(inversion: .prefixedNo, help: "Speak every punctuation mark, or none (default: the configured default).")
     var punctuation: Bool?
 
@@ -28,7 +31,10 @@ struct SpeechOptions: ParsableArguments {
     func attributes() throws -> SpeechAttributes {
         var attributes = SpeechAttributes(
             pitch: pitch, rate: rate, volume: volume, punctuation: punctuation,
-            spellOut: spellOut ? true : nil)
+            spellOut: spellOut ? true : nil, voice: voice)
+        if let voice, !voice.contains(where: { !$0.isWhitespace }) {
+            throw ValidationError("--voice: must not be empty")
+        }
         if let language {
             do {
                 attributes.language = try LanguageTag(language)

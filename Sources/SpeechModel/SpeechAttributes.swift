@@ -12,6 +12,8 @@ public struct SpeechAttributes: Sendable, Hashable {
     public var spellOut: Bool?
     /// Pronunciation of the span in IPA.
     public var ipa: String?
+    /// A voice by name (`en_US-joe-medium`); nil: the voice `language` resolves to.
+    public var voice: String?
 
     public static let pitchRange: ClosedRange<Double> = 0.0...2.0
     public static let rateRange: ClosedRange<Double> = 0.5...2.0
@@ -20,7 +22,7 @@ public struct SpeechAttributes: Sendable, Hashable {
     public init(
         pitch: Double? = nil, rate: Double? = nil, volume: Double? = nil,
         punctuation: Bool? = nil, language: LanguageTag? = nil,
-        spellOut: Bool? = nil, ipa: String? = nil
+        spellOut: Bool? = nil, ipa: String? = nil, voice: String? = nil
     ) {
         self.pitch = pitch
         self.rate = rate
@@ -29,6 +31,7 @@ public struct SpeechAttributes: Sendable, Hashable {
         self.language = language
         self.spellOut = spellOut
         self.ipa = ipa
+        self.voice = voice
     }
 
     /// These attributes, with every attribute that is not set here taken from `defaults`.
@@ -40,7 +43,8 @@ public struct SpeechAttributes: Sendable, Hashable {
             punctuation: punctuation ?? defaults.punctuation,
             language: language ?? defaults.language,
             spellOut: spellOut ?? defaults.spellOut,
-            ipa: ipa ?? defaults.ipa
+            ipa: ipa ?? defaults.ipa,
+            voice: voice ?? defaults.voice
         )
     }
 

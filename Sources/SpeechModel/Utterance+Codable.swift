@@ -7,9 +7,9 @@ import Glibc
 /// The wire format of an utterance (DESIGN.md, "Attributed utterances").
 ///
 /// At the top level of the JSON object: exactly one of `text` (a string), `spans` (an array of
-/// `{text, language?, pitch?, rate?, volume?, punctuation?, spellOut?, ipa?, pauseAfter?}`) or
+/// `{text, language?, pitch?, rate?, volume?, punctuation?, spellOut?, ipa?, voice?, pauseAfter?}`) or
 /// `ssml` (a string in speakd's SSML subset), plus the utterance defaults `language`, `pitch`,
-/// `rate`, `volume`, `punctuation` and `spellOut`, and the `boundaries` as `sentenceStarts` and
+/// `rate`, `volume`, `punctuation`, `spellOut` and `voice`, and the `boundaries` as `sentenceStarts` and
 /// `paragraphStarts` (arrays of character offsets). Other top-level keys (`priority`, `queue`,
 /// `expiresAfter`, …) belong to the request that carries the utterance and are ignored here; an
 /// unknown key inside a span is an error. `null` is the same as leaving a key out.
@@ -57,7 +57,7 @@ extension Utterance: Codable {
 
     /// The keys a span may have.
     static let spanKeys: [String] = [
-        "text", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "ipa", "pauseAfter", "mark",
+        "text", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "ipa", "voice", "pauseAfter", "mark",
     ]
 
     private static func decodeWire(from decoder: any Decoder) throws(SpeechInputError) -> Utterance {
@@ -162,6 +162,12 @@ extension Utterance: Codable {
         if let language = try reader.string("language") {
             attributes.language = try LanguageTag(language, field: reader.field("language"))
         }
+        if let voice = try reader.string("voice") {
+            guard voice.contains(where: { !$0.isWhitespace }) else {
+                throw .malformed(field: reader.field("voice"), "must not be empty")
+            }
+            attributes.voice = voice
+        }
         if includingIPA, let ipa = try reader.string("ipa") {
             guard ipa.contains(where: { !$0.isWhitespace }) else {
                 throw .malformed(field: reader.field("ipa"), "must not be empty")
@@ -180,6 +186,7 @@ extension Utterance: Codable {
         try container.encodeIfPresent(attributes.volume, forKey: "volume")
         try container.encodeIfPresent(attributes.punctuation, forKey: "punctuation")
         try container.encodeIfPresent(attributes.spellOut, forKey: "spellOut")
+        try container.encodeIfPresent(attributes.voice, forKey: "voice")
         if includingIPA { try container.encodeIfPresent(attributes.ipa, forKey: "ipa") }
     }
 }

@@ -7,12 +7,24 @@ public struct VoiceInfo: Sendable, Hashable, Codable {
     public var languages: [String]
     /// A variant applied on top of the voice (`speakd-kiosk`), if any.
     public var variant: String?
+    /// The engine that speaks it (`piper`); nil for espeak-ng, the default engine.
+    public var engine: String?
+    /// The voice's own sample rate in Hz, where the engine has one per voice (Piper).
+    public var sampleRate: Int?
+    /// The voice's quality as its model card gives it (Piper: `low`, `medium`, `high`).
+    public var quality: String?
 
-    public init(identifier: String, name: String, languages: [String], variant: String? = nil) {
+    public init(
+        identifier: String, name: String, languages: [String], variant: String? = nil, engine: String? = nil,
+        sampleRate: Int? = nil, quality: String? = nil
+    ) {
         self.identifier = identifier
         self.name = name
         self.languages = languages
         self.variant = variant
+        self.engine = engine
+        self.sampleRate = sampleRate
+        self.quality = quality
     }
 }
 
