@@ -1,0 +1,130 @@
+import Foundation
+import SpeakAPI
+import SpeakClient
+import SpeakTestSupport
+import SpeechModel
+import Testing
+
+/// The Piper venv `scripts/install-deps --test` makes in the source tree.
+private let piperVenv = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent(".build-piper").path
+
+extension SpeakdIntegration {
+    /// Piper as a second engine: the real `speakd --piper` with the venv `scripts/install-deps
+    /// --test` makes, its worker rendering `en_US-joe-medium`, heard through a real PulseAudio
+    /// null sink.
+    @Suite(
+        .serialized, .timeLimit(.minutes(2)),
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "\(piperVenv)/bin/python3"),
+            "no Piper venv at .build-piper: run scripts/install-deps --test to make it"))
+    struct PiperTests {
+        static let venv = piperVenv
+        static let voice = "en_US-joe-medium"
+        static let arguments = ["--piper", venv, "--engine-workers", "1"]
+
+        static func piperBody(_ text: String) -> [String: Any] { ["text": text, "voice": voice] }
+
+        /// The daemon's Piper worker: its child running `speakd-piper-worker.py`.
+        static func piperWorkers(of pid: pid_t) -> [pid_t] {
+            ProcessTable.children(of: pid).filter { child in
+                let commandLine = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
+                return commandLine.contains("speakd-piper-worker.py")
+            }
+        }
+
+        static func field(of response: SpeakHTTPResponse) throws -> String? {
+            try response.decode(ErrorResponse.self).error.field
+        }
+
+        @Test("an announcement with a Piper voice is heard, with one finished event and word events in order")
+        func heard() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let text = "Gate twelve is now boarding."
+            let id = try await speakd.accept(Self.piperBody(text))
+            #expect(await speakd.events.waitForFinished([id], timeout: .seconds(30)))
+            let finished = speakd.events.finished(id)
+            #expect(finished.count == 1)
+            #expect(finished.first?.reason == .completed, "\(finished)")
+            #expect(finished.first?.voice == "piper:\(Self.voice)")
+            let words = speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range)
+            let spoken = words.map {
+                (text as NSString).substring(with: NSRange(location: $0.location, length: $0.length))
+            }
+            #expect(spoken == ["Gate", "twelve", "is", "now", "boarding"])
+            let recording = await speakd.stop()
+            let segments = recording.segments()
+            #expect(!segments.isEmpty, "nothing was heard")
+            let heard = segments.reduce(0) { $0 + $1.end - $1.start }
+            #expect(heard > 0.8 && heard < 4, "heard \(segments)")
+        }
+
+        @Test("a killed Piper worker fails only its announcement; the next one is heard")
+        func killedWorker() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let first = try await speakd.accept(Self.piperBody("Platform one."))
+            #expect(await speakd.events.waitForFinished([first], timeout: .seconds(30)))
+            let worker = try #require(Self.piperWorkers(of: speakd.daemon.pid).first)
+            // Stopped, the worker takes the job and renders nothing: the kill lands mid-render.
+            kill(worker, SIGSTOP)
+            let killed = try await speakd.accept(Self.piperBody(FinishReasonTests.longText))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(speakd.events.finished(killed).isEmpty)
+            kill(worker, SIGKILL)
+            #expect(await speakd.events.waitForFinished([killed], timeout: .seconds(10)))
+            #expect(speakd.events.finished(killed).first?.reason == .failed)
+            let next = try await speakd.accept(Self.piperBody("Please go to desk four."))
+            #expect(await speakd.events.waitForFinished([next], timeout: .seconds(30)))
+            #expect(speakd.events.finished(next).first?.reason == .completed, "\(speakd.events.finished(next))")
+            let replacement = Self.piperWorkers(of: speakd.daemon.pid)
+            #expect(replacement.count == 1 && replacement.first != worker, "workers \(replacement)")
+            let recording = await speakd.stop()
+            #expect(recording.segments().count >= 2, "heard \(recording.segments())")
+            expectExactlyOneFinished([first, killed, next], in: speakd.events.events)
+        }
+
+        @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
+        func refusedAndListed() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
+            defer { Task { await speakd.stop() } }
+            let cases: [([String: Any], String)] = [
+                (["text": "Hello", "voice": "nobody"], "voice"),
+                (["spans": [["text": "Hello", "voice": "nobody"]]], "spans[0].voice"),
+                (["text": "Olá", "voice": Self.voice, "language": "pt-PT"], "voice"),
+                (["text": "Hello", "voice": Self.voice, "pitch": 1.5], "pitch"),
+                (["spans": [["text": "Hello", "voice": Self.voice, "spellOut": true]]], "spans[0].spellOut"),
+                (["spans": [["text": "Hello", "voice": Self.voice, "ipa": "həˈloʊ"]]], "spans[0].ipa"),
+                (["text": "Hello", "voice": Self.voice, "punctuation": true], "punctuation"),
+                (["spans": [["text": "Hello ", "voice": Self.voice], ["text": "world"]]], "spans[1].voice"),
+            ]
+            for (body, field) in cases {
+                let response = try await post(body, via: speakd.unixClient)
+                #expect(response.status == 422, "\(body): \(String(decoding: response.body, as: UTF8.self))")
+                #expect(try Self.field(of: response) == field, "\(body)")
+            }
+            let list =
+                try JSONSerialization.jsonObject(
+                    with: Data(try await speakd.unixClient.send("GET", "/v1/voices").body)) as? [String: Any]
+            let voices = list?["voices"] as? [[String: Any]] ?? []
+            let piper = try #require(voices.first { $0["name"] as? String == Self.voice })
+            #expect(piper["engine"] as? String == "piper")
+            #expect(piper["languages"] as? [String] == ["en-US"])
+            #expect(piper["sampleRate"] as? Int == 22_050)
+            #expect(voices.contains { $0["engine"] as? String == "espeak-ng" })
+            let wav = try await speakd.speech(["text": "Doors closing.", "voice": Self.voice, "rate": 1.5])
+            #expect(wav.sampleRate == 22_050)
+            #expect(wav.samples.count > 22_050 / 4 && wav.samples.count < 22_050 * 3, "\(wav.samples.count) samples")
+        }
+
+        @Test("without --piper a voice by name is 422 naming voice, not spoken by another voice")
+        func voiceWithoutPiper() async throws {
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--engine-workers", "1"])
+            defer { Task { await speakd.stop() } }
+            let response = try await post(Self.piperBody("Hello"), via: speakd.unixClient)
+            #expect(response.status == 422)
+            #expect(try Self.field(of: response) == "voice")
+            let plain = try await post(["text": "Hello"], via: speakd.unixClient)
+            #expect(plain.status == 202)
+        }
+    }
+}
