@@ -429,6 +429,8 @@ struct ConfigurationSettingsTests {
         "engine-workers": ("\(DaemonConfiguration.coreCount + 1)", "65"),
         "engine-worker": ("/usr/local/bin/speakd-engine-worker", "worker"),
         "engine-worker-user": ("daemon", "no one"),
+        "piper": ("/opt/speakd/piper-venv", "piper-venv"),
+        "piper-voices": ("/usr/share/piper-voices", "piper-voices"),
         "cors-origin": ("http://kiosk.local:8080", "kiosk"),
         "token-file": ("/etc/speakd/token", "token"),
         "tcp-open": ("true", "maybe"),
@@ -562,7 +564,8 @@ struct ConfigurationSettingsTests {
         }
         #expect(
             described == [
-                "socket", "voices", "engine-workers", "engine-worker", "chimes", "token-file", "fallback-language",
+                "socket", "voices", "engine-workers", "engine-worker", "piper-voices", "chimes", "token-file",
+                "fallback-language",
             ])
     }
 

@@ -52,6 +52,15 @@ import Testing
         #expect(utterance.defaults == SpeechAttributes())
     }
 
+    @Test func voiceByNameAtTheTopAndOnASpanRoundTrips() throws {
+        let utterance = try Self.decode(
+            #"{"spans": [{"text": "Gate "}, {"text": "twelve", "voice": "other"}], "voice": "en_US-joe-medium"}"#)
+        #expect(utterance.defaults.voice == "en_US-joe-medium")
+        #expect(utterance.resolvedSpans.map(\.attributes.voice) == ["en_US-joe-medium", "other"])
+        let encoded = try JSONEncoder().encode(utterance)
+        #expect(try Utterance.decode(json: encoded) == utterance)
+    }
+
     @Test func ssmlIsParsedAndTakesItsLanguageOverTheTopLevelOne() throws {
         let utterance = try Self.decode(
             #"""
@@ -71,6 +80,8 @@ import Testing
         (#"{"text": "a", "volume": -1}"#, "outOfRange", "volume", "-1.0 is out of range 0.0–2.0"),
         (#"{"text": "a", "punctuation": 1}"#, "malformed", "punctuation", "expected true or false"),
         (#"{"text": "a", "spellOut": "yes"}"#, "malformed", "spellOut", "expected true or false"),
+        (#"{"text": "a", "voice": " "}"#, "malformed", "voice", "must not be empty"),
+        (#"{"spans": [{"text": "a", "voice": 7}]}"#, "malformed", "spans[0].voice", "expected a string"),
         (
             #"{"text": "a", "language": "en_GB"}"#, "malformed", "language",
             "'en_GB' is not a well-formed BCP 47 tag: invalid character '_' at position 3 (subtags are separated by '-')"
@@ -125,7 +136,7 @@ import Testing
         (#"{"spans": [{"text": "a", "ipa": ""}]}"#, "malformed", "spans[0].ipa", "must not be empty"),
         (
             #"{"spans": [{"text": "a", "colour": "red", "Pitch": 1}]}"#, "malformed", "spans[0].Pitch",
-            "unknown key 'Pitch' in a span; a span has text, language, pitch, rate, volume, punctuation, spellOut, ipa, pauseAfter, mark"
+            "unknown key 'Pitch' in a span; a span has text, language, pitch, rate, volume, punctuation, spellOut, ipa, voice, pauseAfter, mark"
         ),
         (#"{"ssml": 3}"#, "malformed", "ssml", "expected a string"),
         (
