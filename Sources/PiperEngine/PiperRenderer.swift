@@ -43,11 +43,14 @@ public final class PiperRenderer: SpeechRenderer {
         public var script: String
         /// The worker's address-space limit.
         public var memoryLimitMiB: Int
+        /// The user a worker started as root becomes once its voice is loaded.
+        public var user: String
 
-        public init(python: String, script: String, memoryLimitMiB: Int = 2048) {
+        public init(python: String, script: String, memoryLimitMiB: Int = 2048, user: String = "nobody") {
             self.python = python
             self.script = script
             self.memoryLimitMiB = memoryLimitMiB
+            self.user = user
         }
 
         /// The worker script in the source tree this build was made from.
@@ -342,7 +345,7 @@ actor PiperWorkerSlot {
             executable: launch.python,
             arguments: [
                 "-I", launch.script, "--model", voice.model, "--config", voice.configuration, "--rate", "\(rate)",
-                "--memory-limit-mib", "\(launch.memoryLimitMiB)",
+                "--memory-limit-mib", "\(launch.memoryLimitMiB)", "--user", launch.user,
             ], environment: environment)
         let started = PiperProcess(process: spawned)
         let logger = logger

@@ -363,7 +363,8 @@ private func makePiper(
     } catch {
         throw DaemonStartError(description: "--piper-voices: \(error)")
     }
-    let launch = PiperRenderer.Launch(python: python, script: PiperRenderer.Launch.sourceTreeScript)
+    let launch = PiperRenderer.Launch(
+        python: python, script: PiperRenderer.Launch.sourceTreeScript, user: configuration.engineWorkerUser)
     guard FileManager.default.fileExists(atPath: launch.script) else {
         throw DaemonStartError(description: "--piper: the Piper worker '\(launch.script)' is missing")
     }

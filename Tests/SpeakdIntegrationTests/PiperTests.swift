@@ -59,12 +59,17 @@ extension SpeakdIntegration {
             #expect(heard > 0.8 && heard < 4, "heard \(segments)")
         }
 
-        @Test("a killed Piper worker fails only its announcement; the next one is heard")
+        @Test("a killed Piper worker fails only its announcement; the next one is heard; the worker is confined")
         func killedWorker() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
             let first = try await speakd.accept(Self.piperBody("Platform one."))
             #expect(await speakd.events.waitForFinished([first], timeout: .seconds(30)))
             let worker = try #require(Self.piperWorkers(of: speakd.daemon.pid).first)
+            // Confined once its voice is loaded: no new privileges, a seccomp filter, never root.
+            let status = ProcessTable.status(of: worker)
+            #expect(status["NoNewPrivs"] == "1", "\(status)")
+            #expect(status["Seccomp"] == "2", "\(status)")
+            #expect(status["Uid"] != nil && status["Uid"] != "0", "\(status)")
             // Stopped, the worker takes the job and renders nothing: the kill lands mid-render.
             kill(worker, SIGSTOP)
             let killed = try await speakd.accept(Self.piperBody(FinishReasonTests.longText))

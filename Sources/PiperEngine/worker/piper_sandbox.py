@@ -9,6 +9,8 @@ kernel offers it but it cannot be applied):
 - seccomp (through libseccomp, when present): socket, socketpair, execve, execveat, ptrace,
   process_vm_writev, mount, bpf and kexec fail with EPERM.
 - RLIMIT_AS, when a memory limit is given.
+- Started as root, it becomes `user` (speakd's --engine-worker-user) with no supplementary
+  groups, so no capability stays with it.
 """
 
 import ctypes
@@ -99,12 +101,27 @@ def _seccomp():
     return "seccomp (EPERM: " + ", ".join(_DENIED_CALLS) + ")"
 
 
-def confine(memory_limit_mib=0):
+def _drop_root(user):
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    if entry.pw_uid == 0:
+        raise PermissionError(f"'{user}' is root; the Piper worker never runs as root")
+    os.setgroups([])
+    os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
+    os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
+    return f"user {user}"
+
+
+def confine(memory_limit_mib=0, user=None):
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
+    dropped = None
+    if os.geteuid() == 0 or os.getuid() == 0:
+        dropped = _drop_root(user or "nobody")
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    parts = ["no_new_privs"]
+    parts = ([dropped] if dropped else []) + ["no_new_privs"]
     if memory_limit_mib > 0:
         limit = memory_limit_mib << 20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

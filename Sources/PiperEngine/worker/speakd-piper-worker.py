@@ -16,6 +16,7 @@ a frame is a one-byte kind, a four-byte little-endian payload length and the pay
                     C  abort the job being rendered (ignored when idle)
 
 Usage: speakd-piper-worker.py --model VOICE.onnx [--config VOICE.onnx.json] [--rate HZ]
+       [--memory-limit-mib MIB] [--user NAME]
 """
 
 import argparse
@@ -216,6 +217,7 @@ def main():
     parser.add_argument("--config")
     parser.add_argument("--rate", type=int, default=0)
     parser.add_argument("--memory-limit-mib", type=int, default=0)
+    parser.add_argument("--user", help="the user to become when started as root (default: nobody)")
     arguments = parser.parse_args()
 
     renderer = Renderer(arguments.model, arguments.config, arguments.rate)
@@ -224,7 +226,7 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import piper_sandbox  # beside this file
 
-    sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib)
+    sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib, user=arguments.user)
     write_frame(b"R", struct.pack("<I", renderer.rate) + sandbox.encode())
 
     while True:
