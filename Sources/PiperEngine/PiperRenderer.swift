@@ -45,12 +45,22 @@ public final class PiperRenderer: SpeechRenderer {
         public var memoryLimitMiB: Int
         /// The user a worker started as root becomes once its voice is loaded.
         public var user: String
+        /// A worker that sends nothing for this long while rendering is killed, failing its job.
+        public var stallLimit: Duration
+        /// A worker that has not said it is ready after this long is killed, failing the job
+        /// that started it.
+        public var startLimit: Duration
 
-        public init(python: String, script: String, memoryLimitMiB: Int = 2048, user: String = "nobody") {
+        public init(
+            python: String, script: String, memoryLimitMiB: Int = 2048, user: String = "nobody",
+            stallLimit: Duration = .seconds(10), startLimit: Duration = .seconds(30)
+        ) {
             self.python = python
             self.script = script
             self.memoryLimitMiB = memoryLimitMiB
             self.user = user
+            self.stallLimit = stallLimit
+            self.startLimit = startLimit
         }
 
         /// The worker script in the source tree this build was made from.
@@ -324,7 +334,7 @@ actor PiperWorkerSlot {
             job.finish()
             return
         }
-        let alive = await Self.render(job, on: worker)
+        let alive = await Self.render(job, on: worker, stallLimit: launch.stallLimit)
         if !alive {
             logger.warning("Piper worker \(worker.process.pid) for \(voice.name) ended while rendering")
             process = nil
@@ -359,14 +369,19 @@ actor PiperWorkerSlot {
             }
             close(spawned.errors)
         }
+        let watchdog = Watchdog(limit: launch.startLimit) { kill(spawned.pid, SIGKILL) }
         let ready = await withCheckedContinuation { (continuation: CheckedContinuation<WorkerFrame?, Never>) in
             DetachedThread.start(name: "speakd-piper-start") {
                 continuation.resume(returning: try? WorkerFrame.read(from: spawned.output))
             }
         }
+        let late = watchdog.stop()
         guard case .ready(let sampleRate, let sandbox)? = ready, sampleRate == rate else {
             DetachedThread.start(name: "speakd-piper-reap") { started.end() }
-            throw PiperWorkerError(message: "the worker for \(voice.name) did not start")
+            throw PiperWorkerError(
+                message: late
+                    ? "the worker for \(voice.name) was not ready within \(launch.startLimit)"
+                    : "the worker for \(voice.name) did not start")
         }
         logger.info(
             "Piper worker started",
@@ -378,16 +393,20 @@ actor PiperWorkerSlot {
 
     /// Sends the job and feeds its stream until the worker says it ended; false when the worker
     /// died (the job is failed with why).
-    private static func render(_ job: PiperJob, on worker: PiperProcess) async -> Bool {
+    private static func render(_ job: PiperJob, on worker: PiperProcess, stallLimit: Duration) async -> Bool {
         var payload: [UInt8] = [job.chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), 1]
         payload += (try? JSONEncoder().encode(job.input)).map { Array($0) } ?? []
         let length = UInt32(payload.count)
         worker.send([UInt8(ascii: "J")] + (0..<4).map { UInt8(truncatingIfNeeded: length >> (8 * $0)) } + payload)
+        let pid = worker.process.pid
+        let watchdog = Watchdog(limit: stallLimit) { kill(pid, SIGKILL) }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             DetachedThread.start(name: "speakd-piper-\(worker.process.pid)") {
                 var events: [EngineEvent] = []
                 while true {
                     let frame = try? WorkerFrame.read(from: worker.process.output)
+                    watchdog.touch()
+                    if case .done? = frame { watchdog.stop() } else if case .failure? = frame { watchdog.stop() }
                     switch frame {
                     case .events(let reported)?:
                         events = reported
@@ -403,13 +422,60 @@ actor PiperWorkerSlot {
                         continuation.resume(returning: true)
                         return
                     default:
+                        let stalled = watchdog.stop()
                         job.finish(
-                            throwing: PiperWorkerError(message: "the worker ended while rendering"))
+                            throwing: PiperWorkerError(
+                                message: stalled
+                                    ? "the worker sent nothing for \(stallLimit) and was killed"
+                                    : "the worker ended while rendering"))
                         continuation.resume(returning: false)
                         return
                     }
                 }
             }
+        }
+    }
+}
+
+/// Runs `fire` once if `limit` passes without a `touch`, until it is stopped.
+final class Watchdog: Sendable {
+    private struct State {
+        var last = ContinuousClock.now
+        var stopped = false
+        var fired = false
+    }
+    private let state = Mutex(State())
+
+    init(limit: Duration, fire: @escaping @Sendable () -> Void) {
+        Task { [self] in
+            while true {
+                try? await Task.sleep(for: .milliseconds(200))
+                let due = state.withLock { state -> Bool? in
+                    if state.stopped { return nil }
+                    guard ContinuousClock.now - state.last > limit else { return false }
+                    state.fired = true
+                    state.stopped = true
+                    return true
+                }
+                guard let due else { return }
+                if due {
+                    fire()
+                    return
+                }
+            }
+        }
+    }
+
+    func touch() {
+        state.withLock { $0.last = .now }
+    }
+
+    /// Stops watching; true when it had fired.
+    @discardableResult
+    func stop() -> Bool {
+        state.withLock { state in
+            state.stopped = true
+            return state.fired
         }
     }
 }

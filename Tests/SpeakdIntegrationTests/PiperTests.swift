@@ -88,6 +88,29 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([first, killed, next], in: speakd.events.events)
         }
 
+        @Test("a stopped Piper worker is killed after 10 s without a frame, failing only its announcement")
+        func stalledWorker() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let first = try await speakd.accept(Self.piperBody("Platform two."))
+            #expect(await speakd.events.waitFor(.started, of: first) != nil)
+            #expect(await speakd.events.waitForFinished([first], timeout: .seconds(30)))
+            let worker = try #require(Self.piperWorkers(of: speakd.daemon.pid).first)
+            kill(worker, SIGSTOP)
+            let posted = ContinuousClock.now
+            let stalled = try await speakd.accept(Self.piperBody("This one is never rendered."))
+            #expect(await speakd.events.waitForFinished([stalled], timeout: .seconds(20)))
+            let waited = ContinuousClock.now - posted
+            #expect(waited > .seconds(9) && waited < .seconds(13), "failed after \(waited)")
+            let finished = speakd.events.finished(stalled).first
+            #expect(finished?.reason == .failed)
+            #expect(finished?.detail?.contains("sent nothing for 10") == true, "\(String(describing: finished))")
+            let next = try await speakd.accept(Self.piperBody("Please go to desk five."))
+            #expect(await speakd.events.waitForFinished([next], timeout: .seconds(30)))
+            #expect(speakd.events.finished(next).first?.reason == .completed)
+            _ = await speakd.stop()
+            expectExactlyOneFinished([first, stalled, next], in: speakd.events.events)
+        }
+
         @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
         func refusedAndListed() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
