@@ -211,6 +211,18 @@ class Renderer:
         write_frame(b"D")
 
 
+def release_memory():
+    """Gives freed memory back (the in-memory patched model copy at start, a long job's buffers)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -223,6 +235,7 @@ def main():
     renderer = Renderer(arguments.model, arguments.config, arguments.rate)
     # Warm the model and the phonemiser before confinement: both load lazily on first use.
     renderer.render_piece("Ready.", 1.0)
+    release_memory()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import piper_sandbox  # beside this file
 
@@ -244,6 +257,7 @@ def main():
             renderer.run(job, payload[:1])
         except Exception as error:  # one job's failure, reported; the worker stays
             write_frame(b"F", f"{type(error).__name__}: {error}".encode())
+        release_memory()
 
 
 if __name__ == "__main__":
