@@ -74,17 +74,24 @@ public final class PiperRenderer: SpeechRenderer {
     public let format: AudioFormat
     public var engineName: String { Self.engine }
     public let voicesByName: [String: PiperVoice]
-    private let workers: [String: PiperWorkerSlot]
+    private let workers: [String: [PiperWorkerSlot]]
 
     /// - Parameters:
     ///   - voices: the voices it speaks (`PiperVoice.load`).
     ///   - format: the format it renders in (the default engine's, so the two can be mixed);
     ///     a voice of another rate is resampled in its worker.
-    public init(voices: [PiperVoice], launch: Launch, format: AudioFormat, logger: Logger) {
+    ///   - warmWorkers: 0 for one worker per voice, started by the voice's first request; N for N
+    ///     workers per voice, started now (in the background) and kept running.
+    public init(voices: [PiperVoice], launch: Launch, format: AudioFormat, warmWorkers: Int = 0, logger: Logger) {
         self.format = format
         voicesByName = Dictionary(voices.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        workers = voicesByName.mapValues {
-            PiperWorkerSlot(voice: $0, launch: launch, rate: format.sampleRate, logger: logger)
+        workers = voicesByName.mapValues { voice in
+            (0..<max(1, warmWorkers)).map { _ in
+                PiperWorkerSlot(voice: voice, launch: launch, rate: format.sampleRate, logger: logger)
+            }
+        }
+        if warmWorkers > 0 {
+            for slot in workers.values.joined() { Task { await slot.warm() } }
         }
     }
 
@@ -176,20 +183,21 @@ public final class PiperRenderer: SpeechRenderer {
             continuation.finish(throwing: error)
             return stream
         }
-        guard let worker = workers[input.voice] else {
+        // The worker with the fewest jobs queued or rendering.
+        guard let worker = workers[input.voice]?.min(by: { $0.load < $1.load }) else {
             continuation.finish(throwing: PiperWorkerError(message: "no worker for voice '\(input.voice)'"))
             return stream
         }
         let job = PiperJob(input: input, chunking: chunking, continuation: continuation)
         continuation.onTermination = { _ in job.cancel() }
-        let task = Task { await worker.run(job) }
-        _ = task
+        worker.submitted()
+        Task { await worker.run(job) }
         return stream
     }
 
-    /// The pid of the voice's running worker, if it runs (for tests and diagnostics).
-    public func workerPID(voice: String) -> Int32? {
-        workers[voice]?.pid
+    /// The pids of the voice's running workers (for tests and diagnostics).
+    public func workerPIDs(voice: String) -> [Int32] {
+        workers[voice]?.compactMap(\.pid) ?? []
     }
 }
 
@@ -299,6 +307,7 @@ actor PiperWorkerSlot {
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private let runningPID = Atomic<Int32>(0)
+    private let queued = Atomic<Int>(0)
 
     init(voice: PiperVoice, launch: PiperRenderer.Launch, rate: Int, logger: Logger) {
         self.voice = voice
@@ -312,12 +321,41 @@ actor PiperWorkerSlot {
         return pid == 0 ? nil : pid
     }
 
-    func run(_ job: PiperJob) async {
+    /// Jobs given to this worker that have not ended.
+    nonisolated var load: Int { queued.load(ordering: .relaxed) }
+
+    /// Counts a job that `run` will be given.
+    nonisolated func submitted() {
+        queued.add(1, ordering: .relaxed)
+    }
+
+    /// Waits for the worker to be free, and takes it.
+    private func acquire() async {
         while busy { await withCheckedContinuation { waiting.append($0) } }
         busy = true
+    }
+
+    private func release() {
+        busy = false
+        if !waiting.isEmpty { waiting.removeFirst().resume() }
+    }
+
+    /// Starts the worker now, if it is not running, so no request waits for it.
+    func warm() async {
+        await acquire()
+        defer { release() }
+        do {
+            _ = try await running()
+        } catch {
+            logger.warning("Piper worker for \(voice.name) did not start: \(error)")
+        }
+    }
+
+    func run(_ job: PiperJob) async {
+        await acquire()
         defer {
-            busy = false
-            if !waiting.isEmpty { waiting.removeFirst().resume() }
+            release()
+            queued.subtract(1, ordering: .relaxed)
         }
         if job.isCancelled {
             job.finish()

@@ -369,7 +369,8 @@ private func makePiper(
         throw DaemonStartError(description: "--piper: the Piper worker '\(launch.script)' is missing")
     }
     logger.info("Piper voices: \(voices.map(\.name).joined(separator: ", "))")
-    return PiperRenderer(voices: voices, launch: launch, format: format, logger: logger)
+    return PiperRenderer(
+        voices: voices, launch: launch, format: format, warmWorkers: configuration.piperWorkers, logger: logger)
 }
 
 /// The chimes (`--chimes`, else `chimes` in the voices directory found as `--voices` is) checked

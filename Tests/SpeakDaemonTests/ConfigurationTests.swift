@@ -431,6 +431,7 @@ struct ConfigurationSettingsTests {
         "engine-worker-user": ("daemon", "no one"),
         "piper": ("/opt/speakd/piper-venv", "piper-venv"),
         "piper-voices": ("/usr/share/piper-voices", "piper-voices"),
+        "piper-workers": ("2", "17"),
         "cors-origin": ("http://kiosk.local:8080", "kiosk"),
         "token-file": ("/etc/speakd/token", "token"),
         "tcp-open": ("true", "maybe"),

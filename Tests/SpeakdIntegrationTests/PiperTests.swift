@@ -111,6 +111,27 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([first, stalled, next], in: speakd.events.events)
         }
 
+        @Test("--piper-workers 2 starts two Piper workers before any request; two announcements both complete")
+        func warmWorkers() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments + ["--piper-workers", "2"])
+            let deadline = ContinuousClock.now + .seconds(20)
+            while Self.piperWorkers(of: speakd.daemon.pid).count < 2 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let workers = Self.piperWorkers(of: speakd.daemon.pid)
+            #expect(workers.count == 2, "workers \(workers)")
+            let ids = [
+                try await speakd.accept(Self.piperBody("Platform three.")),
+                try await speakd.accept(Self.piperBody("Platform four.")),
+            ]
+            #expect(await speakd.events.waitForFinished(ids, timeout: .seconds(30)))
+            #expect(ids.allSatisfy { speakd.events.finished($0).first?.reason == .completed })
+            #expect(Set(Self.piperWorkers(of: speakd.daemon.pid)) == Set(workers))
+            let recording = await speakd.stop()
+            #expect(recording.segments().count >= 2, "heard \(recording.segments())")
+            expectExactlyOneFinished(ids, in: speakd.events.events)
+        }
+
         @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
         func refusedAndListed() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
