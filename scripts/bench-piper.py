@@ -116,6 +116,7 @@ def main():
     parser.add_argument("--speakd")
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--piper-workers", type=int, default=0)
     arguments = parser.parse_args()
     root = arguments.root
     speakd = arguments.speakd or os.path.join(root, ".build/debug/speakd")
@@ -127,7 +128,8 @@ def main():
     try:
         daemon = subprocess.Popen(
             [speakd, "--audio", "null", "--socket", "none", "--http", f"127.0.0.1:{speakd_port}", "--tcp-open",
-             "--token-file", f"{work}/token", "--piper", f"{root}/.build-piper", "--log-level", "warning"],
+             "--token-file", f"{work}/token", "--piper", f"{root}/.build-piper", "--piper-workers", str(arguments.piper_workers),
+             "--log-level", "warning"],
             env=environment, stdout=subprocess.DEVNULL, stderr=open(f"{work}/speakd.log", "w"))
         processes.append(daemon)
         peer = subprocess.Popen(
@@ -137,7 +139,7 @@ def main():
         wait_until(lambda: urllib.request.urlopen(f"http://127.0.0.1:{speakd_port}/v1/voices", timeout=2))
         wait_until(lambda: urllib.request.urlopen(f"http://127.0.0.1:{peer_port}/voices", timeout=2))
         results = [
-            measure("speakd (Piper worker, sandboxed)", f"http://127.0.0.1:{speakd_port}/v1/speech",
+            measure(f"speakd (sandboxed Piper, --piper-workers {arguments.piper_workers})", f"http://127.0.0.1:{speakd_port}/v1/speech",
                     {"text": TEXT, "voice": VOICE}, daemon.pid, arguments.requests, arguments.seconds),
             measure("piper.http_server", f"http://127.0.0.1:{peer_port}/synthesize", {"text": TEXT}, peer.pid,
                     arguments.requests, arguments.seconds),
