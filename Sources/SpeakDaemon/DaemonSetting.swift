@@ -183,6 +183,18 @@ struct SettingValue: Sendable, Hashable {
         return value
     }
 
+    /// A voice's name as its files call it (`en_US-joe-medium`): letters, digits, '.', '_', '-'.
+    func voiceName() throws(ConfigurationError) -> String {
+        let allowed = value.unicodeScalars.allSatisfy { scalar in
+            scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+                || "._-".unicodeScalars.contains(scalar)
+        }
+        guard !value.isEmpty, value.count <= 128, allowed else {
+            throw invalid("expected a voice name (letters, digits, '.', '_', '-')")
+        }
+        return value
+    }
+
     func boolean() throws(ConfigurationError) -> Bool {
         switch value.lowercased() {
         case "true", "yes", "on", "1": return true

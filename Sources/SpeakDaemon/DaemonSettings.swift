@@ -84,6 +84,13 @@ extension DaemonConfiguration {
             }
         }
         .inFiles("off"),
+        DaemonSetting(
+            "default-voice", \.defaultVoice, valueName: "name",
+            help: "The Piper voice for utterances that name none, when it can speak them (their language, "
+                + "no attribute it refuses); others keep their language's espeak-ng voice.",
+            default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.voiceName() }
+        .inFiles("none"),
         .integer(
             "piper-workers", \.piperWorkers, default: 0, in: 0...16,
             help: "Piper workers per voice: 0 starts one on the voice's first request; N starts N at once and "

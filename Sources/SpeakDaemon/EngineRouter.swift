@@ -7,9 +7,14 @@ import SpeechRendering
 ///
 /// A voice name that no engine has is refused with 422 naming the field (`voice`,
 /// `spans[1].voice`), whether Piper runs or not: a voice is never silently replaced.
+///
+/// With a default voice (`--default-voice`), an utterance that names none is spoken by it when
+/// that voice can speak all of it (every span's language is the voice's or unset, and no attribute
+/// it refuses is set); any other utterance is spoken as before, by the language's espeak-ng voice.
 struct EngineRouter: SpeechRenderer {
     let primary: any SpeechRenderer
     let piper: PiperRenderer?
+    var defaultVoice: String? = nil
 
     var format: AudioFormat { primary.format }
     var engineName: String { primary.engineName }
@@ -20,7 +25,19 @@ struct EngineRouter: SpeechRenderer {
             if let voice = utterance.defaults.voice { return ("voice", voice) }
             return nil
         }
-        guard !named.isEmpty else { return try await primary.prepare(utterance) }
+        guard !named.isEmpty else {
+            if let defaultVoice, let piper {
+                var voiced = utterance
+                voiced.defaults.voice = defaultVoice
+                if let prepared = try? await piper.prepare(voiced) {
+                    // The prepared utterance stays the request's own, as the queue checks.
+                    return PreparedUtterance(
+                        utterance: utterance, voices: prepared.voices, engineInput: prepared.engineInput,
+                        textMap: prepared.textMap)
+                }
+            }
+            return try await primary.prepare(utterance)
+        }
         for (field, name) in named where piper?.voicesByName[name] == nil {
             let known = piper.map { $0.voicesByName.keys.sorted().joined(separator: ", ") } ?? ""
             throw .notFound(

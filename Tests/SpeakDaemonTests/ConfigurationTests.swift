@@ -432,6 +432,7 @@ struct ConfigurationSettingsTests {
         "piper": ("/opt/speakd/piper-venv", "piper-venv"),
         "piper-voices": ("/usr/share/piper-voices", "piper-voices"),
         "piper-workers": ("2", "17"),
+        "default-voice": ("en_US-joe-medium", "joe medium"),
         "cors-origin": ("http://kiosk.local:8080", "kiosk"),
         "token-file": ("/etc/speakd/token", "token"),
         "tcp-open": ("true", "maybe"),

@@ -132,6 +132,38 @@ extension SpeakdIntegration {
             expectExactlyOneFinished(ids, in: speakd.events.events)
         }
 
+        @Test("--default-voice speaks what it can (no voice named) and leaves other languages to espeak-ng")
+        func defaultVoice() async throws {
+            let speakd = try await SpeakdProcess.start(
+                audio: "null", arguments: Self.arguments + ["--default-voice", Self.voice])
+            defer { Task { await speakd.stop() } }
+            let events = EventStreamRecorder(client: speakd.unixClient)
+            defer { events.stop() }
+            try await speakd.waitForEventStreams(1)
+            let english = try await post(["text": "Doors closing."], via: speakd.unixClient)
+            let portuguese = try await post(["text": "Portas a fechar.", "language": "pt-PT"], via: speakd.unixClient)
+            let pitched = try await post(["text": "Doors closing.", "pitch": 1.4], via: speakd.unixClient)
+            let ids = try [english, portuguese, pitched].map { try $0.decode(AnnouncementAccepted.self).id }
+            #expect(await events.waitForFinished(ids, timeout: .seconds(30)))
+            let voices = ids.map { events.finished($0).first?.voice }
+            #expect(voices[0] == "piper:\(Self.voice)")
+            #expect(voices[1]?.hasPrefix("piper:") == false && voices[1] != nil, "\(voices)")
+            #expect(voices[2]?.hasPrefix("piper:") == false && voices[2] != nil, "\(voices)")
+            #expect(ids.allSatisfy { events.finished($0).first?.reason == .completed })
+        }
+
+        @Test("--default-voice naming no Piper voice stops the start, naming the setting")
+        func unknownDefaultVoice() async throws {
+            do {
+                let speakd = try await SpeakdProcess.start(
+                    audio: "null", arguments: Self.arguments + ["--default-voice", "nobody"], timeout: .seconds(10))
+                await speakd.stop()
+                Issue.record("speakd started with --default-voice nobody")
+            } catch {
+                #expect("\(error)".contains("--default-voice: no Piper voice is called 'nobody'"), "\(error)")
+            }
+        }
+
         @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
         func refusedAndListed() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
