@@ -164,6 +164,24 @@ extension SpeakdIntegration {
             }
         }
 
+        @Test("speak --voice through the daemon is spoken by the Piper voice; an unknown one exits 2 naming voice")
+        func speakVoice() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let socket = ["--socket", speakd.daemon.socketPath]
+            let result = try await BuiltProduct.run(
+                "speak", ["--wait", "--voice", Self.voice, "Doors closing"] + socket,
+                environment: speakd.pulse.environment)
+            let unknown = try await BuiltProduct.run(
+                "speak", ["--voice", "nobody", "Doors closing"] + socket, environment: speakd.pulse.environment)
+            let recording = await speakd.stop()
+            #expect(result.status == 0, "stderr: \(result.standardError)")
+            let finished = speakd.events.events.filter { $0.type == .finished }
+            #expect(finished.count == 1)
+            #expect(finished.first?.voice == "piper:\(Self.voice)" && finished.first?.reason == .completed)
+            #expect(unknown.status == 2 && unknown.standardError.contains("voice"), "\(unknown)")
+            #expect(recording.segments().count == 1, "heard \(recording.segments())")
+        }
+
         @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
         func refusedAndListed() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
