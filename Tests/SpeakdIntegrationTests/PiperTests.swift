@@ -59,6 +59,40 @@ extension SpeakdIntegration {
             #expect(heard > 0.8 && heard < 4, "heard \(segments)")
         }
 
+        @Test("Piper word events arrive within 20 ms of their word's first sample, never before it")
+        func wordEventsFollowTheSound() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            _ = try await PromptFinishTests.finishDelay(Self.piperBody("Platform four."), speakd)
+            try await Task.sleep(for: .milliseconds(400))
+            let fromFrame = speakd.recorder.recordedFrames
+            let spans: [[String: Any]] = [
+                ["text": "Amsterdam", "pauseAfter": 0.6], ["text": "Madrid", "pauseAfter": 0.6], ["text": "Lisbon"],
+            ]
+            let id = try await speakd.accept(["spans": spans, "voice": Self.voice])
+            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+            #expect(finished.event.success == true)
+            try await Task.sleep(for: .milliseconds(150))
+            let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
+            let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
+            _ = await speakd.stop()
+
+            #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
+            try #require(onsets.count == 3, "onsets \(onsets)")
+            var delays: [PromptFinishTests.Delay] = []
+            for (word, onset) in zip(words, onsets) {
+                delays.append(try PromptFinishTests.delay(from: onset, to: word.receivedAt, speakd))
+            }
+            print(
+                "measured (Piper): word's first sample → word event: \(delays.map(\.description).joined(separator: ", "))"
+            )
+            for delay in delays {
+                #expect(delay.atMost >= 0, "word event \(delay) after its first sample: before it was heard")
+                #expect(
+                    delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom,
+                    "word event \(delay) after its first sample")
+            }
+        }
+
         @Test("a killed Piper worker fails only its announcement; the next one is heard; the worker is confined")
         func killedWorker() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
