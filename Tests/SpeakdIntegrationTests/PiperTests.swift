@@ -93,6 +93,50 @@ extension SpeakdIntegration {
             }
         }
 
+        @Test(
+            "finished follows a Piper announcement's last audible sample as for espeak-ng; cancel silences it at once")
+        func finishedAndCancelled() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            _ = try await PromptFinishTests.finishDelay(Self.piperBody("Platform four."), speakd)
+            var delays: [PromptFinishTests.Delay] = []
+            for text in ["Doors closing.", "Mind the gap.", "Next stop Central."] {
+                try await Task.sleep(for: .milliseconds(400))
+                delays.append(try await PromptFinishTests.finishDelay(Self.piperBody(text), speakd))
+            }
+            print(
+                "measured (Piper): last audible sample → finished: \(delays.map(\.description).joined(separator: ", "))"
+            )
+            for delay in delays {
+                #expect(delay.atMost >= 0, "finished \(delay) after the last audible sample: before it was played")
+                #expect(
+                    delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom,
+                    "finished \(delay) after the last audible sample")
+            }
+
+            try await Task.sleep(for: .milliseconds(400))
+            let fromFrame = speakd.recorder.recordedFrames
+            let speaking = try await speakd.accept(Self.piperBody(FinishReasonTests.longText))
+            _ = try #require(await speakd.events.waitFor(.started, of: speaking))
+            try await Task.sleep(for: .seconds(1))
+            let cancelledAt = ContinuousClock.now
+            let cancel = try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)")
+            #expect(try cancel.decode(CancelResult.self).cancelled == 1)
+            #expect(await speakd.events.waitForFinished([speaking]))
+            #expect(speakd.events.finished(speaking).first?.reason == .cancelled)
+            try await Task.sleep(for: .milliseconds(500))
+            let lastFrame = try #require(
+                PauseResumeTests.lastAudibleFrame(speakd, from: fromFrame, to: speakd.recorder.recordedFrames))
+            // The worker took the cancel and renders the next one.
+            let next = try await speakd.accept(Self.piperBody("Please go to desk six."))
+            #expect(await speakd.events.waitForFinished([next], timeout: .seconds(30)))
+            #expect(speakd.events.finished(next).first?.reason == .completed)
+            _ = await speakd.stop()
+            let lastSound = try #require(speakd.recorder.playedAt(frame: lastFrame))
+            let silentAfter = (lastSound - cancelledAt).seconds
+            #expect(silentAfter < 0.25, "sound went on \(silentAfter * 1000) ms after the cancel was sent")
+            #expect(speakd.events.finished(speaking).count == 1 && speakd.events.finished(next).count == 1)
+        }
+
         @Test("a killed Piper worker fails only its announcement; the next one is heard; the worker is confined")
         func killedWorker() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
