@@ -34,6 +34,7 @@ MAX_PAYLOAD = 1 << 20
 MAX_SENTENCE_CHARACTERS = 220
 WORD = re.compile(r"[\w][\w'’.-]*\w|\w", re.UNICODE)
 PUNCTUATION = set(",.;:!?…—–-\"'()¡¿«»")
+BRACKETS = str.maketrans("[]", "()")
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 
 
@@ -138,6 +139,9 @@ class Renderer:
         from piper import SynthesisConfig
 
         config = SynthesisConfig(length_scale=length_scale, normalize_audio=False)
+        # Piper reads "[[ … ]]" as raw phonemes: a request's text never is (IPA is refused by
+        # name), so brackets become parentheses, which keeps every character's position.
+        text = text.translate(BRACKETS)
         audio_parts, word_starts, base = [], [], 0
         for chunk in self.voice.synthesize(text, config, include_alignments=True):
             position, boundary = base, True
