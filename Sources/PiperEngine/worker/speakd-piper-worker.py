@@ -16,7 +16,7 @@ a frame is a one-byte kind, a four-byte little-endian payload length and the pay
                     C  abort the job being rendered (ignored when idle)
 
 Usage: speakd-piper-worker.py --model VOICE.onnx [--config VOICE.onnx.json] [--rate HZ]
-       [--memory-limit-mib MIB] [--user NAME]
+       [--memory-limit-mib MIB] [--user NAME] [--deterministic]
 """
 
 import argparse
@@ -115,13 +115,14 @@ def split_sentences(text):
 
 
 class Renderer:
-    def __init__(self, model, config, rate):
+    def __init__(self, model, config, rate, deterministic=False):
         from piper import PiperVoice
 
         self.voice = PiperVoice.load(model, config_path=config, include_alignments=True)
         self.voice_rate = self.voice.config.sample_rate
         self.rate = rate or self.voice_rate
         self.hop = self.voice.config.hop_length
+        self.noise = 0.0 if deterministic else None
 
     def to_output_rate(self, audio):
         import numpy as np
@@ -138,7 +139,8 @@ class Renderer:
         import numpy as np
         from piper import SynthesisConfig
 
-        config = SynthesisConfig(length_scale=length_scale, normalize_audio=False)
+        config = SynthesisConfig(
+            length_scale=length_scale, noise_scale=self.noise, noise_w_scale=self.noise, normalize_audio=False)
         # Piper reads "[[ … ]]" as raw phonemes: a request's text never is (IPA is refused by
         # name), so brackets become parentheses, which keeps every character's position.
         text = text.translate(BRACKETS)
@@ -234,9 +236,11 @@ def main():
     parser.add_argument("--rate", type=int, default=0)
     parser.add_argument("--memory-limit-mib", type=int, default=0)
     parser.add_argument("--user", help="the user to become when started as root (default: nobody)")
+    parser.add_argument(
+        "--deterministic", action="store_true", help="noise scales 0: the same text always gives the same samples")
     arguments = parser.parse_args()
 
-    renderer = Renderer(arguments.model, arguments.config, arguments.rate)
+    renderer = Renderer(arguments.model, arguments.config, arguments.rate, arguments.deterministic)
     # Warm the model and the phonemiser before confinement: both load lazily on first use.
     renderer.render_piece("Ready.", 1.0)
     release_memory()
