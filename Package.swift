@@ -241,6 +241,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // speech-dispatcher's protocol (SSIP) on a Unix socket, through the intake: spd-say,
+        // python3-speechd, Orca and browsers speak through speakd unchanged.
+        .target(
+            name: "SpeakSSIP",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeechModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -252,7 +265,7 @@ let package = Package(
                 "AnnouncementIntake",
                 "EspeakEngine", "EngineWorkers",
                 "AudioOutput",
-                "SpeakFleet", "SpeakMQTT",
+                "SpeakFleet", "SpeakMQTT", "SpeakSSIP",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -371,6 +384,11 @@ let package = Package(
                 "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
                 "SpeakMQTT",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakSSIPTests",
+            dependencies: ["SpeakSSIP", "SpeakAPI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

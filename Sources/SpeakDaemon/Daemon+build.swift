@@ -10,6 +10,7 @@ import ServiceLifecycle
 import SpeakAPI
 import SpeakClient
 import SpeakFleet
+import SpeakSSIP
 import SpeakServer
 import SpeechModel
 import SpeechRendering
@@ -86,6 +87,14 @@ public func buildDaemon(
             try SpeakListener.checkSocketPath(path)
         } catch {
             throw DaemonStartError(description: "\(error)")
+        }
+    }
+    if let path = configuration.ssipPath {
+        try prepareSocketDirectory(path, environment: environment)
+        do {
+            try SpeakListener.checkSocketPath(path)
+        } catch {
+            throw DaemonStartError(description: "--ssip: \(error)")
         }
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
@@ -167,6 +176,7 @@ public func buildDaemon(
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
+    let ssip = configuration.ssipPath.map { SSIPListener(path: $0, intake: intake, logger: logger) }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await outputs.shutdown()
@@ -183,8 +193,15 @@ public func buildDaemon(
             .init(service: part.audio, successTerminationBehavior: .ignore, serviceName: "audio\(suffix)"),
         ]
     }
+    // Before the listeners: shutdown runs from the last service to the first, so the SSIP
+    // connections stay open while the listeners' shutdown finishes every announcement, and each
+    // SSIP message's 702 or 703 reaches its client.
+    let ssipServices: [ServiceGroupConfiguration.ServiceConfiguration] =
+        ssip.map {
+            [.init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "ssip")]
+        } ?? []
     var groupConfiguration = ServiceGroupConfiguration(
-        services: outputServices + [
+        services: outputServices + ssipServices + [
             .init(
                 service: MetricsObserver(metrics: server.metrics, outputs: outputs),
                 successTerminationBehavior: .ignore, serviceName: "metrics"),
