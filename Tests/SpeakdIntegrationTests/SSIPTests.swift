@@ -1,0 +1,284 @@
+import Foundation
+import SpeakAPI
+import SpeakTestSupport
+import Testing
+
+extension SpeakdIntegration {
+    /// speech-dispatcher's own clients (Debian's `spd-say`, python3-speechd) and a raw SSIP
+    /// connection against `speakd --ssip`, heard at a private PulseAudio null sink.
+    ///
+    /// Every client gets `SPEECHD_ADDRESS=unix_socket:PATH` and `SPEECHD_CMD=/bin/false`, so a
+    /// client that cannot connect fails instead of starting a real speech-dispatcher.
+    @Suite(.serialized, .timeLimit(.minutes(3)))
+    struct SSIPTests {
+        /// speakd with an SSIP socket, its audio server and recorder.
+        struct SSIPDaemon {
+            let speakd: AudibleDaemon
+            let path: String
+            let directory: URL
+
+            static func start() async throws -> SSIPDaemon {
+                let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let path = directory.appendingPathComponent("speechd.sock").path
+                let speakd = try await AudibleDaemon.start(arguments: ["--ssip", path])
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !FileManager.default.fileExists(atPath: path), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                try #require(FileManager.default.fileExists(atPath: path), "no SSIP socket; log:\n\(speakd.daemon.log)")
+                return SSIPDaemon(speakd: speakd, path: path, directory: directory)
+            }
+
+            /// What a speech-dispatcher client needs to find speakd, and nothing to spawn.
+            var clientEnvironment: [String: String] {
+                var environment = ProcessInfo.processInfo.environment
+                environment["SPEECHD_ADDRESS"] = "unix_socket:\(path)"
+                environment["SPEECHD_CMD"] = "/bin/false"
+                return environment
+            }
+
+            /// Runs a client to its end; its exit status (nil when stopped at `timeout`), output and end.
+            func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(20)) async throws
+                -> (status: Int32?, output: String, exited: ContinuousClock.Instant)
+            {
+                let log = directory.appendingPathComponent("client-\(UUID().uuidString.prefix(6)).log")
+                let process = try ChildProcess(executable, arguments, environment: clientEnvironment, output: log.path)
+                let status = await process.wait(timeout: timeout)
+                let exited = ContinuousClock.now
+                if status == nil { await process.terminate() }
+                return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "", exited)
+            }
+
+            func stop() async -> Recording {
+                let recording = await speakd.stop()
+                try? FileManager.default.removeItem(at: directory)
+                return recording
+            }
+        }
+
+        @Test func spdSayWaitIsHeardAndExitsWhenTheVoiceEnds() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let start = ContinuousClock.now
+            let result = try await ssip.run(
+                "/usr/bin/spd-say", ["-w", "The train to Lisbon leaves from platform four."])
+            #expect(result.status == 0, "spd-say: \(result.output)")
+            try await Task.sleep(for: .milliseconds(300))
+            let events = ssip.speakd.events.events
+            let recording = await ssip.stop()
+            let finished = events.filter { $0.type == .finished }
+            try #require(finished.count == 1, "events: \(events.map(\.type))")
+            #expect(finished[0].reason == .completed)
+            #expect(finished[0].text == "The train to Lisbon leaves from platform four.")
+            // SSIP's default priority, text, is speakd's low.
+            #expect(finished[0].priority == .low)
+            let segments = recording.segments(minimumSilence: 0.5)
+            try #require(segments.count == 1, "heard \(segments)")
+            #expect(segments[0].duration > 1.0)
+            // spd-say -w exits on END (702), which is sent after the last sample is played: no
+            // earlier than the voice's end, and soon after it.
+            let end = try #require(recording.playedAt(segments[0].end))
+            let exitAfterEnd = (result.exited - end).seconds
+            #expect(
+                exitAfterEnd > -0.05 && exitAfterEnd < 0.5, "spd-say exited \(exitAfterEnd) s after the voice ended")
+            #expect((result.exited - start).seconds > segments[0].duration)
+        }
+
+        @Test func spdSayRateMapsOntoSpeakdsRate() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let text = "One two three four five six seven eight."
+            let slow = try await ssip.run("/usr/bin/spd-say", ["-w", "-r", "-100", text])
+            // A silence between the two that no pause within either is as long as.
+            try await Task.sleep(for: .milliseconds(1_500))
+            let fast = try await ssip.run("/usr/bin/spd-say", ["-w", "-r", "100", text])
+            #expect(slow.status == 0 && fast.status == 0, "spd-say: \(slow.output) \(fast.output)")
+            let recording = await ssip.stop()
+            let segments = recording.segments(minimumSilence: 1.0)
+            try #require(segments.count == 2, "heard \(segments)")
+            // −100 is half speed and 100 double: four times as long, give or take pauses.
+            let ratio = segments[0].duration / segments[1].duration
+            #expect(ratio > 2.5 && ratio < 5.5, "slow/fast duration ratio \(ratio)")
+        }
+
+        @Test func spdSayCancelSilencesAMessageWhoseClientHasGone() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let text = String(repeating: "This is a long message that goes on and on. ", count: 8)
+            // Without -w spd-say closes right after 225: the message outlives its connection.
+            let said = try await ssip.run("/usr/bin/spd-say", [text])
+            #expect(said.status == 0, "spd-say: \(said.output)")
+            let started = await ssip.speakd.events.wait(timeout: .seconds(10)) { events in
+                events.contains { $0.type == .word }
+            }
+            #expect(started, "the message was never heard")
+            try await Task.sleep(for: .milliseconds(500))
+            let cancel = try await ssip.run("/usr/bin/spd-say", ["-C"])
+            #expect(cancel.status == 0, "spd-say -C: \(cancel.output)")
+            let cancelled = await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
+                events.contains { $0.type == .finished }
+            }
+            #expect(cancelled)
+            try await Task.sleep(for: .milliseconds(500))
+            let finished = ssip.speakd.events.events.filter { $0.type == .finished }
+            let recording = await ssip.stop()
+            #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
+            let heard = recording.segments(minimumSilence: 0.3)
+            let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
+            let silencedAfter = (end - cancel.exited).seconds
+            #expect(silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned")
+            #expect(recording.totalSoundingTime < 10, "the whole message was heard")
+        }
+
+        @Test func pythonSpeechdCallbacksArriveInOrder() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let script = """
+                import sys, threading, time, speechd
+                client = speechd.SSIPClient('speakd-test', autospawn=False)
+                seen = []
+                done = threading.Event()
+                def callback(name):
+                    def record(event_type, index_mark=None):
+                        seen.append((name, event_type))
+                        if event_type in (speechd.CallbackType.END, speechd.CallbackType.CANCEL):
+                            done.set()
+                    return record
+                types = [speechd.CallbackType.BEGIN, speechd.CallbackType.END, speechd.CallbackType.CANCEL]
+                client.speak('First message.', callback=callback('first'), event_types=types)
+                assert done.wait(10), 'no end of the first message'
+                done.clear()
+                client.speak('A second, much longer message that will be cancelled before its end, '
+                             'since nobody wants to hear all of it.', callback=callback('second'), event_types=types)
+                deadline = time.time() + 10
+                while not any(name == 'second' for name, _ in seen) and time.time() < deadline:
+                    time.sleep(0.01)
+                client.cancel()
+                assert done.wait(10), 'no end of the second message'
+                client.close()
+                for name, event_type in seen:
+                    print(name, event_type)
+                """
+            let path = ssip.directory.appendingPathComponent("callbacks.py").path
+            try script.write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try await ssip.run("/usr/bin/python3", [path])
+            _ = await ssip.stop()
+            #expect(result.status == 0, "python3: \(result.output)")
+            let lines = result.output.split(separator: "\n").map(String.init)
+            #expect(
+                lines == ["first begin", "first end", "second begin", "second cancel"],
+                "callbacks: \(result.output)")
+        }
+
+        @Test func badInputGetsProtocolErrorsAndTheDaemonGoesOn() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let client = try SSIPTestClient(path: ssip.path)
+            // An error may carry a reason line before its final line; clients read the code.
+            #expect(
+                try client.command("FROBNICATE now") == ["500-unknown command 'FROBNICATE'", "500 ERR INVALID COMMAND"])
+            #expect(try client.command("").last == "500 ERR INVALID COMMAND")
+            #expect(try client.command(String(repeating: "A", count: 10_000)).last == "500 ERR INVALID COMMAND")
+            #expect(try client.command("SET SELF RATE 1000") == ["409 ERR RATE TOO HIGH"])
+            #expect(try client.command("SET SELF PITCH -101") == ["412 ERR PITCH TOO LOW"])
+            #expect(try client.command("SET SELF RATE fast") == ["511 ERR PARAMETER NOT A NUMBER"])
+            #expect(try client.command("SET SELF SSML_MODE maybe") == ["513 ERR PARAMETER NOT ON OR OFF"])
+            #expect(try client.command("SET SELF PRIORITY urgent") == ["408 ERR UNKNOWN PRIORITY"])
+            #expect(try client.command("SET SELF LANGUAGE not_a_tag!").last == "302 ERR COULDNT SET LANGUAGE")
+            #expect(try client.command("STOP") == ["510 ERR MISSING PARAMETER"])
+            #expect(try client.command("CANCEL 0") == ["406 ERR ID DOESNT EXIST"])
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            client.send(Array("caf".utf8) + [0xC3, 0x28] + Array("\r\n.\r\n".utf8))
+            #expect(try client.reply() == ["501 ERR INVALID ENCODING"])
+            // Still answering, and still speaking.
+            #expect(try client.command("HISTORY GET CLIENT_ID").last == "245 OK CLIENT ID SENT")
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let queued = try client.command("Still here.\r\n.")
+            #expect(queued.last == "225 OK MESSAGE QUEUED")
+            #expect(await ssip.speakd.events.wait(timeout: .seconds(10)) { $0.contains { $0.type == .finished } })
+            #expect(try client.command("QUIT") == ["231 HAPPY HACKING"])
+            #expect(ssip.speakd.daemon.isRunning)
+            _ = await ssip.stop()
+        }
+
+        @Test func speakUnstuffsDotsAndNotifiesInOrderAfterItsReply() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let client = try SSIPTestClient(path: ssip.path)
+            let id = try #require(client.command("HISTORY GET CLIENT_ID").first.map { String($0.dropFirst(4)) })
+            #expect(try client.command("SET SELF CLIENT_NAME test:ssip:main") == ["208 OK CLIENT NAME SET"])
+            #expect(try client.command("SET SELF NOTIFICATION ALL on") == ["220 OK NOTIFICATION SET"])
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let queued = try client.command("..A line that starts with a dot.\r\nAnd a second line.\r\n.")
+            #expect(queued.count == 2 && queued.last == "225 OK MESSAGE QUEUED", "\(queued)")
+            let message = try #require(queued.first.map { String($0.dropFirst(4)) })
+            // Notifications follow the reply: BEGIN, then END, each naming message and client.
+            #expect(try client.reply() == ["701-\(message)", "701-\(id)", "701 BEGIN"])
+            #expect(try client.reply(timeout: 10) == ["702-\(message)", "702-\(id)", "702 END"])
+            // The event stream may come a moment after the notification.
+            await ssip.speakd.events.wait(timeout: .seconds(5)) { events in events.contains { $0.type == .finished } }
+            let finished = ssip.speakd.events.events.filter { $0.type == .finished }
+            #expect(finished.map(\.text) == [".A line that starts with a dot.\nAnd a second line."])
+            // A message cut off by shutdown still gets its one CANCELED before the socket closes.
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let long = try client.command(String(repeating: "Shutting down now is fine. ", count: 10) + "\r\n.")
+            let second = try #require(long.first.map { String($0.dropFirst(4)) })
+            #expect(try client.reply(timeout: 10) == ["701-\(second)", "701-\(id)", "701 BEGIN"])
+            let (status, _) = await ssip.speakd.daemon.stop()
+            #expect(status == 0)
+            #expect(try client.reply(timeout: 5) == ["703-\(second)", "703-\(id)", "703 CANCELED"])
+            _ = await ssip.stop()
+        }
+    }
+}
+
+/// A blocking SSIP client on a Unix socket: sends lines, reads whole replies.
+final class SSIPTestClient {
+    private let descriptor: Int32
+    private var buffer: [UInt8] = []
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(path: String) throws {
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0, let address = UnixSocketAddress(path: path) else {
+            throw Failure(description: "no socket")
+        }
+        let connected = address.withSocketAddress { connect(descriptor, $0, $1) == 0 }
+        guard connected else { throw Failure(description: "cannot connect to \(path): errno \(errno)") }
+    }
+
+    deinit { close(descriptor) }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    }
+
+    /// Sends `line` with CR LF and reads the reply.
+    func command(_ line: String) throws -> [String] {
+        send(Array((line + "\r\n").utf8))
+        return try reply()
+    }
+
+    /// Reads one reply or notification: lines up to the first whose fourth character is a space.
+    func reply(timeout: Double = 5) throws -> [String] {
+        var lines: [String] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                var line = Array(buffer[..<end])
+                buffer.removeFirst(end + 1)
+                if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                let text = String(decoding: line, as: UTF8.self)
+                lines.append(text)
+                if text.utf8.count < 4 || Array(text.utf8)[3] == UInt8(ascii: " ") { return lines }
+                continue
+            }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw Failure(description: "no reply within \(timeout) s; so far \(lines)") }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1000)) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { throw Failure(description: "connection closed; so far \(lines)") }
+            buffer += chunk[..<count]
+        }
+    }
+}
