@@ -224,6 +224,59 @@ extension SpeakdIntegration {
             #expect(try client.reply(timeout: 5) == ["703-\(second)", "703-\(id)", "703 CANCELED"])
             _ = await ssip.stop()
         }
+
+        @Test func ssmlMarksPauseAndResumeAreNotified() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let client = try SSIPTestClient(path: ssip.path)
+            let id = try #require(client.command("HISTORY GET CLIENT_ID").first.map { String($0.dropFirst(4)) })
+            #expect(try client.command("SET SELF NOTIFICATION ALL on") == ["220 OK NOTIFICATION SET"])
+            #expect(try client.command("SET SELF SSML_MODE on") == ["219 OK SSML MODE SET"])
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let queued = try client.command(
+                "<speak>Platform <mark name=\"four\"/>four is <mark name=\"closed\"/>closed.</speak>\r\n.")
+            let message = try #require(queued.first.map { String($0.dropFirst(4)) })
+            #expect(try client.reply() == ["701-\(message)", "701-\(id)", "701 BEGIN"])
+            #expect(try client.reply() == ["700-\(message)", "700-\(id)", "700-four", "700 INDEX MARK"])
+            #expect(try client.reply() == ["700-\(message)", "700-\(id)", "700-closed", "700 INDEX MARK"])
+            #expect(try client.reply() == ["702-\(message)", "702-\(id)", "702 END"])
+
+            #expect(try client.command("SET SELF SSML_MODE off") == ["219 OK SSML MODE SET"])
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let long = try client.command(String(repeating: "Pausing this is fine. ", count: 10) + "\r\n.")
+            let second = try #require(long.first.map { String($0.dropFirst(4)) })
+            #expect(try client.reply() == ["701-\(second)", "701-\(id)", "701 BEGIN"])
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try client.command("PAUSE self") == ["211 OK PAUSED"])
+            #expect(try client.reply() == ["704-\(second)", "704-\(id)", "704 PAUSED"])
+            #expect(try client.command("RESUME self") == ["212 OK RESUMED"])
+            #expect(try client.reply() == ["705-\(second)", "705-\(id)", "705 RESUMED"])
+            #expect(try client.command("CANCEL self") == ["213 OK CANCELED"])
+            #expect(try client.reply() == ["703-\(second)", "703-\(id)", "703 CANCELED"])
+            _ = await ssip.stop()
+        }
+
+        @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let client = try SSIPTestClient(path: ssip.path)
+            let id = try #require(client.command("HISTORY GET CLIENT_ID").first.map { String($0.dropFirst(4)) })
+            #expect(try client.command("SET SELF NOTIFICATION END on") == ["220 OK NOTIFICATION SET"])
+            #expect(try client.command("SET SELF NOTIFICATION CANCEL on") == ["220 OK NOTIFICATION SET"])
+            let crasher = try EngineWorkerCrashTests.crasher("dotted-abbreviations.txt")
+            // Dot-stuffed, as a client sends it.
+            let stuffed = crasher.split(separator: "\n", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix(".") ? "." + $0 : String($0) }.joined(separator: "\r\n")
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let crashing = try #require(client.command(stuffed + "\r\n.").first.map { String($0.dropFirst(4)) })
+            #expect(try client.reply(timeout: 15).last == "703 CANCELED")
+            await ssip.speakd.events.wait(timeout: .seconds(5)) { events in events.contains { $0.type == .finished } }
+            let failed = ssip.speakd.events.events.first { $0.type == .finished }
+            #expect(failed?.reason == .failed, "\(String(describing: failed))")
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let next = try #require(client.command("Still speaking.\r\n.").first.map { String($0.dropFirst(4)) })
+            #expect(next != crashing)
+            #expect(try client.reply(timeout: 15) == ["702-\(next)", "702-\(id)", "702 END"])
+            _ = await ssip.stop()
+        }
     }
 }
 
