@@ -30,6 +30,9 @@ actor SSIPHub {
     /// Events of announcements not known yet, held while a submission is under way.
     private var held: [AnnouncementEvent] = []
     private static let maxHeld = 4_096
+    /// Events were dropped from a full `held`: settle from the queues' records once no
+    /// submission is under way.
+    private var droppedHeld = false
 
     init(outputs: AnnouncementOutputs) {
         self.outputs = outputs
@@ -49,7 +52,7 @@ actor SSIPHub {
     /// Ends a submission; for an accepted one, returns its SSIP message id.
     func endSubmission(
         accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox
-    ) -> Int? {
+    ) async -> Int? {
         submitting -= 1
         var number: Int?
         if let id {
@@ -60,7 +63,16 @@ actor SSIPHub {
             held.removeAll { $0.id == id }
             for event in mine { deliver(event) }
         }
-        if submitting == 0 { held = [] }
+        if submitting == 0 {
+            // The rest: other submissions' events held behind them, and speakd's own.
+            let rest = held
+            held = []
+            for event in rest { deliver(event) }
+            if droppedHeld {
+                droppedHeld = false
+                await reconcile()
+            }
+        }
         return number
     }
 
@@ -91,7 +103,7 @@ actor SSIPHub {
 
     private func arrived(_ event: AnnouncementEvent) {
         if submitting > 0, messages[event.id] == nil || held.contains(where: { $0.id == event.id }) {
-            if held.count < Self.maxHeld { held.append(event) }
+            if held.count < Self.maxHeld { held.append(event) } else { droppedHeld = true }
             return
         }
         deliver(event)

@@ -167,6 +167,17 @@ extension SpeakdIntegration {
                 "callbacks: \(result.output)")
         }
 
+        /// python3-speechd's own automatic test: begin, cancel of the speaking and of a waiting
+        /// message, and end, timed by sleeps of its own.
+        @Test func pythonSpeechdsOwnAutomaticTestPasses() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let result = try await ssip.run(
+                "/usr/bin/python3", ["-m", "unittest", "-v", "speechd._test.AutomaticTest"])
+            _ = await ssip.stop()
+            #expect(result.status == 0, "speechd._test.AutomaticTest: \(result.output)")
+            #expect(result.output.contains("Ran 1 test"))
+        }
+
         @Test func badInputGetsProtocolErrorsAndTheDaemonGoesOn() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
