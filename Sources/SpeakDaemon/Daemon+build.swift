@@ -89,7 +89,9 @@ public func buildDaemon(
             throw DaemonStartError(description: "\(error)")
         }
     }
-    if let path = configuration.ssipPath {
+    // A socket unit's SSIP socket is systemd's: it is there, listening, before speakd starts.
+    let activatedSSIP = SystemdSockets(environment: environment).ssip
+    if let path = configuration.ssipPath, activatedSSIP == nil {
         try prepareSocketDirectory(path, environment: environment)
         do {
             try SpeakListener.checkSocketPath(path)
@@ -176,7 +178,9 @@ public func buildDaemon(
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
-    let ssip = configuration.ssipPath.map { SSIPListener(path: $0, intake: intake, logger: logger) }
+    let ssip = configuration.ssipPath.map {
+        SSIPListener(path: $0, activatedDescriptor: activatedSSIP, intake: intake, logger: logger)
+    }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await outputs.shutdown()

@@ -35,6 +35,8 @@ public final class SSIPListener: Service, Sendable {
 
     /// The socket's path.
     public let path: String
+    /// The listening socket systemd made (socket activation), or nil to make it at `path`.
+    public let activatedDescriptor: Int32?
     private let intake: AnnouncementIntake
     private let limits: Limits
     private let logger: Logger
@@ -50,11 +52,17 @@ public final class SSIPListener: Service, Sendable {
 
     /// - Parameters:
     ///   - path: the Unix socket to listen on; a stale socket there is replaced.
+    ///   - activatedDescriptor: the socket at `path` as systemd passed it (socket activation),
+    ///     which is used as it is and left in place at exit; nil to make the socket.
     ///   - intake: the daemon's way in.
     ///   - limits: bounds of each connection.
     ///   - logger: where connections and refusals are logged.
-    public init(path: String, intake: AnnouncementIntake, limits: Limits = Limits(), logger: Logger) {
+    public init(
+        path: String, activatedDescriptor: Int32? = nil, intake: AnnouncementIntake, limits: Limits = Limits(),
+        logger: Logger
+    ) {
         self.path = path
+        self.activatedDescriptor = activatedDescriptor
         self.intake = intake
         self.logger = logger
         // One message's text: the intake's character limit at four bytes each, at least 4 kB.
@@ -72,24 +80,33 @@ public final class SSIPListener: Service, Sendable {
         let follower = Task { await hub.follow(after: start) }
         defer { follower.cancel() }
         let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = {
+            channel in
+            channel.eventLoop.makeCompletedFuture {
+                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }
+        }
         do {
-            if isSocket(path) { unlink(path) }
-            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 128)
-                .bind(unixDomainSocketPath: path) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                    }
-                }
+            let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            if let activatedDescriptor {
+                server = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
+            } else {
+                if isSocket(path) { unlink(path) }
+                server = try await bootstrap.serverChannelOption(.backlog, value: 128)
+                    .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            }
         } catch {
             let failure = SSIPListenerError(description: "cannot listen for SSIP on \(path): \(error)")
             finishWaiting(failure)
             throw failure
         }
-        if chmod(path, 0o600) != 0 {
+        // systemd's socket has the mode its unit gives it (SocketMode=).
+        if activatedDescriptor == nil, chmod(path, 0o600) != 0 {
             logger.error("could not set the SSIP socket's mode to 0600", metadata: ["speakd.ssip": "\(path)"])
         }
-        logger.info("listening for SSIP", metadata: ["speakd.ssip": "\(path)"])
+        logger.info(
+            activatedDescriptor == nil ? "listening for SSIP" : "listening for SSIP on systemd's socket",
+            metadata: ["speakd.ssip": "\(path)"])
         finishWaiting(nil)
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
@@ -111,7 +128,8 @@ public final class SSIPListener: Service, Sendable {
         } onGracefulShutdown: {
             server.channel.close(promise: nil)
         }
-        if isSocket(path) { unlink(path) }
+        // systemd's socket stays, listening, for the next start.
+        if activatedDescriptor == nil, isSocket(path) { unlink(path) }
     }
 
     /// Waits until the socket accepts connections; throws when it could not be made.

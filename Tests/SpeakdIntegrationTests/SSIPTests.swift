@@ -178,6 +178,50 @@ extension SpeakdIntegration {
             #expect(result.output.contains("Ran 1 test"))
         }
 
+        /// Socket activation, as a socket unit does it: `systemd-socket-activate` holds the
+        /// socket before speakd runs, the first client's connection starts speakd with it, and
+        /// the socket is left listening when speakd exits.
+        @Test func aSocketMadeBeforeSpeakdIsServedAndOutlivesIt() async throws {
+            let pulse = try await PulseAudioServer.start()
+            let recorder = try await MonitorRecorder.start(pulse)
+            let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("speechd.sock").path
+            let log = directory.appendingPathComponent("speakd.log").path
+            let passed = pulse.environment.keys.sorted().flatMap { ["-E", $0] }
+            let activator = try ChildProcess(
+                "/usr/bin/systemd-socket-activate",
+                ["-l", path, "--fdname=ssip"] + passed + [
+                    BuiltProduct.path("speakd"), "--socket", directory.appendingPathComponent("speakd.sock").path,
+                    "--http", "none", "--audio", "pulse", "--ssip", path,
+                ],
+                environment: pulse.clientProcessEnvironment, output: log)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !FileManager.default.fileExists(atPath: path), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            var environment = ProcessInfo.processInfo.environment
+            environment["SPEECHD_ADDRESS"] = "unix_socket:\(path)"
+            environment["SPEECHD_CMD"] = "/bin/false"
+            let clientLog = directory.appendingPathComponent("spd-say.log").path
+            let client = try ChildProcess(
+                "/usr/bin/spd-say", ["-w", "Started by its socket."], environment: environment, output: clientLog)
+            let status = await client.wait(timeout: .seconds(30))
+            let daemonLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(status == 0, "spd-say: \((try? String(contentsOfFile: clientLog, encoding: .utf8)) ?? "")")
+            #expect(daemonLog.contains("listening for SSIP on systemd's socket"), "\(daemonLog)")
+            activator.send(SIGTERM)
+            #expect(await activator.wait(timeout: .seconds(10)) == 0)
+            var info = stat()
+            #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK, "the socket is gone")
+            try await Task.sleep(for: .milliseconds(200))
+            let samples = await recorder.stop()
+            await pulse.stop()
+            let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
+            #expect(recording.segments(minimumSilence: 0.5).count == 1, "not heard once")
+        }
+
         @Test func badInputGetsProtocolErrorsAndTheDaemonGoesOn() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
