@@ -1,4 +1,6 @@
+import AnnouncementIntake
 import AnnouncementQueue
+import FoundationEssentials
 import SpeakAPI
 
 /// What every SSIP connection shares: client and message numbers, which announcement is which
@@ -10,16 +12,29 @@ import SpeakAPI
 /// completed, else CANCELED (703). Every message gets exactly one of 702 and 703, sent only when
 /// its client asked for that notification when it sent the message. A message outlives its
 /// connection: it is spoken and tracked to its end with nobody to tell.
+///
+/// A message that one of speakd's own announcements interrupts (a `high` one, or a `default` one
+/// with `queue: false`) is not cancelled: it is queued again, from its start, behind the
+/// announcement, and its client hears no 703 it did not ask for (Chromium, which waits for each
+/// message's 702 or 703, would otherwise stay silent until the page calls `cancel()`). It keeps
+/// its message id; BEGIN is not sent again. After `maxRequeues` interruptions it ends with 703.
 actor SSIPHub {
     private struct Message {
         let id: Int
         let client: Int
         let notify: Set<SSIPEvent>
         let outbox: SSIPOutbox
+        /// The request body, to queue it again after an interruption.
+        let body: Data
         var begun = false
+        var requeues = 0
     }
 
-    private let outputs: AnnouncementOutputs
+    /// How often one message is queued again after an interruption before it ends with 703.
+    static let maxRequeues = 3
+
+    private let intake: AnnouncementIntake
+    private var outputs: AnnouncementOutputs { intake.outputs }
     private var nextClient = 1
     private var nextMessage = 1
     /// Tracked messages by announcement id, until they finish.
@@ -34,8 +49,8 @@ actor SSIPHub {
     /// submission is under way.
     private var droppedHeld = false
 
-    init(outputs: AnnouncementOutputs) {
-        self.outputs = outputs
+    init(intake: AnnouncementIntake) {
+        self.intake = intake
     }
 
     /// A new connection's client id.
@@ -51,29 +66,38 @@ actor SSIPHub {
 
     /// Ends a submission; for an accepted one, returns its SSIP message id.
     func endSubmission(
-        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox
+        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: Data
     ) async -> Int? {
+        guard let id else {
+            await endSubmission(nil)
+            return nil
+        }
+        let number = nextMessage
+        nextMessage += 1
+        await endSubmission((id, Message(id: number, client: client, notify: notify, outbox: outbox, body: body)))
+        return number
+    }
+
+    /// Ends a submission: tracks the accepted message and delivers the events held for it.
+    private func endSubmission(_ accepted: (id: String, message: Message)?) async {
         submitting -= 1
-        var number: Int?
-        if let id {
-            number = nextMessage
-            nextMessage += 1
-            messages[id] = Message(id: number!, client: client, notify: notify, outbox: outbox)
+        if let accepted {
+            let id = accepted.id
+            messages[id] = accepted.message
             let mine = held.filter { $0.id == id }
             held.removeAll { $0.id == id }
-            for event in mine { deliver(event) }
+            for event in mine { await deliver(event) }
         }
         if submitting == 0 {
             // The rest: other submissions' events held behind them, and speakd's own.
             let rest = held
             held = []
-            for event in rest { deliver(event) }
+            for event in rest { await deliver(event) }
             if droppedHeld {
                 droppedHeld = false
                 await reconcile()
             }
         }
-        return number
     }
 
     /// The announcement ids of `client`'s messages that have not finished, or of every client's.
@@ -87,7 +111,7 @@ actor SSIPHub {
         while !Task.isCancelled {
             for await sequenced in outputs.events(after: last, progress: true) {
                 last = sequenced.sequence
-                arrived(sequenced.event)
+                await arrived(sequenced.event)
             }
             // The stream ends at shutdown, or when this reader fell too far behind.
             guard await outputs.defaultQueue.isRunning, !Task.isCancelled else { break }
@@ -101,15 +125,15 @@ actor SSIPHub {
         }
     }
 
-    private func arrived(_ event: AnnouncementEvent) {
+    private func arrived(_ event: AnnouncementEvent) async {
         if submitting > 0, messages[event.id] == nil || held.contains(where: { $0.id == event.id }) {
             if held.count < Self.maxHeld { held.append(event) } else { droppedHeld = true }
             return
         }
-        deliver(event)
+        await deliver(event)
     }
 
-    private func deliver(_ event: AnnouncementEvent) {
+    private func deliver(_ event: AnnouncementEvent) async {
         guard var message = messages[event.id] else { return }
         switch event.type {
         case .word, .sentence, .mark:
@@ -124,8 +148,12 @@ actor SSIPHub {
         case .resumed:
             send(.resume, message)
         case .finished:
-            finish(message, completed: event.reason == .completed)
             messages[event.id] = nil
+            if event.reason == .interrupted, message.requeues < Self.maxRequeues {
+                await requeue(message)
+            } else {
+                finish(message, completed: event.reason == .completed)
+            }
         case .queued, .started:
             break
         }
@@ -137,6 +165,20 @@ actor SSIPHub {
             send(.end, message)
         } else {
             send(.cancel, message)
+        }
+    }
+
+    /// Queues an interrupted message again, from its start; 703 when that is refused.
+    private func requeue(_ message: Message) async {
+        var message = message
+        message.requeues += 1
+        submitting += 1
+        do {
+            let (_, accepted) = try await intake.accept(message.body)
+            await endSubmission((accepted.id, message))
+        } catch {
+            await endSubmission(nil)
+            finish(message, completed: false)
         }
     }
 

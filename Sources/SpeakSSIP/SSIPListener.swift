@@ -69,7 +69,7 @@ public final class SSIPListener: Service, Sendable {
         var limits = limits
         limits.maxMessageBytes = min(limits.maxMessageBytes, max(4_096, intake.limits.maxTextLength * 4))
         self.limits = limits
-        self.hub = SSIPHub(outputs: intake.outputs)
+        self.hub = SSIPHub(intake: intake)
     }
 
     public func run() async throws {

@@ -167,14 +167,15 @@ final class SSIPSession {
             let (_, accepted) = try await intake.accept(body)
             guard
                 let number = await hub.endSubmission(
-                    accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox)
+                    accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
+                    body: body)
             else { return .internalError }
             logger.debug(
                 "SSIP message queued",
                 metadata: ["speakd.ssip.client": "\(client)", "announcement.id": "\(accepted.id)"])
             return .messageQueued(number)
         } catch {
-            _ = await hub.endSubmission(accepted: nil, client: client, notify: [], outbox: outbox)
+            _ = await hub.endSubmission(accepted: nil, client: client, notify: [], outbox: outbox, body: body)
             logger.info(
                 "SSIP message refused", metadata: ["speakd.ssip.client": "\(client)", "speakd.error": "\(error)"])
             let reply: SSIPReply = error.isQueueFull || error.isUnavailable ? .internalError : .parameterInvalid

@@ -310,6 +310,33 @@ extension SpeakdIntegration {
             _ = await ssip.stop()
         }
 
+        /// A high announcement interrupts an SSIP message; the message is spoken again after it
+        /// and ends with 702, never 703, so a client that waits for each message's end (Chromium)
+        /// goes on speaking without a `cancel()`.
+        @Test func aMessageInterruptedBySpeakdIsSpokenAgainWithoutCanceled() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let client = try SSIPTestClient(path: ssip.path)
+            let id = try #require(client.command("HISTORY GET CLIENT_ID").first.map { String($0.dropFirst(4)) })
+            #expect(try client.command("SET SELF NOTIFICATION ALL on") == ["220 OK NOTIFICATION SET"])
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let text = "This message is interrupted by a platform announcement, then spoken again."
+            let message = try #require(client.command(text + "\r\n.").first.map { String($0.dropFirst(4)) })
+            #expect(try client.reply() == ["701-\(message)", "701-\(id)", "701 BEGIN"])
+            try await Task.sleep(for: .milliseconds(500))
+            let platform = try await ssip.speakd.accept(announcement("Attention please.", priority: .high))
+            // The next notification is the message's end: no CANCELED, no second BEGIN.
+            #expect(try client.reply(timeout: 20) == ["702-\(message)", "702-\(id)", "702 END"])
+            await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
+                events.filter { $0.type == .finished }.count == 3
+            }
+            let finished = ssip.speakd.events.events.filter { $0.type == .finished }
+            #expect(finished.map(\.reason) == [.interrupted, .completed, .completed], "\(finished)")
+            #expect(finished.map(\.text) == [text, "Attention please.", text])
+            #expect(finished.dropFirst().first?.id == platform)
+            let recording = await ssip.stop()
+            #expect(recording.segments(minimumSilence: 0.2).count >= 3, "interrupted, platform, again")
+        }
+
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
