@@ -6,6 +6,14 @@ struct SSIPLineReader: Sendable {
         case line([UInt8])
         /// A line longer than the limit, dropped.
         case tooLong
+
+        /// The line as text, for logs.
+        var text: String {
+            switch self {
+            case .line(let bytes): String(decoding: bytes, as: UTF8.self)
+            case .tooLong: "(a line over the limit)"
+            }
+        }
     }
 
     let maxLine: Int

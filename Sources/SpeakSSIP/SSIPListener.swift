@@ -185,7 +185,15 @@ public final class SSIPListener: Service, Sendable {
                     reading: for try await buffer in inbound {
                         for line in reader.read(buffer.readableBytesView) {
                             outbox.beginCommand()
-                            switch await session.handle(line) {
+                            let outcome = await session.handle(line)
+                            if connectionLogger.logLevel <= .trace {
+                                connectionLogger.trace(
+                                    "SSIP line",
+                                    metadata: [
+                                        "speakd.ssip.line": "\(line.text)", "speakd.ssip.reply": "\(outcome)",
+                                    ])
+                            }
+                            switch outcome {
                             case .nothing:
                                 outbox.reply(nil)
                             case .reply(let reply):

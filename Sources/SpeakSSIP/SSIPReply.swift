@@ -29,9 +29,14 @@ struct SSIPReply: Sendable, Hashable {
         SSIPReply(code, text, data: data + [reason])
     }
 
-    /// `line` with control characters replaced by spaces, so it cannot end the reply early.
+    /// `line` with control characters other than tab replaced by spaces, so it cannot end the
+    /// reply early. Tabs stay: `LIST SYNTHESIS_VOICES` separates name, language and variant with
+    /// them, and libspeechd hands Chromium a voice without a language (which crashes it) when
+    /// they are missing.
     private static func oneLine(_ line: String) -> String {
-        String(String.UnicodeScalarView(line.unicodeScalars.map { $0.value < 0x20 || $0 == "\u{7F}" ? " " : $0 }))
+        String(
+            String.UnicodeScalarView(
+                line.unicodeScalars.map { ($0.value < 0x20 && $0 != "\t") || $0 == "\u{7F}" ? " " : $0 }))
     }
 
     // MARK: Speech-dispatcher's replies

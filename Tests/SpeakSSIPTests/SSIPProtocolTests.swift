@@ -38,6 +38,10 @@ import Testing
         #expect(reply.wire == "514-text:  200 OK fake\r\n514 ERR PARAMETER INVALID\r\n")
     }
 
+    @Test func voiceListLinesKeepTheirTabs() {
+        #expect(SSIPReply.voices(["English\ten\tnone"]).wire == "249-English\ten\tnone\r\n249 OK VOICE LIST SENT\r\n")
+    }
+
     @Test func notificationsCarryMessageAndClientIDs() {
         #expect(SSIPEvent.begin.reply(message: 7, client: 2).wire == "701-7\r\n701-2\r\n701 BEGIN\r\n")
         #expect(SSIPEvent.end.reply(message: 7, client: 2).wire == "702-7\r\n702-2\r\n702 END\r\n")
