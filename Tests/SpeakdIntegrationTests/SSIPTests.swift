@@ -222,6 +222,52 @@ extension SpeakdIntegration {
             #expect(recording.segments(minimumSilence: 0.5).count == 1, "not heard once")
         }
 
+        /// A web page in headless Chromium speaks with the Web Speech API through libspeechd
+        /// (`scripts/check-web-speech.py`): three utterances heard in order with `onstart` and
+        /// `onend` at their sound; a high announcement interrupts the page, whose utterance is
+        /// heard again after it; the page's next `speak()` is heard without a `cancel()`.
+        @Test(.timeLimit(.minutes(2))) func chromiumWebSpeechIsHeardInOrderAndSurvivesAnInterruption()
+            async throws
+        {
+            let ssip = try await SSIPDaemon.start()
+            let epoch = (date: Date(), clock: ContinuousClock.now)
+            let result = try await PythonTools.script(
+                "check-web-speech.py", [ssip.path, ssip.speakd.daemon.socketPath], timeout: .seconds(90))
+            try await Task.sleep(for: .milliseconds(300))
+            let finished = ssip.speakd.events.events.filter { $0.type == .finished }
+            let recording = await ssip.stop()
+            try #require(result.status == 0, "check-web-speech.py: \(result.output)")
+            let long = "This long utterance from the page is interrupted by a platform announcement."
+            #expect(
+                finished.map(\.text) == ["One.", "Two.", "Three.", long, "Attention please.", long, "After."],
+                "\(finished.map(\.text))")
+            #expect(
+                finished.map(\.reason) == [
+                    .completed, .completed, .completed, .interrupted, .completed, .completed, .completed,
+                ])
+            // The page's events against what the sink played, for the first three utterances.
+            var page: [String: ContinuousClock.Instant] = [:]
+            for line in result.output.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.count == 3, let milliseconds = Double(fields[2]) else { continue }
+                let offset = milliseconds / 1000 - epoch.date.timeIntervalSince1970
+                page["\(fields[0]) \(fields[1])"] = epoch.clock + .milliseconds(Int64((offset * 1000).rounded()))
+            }
+            let segments = recording.segments(minimumSilence: 0.15)
+            try #require(segments.count >= 6, "heard \(segments)")
+            for (index, text) in ["One.", "Two.", "Three."].enumerated() {
+                let started = try #require(page["start \(text)"], "no onstart for \(text): \(result.output)")
+                let ended = try #require(page["end \(text)"], "no onend for \(text): \(result.output)")
+                let soundStart = try #require(recording.playedAt(segments[index].start))
+                let soundEnd = try #require(recording.playedAt(segments[index].end))
+                let startDelay = (started - soundStart).seconds
+                let endDelay = (ended - soundEnd).seconds
+                // The goal is 20 ms; a machine shared with builds gets headroom.
+                #expect(abs(startDelay) < 0.15, "\(text): onstart \(startDelay) s from its first sound")
+                #expect(endDelay > -0.05 && endDelay < 0.25, "\(text): onend \(endDelay) s after its last sound")
+            }
+        }
+
         @Test func badInputGetsProtocolErrorsAndTheDaemonGoesOn() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
