@@ -37,6 +37,19 @@ enum SSIPMapping {
         ssip == "important" ? .default : .low
     }
 
+    /// The replace group of SSIP's priorities whose newest message replaces the older ones of
+    /// every client: `notification` and `progress`. `text` is queued (see docs/incoming/ssip.md).
+    static func replaceGroup(_ ssip: String) -> String? {
+        switch ssip {
+        case "notification": "ssip-notification"
+        case "progress": "ssip-progress"
+        default: nil
+        }
+    }
+
+    /// `notification` is dropped when anything speaks or waits.
+    static func dropIfBusy(_ ssip: String) -> Bool { ssip == "notification" }
+
     private static func clamp(_ value: Double, _ range: ClosedRange<Double>) -> Double {
         min(max(value, range.lowerBound), range.upperBound)
     }

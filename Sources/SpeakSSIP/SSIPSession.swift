@@ -199,6 +199,8 @@ final class SSIPSession {
         body.punctuation = SSIPMapping.punctuation(settings.punctuation)
         body.spellOut = spellOut ? true : nil
         body.priority = SSIPMapping.priority(settings.priority).rawValue
+        body.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
+        body.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority) ? true : nil
         return body
     }
 
@@ -433,4 +435,6 @@ struct SSIPMessageBody: Encodable {
     var punctuation: Bool?
     var spellOut: Bool?
     var priority: String?
+    var replaceGroup: String?
+    var dropIfBusy: Bool?
 }

@@ -383,6 +383,40 @@ extension SpeakdIntegration {
             #expect(recording.segments(minimumSilence: 0.2).count >= 3, "interrupted, platform, again")
         }
 
+        /// `progress` keeps only the newest of a series (the last is always heard); a
+        /// `notification` is dropped while anything speaks; each gets its one 702 or 703.
+        @Test func progressKeepsTheNewestAndNotificationIsDroppedWhenBusy() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let client = try SSIPTestClient(path: ssip.path)
+            #expect(try client.command("SET SELF NOTIFICATION END on") == ["220 OK NOTIFICATION SET"])
+            #expect(try client.command("SET SELF NOTIFICATION CANCEL on") == ["220 OK NOTIFICATION SET"])
+            #expect(try client.command("SET SELF PRIORITY progress") == ["202 OK PRIORITY SET"])
+            var ids: [String] = []
+            for percent in [10, 20, 30] {
+                #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+                let queued = try client.command("Completed \(percent) percent of the long task.\r\n.")
+                ids.append(try #require(queued.first.map { String($0.dropFirst(4)) }))
+            }
+            #expect(try client.command("SET SELF PRIORITY notification") == ["202 OK PRIORITY SET"])
+            #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
+            let notice = try #require(client.command("You have mail.\r\n.").first.map { String($0.dropFirst(4)) })
+            var ends: [String: String] = [:]
+            while ends.count < 4 {
+                let reply = try client.reply(timeout: 15)
+                ends[String(reply[0].dropFirst(4))] = reply.last
+            }
+            #expect(ends[ids[0]] == "703 CANCELED")
+            #expect(ends[ids[1]] == "703 CANCELED")
+            #expect(ends[ids[2]] == "702 END")
+            #expect(ends[notice] == "703 CANCELED")
+            await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
+                events.filter { $0.type == .finished }.count == 4
+            }
+            let heard = ssip.speakd.events.events.filter { $0.type == .finished && $0.reason == .completed }
+            #expect(heard.map(\.text) == ["Completed 30 percent of the long task."])
+            _ = await ssip.stop()
+        }
+
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
@@ -432,14 +466,26 @@ final class SSIPTestClient {
         _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
-    /// Sends `line` with CR LF and reads the reply.
+    /// Notifications that arrived while waiting for a command's reply, oldest first.
+    private var notifications: [[String]] = []
+
+    /// Sends `line` with CR LF and reads its reply; notifications before it are kept for `reply()`.
     func command(_ line: String) throws -> [String] {
         send(Array((line + "\r\n").utf8))
-        return try reply()
+        while true {
+            let reply = try readReply()
+            guard reply.last?.hasPrefix("7") == true else { return reply }
+            notifications.append(reply)
+        }
+    }
+
+    /// The next notification (or, before any command, reply).
+    func reply(timeout: Double = 5) throws -> [String] {
+        notifications.isEmpty ? try readReply(timeout: timeout) : notifications.removeFirst()
     }
 
     /// Reads one reply or notification: lines up to the first whose fourth character is a space.
-    func reply(timeout: Double = 5) throws -> [String] {
+    private func readReply(timeout: Double = 5) throws -> [String] {
         var lines: [String] = []
         let deadline = Date().addingTimeInterval(timeout)
         while true {
