@@ -179,7 +179,10 @@ public func buildDaemon(
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
     let ssip = configuration.ssipPath.map {
-        SSIPListener(path: $0, activatedDescriptor: activatedSSIP, intake: intake, logger: logger)
+        var limits = SSIPListener.Limits()
+        limits.maxConnections = configuration.connectionLimits.maxConnections
+        return SSIPListener(
+            path: $0, activatedDescriptor: activatedSSIP, intake: intake, limits: limits, logger: logger)
     }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")

@@ -29,6 +29,9 @@ public final class SSIPListener: Service, Sendable {
         public var maxMessageBytes = 1 << 20
         /// The most bytes sent but not yet read by the client before the connection is dropped.
         public var maxUnsent = 1 << 20
+        /// The most open connections; one more is closed at once, and the open ones (a browser
+        /// that connected once and keeps its connection) are never evicted for it.
+        public var maxConnections = 4_096
 
         public init() {}
     }
@@ -161,7 +164,18 @@ public final class SSIPListener: Service, Sendable {
         let channel = connection.channel
         let key = ObjectIdentifier(channel)
         let outbox = SSIPOutbox(limit: limits.maxUnsent)
-        state.withLock { $0.connections[key] = (channel, outbox) }
+        let admitted = state.withLock { state in
+            guard state.connections.count < limits.maxConnections else { return false }
+            state.connections[key] = (channel, outbox)
+            return true
+        }
+        guard admitted else {
+            logger.warning(
+                "SSIP connection refused: at the connection limit",
+                metadata: ["speakd.ssip": "\(path)", "speakd.max_connections": "\(limits.maxConnections)"])
+            try? await connection.channel.close()
+            return
+        }
         defer { _ = state.withLock { $0.connections.removeValue(forKey: key) } }
         let client = await hub.newClient()
         var connectionLogger = logger

@@ -417,6 +417,29 @@ extension SpeakdIntegration {
             _ = await ssip.stop()
         }
 
+        /// At `--max-connections` a further SSIP connection is closed at once; the open ones,
+        /// idle or not, keep working, and a place freed is taken again.
+        @Test func connectionsAboveTheLimitAreClosedAndTheOpenOnesKept() async throws {
+            let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("speechd.sock").path
+            let speakd = try await SpeakdProcess.start(
+                audio: "null", arguments: ["--ssip", path, "--max-connections", "3"])
+            var open = try (0..<3).map { _ in try SSIPTestClient(path: path) }
+            for client in open { #expect(try client.command("HISTORY GET CLIENT_ID").last == "245 OK CLIENT ID SENT") }
+            let refused = try SSIPTestClient(path: path)
+            #expect(throws: SSIPTestClient.Failure.self) { try refused.command("HISTORY GET CLIENT_ID") }
+            #expect(try open[0].command("QUIT") == ["231 HAPPY HACKING"])
+            open.removeFirst()
+            try await Task.sleep(for: .milliseconds(200))
+            let again = try SSIPTestClient(path: path)
+            #expect(try again.command("HISTORY GET CLIENT_ID").last == "245 OK CLIENT ID SENT")
+            for client in open { #expect(try client.command("HISTORY GET CLIENT_ID").last == "245 OK CLIENT ID SENT") }
+            let (status, _) = await speakd.stop()
+            #expect(status == 0)
+        }
+
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
@@ -463,7 +486,8 @@ final class SSIPTestClient {
     deinit { close(descriptor) }
 
     func send(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        // MSG_NOSIGNAL: a socket the daemon closed answers EPIPE rather than killing the runner.
+        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Notifications that arrived while waiting for a command's reply, oldest first.
