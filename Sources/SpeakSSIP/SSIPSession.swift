@@ -89,7 +89,7 @@ final class SSIPSession {
             return .reply(.receivingData)
         case "char", "key": return .reply(await event(command, text: text))
         case "sound_icon": return .reply(soundIcon(words))
-        case "set": return .reply(set(words, line: text))
+        case "set": return .reply(await set(words, line: text))
         case "get": return .reply(get(words))
         case "list": return .reply(await list(words))
         case "history": return .reply(history(words))
@@ -206,7 +206,7 @@ final class SSIPSession {
 
     // MARK: SET, GET, LIST
 
-    private func set(_ words: [String], line: String) -> SSIPReply {
+    private func set(_ words: [String], line: String) async -> SSIPReply {
         guard words.count >= 3 else { return .missingParameter }
         let who = words[1].lowercased()
         guard who == "self" else {
@@ -231,7 +231,14 @@ final class SSIPSession {
             // The voice's name may have spaces: everything after the third word.
             let voice = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true)
             guard voice.count == 4 else { return .missingParameter }
-            settings.synthesisVoice = String(voice[3])
+            let name = String(voice[3])
+            settings.synthesisVoice = name
+            // A voice of `LIST SYNTHESIS_VOICES` (a browser's chosen voice) picks its language,
+            // which picks the voice; another name is kept and changes nothing.
+            let voices = (try? await intake.renderer.voices()) ?? []
+            if let language = voices.first(where: { $0.name == name })?.languages.first {
+                settings.language = language
+            }
             return .voiceSet
         }
         let value = words[3...].first ?? ""

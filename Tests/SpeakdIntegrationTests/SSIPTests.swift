@@ -311,6 +311,13 @@ extension SpeakdIntegration {
             // Notifications follow the reply: BEGIN, then END, each naming message and client.
             #expect(try client.reply() == ["701-\(message)", "701-\(id)", "701 BEGIN"])
             #expect(try client.reply(timeout: 10) == ["702-\(message)", "702-\(id)", "702 END"])
+            // A voice named as LIST SYNTHESIS_VOICES names it speaks its language.
+            let voices = try client.command("LIST SYNTHESIS_VOICES de")
+            #expect(voices.last == "249 OK VOICE LIST SENT")
+            #expect(voices.contains("249-German\tde\tnone"), "\(voices)")
+            #expect(try client.command("SET SELF SYNTHESIS_VOICE German") == ["209 OK VOICE SET"])
+            #expect(try client.command("GET LANGUAGE") == ["251-de", "251 OK GET RETURNED"])
+            #expect(try client.command("SET SELF LANGUAGE en") == ["201 OK LANGUAGE SET"])
             // The event stream may come a moment after the notification.
             await ssip.speakd.events.wait(timeout: .seconds(5)) { events in events.contains { $0.type == .finished } }
             let finished = ssip.speakd.events.events.filter { $0.type == .finished }
