@@ -447,6 +447,40 @@ extension SpeakdIntegration {
             #expect(status == 0)
         }
 
+        /// 50 SSIP clients at once (`scripts/check-ssip-soak.py`), each cancelling its own or
+        /// everything or disconnecting at random: every message answered 225 finishes exactly
+        /// once, and every client that stayed gets exactly one 702 or 703 per message of its own.
+        @Test func fiftyClientsWithRandomCancelsAndDisconnectsLoseAndDoubleNothing() async throws {
+            let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("speechd.sock").path
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--ssip", path])
+            let events = EventStreamRecorder(client: speakd.unixClient)
+            try await speakd.waitForEventStreams(1)
+            let result = try await PythonTools.script("check-ssip-soak.py", [path, "50", "7"], timeout: .seconds(120))
+            struct Summary: Decodable {
+                var queued: [String]
+                var problems: [String]
+            }
+            let summary = try JSONDecoder().decode(
+                Summary.self, from: Data(try #require(result.output.split(separator: "\n").last).utf8))
+            #expect(result.status == 0 && summary.problems.isEmpty, "\(summary.problems)")
+            #expect(summary.queued.count > 50)
+            let settled = await events.wait(timeout: .seconds(60)) { events in
+                events.filter { $0.type == .finished }.count >= summary.queued.count
+            }
+            #expect(settled)
+            try await Task.sleep(for: .milliseconds(300))
+            var finished: [String: Int] = [:]
+            for event in events.events where event.type == .finished { finished[event.text, default: 0] += 1 }
+            for text in summary.queued { #expect(finished[text] == 1, "\(text) finished \(finished[text] ?? 0) times") }
+            #expect(Set(finished.keys) == Set(summary.queued))
+            events.stop()
+            let (status, _) = await speakd.stop()
+            #expect(status == 0)
+        }
+
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
