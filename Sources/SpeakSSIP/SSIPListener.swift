@@ -95,7 +95,7 @@ public final class SSIPListener: Service, Sendable {
                 server = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
             } else {
                 if isSocket(path) { unlink(path) }
-                server = try await bootstrap.serverChannelOption(.backlog, value: 128)
+                server = try await bootstrap.serverChannelOption(.backlog, value: 1_024)
                     .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
             }
         } catch {

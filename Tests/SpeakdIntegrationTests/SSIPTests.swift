@@ -481,6 +481,33 @@ extension SpeakdIntegration {
             #expect(status == 0)
         }
 
+        /// 2,000 idle SSIP connections (`scripts/check-ssip-idle.py`): one more client still
+        /// speaks to its END, and speakd grows by less than 40 KiB per connection.
+        @Test func twoThousandIdleConnectionsCostLittleAndSpeakingGoesOn() async throws {
+            let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("speechd.sock").path
+            let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--ssip", path])
+            let result = try await PythonTools.script(
+                "check-ssip-idle.py", [path, "2000", "\(speakd.pid)"], timeout: .seconds(60))
+            struct Summary: Decodable {
+                var opened: Int
+                var rssBeforeKiB: Int
+                var rssAfterKiB: Int
+                var ended: String
+            }
+            let line = try #require(result.output.split(separator: "\n").last, "\(result.output)")
+            let summary = try JSONDecoder().decode(Summary.self, from: Data(line.utf8))
+            #expect(result.status == 0, "\(result.output)")
+            #expect(summary.opened == 2_000)
+            #expect(summary.ended == "702 END")
+            let perConnection = Double(summary.rssAfterKiB - summary.rssBeforeKiB) / 2_000
+            #expect(perConnection < 40, "\(perConnection) KiB per idle SSIP connection")
+            let (status, _) = await speakd.stop()
+            #expect(status == 0)
+        }
+
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
