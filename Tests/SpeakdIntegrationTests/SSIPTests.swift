@@ -287,12 +287,22 @@ extension SpeakdIntegration {
             #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
             client.send(Array("caf".utf8) + [0xC3, 0x28] + Array("\r\n.\r\n".utf8))
             #expect(try client.reply() == ["501 ERR INVALID ENCODING"])
+            client.send(Array("SET SELF CLIENT_NAME ".utf8) + [0xFF, 0xFE] + Array("\r\n".utf8))
+            #expect(try client.reply() == ["501 ERR INVALID ENCODING"])
+            // A message whose terminator never comes is not spoken, and its connection's end
+            // costs nothing.
+            do {
+                let leaving = try SSIPTestClient(path: ssip.path)
+                #expect(try leaving.command("SPEAK") == ["230 OK RECEIVING DATA"])
+                leaving.send(Array("Never finished\r\n".utf8))
+            }
             // Still answering, and still speaking.
             #expect(try client.command("HISTORY GET CLIENT_ID").last == "245 OK CLIENT ID SENT")
             #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
             let queued = try client.command("Still here.\r\n.")
             #expect(queued.last == "225 OK MESSAGE QUEUED")
             #expect(await ssip.speakd.events.wait(timeout: .seconds(10)) { $0.contains { $0.type == .finished } })
+            #expect(ssip.speakd.events.events.filter { $0.type == .queued }.map(\.text) == ["Still here."])
             #expect(try client.command("QUIT") == ["231 HAPPY HACKING"])
             #expect(ssip.speakd.daemon.isRunning)
             _ = await ssip.stop()
