@@ -36,6 +36,8 @@ public struct Daemon: Sendable {
     public let server: SpeakServer
     /// The listeners.
     public let front: SpeakFront
+    /// The SSIP listener (`--ssip`), or nil.
+    public let ssip: SSIPListener?
     let group: ServiceGroup
 
     /// Runs until graceful shutdown (SIGTERM, SIGINT or `shutdown()`) has finished.
@@ -43,9 +45,12 @@ public struct Daemon: Sendable {
         try await group.run()
     }
 
-    /// Waits until every listener accepts connections; returns the bound addresses.
+    /// Waits until every listener (the SSIP one too) accepts connections; returns the bound
+    /// addresses of the HTTP listeners.
     public func waitUntilReady() async throws -> [SpeakEndpoint] {
-        try await front.waitUntilListening()
+        let addresses = try await front.waitUntilListening()
+        try await ssip?.waitUntilListening()
+        return addresses
     }
 
     /// Starts graceful shutdown, as SIGTERM does.
@@ -215,7 +220,7 @@ public func buildDaemon(
             .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
             .init(
                 service: SystemdReadiness(
-                    front: front, notifier: SystemdNotifier(environment: environment), logger: logger),
+                    front: front, ssip: ssip, notifier: SystemdNotifier(environment: environment), logger: logger),
                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "systemd"),
         ],
         gracefulShutdownSignals: gracefulShutdownSignals,
@@ -232,7 +237,7 @@ public func buildDaemon(
     return Daemon(
         configuration: configuration, queue: queue, audio: audio, outputs: outputs,
         outputAudio: Dictionary(uniqueKeysWithValues: parts.map { ($0.name, $0.audio) }), server: server,
-        front: front, group: ServiceGroup(configuration: groupConfiguration))
+        front: front, ssip: ssip, group: ServiceGroup(configuration: groupConfiguration))
 }
 
 /// The parts of one named output.
