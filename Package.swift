@@ -254,6 +254,19 @@ let package = Package(
             swiftSettings: swiftSettings + [.define("SPEAKD_RELEASE", .when(configuration: .release))],
             plugins: ["EmbedVersion"]),
         .plugin(name: "EmbedVersion", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
+        // speech-dispatcher's protocol (SSIP) on a Unix socket, through the intake: spd-say,
+        // python3-speechd, Orca and browsers speak through speakd unchanged.
+        .target(
+            name: "SpeakSSIP",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeechModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -265,7 +278,7 @@ let package = Package(
                 "AnnouncementIntake",
                 "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
-                "SpeakFleet", "SpeakMQTT", "SpeakdVersion",
+                "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -388,6 +401,11 @@ let package = Package(
         .testTarget(
             name: "SpeakAPITests",
             dependencies: ["SpeakAPI", "SpeakClient", "SpeechModel"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakSSIPTests",
+            dependencies: ["SpeakSSIP", "SpeakAPI"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

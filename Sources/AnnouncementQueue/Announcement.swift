@@ -20,6 +20,9 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     public var chimeAfter: ChimeChoice = .priorityDefault
     /// How many times it is spoken as this one announcement; nil once.
     public var `repeat`: AnnouncementRepeat?
+    /// Announcements of the same group replace one another: the newest accepted finishes the
+    /// others `discarded`.
+    public var replaceGroup: String?
 
     public init(
         id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,

@@ -228,6 +228,9 @@ public actor AnnouncementQueue {
             throw .invalidValue(field: error.field ?? "expiresAfter", message: error.message)
         }
         let startsNow = speaking == nil && canStart
+        if request.dropIfBusy, speaking != nil || !waiting.isEmpty {
+            return drop(request, speech: speech)
+        }
         if !startsNow && waiting.count >= capacity {
             guard let victim = waiting.displacementCandidate(below: request.priority) else {
                 logger.debug("announcement refused, queue full", metadata: ["queue.capacity": "\(capacity)"])
@@ -244,8 +247,10 @@ public actor AnnouncementQueue {
         announcement.chime = request.chime
         announcement.chimeAfter = request.chimeAfter
         announcement.repeat = request.repeat
+        announcement.replaceGroup = request.replaceGroup
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
+        if let group = request.replaceGroup { replace(group: group, by: announcement.id) }
         if let seconds = request.expiresAfter, !startsNow {
             pending.expiry = expiryTimer(id: announcement.id, after: seconds)
         }
@@ -266,6 +271,29 @@ public actor AnnouncementQueue {
         }
         return AnnouncementAccepted(
             id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
+    }
+
+    /// Accepts `request` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
+    private func drop(_ request: AnnouncementRequest, speech: PreparedUtterance) -> AnnouncementAccepted {
+        acceptedCount += 1
+        let announcement = Announcement(
+            id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
+            expiresAfter: request.expiresAfter)
+        let pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
+        publish(.queued, pending)
+        finish(pending, reason: .discarded, detail: "dropped: the queue was busy (dropIfBusy)")
+        return AnnouncementAccepted(id: announcement.id, state: .finished, position: 0)
+    }
+
+    /// Finishes every other announcement of `group`, waiting or speaking, `discarded`.
+    private func replace(group: String, by id: String) {
+        let detail = "replaced by \(id), newer in replaceGroup '\(group)'"
+        for other in waiting.items where other.announcement.replaceGroup == group {
+            if let removed = waiting.remove(id: other.id) { finish(removed, reason: .discarded, detail: detail) }
+        }
+        if let current = speaking, current.pending.announcement.replaceGroup == group {
+            stopSpeaking(reason: .discarded, detail: detail)
+        }
     }
 
     /// Cancels one announcement, waiting or speaking; a speaking one stops at once.

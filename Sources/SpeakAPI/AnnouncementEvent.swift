@@ -32,7 +32,8 @@ public enum FinishReason: String, Sendable, Hashable, Codable, CaseIterable {
     case cancelled
     /// `expiresAfter` passed before it started.
     case expired
-    /// Displaced from a full queue by a more urgent announcement.
+    /// Displaced from a full queue by a more urgent announcement, replaced by a newer one of its
+    /// `replaceGroup`, or dropped by `dropIfBusy` on a busy queue.
     case discarded
     /// The engine or the audio sink failed.
     case failed

@@ -15,6 +15,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public static let maximumExpiresAfter: Double = 86_400
     /// The longest `requestId`, in characters.
     public static let maximumRequestIdLength = 128
+    /// The longest `replaceGroup`, in characters.
+    public static let maximumReplaceGroupLength = 64
 
     /// What to say.
     public var utterance: Utterance
@@ -38,6 +40,13 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// The named output (`--output NAME=SPEC`) that speaks it; nil is the output called `default`.
     /// The daemon answers an output it does not have with 422 naming `output`.
     public var output: String?
+    /// A name shared by announcements of which only the newest matters (an arrival board, a
+    /// progress report): accepting one finishes every other one of the same group in its
+    /// output's queue, waiting or speaking, `discarded`. 1 to 64 characters; nil for none.
+    public var replaceGroup: String?
+    /// Accepted only to be dropped (`finished`, `discarded`) when its output's queue is busy
+    /// (something speaking or waiting): for notices that are worth nothing later.
+    public var dropIfBusy: Bool = false
 
     /// - Parameters:
     ///   - utterance: what to say.
@@ -79,6 +88,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             if case .named(let name) = choice, name.isEmpty {
                 throw .malformed(field: field, "\(field) must be a chime's name (GET /v1/chimes) or null")
             }
+        }
+        if let replaceGroup, !(1...Self.maximumReplaceGroupLength).contains(replaceGroup.unicodeScalars.count) {
+            throw .outOfRange(
+                field: "replaceGroup", "replaceGroup must have 1 to \(Self.maximumReplaceGroupLength) characters")
         }
         if let requestId, !(1...Self.maximumRequestIdLength).contains(requestId.unicodeScalars.count) {
             throw .outOfRange(
@@ -162,14 +175,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output
+        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output, replaceGroup, dropIfBusy
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "voice",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
-        "chime", "chimeAfter", "repeat", "requestId", "output",
+        "chime", "chimeAfter", "repeat", "requestId", "output", "replaceGroup", "dropIfBusy",
     ]
 
     private struct AnyKey: CodingKey {
@@ -200,6 +213,16 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         chimeAfter = try Self.decodeChime(container, .chimeAfter)
         `repeat` = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
         requestId = try container.decodeIfPresent(String.self, forKey: .requestId)
+        do {
+            replaceGroup = try container.decodeIfPresent(String.self, forKey: .replaceGroup)
+        } catch {
+            throw SpeechInputError.malformed(field: "replaceGroup", "expected a group's name, such as \"arrivals\"")
+        }
+        do {
+            dropIfBusy = try container.decodeIfPresent(Bool.self, forKey: .dropIfBusy) ?? false
+        } catch {
+            throw SpeechInputError.malformed(field: "dropIfBusy", "expected true or false")
+        }
         do {
             output = try container.decodeIfPresent(String.self, forKey: .output)
         } catch {
@@ -239,5 +262,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try container.encodeIfPresent(`repeat`, forKey: .repeat)
         try container.encodeIfPresent(requestId, forKey: .requestId)
         try container.encodeIfPresent(output, forKey: .output)
+        try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
+        if dropIfBusy { try container.encode(dropIfBusy, forKey: .dropIfBusy) }
     }
 }

@@ -11,6 +11,7 @@ import ServiceLifecycle
 import SpeakAPI
 import SpeakClient
 import SpeakFleet
+import SpeakSSIP
 import SpeakServer
 import SpeechModel
 import SpeechRendering
@@ -36,6 +37,8 @@ public struct Daemon: Sendable {
     public let server: SpeakServer
     /// The listeners.
     public let front: SpeakFront
+    /// The SSIP listener (`--ssip`), or nil.
+    public let ssip: SSIPListener?
     let group: ServiceGroup
 
     /// Runs until graceful shutdown (SIGTERM, SIGINT or `shutdown()`) has finished.
@@ -43,9 +46,12 @@ public struct Daemon: Sendable {
         try await group.run()
     }
 
-    /// Waits until every listener accepts connections; returns the bound addresses.
+    /// Waits until every listener (the SSIP one too) accepts connections; returns the bound
+    /// addresses of the HTTP listeners.
     public func waitUntilReady() async throws -> [SpeakEndpoint] {
-        try await front.waitUntilListening()
+        let addresses = try await front.waitUntilListening()
+        try await ssip?.waitUntilListening()
+        return addresses
     }
 
     /// Starts graceful shutdown, as SIGTERM does.
@@ -87,6 +93,16 @@ public func buildDaemon(
             try SpeakListener.checkSocketPath(path)
         } catch {
             throw DaemonStartError(description: "\(error)")
+        }
+    }
+    // A socket unit's SSIP socket is systemd's: it is there, listening, before speakd starts.
+    let activatedSSIP = SystemdSockets(environment: environment).ssip
+    if let path = configuration.ssipPath, activatedSSIP == nil {
+        try prepareSocketDirectory(path, environment: environment)
+        do {
+            try SpeakListener.checkSocketPath(path)
+        } catch {
+            throw DaemonStartError(description: "--ssip: \(error)")
         }
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
@@ -178,6 +194,12 @@ public func buildDaemon(
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
+    let ssip = configuration.ssipPath.map {
+        var limits = SSIPListener.Limits()
+        limits.maxConnections = configuration.connectionLimits.maxConnections
+        return SSIPListener(
+            path: $0, activatedDescriptor: activatedSSIP, intake: intake, limits: limits, logger: logger)
+    }
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
         await outputs.shutdown()
@@ -195,15 +217,22 @@ public func buildDaemon(
             .init(service: part.audio, successTerminationBehavior: .ignore, serviceName: "audio\(suffix)"),
         ]
     }
+    // Before the listeners: shutdown runs from the last service to the first, so the SSIP
+    // connections stay open while the listeners' shutdown finishes every announcement, and each
+    // SSIP message's 702 or 703 reaches its client.
+    let ssipServices: [ServiceGroupConfiguration.ServiceConfiguration] =
+        ssip.map {
+            [.init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "ssip")]
+        } ?? []
     var groupConfiguration = ServiceGroupConfiguration(
-        services: outputServices + [
+        services: outputServices + ssipServices + [
             .init(
                 service: MetricsObserver(metrics: server.metrics, outputs: outputs),
                 successTerminationBehavior: .ignore, serviceName: "metrics"),
             .init(service: front, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "listeners"),
             .init(
                 service: SystemdReadiness(
-                    front: front, notifier: SystemdNotifier(environment: environment), logger: logger),
+                    front: front, ssip: ssip, notifier: SystemdNotifier(environment: environment), logger: logger),
                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "systemd"),
         ],
         gracefulShutdownSignals: gracefulShutdownSignals,
@@ -220,7 +249,7 @@ public func buildDaemon(
     return Daemon(
         configuration: configuration, queue: queue, audio: audio, outputs: outputs,
         outputAudio: Dictionary(uniqueKeysWithValues: parts.map { ($0.name, $0.audio) }), server: server,
-        front: front, group: ServiceGroup(configuration: groupConfiguration))
+        front: front, ssip: ssip, group: ServiceGroup(configuration: groupConfiguration))
 }
 
 /// The parts of one named output.

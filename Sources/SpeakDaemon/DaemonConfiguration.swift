@@ -17,6 +17,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var socketPath: String?
     /// The TCP listener, or nil for none.
     public var http: SpeakEndpoint?
+    /// The speech-dispatcher (SSIP) Unix socket path, or nil for no SSIP listener.
+    public var ssipPath: String?
     /// The audio sink: `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
     public var audio: String
     /// Further named outputs (`--output NAME=SPEC`), in the order given; `audio` is the one called
@@ -128,6 +130,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     private init() {
         socketPath = nil
         http = nil
+        ssipPath = nil
         audio = ""
         outputs = []
         maxQueue = 0

@@ -25,6 +25,12 @@ extension DaemonConfiguration {
             "http", \.http, valueName: "host:port", help: "TCP listener HOST:PORT, or 'none'.",
             default: .tcp(host: "127.0.0.1", port: 7770), shown: "127.0.0.1:7770"
         ) { value in try value.isNone ? nil : value.listenAddress() },
+        DaemonSetting(
+            "ssip", \.ssipPath, valueName: "path",
+            help: "Unix socket for speech-dispatcher's protocol (SSIP: spd-say, python3-speechd, Orca, browsers), "
+                + "or 'none'.",
+            default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.path() },
     ]
 
     private static let speech: [DaemonSetting] = [

@@ -112,7 +112,8 @@ public struct SpeakdCommand: AsyncParsableCommand {
         let logger = Logger(label: "speakd")
         logger.info("speakd starting", metadata: ["speakd.version": "\(SpeakdVersion.current)"])
         configuration.connectionLimits = DescriptorLimit.raise(
-            fitting: configuration.connectionLimits, listeners: configuration.listenAddresses.count, logger: logger)
+            fitting: configuration.connectionLimits,
+            listeners: configuration.listenAddresses.count + (configuration.ssipPath == nil ? 0 : 1), logger: logger)
         let daemon: Daemon
         do {
             daemon = try await buildDaemon(configuration, logger: logger)

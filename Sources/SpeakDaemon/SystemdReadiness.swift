@@ -1,18 +1,23 @@
 import Logging
 import PosixSupport
 import ServiceLifecycle
+import SpeakSSIP
 import SpeakServer
 
 /// Tells systemd `READY=1` once every listener accepts connections, and `STOPPING=1` when
 /// graceful shutdown begins.
 struct SystemdReadiness: Service {
     let front: SpeakFront
+    /// The SSIP listener (`--ssip`), which must listen too.
+    let ssip: SSIPListener?
     let notifier: SystemdNotifier
     let logger: Logger
 
     func run() async throws {
         let addresses = try await front.waitUntilListening()
-        send("READY=1\nSTATUS=listening on \(addresses.map(\.description).joined(separator: ", "))")
+        try await ssip?.waitUntilListening()
+        let listening = addresses.map(\.description) + (ssip.map { ["ssip:\($0.path)"] } ?? [])
+        send("READY=1\nSTATUS=listening on \(listening.joined(separator: ", "))")
         // Start-up (configuration, voice catalogue, routes) is done: what it freed goes back.
         Malloc.releaseFreePages()
         try? await gracefulShutdown()

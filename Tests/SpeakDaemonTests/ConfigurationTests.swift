@@ -422,6 +422,7 @@ struct ConfigurationSettingsTests {
     static let samples: [String: (good: String, bad: String)] = [
         "socket": ("/tmp/kiosk/speakd.sock", "speakd.sock"),
         "http": ("[::1]:8080", "localhost"),
+        "ssip": ("/run/user/1000/speech-dispatcher/speechd.sock", "speechd.sock"),
         "audio": ("alsa:hw:0", "speakers"),
         "output": ("headset=pulse:usb-headset", "headset=speakers"),
         "voices": ("/usr/local/share/speakd/Voices", "Voices"),

@@ -66,9 +66,14 @@ struct AudibleDaemon {
         return try response.decode(AnnouncementAccepted.self).id
     }
 
-    /// Renders `body` with `POST /v1/speech` (nothing is played) for reference measurements.
+    /// Renders the utterance of `body` with `POST /v1/speech?raw=true` (nothing is played) for
+    /// reference measurements: the engine's own speech, without chimes, repeats or loudness. The
+    /// keys a raw render refuses (the queue's and the sound's) are left out.
     func reference(_ body: [String: Any]) async throws -> Rendered {
-        let wav = try await daemon.speech(body)
+        let ignored: Set = [
+            "queue", "expiresAfter", "requestId", "chime", "chimeAfter", "repeat", "output", "priority",
+        ]
+        let wav = try await daemon.speech(body.filter { !ignored.contains($0.key) }, raw: true)
         return Rendered(analysis: AudioAnalysis(samples: wav.samples, sampleRate: wav.sampleRate))
     }
 }

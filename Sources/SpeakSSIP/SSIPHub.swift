@@ -1,0 +1,200 @@
+import AnnouncementIntake
+import AnnouncementQueue
+import FoundationEssentials
+import SpeakAPI
+
+/// What every SSIP connection shares: client and message numbers, which announcement is which
+/// client's message, and the notifications that speakd's events become.
+///
+/// Notifications follow speakd's own event stream: BEGIN (701) at the first word, sentence or
+/// mark heard (sent when the sink plays its first sample), INDEX MARK (700) as each mark is heard,
+/// PAUSED and RESUMED (704, 705), and at `finished` (after the last sample) END (702) when it
+/// completed, else CANCELED (703). Every message gets exactly one of 702 and 703, sent only when
+/// its client asked for that notification when it sent the message. A message outlives its
+/// connection: it is spoken and tracked to its end with nobody to tell.
+///
+/// A message that one of speakd's own announcements interrupts (a `high` one, or a `default` one
+/// with `queue: false`) is not cancelled: it is queued again, from its start, behind the
+/// announcement, and its client hears no 703 it did not ask for (Chromium, which waits for each
+/// message's 702 or 703, would otherwise stay silent until the page calls `cancel()`). It keeps
+/// its message id; BEGIN is not sent again. After `maxRequeues` interruptions it ends with 703.
+actor SSIPHub {
+    private struct Message {
+        let id: Int
+        let client: Int
+        let notify: Set<SSIPEvent>
+        let outbox: SSIPOutbox
+        /// The request body, to queue it again after an interruption.
+        let body: Data
+        var begun = false
+        var requeues = 0
+    }
+
+    /// How often one message is queued again after an interruption before it ends with 703.
+    static let maxRequeues = 3
+
+    private let intake: AnnouncementIntake
+    private var outputs: AnnouncementOutputs { intake.outputs }
+    private var nextClient = 1
+    private var nextMessage = 1
+    /// Tracked messages by announcement id, until they finish.
+    private var messages: [String: Message] = [:]
+    /// Submissions under way: the queue sends an announcement's first events before `submit`
+    /// returns the id that names it.
+    private var submitting = 0
+    /// Events of announcements not known yet, held while a submission is under way.
+    private var held: [AnnouncementEvent] = []
+    private static let maxHeld = 4_096
+    /// Events were dropped from a full `held`: settle from the queues' records once no
+    /// submission is under way.
+    private var droppedHeld = false
+
+    init(intake: AnnouncementIntake) {
+        self.intake = intake
+    }
+
+    /// A new connection's client id.
+    func newClient() -> Int {
+        defer { nextClient += 1 }
+        return nextClient
+    }
+
+    /// Call before handing an announcement to the intake.
+    func beginSubmission() {
+        submitting += 1
+    }
+
+    /// Ends a submission; for an accepted one, returns its SSIP message id.
+    func endSubmission(
+        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: Data
+    ) async -> Int? {
+        guard let id else {
+            await endSubmission(nil)
+            return nil
+        }
+        let number = nextMessage
+        nextMessage += 1
+        await endSubmission((id, Message(id: number, client: client, notify: notify, outbox: outbox, body: body)))
+        return number
+    }
+
+    /// Ends a submission: tracks the accepted message and delivers the events held for it.
+    private func endSubmission(_ accepted: (id: String, message: Message)?) async {
+        submitting -= 1
+        if let accepted {
+            let id = accepted.id
+            messages[id] = accepted.message
+            let mine = held.filter { $0.id == id }
+            held.removeAll { $0.id == id }
+            for event in mine { await deliver(event) }
+        }
+        if submitting == 0 {
+            // The rest: other submissions' events held behind them, and speakd's own.
+            let rest = held
+            held = []
+            for event in rest { await deliver(event) }
+            if droppedHeld {
+                droppedHeld = false
+                await reconcile()
+            }
+        }
+    }
+
+    /// The announcement ids of `client`'s messages that have not finished, or of every client's.
+    func announcements(of client: Int?) -> [String] {
+        messages.filter { client == nil || $0.value.client == client }.map(\.key)
+    }
+
+    /// Follows every output's events from `after` until the queues shut down.
+    func follow(after start: UInt64) async {
+        var last = start
+        while !Task.isCancelled {
+            for await sequenced in outputs.events(after: last, progress: true) {
+                last = sequenced.sequence
+                await arrived(sequenced.event)
+            }
+            // The stream ends at shutdown, or when this reader fell too far behind.
+            guard await outputs.defaultQueue.isRunning, !Task.isCancelled else { break }
+            await reconcile()
+        }
+        // Every queue has finished its announcements: none should be left; a message that is
+        // still tracked gets its one CANCELED all the same.
+        for (id, message) in messages {
+            send(.cancel, message)
+            messages[id] = nil
+        }
+    }
+
+    private func arrived(_ event: AnnouncementEvent) async {
+        if submitting > 0, messages[event.id] == nil || held.contains(where: { $0.id == event.id }) {
+            if held.count < Self.maxHeld { held.append(event) } else { droppedHeld = true }
+            return
+        }
+        await deliver(event)
+    }
+
+    private func deliver(_ event: AnnouncementEvent) async {
+        guard var message = messages[event.id] else { return }
+        switch event.type {
+        case .word, .sentence, .mark:
+            if !message.begun {
+                message.begun = true
+                send(.begin, message)
+            }
+            if event.type == .mark { send(.indexMark, message, mark: event.name) }
+            messages[event.id] = message
+        case .paused:
+            send(.pause, message)
+        case .resumed:
+            send(.resume, message)
+        case .finished:
+            messages[event.id] = nil
+            if event.reason == .interrupted, message.requeues < Self.maxRequeues {
+                await requeue(message)
+            } else {
+                finish(message, completed: event.reason == .completed)
+            }
+        case .queued, .started:
+            break
+        }
+    }
+
+    private func finish(_ message: Message, completed: Bool) {
+        if completed {
+            if !message.begun { send(.begin, message) }
+            send(.end, message)
+        } else {
+            send(.cancel, message)
+        }
+    }
+
+    /// Queues an interrupted message again, from its start; 703 when that is refused.
+    private func requeue(_ message: Message) async {
+        var message = message
+        message.requeues += 1
+        submitting += 1
+        do {
+            let (_, accepted) = try await intake.accept(message.body)
+            await endSubmission((accepted.id, message))
+        } catch {
+            await endSubmission(nil)
+            finish(message, completed: false)
+        }
+    }
+
+    /// After falling behind the event stream: closes the messages whose end was missed.
+    private func reconcile() async {
+        for (id, message) in messages {
+            let status = await outputs.status(id: id)
+            guard status == nil || status?.state == .finished else { continue }
+            guard messages[id] != nil else { continue }
+            finish(message, completed: status?.reason == .completed)
+            messages[id] = nil
+        }
+    }
+
+    private func send(_ event: SSIPEvent, _ message: Message, mark: String? = nil) {
+        guard message.notify.contains(event) else { return }
+        message.outbox.notify(event.reply(message: message.id, client: message.client, mark: mark))
+    }
+}

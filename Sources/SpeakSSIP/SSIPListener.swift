@@ -1,0 +1,240 @@
+import AnnouncementIntake
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// speech-dispatcher's protocol (SSIP) on a Unix socket, through the intake: `spd-say`,
+/// python3-speechd, Orca and browsers' Web Speech API speak through speakd unchanged (with
+/// `SPEECHD_ADDRESS=unix_socket:PATH`).
+///
+/// SwiftNIO, which the daemon runs on already for HTTP, carries the sockets: one event loop
+/// serves every connection, a client that does not read is bounded by `SSIPOutbox`, and idle
+/// connections cost a descriptor and a few kilobytes each. The protocol itself is a hand-written
+/// line reader (`SSIPLineReader`) and one `SSIPSession` per connection.
+///
+/// Graceful shutdown: the socket stops accepting; connections stay open until the queues have
+/// finished every message (so each gets its 702 or 703), then close.
+public final class SSIPListener: Service, Sendable {
+    /// Bounds of one connection.
+    public struct Limits: Sendable {
+        /// The longest command line, in bytes.
+        public var maxLine = 4_096
+        /// The most bytes of one message's text.
+        public var maxMessageBytes = 1 << 20
+        /// The most bytes sent but not yet read by the client before the connection is dropped.
+        public var maxUnsent = 1 << 20
+        /// The most open connections; one more is closed at once, and the open ones (a browser
+        /// that connected once and keeps its connection) are never evicted for it.
+        public var maxConnections = 4_096
+
+        public init() {}
+    }
+
+    /// The socket's path.
+    public let path: String
+    /// The listening socket systemd made (socket activation), or nil to make it at `path`.
+    public let activatedDescriptor: Int32?
+    private let intake: AnnouncementIntake
+    private let limits: Limits
+    private let logger: Logger
+    private let hub: SSIPHub
+    private let state = Mutex(ListenerState())
+
+    private struct ListenerState {
+        var listening = false
+        var failure: (any Error)?
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+        var connections: [ObjectIdentifier: (channel: any Channel, outbox: SSIPOutbox)] = [:]
+    }
+
+    /// - Parameters:
+    ///   - path: the Unix socket to listen on; a stale socket there is replaced.
+    ///   - activatedDescriptor: the socket at `path` as systemd passed it (socket activation),
+    ///     which is used as it is and left in place at exit; nil to make the socket.
+    ///   - intake: the daemon's way in.
+    ///   - limits: bounds of each connection.
+    ///   - logger: where connections and refusals are logged.
+    public init(
+        path: String, activatedDescriptor: Int32? = nil, intake: AnnouncementIntake, limits: Limits = Limits(),
+        logger: Logger
+    ) {
+        self.path = path
+        self.activatedDescriptor = activatedDescriptor
+        self.intake = intake
+        self.logger = logger
+        // One message's text: the intake's character limit at four bytes each, at least 4 kB.
+        var limits = limits
+        limits.maxMessageBytes = min(limits.maxMessageBytes, max(4_096, intake.limits.maxTextLength * 4))
+        self.limits = limits
+        self.hub = SSIPHub(intake: intake)
+    }
+
+    public func run() async throws {
+        let hub = hub
+        let outputs = intake.outputs
+        // Subscribed before the socket exists, so no accepted message's events can be missed.
+        let start = outputs.lastEventSequence
+        let follower = Task { await hub.follow(after: start) }
+        defer { follower.cancel() }
+        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = {
+            channel in
+            channel.eventLoop.makeCompletedFuture {
+                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }
+        }
+        do {
+            let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            if let activatedDescriptor {
+                server = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
+            } else {
+                if isSocket(path) { unlink(path) }
+                server = try await bootstrap.serverChannelOption(.backlog, value: 1_024)
+                    .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            }
+        } catch {
+            let failure = SSIPListenerError(description: "cannot listen for SSIP on \(path): \(error)")
+            finishWaiting(failure)
+            throw failure
+        }
+        // systemd's socket has the mode its unit gives it (SocketMode=).
+        if activatedDescriptor == nil, chmod(path, 0o600) != 0 {
+            logger.error("could not set the SSIP socket's mode to 0600", metadata: ["speakd.ssip": "\(path)"])
+        }
+        logger.info(
+            activatedDescriptor == nil ? "listening for SSIP" : "listening for SSIP on systemd's socket",
+            metadata: ["speakd.ssip": "\(path)"])
+        finishWaiting(nil)
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                try? await server.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        group.addTask { await self.serve(connection) }
+                    }
+                }
+                // No new connections; the open ones keep their notifications until every
+                // message has finished.
+                await follower.value
+                for connection in state.withLock({ $0.connections.values }) { connection.outbox.close() }
+                // A second for clients to read their last notifications; then the rest are closed.
+                for _ in 0..<20 where state.withLock({ !$0.connections.isEmpty }) {
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                for connection in state.withLock({ $0.connections.values }) { connection.channel.close(promise: nil) }
+            }
+        } onGracefulShutdown: {
+            server.channel.close(promise: nil)
+        }
+        // systemd's socket stays, listening, for the next start.
+        if activatedDescriptor == nil, isSocket(path) { unlink(path) }
+    }
+
+    /// Waits until the socket accepts connections; throws when it could not be made.
+    public func waitUntilListening() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let ready: Result<Void, any Error>? = state.withLock { state in
+                if let failure = state.failure { return .failure(failure) }
+                if state.listening { return .success(()) }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    private func finishWaiting(_ failure: (any Error)?) {
+        let waiters = state.withLock { state in
+            state.listening = failure == nil
+            state.failure = failure
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters {
+            if let failure { waiter.resume(throwing: failure) } else { waiter.resume() }
+        }
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        let channel = connection.channel
+        let key = ObjectIdentifier(channel)
+        let outbox = SSIPOutbox(limit: limits.maxUnsent)
+        let admitted = state.withLock { state in
+            guard state.connections.count < limits.maxConnections else { return false }
+            state.connections[key] = (channel, outbox)
+            return true
+        }
+        guard admitted else {
+            logger.warning(
+                "SSIP connection refused: at the connection limit",
+                metadata: ["speakd.ssip": "\(path)", "speakd.max_connections": "\(limits.maxConnections)"])
+            try? await connection.channel.close()
+            return
+        }
+        defer { _ = state.withLock { $0.connections.removeValue(forKey: key) } }
+        let client = await hub.newClient()
+        var connectionLogger = logger
+        connectionLogger[metadataKey: "speakd.ssip.client"] = "\(client)"
+        let session = SSIPSession(
+            client: client, intake: intake, hub: hub, outbox: outbox, maxDataBytes: limits.maxMessageBytes,
+            logger: connectionLogger)
+        var reader = SSIPLineReader(maxLine: limits.maxLine)
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await text in outbox.stream {
+                            let bytes = text.utf8.count
+                            try await outbound.write(ByteBuffer(string: text))
+                            outbox.wrote(bytes)
+                        }
+                        // Closed: the client left, quit, or stopped reading.
+                        channel.close(promise: nil)
+                    }
+                    reading: for try await buffer in inbound {
+                        for line in reader.read(buffer.readableBytesView) {
+                            outbox.beginCommand()
+                            let outcome = await session.handle(line)
+                            if connectionLogger.logLevel <= .trace {
+                                connectionLogger.trace(
+                                    "SSIP line",
+                                    metadata: [
+                                        "speakd.ssip.line": "\(line.text)", "speakd.ssip.reply": "\(outcome)",
+                                    ])
+                            }
+                            switch outcome {
+                            case .nothing:
+                                outbox.reply(nil)
+                            case .reply(let reply):
+                                outbox.reply(reply)
+                            case .replyAndClose(let reply):
+                                outbox.reply(reply)
+                                break reading
+                            }
+                        }
+                    }
+                    outbox.close()
+                    try await group.waitForAll()
+                }
+            }
+        } catch {
+            connectionLogger.debug("SSIP connection ended", metadata: ["speakd.error": "\(error)"])
+        }
+        outbox.close()
+    }
+
+    private func isSocket(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
+    }
+}
+
+/// The SSIP socket cannot be made.
+public struct SSIPListenerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
