@@ -139,10 +139,21 @@ struct FleetOptions: ParsableArguments {
                     messageID = try client.publish(message)
                     published = true
                 }
-            case .published(let id):
+            case .published(let id, let reasonCode):
+                guard id == messageID else { continue }
+                // The broker's PUBACK says whether anyone will receive it (MQTT 5 reason codes).
+                if reasonCode >= 0x80 {
+                    throw SpeakFailure.notCompleted(
+                        "the broker refused the message to \(topic): \(MQTTClient.reasonDescription(reasonCode))")
+                }
+                if reasonCode == Self.noMatchingSubscribers {
+                    throw SpeakFailure.notCompleted(
+                        "no kiosk subscribes to \(topic) (\(MQTTClient.reasonDescription(reasonCode))): nobody hears it"
+                    )
+                }
                 // Without --wait, done once the broker has acknowledged the message (QoS 1):
                 // from then on it is the broker's to deliver.
-                if !wait, id == messageID {
+                if !wait {
                     print("\(requestId) published to \(topic)")
                     return
                 }
@@ -171,6 +182,9 @@ struct FleetOptions: ParsableArguments {
         }
         try Self.check(outcomes)
     }
+
+    /// PUBACK's "No matching subscribers": accepted by the broker, delivered to nobody.
+    private static let noMatchingSubscribers: Int32 = 0x10
 
     private static func check(_ outcomes: [FleetReport]) throws {
         let failed = outcomes.filter { $0.event?.success != true }

@@ -21,8 +21,10 @@ public final class MQTTClient: @unchecked Sendable {
         case connected(sessionPresent: Bool)
         /// The broker refused the connection (CONNACK reason code) or it was lost.
         case disconnected(reason: String)
-        /// The broker acknowledged the QoS 1 message `publish` returned this id for (PUBACK).
-        case published(messageID: Int32)
+        /// The broker acknowledged the QoS 1 message `publish` returned this id for (PUBACK), with
+        /// its MQTT 5 reason code: 0 success, 0x10 no matching subscribers (accepted, but nobody
+        /// will receive it), 0x80 and above refused (not authorised, quota exceeded, …).
+        case published(messageID: Int32, reasonCode: Int32)
         /// A message arrived on a subscription. libmosquitto has already acknowledged it
         /// (PUBACK for QoS 1 goes out before this callback runs).
         case message(MQTTMessage)
@@ -125,9 +127,9 @@ public final class MQTTClient: @unchecked Sendable {
             client.continuation.yield(
                 .disconnected(reason: rc == 0 ? "disconnected" : String(cString: mosquitto_strerror(rc))))
         }
-        mosquitto_publish_v5_callback_set(handle) { _, object, messageID, _, _ in
+        mosquitto_publish_v5_callback_set(handle) { _, object, messageID, reasonCode, _ in
             let client = Unmanaged<MQTTClient>.fromOpaque(object!).takeUnretainedValue()
-            client.continuation.yield(.published(messageID: messageID))
+            client.continuation.yield(.published(messageID: messageID, reasonCode: reasonCode))
         }
         mosquitto_message_v5_callback_set(handle) { _, object, message, properties in
             guard let message else { return }
@@ -144,6 +146,11 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Connects and starts the network thread. A broker that is down is not an error: the thread
     /// keeps trying with backoff and `events` says when it is connected.
+    /// The MQTT 5 specification's name for a reason code ("No matching subscribers", "Not authorized").
+    public static func reasonDescription(_ reasonCode: Int32) -> String {
+        String(cString: mosquitto_reason_string(reasonCode))
+    }
+
     public func start() {
         guard
             started.withLock({ started in

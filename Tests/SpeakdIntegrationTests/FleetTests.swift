@@ -66,6 +66,21 @@ extension SpeakdIntegration {
             #expect(reports.allSatisfy { $0.event?.reason == .completed })
         }
 
+        /// Without --wait, `speak` ends at the broker's acknowledgement, and reads its reason code:
+        /// a message to a kiosk nobody runs ("No matching subscribers") is a failure, not a success.
+        @Test func speakCommandWithoutWaitFailsWhenNoKioskSubscribes() async throws {
+            let fleet = try await Fleet.start(kiosks: [("k1", [])])
+            let heard = try await BuiltProduct.run(
+                "speak", ["--mqtt", fleet.broker.url, "--site", Self.site, "--device", "k1", "Doors closing"])
+            #expect(heard.status == 0, "\(heard.standardError)")
+            #expect(heard.standardOutput.contains("published to"), "\(heard.standardOutput)")
+            let nobody = try await BuiltProduct.run(
+                "speak", ["--mqtt", fleet.broker.url, "--site", Self.site, "--device", "k9", "Doors closing"])
+            #expect(nobody.status == 1, "\(nobody.standardOutput)")
+            #expect(nobody.standardError.contains("no kiosk subscribes to"), "\(nobody.standardError)")
+            #expect(nobody.standardError.contains("device/k9"), "\(nobody.standardError)")
+        }
+
         @Test func invalidMessageIsAnsweredWithTheAPIErrorAndNeverSpoken() async throws {
             let fleet = try await Fleet.start()
             let observer = try await Observer.start(fleet.broker, topics: ["speakd/\(Self.site)/replies/#"])
