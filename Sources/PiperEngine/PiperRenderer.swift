@@ -128,7 +128,7 @@ public final class PiperRenderer: SpeechRenderer {
             guard let name = resolved.attributes.voice, let voice = voicesByName[name] else {
                 throw .notFound(
                     field: "spans[\(index)].voice",
-                    "every span of an utterance with a Piper voice needs one (mixing engines is not supported yet)")
+                    "every span given to a Piper voice needs one")
             }
             if let voiceName, voiceName != name {
                 throw .unsupported(field: voiceField, "one utterance is spoken by one Piper voice")

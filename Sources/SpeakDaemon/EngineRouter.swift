@@ -8,6 +8,14 @@ import SpeechRendering
 /// A voice name that no engine has is refused with 422 naming the field (`voice`,
 /// `spans[1].voice`), whether Piper runs or not: a voice is never silently replaced.
 ///
+/// One utterance may be spoken by both engines, in order. A span goes to espeak-ng when it names
+/// no voice (neither itself nor the utterance does), or when it inherits the utterance's Piper
+/// voice but sets a language of its own that the voice does not speak (an English Piper
+/// utterance with a `pt-PT` station name). A span that names a voice and a language the voice
+/// does not speak at the same level is refused, as is an utterance-wide language the utterance's
+/// voice does not speak. Consecutive spans of one engine are rendered as one part, and the
+/// parts' audio and events are joined (`MixedInput`).
+///
 /// With a default voice (`--default-voice`), an utterance that names none is spoken by it when
 /// that voice can speak all of it (every span's language is the voice's or unset, and no attribute
 /// it refuses is set); any other utterance is spoken as before, by the language's espeak-ng voice.
@@ -47,10 +55,46 @@ struct EngineRouter: SpeechRenderer {
                         ? " (voices are chosen by name among Piper voices, and Piper is off: speakd --piper)"
                         : "; voices by name: \(known)"))
         }
-        return try await piper!.prepare(utterance)
+        let runs = engineRuns(utterance)
+        if runs.count == 1, runs[0].engine != .espeak { return try await piper!.prepare(utterance) }
+        var parts: [MixedInput.Part] = []
+        var map = TextOffsetMap(textLength: utterance.text.utf16.count)
+        var voices: [VoiceInfo] = []
+        var characters = 0
+        var utf16 = 0
+        for run in runs {
+            let spans = Array(utterance.spans[run.spans])
+            let length = spans.reduce(0) { $0 + $1.text.count }
+            let range = characters..<(characters + length)
+            var part = Utterance(
+                spans: spans, defaults: utterance.defaults,
+                boundaries: utterance.boundaries.filter { range.contains($0.key) && $0.key > range.lowerBound }
+                    .reduce(into: [:]) { $0[$1.key - range.lowerBound] = $1.value })
+            if run.engine == .espeak {
+                // Its spans are spoken by their language's espeak-ng voice: the Piper voice they
+                // inherit is not theirs.
+                part.defaults.voice = nil
+            }
+            let prepared: PreparedUtterance
+            do {
+                prepared = try await (run.engine == .espeak ? primary : piper!).prepare(part)
+            } catch {
+                throw error.reindexed(spansFrom: run.spans.lowerBound)
+            }
+            parts.append(
+                MixedInput.Part(
+                    engine: run.engine, prepared: prepared, positionOffset: map.count))
+            if let partMap = prepared.textMap { map.append(partMap, at: utf16) }
+            voices += prepared.voices
+            characters += length
+            utf16 += spans.reduce(0) { $0 + $1.text.utf16.count }
+        }
+        return PreparedUtterance(
+            utterance: utterance, voices: voices, engineInput: MixedInput(parts: parts), textMap: map)
     }
 
     func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
+        if let mixed = prepared.engineInput as? MixedInput { return render(mixed, chunking: chunking) }
         if let piper, prepared.engineInput is PiperInput { return piper.render(prepared, chunking: chunking) }
         return primary.render(prepared, chunking: chunking)
     }
@@ -62,5 +106,88 @@ struct EngineRouter: SpeechRenderer {
             return voice
         }
         return primaryVoices + (try await piper?.voices() ?? [])
+    }
+
+    /// The spans of `utterance` grouped into consecutive runs of one engine.
+    private func engineRuns(_ utterance: Utterance) -> [(engine: MixedInput.Engine, spans: Range<Int>)] {
+        var runs: [(engine: MixedInput.Engine, spans: Range<Int>)] = []
+        for (index, (span, resolved)) in zip(utterance.spans, utterance.resolvedSpans).enumerated() {
+            var engine = MixedInput.Engine.espeak
+            if let name = resolved.attributes.voice, let voice = piper?.voicesByName[name] {
+                let inheritsVoice = span.attributes.voice == nil
+                if inheritsVoice, let own = span.attributes.language, !voice.speaks(own) {
+                    engine = .espeak
+                } else {
+                    engine = .piper(name)
+                }
+            }
+            if let last = runs.last, last.engine == engine {
+                runs[runs.count - 1].spans = last.spans.lowerBound..<(index + 1)
+            } else {
+                runs.append((engine, index..<(index + 1)))
+            }
+        }
+        return runs
+    }
+
+    /// The parts one after another: each part's events move by the samples before it and by
+    /// the engine input of the parts before it, so they stay events of the whole utterance.
+    private func render(_ mixed: MixedInput, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self, throwing: (any Error).self)
+        let channels = format.channels
+        let task = Task {
+            do {
+                var samplesBefore = 0
+                for part in mixed.parts {
+                    let renderer: any SpeechRenderer = part.engine == .espeak ? primary : piper!
+                    for try await chunk in renderer.render(part.prepared, chunking: chunking) {
+                        var moved = chunk
+                        moved.events = chunk.events.map { event in
+                            var event = event
+                            event.sample += samplesBefore
+                            if event.textPosition > 0 { event.textPosition += part.positionOffset }
+                            return event
+                        }
+                        samplesBefore += chunk.samples.count / channels
+                        continuation.yield(moved)
+                    }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
+/// An utterance spoken by more than one engine: each part is one engine's run of spans,
+/// prepared by that engine, rendered in order.
+struct MixedInput: Sendable, Hashable {
+    enum Engine: Sendable, Hashable {
+        case espeak
+        case piper(String)
+    }
+
+    struct Part: Sendable, Hashable {
+        var engine: Engine
+        var prepared: PreparedUtterance
+        /// Where the part's engine input starts in the utterance's `TextOffsetMap`.
+        var positionOffset: Int
+    }
+
+    var parts: [Part]
+}
+
+extension SpeechInputError {
+    /// The same error for a part of an utterance whose first span is span `first` of the whole:
+    /// `spans[0].pitch` becomes `spans[first].pitch`.
+    fileprivate func reindexed(spansFrom first: Int) -> SpeechInputError {
+        guard first > 0, let field, field.hasPrefix("spans["),
+            let close = field.firstIndex(of: "]"),
+            let index = Int(field[field.index(field.startIndex, offsetBy: 6)..<close])
+        else { return self }
+        return renamed(field: "spans[\(index + first)]" + field[field.index(after: close)...])
     }
 }

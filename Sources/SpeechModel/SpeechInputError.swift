@@ -65,4 +65,9 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
     public func nested(in prefix: String) -> SpeechInputError {
         SpeechInputError(code, field: field.map { "\(prefix).\($0)" } ?? prefix, message: message)
     }
+
+    /// The same error about another field (a part of an utterance reported as the whole's).
+    public func renamed(field: String) -> SpeechInputError {
+        SpeechInputError(code, field: field, message: message)
+    }
 }

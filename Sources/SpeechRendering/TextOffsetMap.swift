@@ -33,6 +33,14 @@ public struct TextOffsetMap: Sendable, Hashable {
         lengths.append(contentsOf: repeatElement(length, count: scalars))
     }
 
+    /// Records the map of a part of the text, rendered apart, whose text starts at UTF-16
+    /// `offset` of this one: its engine input follows this map's, its text ranges move by `offset`.
+    public mutating func append(_ part: TextOffsetMap, at offset: Int) {
+        starts.append(contentsOf: part.starts.map { $0 < 0 ? $0 : $0 + Int32(offset) })
+        lengths.append(contentsOf: part.lengths)
+        for start in part.sentenceStarts { noteSentenceStart(start + offset) }
+    }
+
     /// Records that a sentence starts at `offset` (UTF-16) in the text.
     public mutating func noteSentenceStart(_ offset: Int) {
         if sentenceStarts.last.map({ $0 < offset }) ?? true {

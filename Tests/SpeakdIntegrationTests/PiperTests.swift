@@ -309,6 +309,76 @@ extension SpeakdIntegration {
             #expect(recording.segments().count == 1, "heard \(recording.segments())")
         }
 
+        /// An English Piper utterance with a Portuguese station name: the name is spoken by
+        /// espeak-ng's pt-PT voice, between the Piper parts, and the events stay the whole's.
+        @Test("a Piper en-US + espeak-ng pt-PT utterance is heard in order, each part by its own engine")
+        func mixedUtterance() async throws {
+            let name = "Cais do Sodré"
+            let spans: [[String: Any]] = [
+                ["text": "The next train to "], ["text": name, "language": "pt-PT"],
+                ["text": " leaves from platform two."],
+            ]
+            let body: [String: Any] = ["spans": spans, "voice": Self.voice]
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let id = try await speakd.accept(body)
+            #expect(await speakd.events.waitForFinished([id], timeout: .seconds(30)))
+            let finished = speakd.events.finished(id)
+            #expect(finished.count == 1)
+            #expect(finished.first?.reason == .completed, "\(finished)")
+            #expect(finished.first?.voice == "piper:\(Self.voice)")
+            let text = spans.map { $0["text"] as! String }.joined()
+            let words = speakd.events.events(for: id).filter { $0.type == .word }.compactMap(\.range).map {
+                (text as NSString).substring(with: NSRange(location: $0.location, length: $0.length))
+            }
+            #expect(
+                words == ["The", "next", "train", "to", "Cais", "do", "Sodré", "leaves", "from", "platform", "two"],
+                "\(words)")
+            let recording = await speakd.stop()
+            #expect(!recording.segments().isEmpty, "nothing was heard")
+
+            // The station name sounds as espeak-ng's pt-PT render of it alone (espeak-ng's noise
+            // is random, so its loudness contour, 5 ms frames, correlates: 0.84–1.0 measured for
+            // the same text and voice, 0.54–0.59 against en-US or pt-BR), with Piper's English
+            // before and after it.
+            let server = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
+            defer { Task { await server.stop() } }
+            let mixed = Self.contour(try await server.speech(body, raw: true).samples)
+            let alone = Self.contour(try await server.speech(["spans": [spans[1]]], raw: true).samples)
+            let sounding = alone.drop { $0 < 100 }.reversed().drop { $0 < 100 }.reversed()
+            let (match, frame) = Self.bestMatch(of: Array(sounding), in: mixed)
+            #expect(match > 0.75, "the name's contour matches \(match) at most")
+            #expect(frame > 80, "\(frame * 5) ms of English before the name")
+            #expect(mixed.count - frame - sounding.count > 80, "English after the name")
+        }
+
+        /// The RMS of each 5 ms frame.
+        static func contour(_ samples: [Int16]) -> [Double] {
+            stride(from: 0, to: samples.count - 109, by: 110).map { start in
+                (samples[start..<(start + 110)].reduce(0.0) { $0 + Double($1) * Double($1) } / 110).squareRoot()
+            }
+        }
+
+        /// The frame of `series` where `pattern` correlates best, and that correlation.
+        static func bestMatch(of pattern: [Double], in series: [Double]) -> (Double, Int) {
+            func correlation(_ a: ArraySlice<Double>, _ b: [Double]) -> Double {
+                let meanA = a.reduce(0, +) / Double(a.count)
+                let meanB = b.reduce(0, +) / Double(b.count)
+                var products = 0.0
+                var squaresA = 0.0
+                var squaresB = 0.0
+                for (x, y) in zip(a, b) {
+                    products += (x - meanA) * (y - meanB)
+                    squaresA += (x - meanA) * (x - meanA)
+                    squaresB += (y - meanB) * (y - meanB)
+                }
+                return products / max((squaresA * squaresB).squareRoot(), 1e-9)
+            }
+            guard series.count >= pattern.count else { return (0, 0) }
+            return (0...(series.count - pattern.count)).map {
+                (correlation(series[$0..<($0 + pattern.count)], pattern), $0)
+            }.max { $0.0 < $1.0 }!
+        }
+
         @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
         func refusedAndListed() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
@@ -321,7 +391,18 @@ extension SpeakdIntegration {
                 (["spans": [["text": "Hello", "voice": Self.voice, "spellOut": true]]], "spans[0].spellOut"),
                 (["spans": [["text": "Hello", "voice": Self.voice, "ipa": "həˈloʊ"]]], "spans[0].ipa"),
                 (["text": "Hello", "voice": Self.voice, "punctuation": true], "punctuation"),
-                (["spans": [["text": "Hello ", "voice": Self.voice], ["text": "world"]]], "spans[1].voice"),
+                // A span naming the voice and a language it does not speak, at the same level.
+                (["spans": [["text": "Olá", "voice": Self.voice, "language": "pt-PT"]]], "spans[0].voice"),
+                // A refusal in the second engine's part names the span of the whole utterance.
+                (
+                    [
+                        "spans": [
+                            ["text": "Olá ", "language": "pt-PT"],
+                            ["text": "Hello", "voice": Self.voice, "spellOut": true],
+                        ]
+                    ],
+                    "spans[1].spellOut"
+                ),
             ]
             for (body, field) in cases {
                 let response = try await post(body, via: speakd.unixClient)
