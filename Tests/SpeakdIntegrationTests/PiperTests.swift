@@ -291,7 +291,9 @@ extension SpeakdIntegration {
             }
         }
 
-        @Test("speak --voice through the daemon is spoken by the Piper voice; an unknown one exits 2 naming voice")
+        @Test(
+            "speak --voice through the daemon is spoken by the Piper voice; an unknown one exits 2; speak voices lists it"
+        )
         func speakVoice() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
             let socket = ["--socket", speakd.daemon.socketPath]
@@ -300,7 +302,17 @@ extension SpeakdIntegration {
                 environment: speakd.pulse.environment)
             let unknown = try await BuiltProduct.run(
                 "speak", ["--voice", "nobody", "Doors closing"] + socket, environment: speakd.pulse.environment)
+            let voices = try await BuiltProduct.run("speak", ["voices"] + socket)
+            let local = try await BuiltProduct.run("speak", ["voices", "--local"] + socket)
             let recording = await speakd.stop()
+            // The daemon's list has the Piper voice; this machine's espeak-ng list does not.
+            let line = voices.standardOutput.split(separator: "\n").first { $0.hasPrefix(Self.voice) }
+            #expect(
+                line.map { $0.contains("piper") && $0.contains("en-US") && $0.contains("22050 Hz") } == true,
+                "\(voices.standardOutput)")
+            #expect(voices.standardOutput.contains("espeak-ng"))
+            #expect(local.status == 0 && local.standardOutput.contains("espeak-ng"), "\(local)")
+            #expect(!local.standardOutput.contains(Self.voice))
             #expect(result.status == 0, "stderr: \(result.standardError)")
             let finished = speakd.events.events.filter { $0.type == .finished }
             #expect(finished.count == 1)
