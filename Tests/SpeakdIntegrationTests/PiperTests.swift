@@ -186,6 +186,48 @@ extension SpeakdIntegration {
             #expect(speakd.events.finished(speaking).count == 1 && speakd.events.finished(next).count == 1)
         }
 
+        /// A cancel terminates the model run in flight (onnxruntime's RunOptions.terminate): the
+        /// worker stops using the core at once rather than finishing the sentence it renders.
+        @Test("cancel aborts the Piper render in flight: the worker's CPU stops within 0.25 s of work")
+        func cancelAbortsTheRenderInFlight() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let sentence =
+                "The train now approaching platform four is the delayed service to the airport, calling at every "
+                + "station on the way, with the first four coaches for passengers travelling on to the harbour "
+                + "ferries tonight"
+            let text = Array(repeating: sentence, count: 4).joined(separator: ". ") + "."
+            let events = speakd.events
+            let id = try await speakd.accept(Self.piperBody(text))
+            // Its first word is heard: the first sentence plays, the worker renders the second.
+            _ = try #require(await events.waitFor(.word, of: id, timeout: .seconds(30)))
+            let worker = try #require(Self.piperWorkers(of: speakd.daemon.pid).first)
+            try await Task.sleep(for: .milliseconds(100))
+            let before = ProcessTable.cpuSeconds(worker)
+            let cancel = try await speakd.unix.send("DELETE", "/v1/announcements/\(id)")
+            #expect(try cancel.decode(CancelResult.self).cancelled == 1)
+            // Until the worker is idle: no CPU used for 300 ms.
+            var last = ProcessTable.cpuSeconds(worker)
+            var idleFor = 0
+            let deadline = ContinuousClock.now + .seconds(10)
+            while idleFor < 3, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                let now = ProcessTable.cpuSeconds(worker)
+                idleFor = now == last ? idleFor + 1 : 0
+                last = now
+            }
+            let spent = last - before
+            print("measured (Piper): worker CPU after the cancel: \(Int(spent * 1000)) ms")
+            #expect(spent < 0.25, "the worker went on rendering for \(spent) s of CPU after the cancel")
+            #expect(await events.waitForFinished([id]))
+            #expect(events.finished(id).first?.reason == .cancelled)
+            // The same worker renders the next one.
+            let next = try await speakd.accept(Self.piperBody("Please go to desk six."))
+            #expect(await events.waitForFinished([next], timeout: .seconds(30)))
+            #expect(events.finished(next).first?.reason == .completed)
+            #expect(Self.piperWorkers(of: speakd.daemon.pid) == [worker])
+            _ = await speakd.stop()
+        }
+
         @Test("a killed Piper worker fails only its announcement; the next one is heard; the worker is confined")
         func killedWorker() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)

@@ -13,7 +13,8 @@ a frame is a one-byte kind, a four-byte little-endian payload length and the pay
                        {"segments": [{"text", "position", "lengthScale", "volume", "pauseAfter"}]}
                        where position is the 1-based scalar offset of the segment's text in the
                        daemon's engine input
-                    C  abort the job being rendered (ignored when idle)
+                    C  abort the job being rendered (ignored when idle): the model run in
+                       flight is terminated (onnxruntime's RunOptions.terminate), not finished
 
 Usage: speakd-piper-worker.py --model VOICE.onnx [--config VOICE.onnx.json] [--rate HZ]
        [--memory-limit-mib MIB] [--user NAME] [--deterministic]
@@ -23,9 +24,10 @@ import argparse
 import json
 import os
 import re
-import select
+import queue
 import struct
 import sys
+import threading
 
 JOB_VERSION = 1
 MAX_PAYLOAD = 1 << 20
@@ -67,17 +69,84 @@ def read_frame():
     return kind, payload
 
 
-def cancel_waiting():
-    """True when a cancel frame is waiting on standard input (read between sentences)."""
-    readable, _, _ = select.select([0], [], [], 0)
-    if not readable:
-        return False
-    frame = read_frame()
-    if frame is None:
-        sys.exit(0)
-    if frame[0] != b"C":
-        raise ValueError(f"a {frame[0]!r} frame arrived while a job was rendering")
-    return True
+class Jobs:
+    """Frames from the daemon, read on a thread of their own so that a cancel reaches a job while
+    its model run is in flight: the run is terminated through the RunOptions it was given.
+
+    A cancel belongs to the last job received before it (the daemon sends one job at a time and
+    never cancels a job after reading its end), so a late cancel never aborts the next job.
+    """
+
+    def __init__(self, voice):
+        import onnxruntime
+
+        self.onnxruntime = onnxruntime
+        self.frames = queue.Queue()
+        self.lock = threading.Lock()
+        self.received = 0  # jobs read from the daemon
+        self.running = None  # the job number being rendered
+        self.cancelled = 0  # the last job a cancel arrived for
+        self.options = onnxruntime.RunOptions()
+        session = voice.session
+        jobs = self
+
+        class AbortableSession:
+            """The voice's session, run with the current job's options."""
+
+            def run(self, output_names, input_feed, run_options=None):
+                with jobs.lock:
+                    options = jobs.options
+                return session.run(output_names, input_feed, options)
+
+            def __getattr__(self, name):
+                return getattr(session, name)
+
+        voice.session = AbortableSession()
+
+    def start_reading(self):
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        while True:
+            try:
+                frame = read_frame()
+            except ValueError as error:
+                self.frames.put(error)
+                return
+            if frame is not None and frame[0] == b"C":
+                with self.lock:
+                    self.cancelled = self.received
+                    if self.running == self.received:
+                        self.options.terminate = True
+                continue
+            if frame is not None and frame[0] == b"J":
+                with self.lock:
+                    self.received += 1
+            self.frames.put(frame)
+            if frame is None:
+                return
+
+    def next_frame(self):
+        frame = self.frames.get()
+        if isinstance(frame, Exception):
+            raise frame
+        return frame
+
+    def begin(self):
+        """Marks the next job received as the one rendering, with fresh run options."""
+        with self.lock:
+            self.running = self.received
+            self.options = self.onnxruntime.RunOptions()
+            if self.cancelled == self.running:
+                self.options.terminate = True
+
+    def end(self):
+        with self.lock:
+            self.running = None
+
+    def is_cancelled(self):
+        with self.lock:
+            return self.running is not None and self.cancelled == self.running
 
 
 def word_events(events):
@@ -172,7 +241,7 @@ class Renderer:
             words.append((match.start(), len(match.group()), max(1, spoken)))
         return words
 
-    def run(self, job, chunking):
+    def run(self, job, chunking, jobs):
         import numpy as np
 
         pending, pending_events = [], []
@@ -180,10 +249,17 @@ class Renderer:
         for segment in job["segments"]:
             text, base_position = segment["text"], segment["position"]
             for offset, piece in split_sentences(text):
-                if cancel_waiting():
+                if jobs.is_cancelled():
                     write_frame(b"D")
                     return
-                audio, word_starts = self.render_piece(piece, segment["lengthScale"])
+                try:
+                    audio, word_starts = self.render_piece(piece, segment["lengthScale"])
+                except Exception:
+                    if not jobs.is_cancelled():
+                        raise
+                    # The run was terminated by the cancel: the job ends here.
+                    write_frame(b"D")
+                    return
                 audio = self.to_output_rate(audio) * segment["volume"]
                 scale = self.rate / self.voice_rate
                 events = [sentence_event(produced, base_position + offset)]
@@ -247,24 +323,28 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import piper_sandbox  # beside this file
 
+    jobs = Jobs(renderer.voice)
     sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib, user=arguments.user)
+    # Started once confined: Landlock and seccomp hold for the threads a confined thread starts.
+    jobs.start_reading()
     write_frame(b"R", struct.pack("<I", renderer.rate) + sandbox.encode())
 
     while True:
-        frame = read_frame()
+        frame = jobs.next_frame()
         if frame is None:
             return
         kind, payload = frame
-        if kind == b"C":
-            continue
         if kind != b"J" or len(payload) < 2 or payload[1] != JOB_VERSION:
             print(f"speakd-piper-worker: unexpected frame {kind!r}", file=sys.stderr, flush=True)
             sys.exit(2)
+        jobs.begin()
         try:
             job = json.loads(payload[2:].decode("utf-8"))
-            renderer.run(job, payload[:1])
+            renderer.run(job, payload[:1], jobs)
         except Exception as error:  # one job's failure, reported; the worker stays
             write_frame(b"F", f"{type(error).__name__}: {error}".encode())
+        finally:
+            jobs.end()
         release_memory()
 
 
