@@ -38,7 +38,14 @@ extension DaemonConfiguration {
             "audio", \.audio, valueName: "sink",
             help: "Audio sink: auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null.",
             default: "auto"
-        ) { value in try value.audioSink() },
+        ) { value in
+            // Else `pulse:x,private` would name a sink called "x,private".
+            guard !value.value.hasSuffix(NamedOutput.privateFlag) else {
+                throw value.invalid(
+                    "the default output cannot be private: name one with --output NAME=SINK,private")
+            }
+            return try value.audioSink()
+        },
         DaemonSetting(
             "output", \.outputs, kind: .keyed, valueName: "name=sink",
             help: "A further named output with its own queue (repeatable; file: output.NAME = SINK), e.g. "

@@ -60,7 +60,7 @@ struct SpeakRoutes: Sendable {
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
         // A private announcement's poster holds its key (docs/privacy.md): a header, as URLs end up in logs.
-        let key = request.headers[HTTPField.Name("Speak-Announcement-Key")!]
+        let key = request.headers[.announcementKey]
         guard let status = await outputs.status(id: id, key: key) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }

@@ -66,6 +66,12 @@ struct OutputSettingsTests {
                 NamedOutput(name: "headset", sink: "alsa:hw:1", isPrivate: true),
                 NamedOutput(name: "hall", sink: "null"),
             ])
+        #expect {
+            _ = try ConfigurationLoader.load(
+                arguments: ["--audio", "pulse:usb,private"], environment: Self.environment)
+        } throws: { error in
+            "\(error)".contains("--audio: 'pulse:usb,private' is not valid: the default output cannot be private")
+        }
         // The flag is checked after the sink: a bad sink is still named.
         #expect {
             _ = try ConfigurationLoader.load(

@@ -148,6 +148,14 @@ extension SpeakdIntegration {
                 #expect(response.status == status, "\(body)")
                 #expect(try response.decode(ErrorResponse.self).error.field == field, "\(body)")
             }
+            // POST /v1/speech checks the same body the same way, and renders it for its caller.
+            let speechRefused = try await daemon.unixClient.send(
+                "POST", "/v1/speech", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"text": "Hello", "private": true, "output": "default"}"#.utf8))
+            #expect(speechRefused.status == 422)
+            #expect(try speechRefused.decode(ErrorResponse.self).error.field == "output")
+            let rendered = try await daemon.speech(["text": "Your PIN", "private": true])
+            #expect(rendered.samples.count > 1_000)
             // A public announcement may still go to the private output.
             let id = try await post(["text": "Thank you", "output": "headset"], via: daemon.unixClient)
                 .decode(AnnouncementAccepted.self).id
