@@ -3,6 +3,7 @@ import Foundation
 import SpeakAPI
 import SpeakClient
 import SpeakDaemon
+import SpeakTestSupport
 import SpeechModel
 import Testing
 
@@ -17,7 +18,24 @@ struct HeadsetDaemonTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = testConfiguration(directory)
         configuration.outputs = [NamedOutput(name: "headset", sink: "null", isPrivate: true)]
+        // The fleet hears the changes too: a real broker, and mosquitto_sub on the kiosk's events topic.
+        let broker = try await MosquittoBroker.start()
+        configuration.mqtt = broker.url
+        configuration.mqttID = "k1"
+        configuration.mqttSite = "bank"
+        let received = directory.appendingPathComponent("mqtt.txt").path
+        let subscriber = try ChildProcess(
+            "/usr/bin/mosquitto_sub",
+            ["-V", "mqttv5", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "speakd/bank/device/k1/events"],
+            environment: [:], output: received)
+        defer {
+            subscriber.send(SIGKILL)
+            _ = subscriber.exitStatus
+        }
         try await withDaemon(configuration) { daemon, unix, _ in
+            while try await unix.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state != .connected {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let headset = try #require(daemon.headsets["headset"])
             #expect(daemon.headsets.count == 1, "only private outputs have a presence")
             var events = unix.events(lastEventID: nil).makeAsyncIterator()
@@ -64,6 +82,21 @@ struct HeadsetDaemonTests {
             let heard = try await unix.send("POST", "/v1/announcements?wait=true", json: privateBody)
                 .decode(AnnouncementEvent.self)
             #expect(heard.reason == .completed && heard.output == "headset")
+
+            // Both changes reached the fleet as `headset` reports, in order.
+            var reports: [FleetReport] = []
+            let deadline = ContinuousClock.now + .seconds(10)
+            while reports.filter({ $0.type == .headset }).count < 2, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                let lines = (try? String(contentsOfFile: received, encoding: .utf8)) ?? ""
+                reports = lines.split(separator: "\n").compactMap {
+                    try? WireFormat.decoder().decode(FleetReport.self, from: Data($0.utf8))
+                }
+            }
+            let headsetReports = reports.filter { $0.type == .headset }
+            #expect(headsetReports.map { $0.event?.present } == [false, true], "\(reports)")
+            #expect(headsetReports.allSatisfy { $0.event?.output == "headset" })
         }
+        await broker.stop()
     }
 }

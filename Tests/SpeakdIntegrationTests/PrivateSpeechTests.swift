@@ -59,6 +59,11 @@ extension SpeakdIntegration {
             let mqttID = try #require(reports.first?.event?.id, "\(reports)")
             #expect(await events.waitForFinished([accepted.id, mqttID]))
             let metrics = try await daemon.unixClient.send("GET", "/metrics")
+            // A null sink has no ports: its headset stays unknown, and private speech plays.
+            let health = try await daemon.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            let headsetOutput = health.outputs?.first { $0.name == "headset" }
+            #expect(headsetOutput?.private == true && headsetOutput?.headset == .unknown)
+            #expect(health.outputs?.first { $0.name == "default" }?.private == nil)
             let later = try await daemon.unixClient.send("GET", "/v1/announcements/\(accepted.id)")
                 .decode(AnnouncementStatus.self)
             // Its poster holds the key and sees its text.
