@@ -6,8 +6,8 @@ import Logging
 /// `pa_sink_port_info.available`) at start and after each change.
 ///
 /// It has its own connection and main loop, apart from the playback stream's, so it reports
-/// while nothing plays. When the connection fails (the server went away) presence becomes
-/// unknown and the monitor connects again after `retryDelay`.
+/// while nothing plays. When the connection fails (the server went away, or is not up yet)
+/// presence becomes unknown and the monitor connects again 2 s later, for as long as it runs.
 public final class PulseAudioHeadsetMonitor: Sendable {
     private let watcher: Watcher
 
@@ -21,7 +21,7 @@ public final class PulseAudioHeadsetMonitor: Sendable {
         watcher.connect()
     }
 
-    /// Disconnects; presence becomes unknown.
+    /// Disconnects and stops its main loop; presence is left as it was last reported.
     public func stop() {
         watcher.stop()
     }
