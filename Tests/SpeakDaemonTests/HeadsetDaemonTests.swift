@@ -25,12 +25,22 @@ struct HeadsetDaemonTests {
         configuration.mqttSite = "bank"
         let received = directory.appendingPathComponent("mqtt.txt").path
         let subscriber = try ChildProcess(
-            "/usr/bin/mosquitto_sub",
-            ["-V", "mqttv5", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "speakd/bank/device/k1/events"],
+            "/usr/bin/stdbuf",
+            [
+                "-oL", "/usr/bin/mosquitto_sub", "-d", "-V", "mqttv5", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t",
+                "speakd/bank/device/k1/events",
+            ],
             environment: [:], output: received)
         defer {
             subscriber.send(SIGKILL)
             _ = subscriber.exitStatus
+        }
+        // Subscribed before anything is published (`-d` prints the broker's SUBACK, line-buffered
+        // by stdbuf; the reports are the lines that are JSON).
+        let subscribed = ContinuousClock.now + .seconds(10)
+        while !((try? String(contentsOfFile: received, encoding: .utf8)) ?? "").contains("SUBACK") {
+            guard ContinuousClock.now < subscribed else { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(20))
         }
         try await withDaemon(configuration) { daemon, unix, _ in
             while try await unix.send("GET", "/healthz").decode(HealthReport.self).mqtt?.state != .connected {
