@@ -42,6 +42,9 @@ public struct AnnouncementIntake: Sendable {
     public let limits: Utterance.Limits
     /// The chimes a request may name.
     public let chimes: [String]
+    /// The outputs configured private (`--output NAME=SPEC,private`): the only ones a private
+    /// announcement is spoken on.
+    public var privateOutputs: Set<String> = []
     private let counters: Counters
 
     /// - Parameters:
@@ -123,13 +126,50 @@ public struct AnnouncementIntake: Sendable {
     /// Checks what the request names (its output and chimes) and validates and compiles its
     /// utterance once; the prepared value travels with it to the worker.
     public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedUtterance {
+        _ = try queue(for: request)
+        try checkChimes(of: request)
+        var speech = try await prepare(request.utterance)
+        speech.isPrivate = request.isPrivate
+        return speech
+    }
+
+    /// The queue that speaks `request`: the output it names, else `default`; a private one only
+    /// on a private output, which it may leave unnamed when exactly one is configured
+    /// (docs/privacy.md). A private announcement is refused rather than spoken aloud.
+    public func queue(for request: AnnouncementRequest) throws(IntakeError) -> AnnouncementQueue {
+        guard request.isPrivate else { return try queue(named: request.output ?? AnnouncementOutputs.defaultName) }
+        if let name = request.output {
+            let queue = try queue(named: name)
+            guard privateOutputs.contains(name) else {
+                throw .invalidValue(
+                    field: "output",
+                    "output '\(name)' is not private, and a private announcement is spoken only on a private output "
+                        + "(\(privateList))")
+            }
+            return queue
+        }
+        guard privateOutputs.count == 1, let only = privateOutputs.first else {
+            if privateOutputs.isEmpty {
+                throw .invalidValue(
+                    field: "private",
+                    "no output is private (--output NAME=SPEC,private), and a private announcement is never spoken aloud"
+                )
+            }
+            throw .invalidValue(field: "output", "several outputs are private (\(privateList)); name one in output")
+        }
+        return try queue(named: only)
+    }
+
+    private func queue(named name: String) throws(IntakeError) -> AnnouncementQueue {
         do {
-            _ = try outputs.queue(for: request)
+            return try outputs.queue(requiring: name)
         } catch {
             throw .scheduling(error)
         }
-        try checkChimes(of: request)
-        return try await prepare(request.utterance)
+    }
+
+    private var privateList: String {
+        privateOutputs.isEmpty ? "none is configured" : privateOutputs.sorted().joined(separator: ", ")
     }
 
     /// Validates and compiles `utterance` alone (`POST /v1/speech`).
@@ -156,12 +196,7 @@ public struct AnnouncementIntake: Sendable {
     public func submit(
         _ request: AnnouncementRequest, speech: PreparedUtterance
     ) async throws(IntakeError) -> AnnouncementAccepted {
-        let queue: AnnouncementQueue
-        do {
-            queue = try outputs.queue(for: request)
-        } catch {
-            throw .scheduling(error)
-        }
+        let queue = try queue(for: request)
         let health = await health.health()
         let audio =
             health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }

@@ -55,6 +55,11 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
             ErrorResponse(code: "invalidValue", message: error.message, field: error.field))
     }
 
+    /// A value the request may not have here (a private announcement to a public output).
+    static func invalidValue(field: String, _ message: String) -> IntakeError {
+        IntakeError(.invalid(kind: "invalidValue"), ErrorResponse(code: "invalidValue", message: message, field: field))
+    }
+
     /// The output's audio sink does not work now.
     static func audioUnavailable(_ detail: String?) -> IntakeError {
         IntakeError(

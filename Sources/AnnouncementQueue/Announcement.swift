@@ -23,6 +23,9 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     /// Announcements of the same group replace one another: the newest accepted finishes the
     /// others `discarded`.
     public var replaceGroup: String?
+    /// A private announcement (`"private": true`): its text leaves the queue in no event or
+    /// status, only to the holder of `key`.
+    public var isPrivate = false
 
     public init(
         id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,
@@ -37,4 +40,7 @@ public struct Announcement: Sendable, Hashable, Identifiable {
 
     /// The utterance as the client gave it.
     public var utterance: Utterance { speech.utterance }
+
+    /// The text as events and statuses show it: empty for a private announcement.
+    public var shownText: String { isPrivate ? "" : speech.utterance.text }
 }

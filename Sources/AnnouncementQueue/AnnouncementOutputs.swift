@@ -1,3 +1,4 @@
+import FoundationEssentials
 import SpeakAPI
 import Synchronization
 
@@ -48,6 +49,8 @@ public struct AnnouncementOutputs: Sendable {
     private let subscribe: @Sendable (UInt64?, Bool) -> AsyncStream<SequencedAnnouncementEvent>
     /// The sequence number of the newest event of any queue.
     private let lastSequence: @Sendable () -> UInt64
+    /// Sends an event of no announcement on the shared stream.
+    private let publishEvent: @Sendable (AnnouncementEvent) -> Void
 
     /// - Parameters:
     ///   - queues: one queue per output, made with `shared`; names must be unique and one must be `default`.
@@ -59,6 +62,7 @@ public struct AnnouncementOutputs: Sendable {
         self.byName = Dictionary(uniqueKeysWithValues: queues.map { ($0.output, $0) })
         self.subscribe = { shared.broadcaster.subscribe(after: $0, progress: $1) }
         self.lastSequence = { shared.broadcaster.lastSequence }
+        self.publishEvent = { _ = shared.broadcaster.publish($0) }
     }
 
     /// One queue as the only output, `default` whatever its own name.
@@ -67,6 +71,17 @@ public struct AnnouncementOutputs: Sendable {
         self.byName = [queue.output: queue].merging([Self.defaultName: queue]) { $1 }
         self.subscribe = { queue.events(after: $0, progress: $1) }
         self.lastSequence = { queue.lastEventSequence }
+        self.publishEvent = { queue.publishOutside($0) }
+    }
+
+    /// Sends a `headset` event: headphones plugged into (`present` true) or pulled out of
+    /// `output`; nil when its sink no longer says. It is in the one stream, after the events
+    /// before it, so `Last-Event-ID` resumes across it.
+    public func publishHeadset(output: String, present: Bool?) {
+        var event = AnnouncementEvent(
+            type: .headset, id: "", text: "", priority: .default, timestamp: Date(), output: output)
+        event.present = present
+        publishEvent(event)
     }
 
     /// The names of the outputs, `default` first.
@@ -101,10 +116,10 @@ public struct AnnouncementOutputs: Sendable {
         return nil
     }
 
-    /// One announcement in whichever queue holds it.
-    public func status(id: String) async -> AnnouncementStatus? {
+    /// One announcement in whichever queue holds it; a private one's text only with its `key`.
+    public func status(id: String, key: String? = nil) async -> AnnouncementStatus? {
         for queue in queues {
-            if let status = await queue.status(id: id) { return status }
+            if let status = await queue.status(id: id, key: key) { return status }
         }
         return nil
     }

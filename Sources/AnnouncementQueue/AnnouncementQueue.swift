@@ -108,6 +108,9 @@ public actor AnnouncementQueue {
     private var finished: [String: AnnouncementEvent] = [:]
     /// Ids in `finished`, oldest first, so the memory stays bounded.
     private var finishedOrder: [String] = []
+    /// The key and text of each private announcement the queue holds or remembers, by id: only
+    /// `status(id:key:)` with the key shows the text.
+    private var privateAnnouncements: [String: (key: String, text: String)] = [:]
     private var finishWaiters: [String: [UInt64: CheckedContinuation<AnnouncementEvent?, Never>]] = [:]
     private var nextWaiterToken: UInt64 = 0
     private var closedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -248,6 +251,8 @@ public actor AnnouncementQueue {
         announcement.chimeAfter = request.chimeAfter
         announcement.repeat = request.repeat
         announcement.replaceGroup = request.replaceGroup
+        announcement.isPrivate = request.isPrivate
+        let key = request.isPrivate ? rememberPrivate(announcement) : nil
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         if let group = request.replaceGroup { replace(group: group, by: announcement.id) }
@@ -266,23 +271,29 @@ public actor AnnouncementQueue {
         }
         promote()
 
-        if speaking?.pending.id == announcement.id {
-            return AnnouncementAccepted(id: announcement.id, state: .speaking, position: 0)
-        }
-        return AnnouncementAccepted(
-            id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
+        var accepted =
+            speaking?.pending.id == announcement.id
+            ? AnnouncementAccepted(id: announcement.id, state: .speaking, position: 0)
+            : AnnouncementAccepted(
+                id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
+        accepted.key = key
+        return accepted
     }
 
     /// Accepts `request` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
     private func drop(_ request: AnnouncementRequest, speech: PreparedUtterance) -> AnnouncementAccepted {
         acceptedCount += 1
-        let announcement = Announcement(
+        var announcement = Announcement(
             id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
+        announcement.isPrivate = request.isPrivate
+        let key = request.isPrivate ? rememberPrivate(announcement) : nil
         let pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         finish(pending, reason: .discarded, detail: "dropped: the queue was busy (dropIfBusy)")
-        return AnnouncementAccepted(id: announcement.id, state: .finished, position: 0)
+        var accepted = AnnouncementAccepted(id: announcement.id, state: .finished, position: 0)
+        accepted.key = key
+        return accepted
     }
 
     /// Finishes every other announcement of `group`, waiting or speaking, `discarded`.
@@ -464,6 +475,34 @@ public actor AnnouncementQueue {
         return finished[id].map(status(of:))
     }
 
+    /// `status(id:)`, with a private announcement's text when `key` is the one its `submit`
+    /// returned (the poster's capability); without it the text stays empty.
+    public func status(id: String, key: String?) -> AnnouncementStatus? {
+        guard var status = status(id: id) else { return nil }
+        if let key, let held = privateAnnouncements[id], Self.sameKey(held.key, key) {
+            status.text = held.text
+        }
+        return status
+    }
+
+    /// Compares two keys in time that does not depend on where they differ.
+    private static func sameKey(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// Makes the key of a private announcement (128 random bits in hex) and keeps its text for the key's holder.
+    private func rememberPrivate(_ announcement: Announcement) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let key = (0..<2).map { _ in
+            let part = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - part.count) + part
+        }.joined()
+        privateAnnouncements[announcement.id] = (key, announcement.utterance.text)
+        return key
+    }
+
     /// Waits for the `finished` event of `id`.
     /// - Returns: the event (at once when it has finished already); nil for an unknown or
     ///   forgotten id, or when the calling task is cancelled first.
@@ -494,6 +533,11 @@ public actor AnnouncementQueue {
         SequencedAnnouncementEvent
     > {
         broadcaster.subscribe(after: after, progress: progress)
+    }
+
+    /// Sends an event of no announcement (`AnnouncementOutputs.publishHeadset`) on this queue's stream.
+    nonisolated func publishOutside(_ event: AnnouncementEvent) {
+        _ = broadcaster.publish(event)
     }
 
     /// The sequence number of the newest event sent, 0 before the first.
@@ -639,7 +683,8 @@ public actor AnnouncementQueue {
     private nonisolated func listener(for pending: PendingAnnouncement, gate: ProgressGate) -> SpeechListener {
         let broadcaster = self.broadcaster
         let id = pending.id
-        let text = pending.announcement.utterance.text
+        let text = pending.announcement.shownText
+        let isPrivate = pending.announcement.isPrivate
         let priority = pending.priority
         let timing = playbackTiming
         let output = self.output
@@ -648,9 +693,11 @@ public actor AnnouncementQueue {
             progress: { progress in
                 gate.pass {
                     broadcaster.publishProgress {
+                        // A private announcement's words and their places in the text stay here.
                         AnnouncementEvent(
                             type: progress.kind, id: id, text: text, priority: priority, timestamp: Date(),
-                            range: progress.range, word: progress.word, name: progress.name, output: output)
+                            range: isPrivate ? nil : progress.range, word: isPrivate ? nil : progress.word,
+                            name: progress.name, output: output)
                     }
                 }
             },
@@ -664,7 +711,7 @@ public actor AnnouncementQueue {
         reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
     ) -> AnnouncementEvent {
         let event = AnnouncementEvent(
-            type: type, id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority,
+            type: type, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
             timestamp: Date(), success: success, reason: reason, voice: voice, detail: detail, output: output)
         broadcaster.publish(event)
         return event
@@ -686,12 +733,16 @@ public actor AnnouncementQueue {
     }
 
     private func remember(_ event: AnnouncementEvent) {
-        guard finishedMemory > 0 else { return ids.release(event.id) }
+        guard finishedMemory > 0 else {
+            privateAnnouncements[event.id] = nil
+            return ids.release(event.id)
+        }
         finished[event.id] = event
         finishedOrder.append(event.id)
         if finishedOrder.count > finishedMemory {
             let forgotten = finishedOrder.removeFirst()
             finished[forgotten] = nil
+            privateAnnouncements[forgotten] = nil
             ids.release(forgotten)
         }
     }
@@ -729,15 +780,16 @@ public actor AnnouncementQueue {
 
     private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
         AnnouncementStatus(
-            id: pending.id, text: pending.announcement.utterance.text, priority: pending.priority, state: .queued,
-            position: position, output: output)
+            id: pending.id, text: pending.announcement.shownText, priority: pending.priority, state: .queued,
+            position: position, output: output, private: pending.announcement.isPrivate ? true : nil)
     }
 
     /// A finished announcement as its `finished` event describes it.
     private func status(of finished: AnnouncementEvent) -> AnnouncementStatus {
         AnnouncementStatus(
             id: finished.id, text: finished.text, priority: finished.priority, state: .finished,
-            success: finished.success, reason: finished.reason, output: output)
+            success: finished.success, reason: finished.reason, output: output,
+            private: privateAnnouncements[finished.id] == nil ? nil : true)
     }
 
     private func position(ofWaiting id: String) -> Int? {

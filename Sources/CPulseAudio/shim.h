@@ -14,5 +14,9 @@
 // pa_sample_spec and pa_buffer_attr, to ask for a small latency.
 #include <pulse/sample.h>
 #include <pulse/def.h>
+// pa_context_get_sink_info_by_name and pa_context_subscribe: a headset's port availability
+// (jack detection) and the server's change events, for headphone presence.
+#include <pulse/introspect.h>
+#include <pulse/subscribe.h>
 
 #endif

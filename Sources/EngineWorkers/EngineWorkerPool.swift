@@ -160,7 +160,9 @@ public final class EngineWorkerPool: SpeechRenderer {
         _ prepared: PreparedUtterance, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
         do {
-            return render(try prepared.input(as: EspeakInput.self), text: prepared.utterance.text, chunking)
+            // A private announcement's text is never logged, not even when its worker dies.
+            let text = prepared.isPrivate ? "(private)" : prepared.utterance.text
+            return render(try prepared.input(as: EspeakInput.self), text: text, chunking)
         } catch {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }

@@ -7,6 +7,9 @@ public struct AnnouncementAccepted: Sendable, Hashable, Codable {
     public var state: AnnouncementState
     /// 0 while speaking; otherwise how many announcements will be spoken before it (1 = next).
     public var position: Int
+    /// A private announcement's capability: `GET /v1/announcements/{id}` with the header
+    /// `Speak-Announcement-Key: KEY` shows its text to its poster, and to nobody else. Nil otherwise.
+    public var key: String?
 
     /// - Parameters: see the properties of the same names.
     public init(id: String, state: AnnouncementState, position: Int) {

@@ -70,6 +70,9 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         case sentence
         /// A mark (SSML `<mark name>`, a span's `mark`) is reached; `name` says which.
         case mark
+        /// Headphones were plugged into (`present` true) or pulled out of (false) the private
+        /// `output`; no announcement's: `id` and `text` are empty (docs/privacy.md).
+        case headset
 
         /// Whether it reports progress through the speech rather than a change of state.
         public var isProgress: Bool { self == .word || self == .sentence || self == .mark }
@@ -102,6 +105,8 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var name: String?
     /// The named output whose queue holds the announcement (`default` unless the request named another).
     public var output: String?
+    /// `headset` events: whether headphones are plugged in now; absent when the sink no longer says.
+    public var present: Bool?
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
@@ -127,6 +132,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
         case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
+        case present
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -150,6 +156,7 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(word, forKey: .word)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(output, forKey: .output)
+        try container.encodeIfPresent(present, forKey: .present)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -176,5 +183,6 @@ extension AnnouncementEvent {
             word: try container.decodeIfPresent(String.self, forKey: .word),
             name: try container.decodeIfPresent(String.self, forKey: .name),
             output: try container.decodeIfPresent(String.self, forKey: .output))
+        present = try container.decodeIfPresent(Bool.self, forKey: .present)
     }
 }

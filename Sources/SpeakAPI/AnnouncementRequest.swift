@@ -47,6 +47,9 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// Accepted only to be dropped (`finished`, `discarded`) when its output's queue is busy
     /// (something speaking or waiting): for notices that are worth nothing later.
     public var dropIfBusy: Bool = false
+    /// `"private"`: spoken only on an output configured private (`--output NAME=SPEC,private`),
+    /// and its text is left out of every event, log line, listing and status page (docs/privacy.md).
+    public var isPrivate: Bool = false
 
     /// - Parameters:
     ///   - utterance: what to say.
@@ -176,6 +179,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output, replaceGroup, dropIfBusy
+        case isPrivate = "private"
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
@@ -183,6 +187,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "voice",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
         "chime", "chimeAfter", "repeat", "requestId", "output", "replaceGroup", "dropIfBusy",
+        "private",
     ]
 
     private struct AnyKey: CodingKey {
@@ -222,6 +227,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             dropIfBusy = try container.decodeIfPresent(Bool.self, forKey: .dropIfBusy) ?? false
         } catch {
             throw SpeechInputError.malformed(field: "dropIfBusy", "expected true or false")
+        }
+        do {
+            isPrivate = try container.decodeIfPresent(Bool.self, forKey: .isPrivate) ?? false
+        } catch {
+            throw SpeechInputError.malformed(field: "private", "expected true or false")
         }
         do {
             output = try container.decodeIfPresent(String.self, forKey: .output)
@@ -264,5 +274,6 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try container.encodeIfPresent(output, forKey: .output)
         try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
         if dropIfBusy { try container.encode(dropIfBusy, forKey: .dropIfBusy) }
+        if isPrivate { try container.encode(isPrivate, forKey: .isPrivate) }
     }
 }

@@ -18,11 +18,15 @@ public struct AnnouncementStatus: Sendable, Hashable, Codable {
     public var reason: FinishReason?
     /// The named output whose queue holds it (`default` unless the request named another).
     public var output: String?
+    /// True for a private announcement (`"private": true`): its `text` is empty unless the
+    /// request carries the announcement's `key`.
+    public var `private`: Bool?
 
     /// - Parameters: see the properties of the same names.
     public init(
         id: String, text: String, priority: AnnouncementPriority, state: AnnouncementState,
-        position: Int? = nil, success: Bool? = nil, reason: FinishReason? = nil, output: String? = nil
+        position: Int? = nil, success: Bool? = nil, reason: FinishReason? = nil, output: String? = nil,
+        `private`: Bool? = nil
     ) {
         self.id = id
         self.text = text
@@ -32,5 +36,6 @@ public struct AnnouncementStatus: Sendable, Hashable, Codable {
         self.success = success
         self.reason = reason
         self.output = output
+        self.private = `private`
     }
 }

@@ -18,6 +18,8 @@ public struct FleetReport: Sendable, Hashable, Codable {
         case started
         case finished
         case refused
+        /// Headphones plugged into or pulled out of a private output (`event.present`).
+        case headset
     }
 
     public var type: Kind

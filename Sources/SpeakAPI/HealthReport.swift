@@ -126,6 +126,17 @@ public struct HealthReport: Sendable, Hashable, Codable {
         public var detail: String?
         /// Its queue's occupancy; filled in by the server.
         public var queue: Queue?
+        /// True for a private output (`--output NAME=SINK,private`); absent otherwise.
+        public var `private`: Bool?
+        /// A private output's headphones, as its sound server reports them.
+        public var headset: Headset?
+
+        /// Whether headphones are plugged into a private output.
+        public enum Headset: String, Sendable, Hashable, Codable {
+            case present, absent
+            /// The sink does not say (no jack detection, a null sink, not PulseAudio).
+            case unknown
+        }
 
         /// - Parameters: see the properties of the same names.
         public init(name: String, state: State, sink: String, detail: String? = nil, queue: Queue? = nil) {

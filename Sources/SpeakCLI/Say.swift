@@ -82,6 +82,13 @@ extension Speak {
                 valueName: "name"))
         var to: String?
 
+        @Flag(
+            name: .customLong("private"),
+            help: ArgumentHelp(
+                "Speak it only on the daemon's private output (--output NAME=SINK,private), never aloud, and keep "
+                    + "its text out of logs and events."))
+        var isPrivate = false
+
         @Option(
             help: ArgumentHelp(
                 "Read a request body in the wire format (JSON) from FILE, or - for standard input; the flags given override its values.",
@@ -157,7 +164,7 @@ extension Speak {
             // Chimes and repeats are the daemon's: in-process speech and WAV output have neither.
             let daemonOnly = [
                 chime.map { _ in "--chime" }, chimeAfter.map { _ in "--chime-after" },
-                repeatCount.map { _ in "--repeat" },
+                repeatCount.map { _ in "--repeat" }, isPrivate ? "--private" : nil,
             ].compactMap { $0 }
             if let flag = daemonOnly.first, output != nil || local {
                 throw SpeakFailure.invalidInput(
@@ -296,6 +303,7 @@ extension Speak {
                 request.chimeAfter = ["none", "off"].contains(chimeAfter.lowercased()) ? .none : .named(chimeAfter)
             }
             if let repetition { request.repeat = repetition }
+            if isPrivate { request.isPrivate = true }
             do {
                 try request.utterance.validate(limits: .default)
             } catch {

@@ -40,6 +40,9 @@ public struct Daemon: Sendable {
     /// The SSIP listener (`--ssip`), or nil.
     public let ssip: SSIPListener?
     let group: ServiceGroup
+    /// Whether headphones are plugged into each private output, by name: read it, or watch its
+    /// `changes()` (docs/privacy.md).
+    public var headsets: [String: HeadsetPresence] = [:]
 
     /// Runs until graceful shutdown (SIGTERM, SIGINT or `shutdown()`) has finished.
     public func run() async throws {
@@ -168,11 +171,15 @@ public func buildDaemon(
             gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded())))
         let speaker = EngineSpeaker(
             renderer: renderer, audio: audio, playback: playback, sound: sound, logger: outputLogger)
+        // A private output fails a private announcement at once while its headphones are out.
+        let headset = output.isPrivate ? HeadsetPresence(output: output.name) : nil
         let queue = AnnouncementQueue(
-            speaker: speaker, capacity: configuration.maxQueue,
+            speaker: headset.map { HeadsetGatedSpeaker(speaker: speaker, presence: $0) } ?? speaker
+                as any AnnouncementSpeaker,
+            capacity: configuration.maxQueue,
             pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
             playbackTiming: metrics.playbackTiming, output: output.name, shared: shared, logger: outputLogger)
-        parts.append(OutputParts(name: output.name, audio: audio, queue: queue))
+        parts.append(OutputParts(name: output.name, audio: audio, queue: queue, spec: spec, headset: headset))
     }
     let outputs = AnnouncementOutputs(parts.map(\.queue), shared: shared)
     let audio = parts[0].audio
@@ -180,13 +187,16 @@ public func buildDaemon(
     var health = DaemonHealth(
         engineName: renderer.engineName,
         outputs: parts.map { ($0.name, $0.audio) }, pool: pool)
+    let headsets = Dictionary(uniqueKeysWithValues: parts.compactMap { part in part.headset.map { (part.name, $0) } })
+    health.headsets = headsets
     // One way in for every front. Its health gate reads the outputs' audio only, so it does not
     // need the fleet link, which is built on it; `/healthz` reports the link too.
-    let intake = AnnouncementIntake(
+    var intake = AnnouncementIntake(
         outputs: outputs, renderer: renderer, health: health,
         maxBodyBytes: settings.maxBodyBytes,
         limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
         chimes: settings.chimes, counters: metrics.intakeCounters)
+    intake.privateOutputs = Set(named.filter(\.isPrivate).map(\.name))
     let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)
     if let fleet { health.fleet = fleet }
     var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
@@ -224,8 +234,18 @@ public func buildDaemon(
         ssip.map {
             [.init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "ssip")]
         } ?? []
+    let headsetServices: [ServiceGroupConfiguration.ServiceConfiguration] =
+        headsets.isEmpty
+        ? []
+        : [
+            .init(
+                service: HeadsetService(
+                    outputs: parts.compactMap { part in part.headset.map { (part.spec, $0) } }, events: outputs,
+                    environment: environment, logger: logger),
+                successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "headsets")
+        ]
     var groupConfiguration = ServiceGroupConfiguration(
-        services: outputServices + ssipServices + [
+        services: outputServices + headsetServices + ssipServices + [
             .init(
                 service: MetricsObserver(metrics: server.metrics, outputs: outputs),
                 successTerminationBehavior: .ignore, serviceName: "metrics"),
@@ -249,7 +269,7 @@ public func buildDaemon(
     return Daemon(
         configuration: configuration, queue: queue, audio: audio, outputs: outputs,
         outputAudio: Dictionary(uniqueKeysWithValues: parts.map { ($0.name, $0.audio) }), server: server,
-        front: front, ssip: ssip, group: ServiceGroup(configuration: groupConfiguration))
+        front: front, ssip: ssip, group: ServiceGroup(configuration: groupConfiguration), headsets: headsets)
 }
 
 /// The parts of one named output.
@@ -257,6 +277,9 @@ private struct OutputParts {
     let name: String
     let audio: AudioSupervisor
     let queue: AnnouncementQueue
+    let spec: AudioSinkSpec
+    /// A private output's headphone presence.
+    let headset: HeadsetPresence?
 }
 
 /// The fleet link `--mqtt` asks for, or nil.

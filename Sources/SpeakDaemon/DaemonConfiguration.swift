@@ -206,9 +206,15 @@ public struct DaemonConfiguration: Sendable, Hashable {
 public struct NamedOutput: Sendable, Hashable {
     public var name: String
     public var sink: String
+    /// `NAME=SPEC,private`: a headset's output, the only kind a private announcement is spoken on.
+    public var isPrivate: Bool
 
-    public init(name: String, sink: String) {
+    public init(name: String, sink: String, isPrivate: Bool = false) {
         self.name = name
         self.sink = sink
+        self.isPrivate = isPrivate
     }
+
+    /// The flag after an output's sink that makes it private.
+    static let privateFlag = ",private"
 }

@@ -1,4 +1,5 @@
 import AnnouncementIntake
+import AudioOutput
 import EngineWorkers
 import SpeakAPI
 import SpeakFleet
@@ -15,6 +16,8 @@ struct DaemonHealth: HealthReporting {
     let pool: EngineWorkerPool?
     /// The MQTT fleet link, when `--mqtt` gave one; it never makes the daemon unavailable.
     var fleet: FleetLink? = nil
+    /// Each private output's headphone presence, by name.
+    var headsets: [String: HeadsetPresence] = [:]
 
     func health() async -> HealthReport {
         let status = pool?.status
@@ -29,9 +32,14 @@ struct DaemonHealth: HealthReporting {
         let problem = status?.problem
         let outputs = outputs.map { output in
             let status = output.audio.status
-            return HealthReport.Output(
+            var report = HealthReport.Output(
                 name: output.name, state: status.available ? .ok : .unavailable, sink: status.sink,
                 detail: status.detail)
+            if let headset = headsets[output.name] {
+                report.private = true
+                report.headset = headset.present.map { $0 ? .present : .absent } ?? .unknown
+            }
+            return report
         }
         let audio = outputs[0]
         return HealthReport(

@@ -38,19 +38,30 @@ extension DaemonConfiguration {
             "audio", \.audio, valueName: "sink",
             help: "Audio sink: auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null.",
             default: "auto"
-        ) { value in try value.audioSink() },
+        ) { value in
+            // Else `pulse:x,private` would name a sink called "x,private".
+            guard !value.value.hasSuffix(NamedOutput.privateFlag) else {
+                throw value.invalid(
+                    "the default output cannot be private: name one with --output NAME=SINK,private")
+            }
+            return try value.audioSink()
+        },
         DaemonSetting(
             "output", \.outputs, kind: .keyed, valueName: "name=sink",
             help: "A further named output with its own queue (repeatable; file: output.NAME = SINK), e.g. "
-                + "headset=pulse:SINK. Requests pick it with \"output\"; --audio is the one called default.",
+                + "headset=pulse:SINK. Requests pick it with \"output\"; --audio is the one called default. "
+                + "SINK,private makes it private: the only kind that speaks \"private\" announcements.",
             default: [], shown: "none"
         ) { value in
             try value.isNone
                 ? []
                 : value.entries(checkName: SettingValue.outputName) { sink throws(ConfigurationError) in
-                    try sink.audioSink()
+                    var spec = sink
+                    let isPrivate = sink.value.hasSuffix(NamedOutput.privateFlag)
+                    if isPrivate { spec.value = String(sink.value.dropLast(NamedOutput.privateFlag.count)) }
+                    return (sink: try spec.audioSink(), isPrivate: isPrivate)
                 }
-                .map { NamedOutput(name: $0.name, sink: $0.value) }
+                .map { NamedOutput(name: $0.name, sink: $0.value.sink, isPrivate: $0.value.isPrivate) }
         },
         DaemonSetting(
             "voices", \.voicesDirectory, valueName: "dir", help: "Voices directory with 'overrides' and 'variants/'.",

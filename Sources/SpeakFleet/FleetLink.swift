@@ -243,6 +243,7 @@ public final class FleetLink: Service, Sendable {
                 case .paused, .resumed: nil
                 // The fleet's stream is subscribed without progress events.
                 case .word, .sentence, .mark: nil
+                case .headset: .headset
                 }
             guard let type else { continue }
             let report = FleetReport(

@@ -196,7 +196,7 @@ public final class SpeakMetrics: Sendable {
                 return pending.queuedAt.removeValue(forKey: event.id)
             }
             if let queued { queueWait.recordSeconds(event.timestamp.timeIntervalSince(queued)) }
-        case .paused, .resumed:
+        case .paused, .resumed, .headset:
             // Speaking time counts from start to finish, pauses included.
             break
         case .finished:

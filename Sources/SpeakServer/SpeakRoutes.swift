@@ -59,7 +59,9 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func status(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
-        guard let status = await outputs.status(id: id) else {
+        // A private announcement's poster holds its key (docs/privacy.md): a header, as URLs end up in logs.
+        let key = request.headers[.announcementKey]
+        guard let status = await outputs.status(id: id, key: key) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }
         return try json(status)

@@ -176,7 +176,7 @@ public struct SpeakServer: Sendable {
             router.add(
                 middleware: CORSMiddleware(
                     allowOrigin: .custom(origin),
-                    allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID],
+                    allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID, .announcementKey],
                     allowMethods: [.get, .post, .delete, .options],
                     exposedHeaders: exposed,
                     maxAge: .seconds(600)))
@@ -219,4 +219,6 @@ public typealias HallSound =
 extension HTTPField.Name {
     /// The header a reconnecting event-stream client sends with the last id it saw.
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
+    /// The header with which a private announcement's poster shows its text (docs/privacy.md).
+    static let announcementKey = HTTPField.Name("Speak-Announcement-Key")!
 }

@@ -117,6 +117,8 @@ public struct PreparedUtterance: Sendable, Hashable {
     /// word, sentence and mark events as ranges of the text; nil when the renderer made none.
     /// It stays with the daemon: an engine worker is given only the input.
     public let textMap: TextOffsetMap?
+    /// A private announcement's (`"private": true`): no log line may show its text.
+    public var isPrivate = false
 
     /// - Parameters:
     ///   - utterance: the utterance that was prepared.

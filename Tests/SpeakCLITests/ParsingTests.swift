@@ -55,6 +55,17 @@ import Testing
         #expect(say.expiresAfter == 10)
     }
 
+    @Test func privateBecomesTheRequestField() throws {
+        let say = try #require(try Speak.parseAsRoot(["--private", "Your", "PIN"]) as? Speak.Say)
+        let request = try say.readRequest()
+        #expect(request.isPrivate)
+        let body = try JSONSerialization.jsonObject(with: JSONEncoder().encode(request)) as? [String: Any]
+        #expect(body?["private"] as? Bool == true)
+        let plain = try #require(try Speak.parseAsRoot(["hi"]) as? Speak.Say)
+        #expect(try !plain.readRequest().isPrivate)
+        #expect(Speak.Say.helpMessage().contains("--private"))
+    }
+
     @Test func chimeAndRepeatBecomeRequestFields() throws {
         let say = try #require(
             try Speak.parseAsRoot(["--chime", "two-tone", "--repeat", "3", "--repeat-gap", "0.5", "Gate", "B"])

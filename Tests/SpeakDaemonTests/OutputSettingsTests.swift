@@ -45,6 +45,42 @@ struct OutputSettingsTests {
             ])
     }
 
+    @Test func privateAfterTheSinkMakesAnOutputPrivate() throws {
+        let flags = try ConfigurationLoader.load(
+            arguments: ["--output", "headset=pulse:usb,private", "--output", "desk=null"],
+            environment: Self.environment)
+        #expect(
+            flags.outputs == [
+                NamedOutput(name: "headset", sink: "pulse:usb", isPrivate: true),
+                NamedOutput(name: "desk", sink: "null"),
+            ])
+        let path = try configFile("output.headset = pulse:usb,private\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try ConfigurationLoader.load(arguments: ["--config", path], environment: Self.environment)
+        #expect(file.outputs == [NamedOutput(name: "headset", sink: "pulse:usb", isPrivate: true)])
+        let environment = try ConfigurationLoader.load(
+            arguments: [],
+            environment: Self.environment.merging(["SPEAKD_OUTPUT": "headset=alsa:hw:1,private; hall=null"]) { $1 })
+        #expect(
+            environment.outputs == [
+                NamedOutput(name: "headset", sink: "alsa:hw:1", isPrivate: true),
+                NamedOutput(name: "hall", sink: "null"),
+            ])
+        #expect {
+            _ = try ConfigurationLoader.load(
+                arguments: ["--audio", "pulse:usb,private"], environment: Self.environment)
+        } throws: { error in
+            "\(error)".contains("--audio: 'pulse:usb,private' is not valid: the default output cannot be private")
+        }
+        // The flag is checked after the sink: a bad sink is still named.
+        #expect {
+            _ = try ConfigurationLoader.load(
+                arguments: ["--output", "headset=speakers,private"], environment: Self.environment)
+        } throws: { error in
+            "\(error)".contains("--output: 'headset=speakers,private' is not valid")
+        }
+    }
+
     @Test(arguments: [
         (["--output", "Headset=null"], "--output: 'Headset=null' is not valid: an output name is 1–32 characters"),
         (["--output", "default=null"], "--output: 'default=null' is not valid: 'default' is the output --audio"),

@@ -64,9 +64,14 @@ extension SpeakdIntegration {
         @Test("schemathesis against the running daemon: no server error, every answer as documented, events too")
         func schemathesisFindsNoViolation() async throws {
             // A WAV sink on /dev/null plays at once, so `?wait=true` answers without real-time playback;
-            // a pause that nothing resumes ends after a second, not the default five minutes.
+            // a pause that nothing resumes ends after a second, not the default five minutes. A
+            // private output makes private requests answer with their key and the health with
+            // the output's headset.
             let daemon = try await SpeakdProcess.start(
-                audio: "wav:/dev/null", arguments: ["--event-history", "8192", "--pause-timeout", "1"])
+                audio: "wav:/dev/null",
+                arguments: [
+                    "--event-history", "8192", "--pause-timeout", "1", "--output", "headset=wav:/dev/null,private",
+                ])
             let events = EventStreamRecorder(client: daemon.unixClient)
             try await daemon.waitForEventStreams(1)
             let token = try #require(daemon.token)
