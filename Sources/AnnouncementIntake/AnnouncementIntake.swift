@@ -42,6 +42,8 @@ public struct AnnouncementIntake: Sendable {
     public let limits: Utterance.Limits
     /// The chimes a request may name.
     public let chimes: [String]
+    /// The outputs' sessions and what they remember for repeats.
+    public let sessions: SessionBook
     private let counters: Counters
 
     /// - Parameters:
@@ -52,11 +54,13 @@ public struct AnnouncementIntake: Sendable {
     ///   - limits: the most characters and spans of one announcement.
     ///   - chimes: the chimes a request may name.
     ///   - counters: what the intake counts for `/metrics`.
+    ///   - sessions: the outputs' sessions; nil makes a book on `outputs` with the continuous clock.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
         maxBodyBytes: Int = 64 * 1024, limits: Utterance.Limits = .default, chimes: [String] = [],
-        counters: Counters = .none
+        counters: Counters = .none, sessions: SessionBook? = nil
     ) {
+        self.sessions = sessions ?? SessionBook(outputs: outputs)
         self.outputs = outputs
         self.renderer = renderer
         self.health = health
@@ -66,7 +70,8 @@ public struct AnnouncementIntake: Sendable {
         self.counters = counters
     }
 
-    /// Decodes, checks, prepares and queues one request body.
+    /// Decodes, checks, prepares and queues one request body, as the session of the output it
+    /// addresses wants it heard.
     ///
     /// - Parameters:
     ///   - body: the request body, as `POST /v1/announcements` takes it.
@@ -80,8 +85,13 @@ public struct AnnouncementIntake: Sendable {
         do {
             var request = try decode(body)
             try await adjust(&request)
+            let original = request
+            request = await sessions.personalize(request)
             let speech = try await prepare(request)
-            return (request, try await submit(request, speech: speech))
+            let accepted = try await submit(request, speech: speech)
+            await sessions.accepted(
+                id: accepted.id, original: original, output: request.output ?? AnnouncementOutputs.defaultName)
+            return (request, accepted)
         } catch {
             counters.refused(error.refusalReason)
             throw error
@@ -105,6 +115,15 @@ public struct AnnouncementIntake: Sendable {
     public func decode(_ body: Data) throws(IntakeError) -> AnnouncementRequest {
         do {
             return try AnnouncementRequest.decode(json: body, limits: limits)
+        } catch {
+            throw .body(error)
+        }
+    }
+
+    /// Decodes a `PUT /v1/session` body strictly (`SessionRequest.decode`).
+    public func decodeSession(_ body: Data) throws(IntakeError) -> SessionRequest {
+        do {
+            return try SessionRequest.decode(json: body)
         } catch {
             throw .body(error)
         }

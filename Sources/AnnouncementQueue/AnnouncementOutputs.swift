@@ -48,6 +48,8 @@ public struct AnnouncementOutputs: Sendable {
     private let subscribe: @Sendable (UInt64?, Bool) -> AsyncStream<SequencedAnnouncementEvent>
     /// The sequence number of the newest event of any queue.
     private let lastSequence: @Sendable () -> UInt64
+    /// Sends an event that no queue makes (a session's) in the same stream.
+    private let publishEvent: @Sendable (AnnouncementEvent) -> Void
 
     /// - Parameters:
     ///   - queues: one queue per output, made with `shared`; names must be unique and one must be `default`.
@@ -59,6 +61,7 @@ public struct AnnouncementOutputs: Sendable {
         self.byName = Dictionary(uniqueKeysWithValues: queues.map { ($0.output, $0) })
         self.subscribe = { shared.broadcaster.subscribe(after: $0, progress: $1) }
         self.lastSequence = { shared.broadcaster.lastSequence }
+        self.publishEvent = { shared.broadcaster.publish($0) }
     }
 
     /// One queue as the only output, `default` whatever its own name.
@@ -67,6 +70,7 @@ public struct AnnouncementOutputs: Sendable {
         self.byName = [queue.output: queue].merging([Self.defaultName: queue]) { $1 }
         self.subscribe = { queue.events(after: $0, progress: $1) }
         self.lastSequence = { queue.lastEventSequence }
+        self.publishEvent = { queue.broadcast($0) }
     }
 
     /// The names of the outputs, `default` first.
@@ -145,6 +149,12 @@ public struct AnnouncementOutputs: Sendable {
 
     /// The sequence number of the newest event of any queue, 0 before the first.
     public var lastEventSequence: UInt64 { lastSequence() }
+
+    /// Sends `event`, which no queue made (a `session` or `repeat` event), to every subscriber
+    /// of `events(after:progress:)`, in sequence with the queues' own and kept in the history.
+    public func publish(_ event: AnnouncementEvent) {
+        publishEvent(event)
+    }
 
     /// Shuts every queue down at once.
     public func shutdown() async {

@@ -499,6 +499,11 @@ public actor AnnouncementQueue {
     /// The sequence number of the newest event sent, 0 before the first.
     public nonisolated var lastEventSequence: UInt64 { broadcaster.lastSequence }
 
+    /// Sends an event this queue did not make (`AnnouncementOutputs.publish(_:)`) in its stream.
+    nonisolated func broadcast(_ event: AnnouncementEvent) {
+        broadcaster.publish(event)
+    }
+
     // MARK: Scheduling
 
     private var canStart: Bool { phase == .open && runners > 0 && isSpeakerReady }

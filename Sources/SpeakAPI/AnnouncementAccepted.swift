@@ -7,6 +7,8 @@ public struct AnnouncementAccepted: Sendable, Hashable, Codable {
     public var state: AnnouncementState
     /// 0 while speaking; otherwise how many announcements will be spoken before it (1 = next).
     public var position: Int
+    /// Set on a repeat: the id of the announcement it repeats.
+    public var repeatOf: String?
 
     /// - Parameters: see the properties of the same names.
     public init(id: String, state: AnnouncementState, position: Int) {

@@ -70,6 +70,11 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         case sentence
         /// A mark (SSML `<mark name>`, a span's `mark`) is reached; `name` says which.
         case mark
+        /// An output's session started, changed or ended: `id` is the session's, `text` is
+        /// empty, and `session` says what happened.
+        case session
+        /// A repeat was queued: `id` is the new announcement, `repeatOf` the original.
+        case `repeat`
 
         /// Whether it reports progress through the speech rather than a change of state.
         public var isProgress: Bool { self == .word || self == .sentence || self == .mark }
@@ -102,6 +107,10 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var name: String?
     /// The named output whose queue holds the announcement (`default` unless the request named another).
     public var output: String?
+    /// `repeat` events: the id of the announcement repeated.
+    public var repeatOf: String?
+    /// `session` events: the change and the session.
+    public var session: SessionChange?
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
@@ -127,6 +136,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
         case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
+        case repeatOf, session
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -150,6 +160,8 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(word, forKey: .word)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(output, forKey: .output)
+        try container.encodeIfPresent(repeatOf, forKey: .repeatOf)
+        try container.encodeIfPresent(session, forKey: .session)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -176,5 +188,7 @@ extension AnnouncementEvent {
             word: try container.decodeIfPresent(String.self, forKey: .word),
             name: try container.decodeIfPresent(String.self, forKey: .name),
             output: try container.decodeIfPresent(String.self, forKey: .output))
+        repeatOf = try container.decodeIfPresent(String.self, forKey: .repeatOf)
+        session = try container.decodeIfPresent(SessionChange.self, forKey: .session)
     }
 }

@@ -154,7 +154,7 @@ actor SSIPHub {
             } else {
                 finish(message, completed: event.reason == .completed)
             }
-        case .queued, .started:
+        case .queued, .started, .session, .repeat:
             break
         }
     }
