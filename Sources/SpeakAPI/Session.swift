@@ -100,6 +100,8 @@ public struct SessionRequest: Sendable, Hashable, Codable {
             throw .invalid(error)
         } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
             throw .malformed("the body must be a JSON object", field: "body")
+        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty {
+            throw .malformed("the body must be a JSON object, not null", field: "body")
         } catch let error as DecodingError {
             throw .invalid(SpeechInputError.from(error))
         } catch {
