@@ -133,9 +133,18 @@ public struct SessionRequest: Sendable, Hashable, Codable {
                 throw SpeechInputError.malformed(field: key.rawValue, "\(key.rawValue): expected \(expected)")
             }
         }
-        output = try value(.output, "the name of an output, such as \"headset\"") ?? nil
-        id = try value(.id, "a session id") ?? nil
-        replace = (try value(.replace, "true or false") ?? nil) ?? false
+        // These have no default to set back: null is a mistake, not a request.
+        func required<T: Decodable>(_ key: CodingKeys, _ expected: String) throws -> T? {
+            switch try value(key, expected) as T?? {
+            case .none: return nil
+            case .some(.none):
+                throw SpeechInputError.malformed(field: key.rawValue, "\(key.rawValue): expected \(expected), not null")
+            case .some(.some(let value)): return value
+            }
+        }
+        output = try required(.output, "the name of an output, such as \"headset\"")
+        id = try required(.id, "a session id")
+        replace = try required(.replace, "true or false") ?? false
         rate = try value(.rate, "a number")
         volume = try value(.volume, "a number")
         switch try value(.language, "a BCP 47 language tag") as String?? {

@@ -27,10 +27,10 @@ extension Speak {
         @Option(help: ArgumentHelp("The output whose session it is (default: the default output).", valueName: "name"))
         var to: String?
 
-        @Option(help: "Multiplies every announcement's rate, 0.5–2.0.")
+        @Option(parsing: .unconditional, help: "Multiplies every announcement's rate, 0.5–2.0.")
         var rate: Double?
 
-        @Option(help: "Multiplies every announcement's volume, 0.0–2.0.")
+        @Option(parsing: .unconditional, help: "Multiplies every announcement's volume, 0.0–2.0.")
         var volume: Double?
 
         @Option(help: ArgumentHelp("A BCP 47 tag for announcements that name no language.", valueName: "tag"))
@@ -42,7 +42,9 @@ extension Speak {
         @Option(help: ArgumentHelp("Move the output's announcements to this output.", valueName: "name"))
         var moveTo: String?
 
-        @Option(help: ArgumentHelp("Seconds without activity before it ends, 1–3600.", valueName: "seconds"))
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("Seconds without activity before it ends, 1–3600.", valueName: "seconds"))
         var idleTimeout: Double?
 
         /// The `PUT /v1/session` body of `start` or `set`, checked as the daemon checks it.
