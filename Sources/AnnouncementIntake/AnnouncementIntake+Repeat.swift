@@ -64,11 +64,9 @@ extension AnnouncementIntake {
         original.dropIfBusy = false
         original.requestId = nil
         original.expiresAfter = nil
-        let request = await sessions.personalize(original)
-        let speech = try await prepare(request)
-        var accepted = try await submit(request, speech: speech)
+        let (request, queued) = try await submitPersonalized(original)
+        var accepted = queued
         let output = request.output ?? AnnouncementOutputs.defaultName
-        await sessions.accepted(id: accepted.id, original: original, output: output)
         var event = AnnouncementEvent(
             type: .repeat, id: accepted.id, text: request.utterance.text, priority: request.priority,
             timestamp: Date(), output: output)

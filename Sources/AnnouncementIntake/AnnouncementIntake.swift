@@ -85,17 +85,26 @@ public struct AnnouncementIntake: Sendable {
         do {
             var request = try decode(body)
             try await adjust(&request)
-            let original = request
-            request = await sessions.personalize(request)
-            let speech = try await prepare(request)
-            let accepted = try await submit(request, speech: speech)
-            await sessions.accepted(
-                id: accepted.id, original: original, output: request.output ?? AnnouncementOutputs.defaultName)
-            return (request, accepted)
+            return try await submitPersonalized(request)
         } catch {
             counters.refused(error.refusalReason)
             throw error
         }
+    }
+
+    /// Applies the session of the output `request` addresses, prepares and queues it, and has it
+    /// remembered for repeats once heard: `accept` after the decode, for a front that decodes
+    /// itself (MQTT). Refusals are not counted here.
+    /// - Returns: the request as the session changed it, and the queue's answer.
+    public func submitPersonalized(
+        _ request: AnnouncementRequest
+    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+        let personal = await sessions.personalize(request)
+        let speech = try await prepare(personal)
+        let accepted = try await submit(personal, speech: speech)
+        await sessions.accepted(
+            id: accepted.id, original: request, output: personal.output ?? AnnouncementOutputs.defaultName)
+        return (personal, accepted)
     }
 
     /// Counts a refusal that a front met outside `accept` (one step at a time, as MQTT does).

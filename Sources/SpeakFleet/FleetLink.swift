@@ -173,12 +173,7 @@ public final class FleetLink: Service, Sendable {
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
-            let original = request
-            request = await intake.sessions.personalize(request)
-            let speech = try await intake.prepare(request)
-            accepted = try await intake.submit(request, speech: speech)
-            await intake.sessions.accepted(
-                id: accepted.id, original: original, output: request.output ?? AnnouncementOutputs.defaultName)
+            accepted = try await intake.submitPersonalized(request).accepted
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.
