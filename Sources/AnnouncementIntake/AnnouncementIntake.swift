@@ -5,7 +5,8 @@ import SpeechModel
 import SpeechRendering
 
 /// The one way an announcement enters speakd, below every front (HTTP, MQTT): the strict decode,
-/// the limits, the chime check, the output's queue, `prepare`, the health gate and `submit`.
+/// the limits, the chime check, the session of the output it addresses (`sessions`), the output's
+/// queue, `prepare`, the health gate and `submit`; and repeats of what an output said.
 ///
 /// A front hands it a body (or a request it decoded with the same `AnnouncementRequest.decode`)
 /// and gets an accepted announcement or an `IntakeError`, which it answers in its own protocol;
