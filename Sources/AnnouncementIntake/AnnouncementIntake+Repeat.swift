@@ -1,6 +1,7 @@
 import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
+import SpeechModel
 
 extension AnnouncementIntake {
     /// The most announcements one `POST /v1/repeat` queues again.
@@ -55,6 +56,19 @@ extension AnnouncementIntake {
             countRefusal(error)
             throw error
         }
+    }
+
+    /// Starts or changes a session (`PUT /v1/session`, an MQTT session command) once the engine
+    /// has shown it can speak the language and voice the session names: a session that fills in
+    /// a voice nobody has would make every announcement on its output fail.
+    /// - Throws: `IntakeError` naming the field (`voice`, `language`, `output`, `id`, …).
+    public func putSession(_ request: SessionRequest) async throws(IntakeError) -> SessionChange {
+        let voice = request.voice ?? nil
+        let language = request.language ?? nil
+        if voice != nil || language != nil {
+            _ = try await prepare(Utterance("a", defaults: SpeechAttributes(language: language, voice: voice)))
+        }
+        return try await sessions.put(request)
     }
 
     /// Submits `remembered` as a new announcement linked to it, and sends the `repeat` event.

@@ -210,7 +210,7 @@ public final class FleetLink: Service, Sendable {
             if end {
                 change = try await intake.sessions.end(endOnly: request)
             } else {
-                change = try await intake.sessions.put(request)
+                change = try await intake.putSession(request)
             }
         } catch {
             refuse(message, requestId: correlation, error)

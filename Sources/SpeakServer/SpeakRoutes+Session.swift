@@ -13,7 +13,7 @@ extension SpeakRoutes {
         let body = try await readBody(request)
         let change: SessionChange
         do {
-            change = try await server.intake.sessions.put(try server.intake.decodeSession(body))
+            change = try await server.intake.putSession(try server.intake.decodeSession(body))
         } catch {
             throw APIError(error)
         }

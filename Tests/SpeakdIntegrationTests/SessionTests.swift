@@ -113,6 +113,8 @@ extension SpeakdIntegration {
                 (["volume": -1], 422, "volume"),
                 (["idleTimeout": 0], 422, "idleTimeout"),
                 (["language": "xx-!!"], 422, "language"),
+                (["language": "xx-QQ"], 422, "language"),
+                (["voice": "nobody-speaks-this"], 422, "voice"),
                 (["rate": "fast"], 422, "rate"),
                 (["speed": 1], 422, "speed"),
                 (["id": "000000000000"], 404, "id"),
