@@ -369,7 +369,7 @@ let package = Package(
             name: "SpeakServerTests",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "AnnouncementIntake", "SpeechModel",
-                "SpeechRendering",
+                "SpeechRendering", "SpeakTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

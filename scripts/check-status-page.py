@@ -6,13 +6,16 @@ Usage: check-status-page.py BASE_URL TOKEN_FILE SCREENSHOT
 The page loads and asks for the token; with it, the event stream goes live. A long announcement
 is posted through the page's form and its words show as heard; it is paused and resumed with its
 buttons; then a short one is posted, which shows as queued behind it; the long one is cancelled
-with its Cancel button (cancelled), and the short one then speaks and finishes (completed).
+with its Cancel button (cancelled), and the short one then speaks and finishes (completed). A
+session started over the API shows in the Sessions table, and leaves it when it ends.
 Health must read ok and list the default output and speakd's version. The browser's console must have no errors. A screenshot is
 saved. Prints one line per step; exits 1 naming the step that failed.
 """
+import json
 import os
 import sys
 import time
+import urllib.request
 
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
@@ -129,6 +132,23 @@ def main() -> int:
         wait.until(lambda d: (outcome(short_id) or "").startswith("completed"))
         print("second:", outcome(short_id))
         wait.until(lambda d: queue_state(short_id) is None)
+
+        step = "see a session started elsewhere listed, and gone once it ends"
+        def session_call(method, query=""):
+            request = urllib.request.Request(
+                base_url + "/v1/session" + query, method=method, data=b'{"rate": 0.8}' if method == "PUT" else None,
+                headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.load(response)
+        session_id = session_call("PUT")["session"]["id"]
+        wait.until(lambda d: text_of("#sessions tr[data-output='default']") is not None)
+        row = text_of("#sessions tr[data-output='default']")
+        if session_id not in row or "0.8" not in row:
+            print("session row:", row)
+            return 1
+        print("session:", row)
+        session_call("DELETE", "?output=default")
+        wait.until(lambda d: text_of("#sessions tr[data-output='default']") is None)
 
         step = "keep a screenshot"
         driver.save_screenshot(screenshot)

@@ -5,7 +5,8 @@ import SpeechModel
 import SpeechRendering
 
 /// The one way an announcement enters speakd, below every front (HTTP, MQTT): the strict decode,
-/// the limits, the chime check, the output's queue, `prepare`, the health gate and `submit`.
+/// the limits, the chime check, the session of the output it addresses (`sessions`), the output's
+/// queue, `prepare`, the health gate and `submit`; and repeats of what an output said.
 ///
 /// A front hands it a body (or a request it decoded with the same `AnnouncementRequest.decode`)
 /// and gets an accepted announcement or an `IntakeError`, which it answers in its own protocol;
@@ -45,6 +46,8 @@ public struct AnnouncementIntake: Sendable {
     /// The outputs configured private (`--output NAME=SPEC,private`): the only ones a private
     /// announcement is spoken on.
     public var privateOutputs: Set<String> = []
+    /// The outputs' sessions and what they remember for repeats.
+    public let sessions: SessionBook
     private let counters: Counters
 
     /// - Parameters:
@@ -55,11 +58,13 @@ public struct AnnouncementIntake: Sendable {
     ///   - limits: the most characters and spans of one announcement.
     ///   - chimes: the chimes a request may name.
     ///   - counters: what the intake counts for `/metrics`.
+    ///   - sessions: the outputs' sessions; nil makes a book on `outputs` with the continuous clock.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
         maxBodyBytes: Int = 64 * 1024, limits: Utterance.Limits = .default, chimes: [String] = [],
-        counters: Counters = .none
+        counters: Counters = .none, sessions: SessionBook? = nil
     ) {
+        self.sessions = sessions ?? SessionBook(outputs: outputs)
         self.outputs = outputs
         self.renderer = renderer
         self.health = health
@@ -69,7 +74,8 @@ public struct AnnouncementIntake: Sendable {
         self.counters = counters
     }
 
-    /// Decodes, checks, prepares and queues one request body.
+    /// Decodes, checks, prepares and queues one request body, as the session of the output it
+    /// addresses wants it heard.
     ///
     /// - Parameters:
     ///   - body: the request body, as `POST /v1/announcements` takes it.
@@ -83,12 +89,29 @@ public struct AnnouncementIntake: Sendable {
         do {
             var request = try decode(body)
             try await adjust(&request)
-            let speech = try await prepare(request)
-            return (request, try await submit(request, speech: speech))
+            return try await submitPersonalized(request)
         } catch {
             counters.refused(error.refusalReason)
             throw error
         }
+    }
+
+    /// Applies the session of the output `request` addresses, prepares and queues it, and has it
+    /// remembered for repeats once heard: `accept` after the decode, for a front that decodes
+    /// itself (MQTT). Refusals are not counted here.
+    /// - Returns: the request as the session changed it, and the queue's answer.
+    public func submitPersonalized(
+        _ request: AnnouncementRequest
+    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+        var request = request
+        // A private announcement that names no output addresses the private one, and that
+        // output's session is the one that applies.
+        if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
+        let personal = await sessions.personalize(request)
+        let speech = try await prepare(personal)
+        let accepted = try await submit(personal, speech: speech)
+        await sessions.accepted(id: accepted.id, original: request, output: try queue(for: personal).output)
+        return (personal, accepted)
     }
 
     /// Counts a refusal that a front met outside `accept` (one step at a time, as MQTT does).
@@ -108,6 +131,15 @@ public struct AnnouncementIntake: Sendable {
     public func decode(_ body: Data) throws(IntakeError) -> AnnouncementRequest {
         do {
             return try AnnouncementRequest.decode(json: body, limits: limits)
+        } catch {
+            throw .body(error)
+        }
+    }
+
+    /// Decodes a `PUT /v1/session` body strictly (`SessionRequest.decode`).
+    public func decodeSession(_ body: Data) throws(IntakeError) -> SessionRequest {
+        do {
+            return try SessionRequest.decode(json: body)
         } catch {
             throw .body(error)
         }

@@ -14,6 +14,8 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
         case queueFull
         case audioUnavailable
         case shuttingDown
+        case notFound
+        case conflict
     }
 
     private let code: Code
@@ -60,6 +62,17 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
         IntakeError(.invalid(kind: "invalidValue"), ErrorResponse(code: "invalidValue", message: message, field: field))
     }
 
+    /// An id or name that nothing answers to now: a session that ended, an announcement no
+    /// output remembers (HTTP 404).
+    static func unknown(field: String, code: String, _ message: String) -> IntakeError {
+        IntakeError(.notFound, ErrorResponse(code: code, message: message, field: field))
+    }
+
+    /// A request that the present state cannot satisfy: nothing to repeat (HTTP 409).
+    static func conflict(field: String?, code: String, _ message: String) -> IntakeError {
+        IntakeError(.conflict, ErrorResponse(code: code, message: message, field: field))
+    }
+
     /// The output's audio sink does not work now.
     static func audioUnavailable(_ detail: String?) -> IntakeError {
         IntakeError(
@@ -84,6 +97,12 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The output's queue is full and nothing waiting could make room.
     public var isQueueFull: Bool { code == .queueFull }
 
+    /// Names something that does not exist (any more): a session, a remembered announcement.
+    public var isNotFound: Bool { code == .notFound }
+
+    /// Asks for what the present state cannot give: nothing is remembered to repeat.
+    public var isConflict: Bool { code == .conflict }
+
     /// The output's audio is down, or the daemon is shutting down: a retry later may succeed.
     public var isUnavailable: Bool { code == .audioUnavailable || code == .shuttingDown }
 
@@ -94,7 +113,7 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
         case .shuttingDown: "shutting_down"
         case .audioUnavailable: "audio_unavailable"
         case .body(let error) where error.isTooLarge: "too_large"
-        case .body, .invalid: "invalid"
+        case .body, .invalid, .notFound, .conflict: "invalid"
         }
     }
 

@@ -49,7 +49,7 @@ public struct AnnouncementOutputs: Sendable {
     private let subscribe: @Sendable (UInt64?, Bool) -> AsyncStream<SequencedAnnouncementEvent>
     /// The sequence number of the newest event of any queue.
     private let lastSequence: @Sendable () -> UInt64
-    /// Sends an event of no announcement on the shared stream.
+    /// Sends an event that no queue makes (a session's, a headset's) in the same stream.
     private let publishEvent: @Sendable (AnnouncementEvent) -> Void
 
     /// - Parameters:
@@ -71,7 +71,7 @@ public struct AnnouncementOutputs: Sendable {
         self.byName = [queue.output: queue].merging([Self.defaultName: queue]) { $1 }
         self.subscribe = { queue.events(after: $0, progress: $1) }
         self.lastSequence = { queue.lastEventSequence }
-        self.publishEvent = { queue.publishOutside($0) }
+        self.publishEvent = { queue.broadcast($0) }
     }
 
     /// Sends a `headset` event: headphones plugged into (`present` true) or pulled out of
@@ -160,6 +160,12 @@ public struct AnnouncementOutputs: Sendable {
 
     /// The sequence number of the newest event of any queue, 0 before the first.
     public var lastEventSequence: UInt64 { lastSequence() }
+
+    /// Sends `event`, which no queue made (a `session` or `repeat` event), to every subscriber
+    /// of `events(after:progress:)`, in sequence with the queues' own and kept in the history.
+    public func publish(_ event: AnnouncementEvent) {
+        publishEvent(event)
+    }
 
     /// Shuts every queue down at once.
     public func shutdown() async {

@@ -535,13 +535,13 @@ public actor AnnouncementQueue {
         broadcaster.subscribe(after: after, progress: progress)
     }
 
-    /// Sends an event of no announcement (`AnnouncementOutputs.publishHeadset`) on this queue's stream.
-    nonisolated func publishOutside(_ event: AnnouncementEvent) {
-        _ = broadcaster.publish(event)
-    }
-
     /// The sequence number of the newest event sent, 0 before the first.
     public nonisolated var lastEventSequence: UInt64 { broadcaster.lastSequence }
+
+    /// Sends an event this queue did not make (a session's, a headset's) in its stream.
+    nonisolated func broadcast(_ event: AnnouncementEvent) {
+        _ = broadcaster.publish(event)
+    }
 
     // MARK: Scheduling
 

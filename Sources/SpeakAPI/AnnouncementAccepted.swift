@@ -10,6 +10,8 @@ public struct AnnouncementAccepted: Sendable, Hashable, Codable {
     /// A private announcement's capability: `GET /v1/announcements/{id}` with the header
     /// `Speak-Announcement-Key: KEY` shows its text to its poster, and to nobody else. Nil otherwise.
     public var key: String?
+    /// Set on a repeat: the id of the announcement it repeats.
+    public var repeatOf: String?
 
     /// - Parameters: see the properties of the same names.
     public init(id: String, state: AnnouncementState, position: Int) {

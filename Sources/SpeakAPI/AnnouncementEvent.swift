@@ -73,6 +73,11 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         /// Headphones were plugged into (`present` true) or pulled out of (false) the private
         /// `output`; no announcement's: `id` and `text` are empty (docs/privacy.md).
         case headset
+        /// An output's session started, changed or ended: `id` is the session's, `text` is
+        /// empty, and `session` says what happened.
+        case session
+        /// A repeat was queued: `id` is the new announcement, `repeatOf` the original.
+        case `repeat`
 
         /// Whether it reports progress through the speech rather than a change of state.
         public var isProgress: Bool { self == .word || self == .sentence || self == .mark }
@@ -107,6 +112,10 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var output: String?
     /// `headset` events: whether headphones are plugged in now; absent when the sink no longer says.
     public var present: Bool?
+    /// `repeat` events: the id of the announcement repeated.
+    public var repeatOf: String?
+    /// `session` events: the change and the session.
+    public var session: SessionChange?
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
@@ -132,7 +141,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
         case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
-        case present
+        case present, repeatOf, session
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -157,6 +166,8 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(output, forKey: .output)
         try container.encodeIfPresent(present, forKey: .present)
+        try container.encodeIfPresent(repeatOf, forKey: .repeatOf)
+        try container.encodeIfPresent(session, forKey: .session)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -184,5 +195,7 @@ extension AnnouncementEvent {
             name: try container.decodeIfPresent(String.self, forKey: .name),
             output: try container.decodeIfPresent(String.self, forKey: .output))
         present = try container.decodeIfPresent(Bool.self, forKey: .present)
+        repeatOf = try container.decodeIfPresent(String.self, forKey: .repeatOf)
+        session = try container.decodeIfPresent(SessionChange.self, forKey: .session)
     }
 }

@@ -71,5 +71,9 @@ extension ErrorResponse {
         public static let shuttingDown = "shuttingDown"
         /// 500: an unexpected failure.
         public static let internalError = "internalError"
+        /// 404: no session has that id, or the output has no session (it ended, or never began).
+        public static let unknownSession = "unknownSession"
+        /// 409: the output remembers no finished announcement to repeat.
+        public static let nothingToRepeat = "nothingToRepeat"
     }
 }

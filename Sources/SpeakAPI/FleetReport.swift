@@ -20,6 +20,11 @@ public struct FleetReport: Sendable, Hashable, Codable {
         case refused
         /// Headphones plugged into or pulled out of a private output (`event.present`).
         case headset
+        /// An output's session started, changed or ended (`event.session`); also the answer to
+        /// a session command on `speakd/{site}/device/{id}/session`.
+        case session
+        /// A repeat was queued (`event.repeatOf` names the original).
+        case `repeat`
     }
 
     public var type: Kind
@@ -33,6 +38,8 @@ public struct FleetReport: Sendable, Hashable, Codable {
     public var event: AnnouncementEvent?
     /// Why it was refused, for `refused`.
     public var error: ErrorResponse.Detail?
+    /// The answer to a session command: what changed.
+    public var session: SessionChange?
 
     /// - Parameters: see the properties of the same names.
     public init(
@@ -117,6 +124,11 @@ public struct FleetTopics: Sendable, Hashable {
     public func device(_ device: String) -> String { "speakd/\(site)/device/\(device)/announce" }
     /// A kiosk's events.
     public func events(_ device: String) -> String { "speakd/\(site)/device/\(device)/events" }
+    /// One kiosk's session commands: a `PUT /v1/session` body starts or changes a session.
+    public func session(_ device: String) -> String { "speakd/\(site)/device/\(device)/session" }
+    /// One kiosk's session end commands: `{"output": NAME}` or `{"id": ID}` (or `{}`, the
+    /// default output's) ends that session.
+    public func sessionEnd(_ device: String) -> String { "speakd/\(site)/device/\(device)/session/end" }
     /// A kiosk's retained status.
     public func status(_ device: String) -> String { "speakd/\(site)/device/\(device)/status" }
 

@@ -8,7 +8,8 @@ extension Speak {
     struct Events: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Print the daemon's announcement events (queued, started, paused, resumed, finished) as JSON lines.")
+                "Print the daemon's events (queued, started, paused, resumed, finished, session, repeat) as JSON lines."
+        )
 
         @OptionGroup(title: "Daemon options") var connection: ConnectionOptions
 

@@ -17,7 +17,10 @@ public struct Speak: AsyncParsableCommand {
             \(Say.examples)
             """,
         version: SpeakdVersion.current,
-        subcommands: [Say.self, Voices.self, Events.self, Cancel.self, Pause.self, Resume.self, Status.self],
+        subcommands: [
+            Say.self, Voices.self, Events.self, Cancel.self, Pause.self, Resume.self, Status.self, Session.self,
+            Again.self,
+        ],
         defaultSubcommand: Say.self
     )
 

@@ -149,6 +149,10 @@ public final class FleetLink: Service, Sendable {
 
     /// Decodes, deduplicates and submits one announcement; a refusal is reported, never thrown.
     func handle(_ message: MQTTMessage) async {
+        let topics = settings.topics
+        if message.topic == topics.session(settings.device) || message.topic == topics.sessionEnd(settings.device) {
+            return await handleSession(message, end: message.topic == topics.sessionEnd(settings.device))
+        }
         let correlation = message.correlationData.map(\.lowercaseHex)
         var request: AnnouncementRequest
         do {
@@ -169,8 +173,7 @@ public final class FleetLink: Service, Sendable {
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
-            let speech = try await intake.prepare(request)
-            accepted = try await intake.submit(request, speech: speech)
+            accepted = try await intake.submitPersonalized(request).accepted
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.
@@ -193,6 +196,31 @@ public final class FleetLink: Service, Sendable {
                 MQTTOutgoing(
                     topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
         }
+    }
+
+    /// Starts, changes or ends a session as `PUT`/`DELETE /v1/session` would; the answer (a
+    /// `session` report or a refusal) goes to the response topic. The `session` event itself
+    /// reaches the events topic with every other event.
+    private func handleSession(_ message: MQTTMessage, end: Bool) async {
+        let correlation = message.correlationData.map(\.lowercaseHex)
+        let change: SessionChange
+        do {
+            try intake.checkBodySize(message.payloadSize)
+            let request = try intake.decodeSession(Data(message.payload))
+            if end {
+                change = try await intake.sessions.end(endOnly: request)
+            } else {
+                change = try await intake.putSession(request)
+            }
+        } catch {
+            refuse(message, requestId: correlation, error)
+            return
+        }
+        guard let responseTopic = message.responseTopic else { return }
+        var report = FleetReport(type: .session, device: settings.device, site: settings.site, requestId: correlation)
+        report.session = change
+        publish(
+            MQTTOutgoing(topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
     }
 
     private func refuse(_ message: MQTTMessage, requestId: String?, _ error: any Error) {
@@ -239,6 +267,8 @@ public final class FleetLink: Service, Sendable {
                 case .queued: .queued
                 case .started: .started
                 case .finished: .finished
+                case .session: .session
+                case .repeat: .repeat
                 // Pauses are the kiosk's own business; the fleet hears the outcome.
                 case .paused, .resumed: nil
                 // The fleet's stream is subscribed without progress events.

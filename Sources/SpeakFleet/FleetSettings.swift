@@ -41,9 +41,10 @@ public struct FleetSettings: Sendable, Hashable {
     /// The topics of `site`.
     public var topics: FleetTopics { FleetTopics(site: site) }
 
-    /// The three kinds of announce topic this kiosk subscribes to.
+    /// The three kinds of announce topic this kiosk subscribes to, and its session commands.
     public var subscriptions: [String] {
         [topics.all] + groups.map { topics.group($0) } + [topics.device(device)]
+            + [topics.session(device), topics.sessionEnd(device)]
     }
 
     /// Reads the password file: its first line, without the line break.

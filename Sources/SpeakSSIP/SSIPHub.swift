@@ -154,7 +154,7 @@ actor SSIPHub {
             } else {
                 finish(message, completed: event.reason == .completed)
             }
-        case .queued, .started, .headset:
+        case .queued, .started, .headset, .session, .repeat:
             break
         }
     }

@@ -121,6 +121,10 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
             status = .tooManyRequests
         } else if error.isUnavailable {
             status = .serviceUnavailable
+        } else if error.isNotFound {
+            status = .notFound
+        } else if error.isConflict {
+            status = .conflict
         } else {
             status = .unprocessableContent
         }

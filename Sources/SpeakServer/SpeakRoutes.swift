@@ -375,7 +375,7 @@ struct SpeakRoutes: Sendable {
     }
 
     /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
-    private func readBody(_ request: Request) async throws -> Data {
+    func readBody(_ request: Request) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType])
         let limit = server.intake.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init) {
@@ -463,7 +463,7 @@ struct SpeakRoutes: Sendable {
         return id
     }
 
-    private func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         let data = try WireFormat.encoder().encode(value)
         return Response(
             status: status, headers: [.contentType: WireFormat.jsonContentType],

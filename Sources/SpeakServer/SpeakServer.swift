@@ -177,7 +177,7 @@ public struct SpeakServer: Sendable {
                 middleware: CORSMiddleware(
                     allowOrigin: .custom(origin),
                     allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID, .announcementKey],
-                    allowMethods: [.get, .post, .delete, .options],
+                    allowMethods: [.get, .post, .put, .delete, .options],
                     exposedHeaders: exposed,
                     maxAge: .seconds(600)))
             // Inside the CORS middleware and outside the error middleware, so error responses get it too.
@@ -197,6 +197,11 @@ public struct SpeakServer: Sendable {
         router.post("/v1/pause", use: routes.pause)
         router.post("/v1/resume", use: routes.resume)
         router.get("/v1/events", use: routes.events)
+        router.put("/v1/session", use: routes.putSession)
+        router.get("/v1/session", use: routes.listSessions)
+        router.delete("/v1/session", use: routes.endSession)
+        router.post("/v1/announcements/:id/repeat", use: routes.repeatOne)
+        router.post("/v1/repeat", use: routes.repeatLast)
         router.post("/v1/speech", use: routes.speech)
         router.get("/v1/voices", use: routes.voices)
         router.get("/v1/chimes", use: routes.chimes)

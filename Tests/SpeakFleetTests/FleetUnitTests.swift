@@ -66,6 +66,8 @@ struct FleetUnitTests {
         #expect(topics.group("entrance") == "speakd/museum/group/entrance/announce")
         #expect(topics.device("k1") == "speakd/museum/device/k1/announce")
         #expect(topics.status("k1") == "speakd/museum/device/k1/status")
+        #expect(topics.session("k1") == "speakd/museum/device/k1/session")
+        #expect(topics.sessionEnd("k1") == "speakd/museum/device/k1/session/end")
     }
 
     @Test func subscriptionsCoverAllGroupsAndTheDevice() {
@@ -74,7 +76,7 @@ struct FleetUnitTests {
         #expect(
             settings.subscriptions == [
                 "speakd/s/all/announce", "speakd/s/group/a/announce", "speakd/s/group/b/announce",
-                "speakd/s/device/k2/announce",
+                "speakd/s/device/k2/announce", "speakd/s/device/k2/session", "speakd/s/device/k2/session/end",
             ])
     }
 

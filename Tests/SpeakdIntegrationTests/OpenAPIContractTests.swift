@@ -34,7 +34,8 @@ extension SpeakdIntegration {
                 Set(paths.keys) == [
                     "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices",
                     "/v1/chimes", "/v1/announcements/{id}/pause", "/v1/announcements/{id}/resume", "/v1/pause",
-                    "/v1/resume", "/healthz", "/metrics", "/openapi.json", "/",
+                    "/v1/resume", "/healthz", "/metrics", "/openapi.json", "/", "/v1/session",
+                    "/v1/announcements/{id}/repeat", "/v1/repeat",
                 ])
             _ = await daemon.stop()
         }

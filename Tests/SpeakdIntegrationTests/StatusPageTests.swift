@@ -15,7 +15,7 @@ extension SpeakdIntegration {
                 ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
 
         @Test(
-            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, with no console errors; opened at 127.0.0.1 and at localhost",
+            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, lists a session, with no console errors; opened at 127.0.0.1 and at localhost",
             arguments: ["127.0.0.1", "localhost"]
         )
         func pageInChromium(_ name: String) async throws {

@@ -1,0 +1,93 @@
+import AnnouncementQueue
+import FoundationEssentials
+import SpeakAPI
+import SpeechModel
+
+extension AnnouncementIntake {
+    /// The most announcements one `POST /v1/repeat` queues again.
+    public static var maximumRepeatCount: Int { SessionBook.rememberedPerOutput }
+
+    /// Queues announcement `id` again, at the preferences of the session of the output it
+    /// addressed as they are now (`POST /v1/announcements/{id}/repeat`).
+    /// - Throws: `IntakeError`: 404 naming `id` when no output remembers it (unknown, not heard
+    ///   yet, or forgotten when its session ended); any refusal of a new announcement.
+    public func repeatAnnouncement(id: String) async throws(IntakeError) -> AnnouncementAccepted {
+        do throws(IntakeError) {
+            guard let remembered = await sessions.remembered(id: id) else {
+                throw IntakeError.unknown(
+                    field: "id", code: ErrorResponse.Code.unknownAnnouncement,
+                    "no announcement with id '\(id)' is remembered for repeating: an output remembers its last "
+                        + "\(SessionBook.rememberedPerOutput) heard ones until its session ends")
+            }
+            return try await again(remembered)
+        } catch {
+            countRefusal(error)
+            throw error
+        }
+    }
+
+    /// Queues the last `count` announcements heard on `output` again, oldest first
+    /// (`POST /v1/repeat`).
+    /// - Throws: `IntakeError`: 422 naming `output` or `count`; 409 naming `output` when it
+    ///   remembers nothing; any refusal of a new announcement.
+    public func repeatLast(output: String?, count: Int = 1) async throws(IntakeError) -> [AnnouncementAccepted] {
+        do throws(IntakeError) {
+            let name = output ?? AnnouncementOutputs.defaultName
+            do {
+                _ = try outputs.queue(requiring: name)
+            } catch {
+                throw IntakeError.scheduling(error)
+            }
+            guard (1...Self.maximumRepeatCount).contains(count) else {
+                throw IntakeError.invalid(
+                    .outOfRange(field: "count", "count must be 1 to \(Self.maximumRepeatCount), not \(count)"))
+            }
+            let remembered = await sessions.last(count, heardOn: name)
+            guard !remembered.isEmpty else {
+                throw IntakeError.conflict(
+                    field: "output", code: ErrorResponse.Code.nothingToRepeat,
+                    "nothing to repeat: no announcement has been heard on output '\(name)' since its session "
+                        + "last ended")
+            }
+            var accepted: [AnnouncementAccepted] = []
+            for item in remembered { accepted.append(try await again(item)) }
+            return accepted
+        } catch {
+            countRefusal(error)
+            throw error
+        }
+    }
+
+    /// Starts or changes a session (`PUT /v1/session`, an MQTT session command) once the engine
+    /// has shown it can speak the language and voice the session names: a session that fills in
+    /// a voice nobody has would make every announcement on its output fail.
+    /// - Throws: `IntakeError` naming the field (`voice`, `language`, `output`, `id`, …).
+    public func putSession(_ request: SessionRequest) async throws(IntakeError) -> SessionChange {
+        let voice = request.voice ?? nil
+        let language = request.language ?? nil
+        if voice != nil || language != nil {
+            _ = try await prepare(Utterance("a", defaults: SpeechAttributes(language: language, voice: voice)))
+        }
+        return try await sessions.put(request)
+    }
+
+    /// Submits `remembered` as a new announcement linked to it, and sends the `repeat` event.
+    private func again(_ remembered: SessionBook.Remembered) async throws(IntakeError) -> AnnouncementAccepted {
+        var original = remembered.request
+        // Asked for by a person: never dropped because the output is busy, never a redelivery.
+        original.dropIfBusy = false
+        original.requestId = nil
+        original.expiresAfter = nil
+        let (request, queued) = try await submitPersonalized(original)
+        var accepted = queued
+        let output = request.output ?? AnnouncementOutputs.defaultName
+        // A private announcement's text stays out of the stream when it is repeated too.
+        var event = AnnouncementEvent(
+            type: .repeat, id: accepted.id, text: request.isPrivate ? "" : request.utterance.text,
+            priority: request.priority, timestamp: Date(), output: output)
+        event.repeatOf = remembered.id
+        outputs.publish(event)
+        accepted.repeatOf = remembered.id
+        return accepted
+    }
+}

@@ -1,0 +1,269 @@
+import AnnouncementQueue
+import FoundationEssentials
+import SpeakAPI
+import SpeechModel
+
+/// The sessions of the outputs (at most one each) and what each output remembers for "say it
+/// again": the intake's record of the person at the terminal (docs/session.md).
+///
+/// A session ends by `end`, by a `replace`, or by itself once `idleTimeout` passes without an
+/// announcement, a repeat or a change on it. Each output remembers its last
+/// `rememberedPerOutput` announcements that were heard (finished `completed` or `interrupted`),
+/// as their requests were before any session changed them, so a repeat is heard at the
+/// session's preferences of the moment. When a session ends, its output and the output it moved
+/// announcements to forget them.
+public actor SessionBook {
+    /// How many heard announcements each output remembers for repeats.
+    public static let rememberedPerOutput = 16
+
+    /// An announcement kept for a repeat.
+    public struct Remembered: Sendable {
+        /// Its id.
+        public var id: String
+        /// Its request as it was before a session changed it.
+        public var request: AnnouncementRequest
+        /// The output it was heard on.
+        public var output: String
+    }
+
+    private struct Session {
+        var id: String
+        var output: String
+        var preferences: SessionPreferences
+        /// Counts refreshes, so a timer set before the latest one does nothing.
+        var generation: UInt64 = 0
+        var timer: Task<Void, Never>?
+    }
+
+    private let outputs: AnnouncementOutputs
+    private let clock: any Clock<Duration>
+    private var sessions: [String: Session] = [:]
+    /// By the output an announcement was heard on, oldest first.
+    private var memory: [String: [Remembered]] = [:]
+    /// Raised when an output forgets, so an announcement finishing after that is not remembered.
+    private var memoryEpochs: [String: UInt64] = [:]
+
+    /// - Parameters:
+    ///   - outputs: the outputs sessions may be on, whose events carry the session events.
+    ///   - clock: times the idle timeouts.
+    public init(outputs: AnnouncementOutputs, clock: any Clock<Duration> = ContinuousClock()) {
+        self.outputs = outputs
+        self.clock = clock
+    }
+
+    // MARK: Sessions
+
+    /// Every output's session, in the order of the outputs.
+    public func list() -> [SessionStatus] {
+        outputs.names.compactMap { sessions[$0].map(status(of:)) }
+    }
+
+    /// Starts or changes the session `request` names (`PUT /v1/session`).
+    /// - Throws: `IntakeError` naming the field: an unknown output or `moveTo` (422), an `id`
+    ///   that is not the output's session (404).
+    @discardableResult
+    public func put(_ request: SessionRequest) throws(IntakeError) -> SessionChange {
+        let output = try sessionOutput(request)
+        if let moveTo = request.moveTo ?? nil {
+            try requireOutput(moveTo, field: "moveTo")
+            guard moveTo != output else {
+                throw .scheduling(
+                    .invalidValue(field: "moveTo", message: "moveTo '\(moveTo)' is the session's own output"))
+            }
+        }
+        if request.replace, let current = sessions[output] {
+            end(current, reason: .replaced)
+        }
+        let change: SessionChange.Kind
+        var session: Session
+        if let current = sessions[output] {
+            session = current
+            session.preferences = current.preferences.changed(by: request)
+            change = .changed
+        } else {
+            session = Session(
+                id: Self.makeID(), output: output, preferences: SessionPreferences().changed(by: request))
+            change = .started
+        }
+        sessions[output] = session
+        refresh(output)
+        return publish(SessionChange(change: change, session: status(of: session)))
+    }
+
+    /// Ends the session of `output`, or the one with `id` (`DELETE /v1/session`).
+    /// - Throws: `IntakeError`: 404 naming `id` or `output` when there is no such session,
+    ///   422 naming `output` for an output that does not exist.
+    @discardableResult
+    public func end(output: String? = nil, id: String? = nil) throws(IntakeError) -> SessionChange {
+        let session: Session
+        if let id {
+            guard let found = sessions.values.first(where: { $0.id == id }), output == nil || found.output == output
+            else { throw Self.unknownSession(id: id) }
+            session = found
+        } else {
+            let output = output ?? AnnouncementOutputs.defaultName
+            try requireOutput(output, field: "output")
+            guard let found = sessions[output] else {
+                throw .unknown(
+                    field: "output", code: ErrorResponse.Code.unknownSession, "output '\(output)' has no session")
+            }
+            session = found
+        }
+        return end(session, reason: .ended)
+    }
+
+    /// Ends the session a body names by its `output` or `id` alone (an MQTT end command).
+    /// - Throws: `IntakeError`: any other key is refused by name (422); see `end(output:id:)`.
+    @discardableResult
+    public func end(endOnly request: SessionRequest) throws(IntakeError) -> SessionChange {
+        let others: [(String, Bool)] = [
+            ("replace", request.replace), ("rate", request.rate != nil), ("volume", request.volume != nil),
+            ("language", request.language != nil), ("voice", request.voice != nil),
+            ("moveTo", request.moveTo != nil), ("idleTimeout", request.idleTimeout != nil),
+        ]
+        if let (field, _) = others.first(where: \.1) {
+            throw .invalid(.unsupported(field: field, "ending a session takes only output or id; leave '\(field)' out"))
+        }
+        return try end(output: request.output, id: request.id)
+    }
+
+    /// `request` as the session of the output it addresses wants it heard; refreshes that
+    /// session's idle timeout. A request moved to another output gets the session of the output
+    /// it addressed only, not that of the output it moved to.
+    public func personalize(_ request: AnnouncementRequest) -> AnnouncementRequest {
+        let addressed = request.output ?? AnnouncementOutputs.defaultName
+        guard let session = sessions[addressed] else { return request }
+        refresh(addressed)
+        return session.preferences.apply(to: request)
+    }
+
+    // MARK: Memory
+
+    /// Notes an accepted announcement, to be remembered for repeats once it has been heard.
+    /// - Parameters:
+    ///   - id: its id.
+    ///   - original: its request before a session changed it.
+    ///   - output: the output it was queued on.
+    public func accepted(id: String, original: AnnouncementRequest, output: String) {
+        let epoch = memoryEpochs[output, default: 0]
+        let outputs = self.outputs
+        Task {
+            // The queue's own record: a finish is never missed for a slow event reader.
+            guard let finished = await outputs.finished(id: id) else { return }
+            self.finished(
+                Remembered(id: id, request: original, output: output), reason: finished.reason, epoch: epoch)
+        }
+    }
+
+    private func finished(_ remembered: Remembered, reason: FinishReason?, epoch: UInt64) {
+        guard reason == .completed || reason == .interrupted, memoryEpochs[remembered.output, default: 0] == epoch
+        else { return }
+        var list = memory[remembered.output, default: []]
+        list.append(remembered)
+        if list.count > Self.rememberedPerOutput { list.removeFirst(list.count - Self.rememberedPerOutput) }
+        memory[remembered.output] = list
+    }
+
+    /// The remembered announcement `id`.
+    public func remembered(id: String) -> Remembered? {
+        for list in memory.values {
+            if let found = list.last(where: { $0.id == id }) { return found }
+        }
+        return nil
+    }
+
+    /// The last `count` announcements heard on `output`, oldest first.
+    public func last(_ count: Int, heardOn output: String) -> [Remembered] {
+        Array(memory[output, default: []].suffix(count))
+    }
+
+    // MARK: Helpers
+
+    private func sessionOutput(_ request: SessionRequest) throws(IntakeError) -> String {
+        if let id = request.id {
+            guard let found = sessions.values.first(where: { $0.id == id }),
+                request.output == nil || request.output == found.output
+            else { throw Self.unknownSession(id: id) }
+            return found.output
+        }
+        let output = request.output ?? AnnouncementOutputs.defaultName
+        try requireOutput(output, field: "output")
+        return output
+    }
+
+    private func requireOutput(_ name: String, field: String) throws(IntakeError) {
+        guard outputs.queue(named: name) != nil else {
+            throw .scheduling(
+                .invalidValue(
+                    field: field,
+                    message: "no output is called '\(name)'; this speakd has \(outputs.names.joined(separator: ", "))"))
+        }
+    }
+
+    private static func unknownSession(id: String) -> IntakeError {
+        .unknown(
+            field: "id", code: ErrorResponse.Code.unknownSession,
+            "no session has id '\(id)'; it ended (ended, idle or replaced) or never began")
+    }
+
+    /// Restarts the idle timeout of the session of `output`.
+    private func refresh(_ output: String) {
+        guard var session = sessions[output] else { return }
+        session.timer?.cancel()
+        session.generation += 1
+        let generation = session.generation
+        let clock = self.clock
+        let timeout = Duration.milliseconds(Int64((session.preferences.idleTimeout * 1000).rounded()))
+        session.timer = Task {
+            do {
+                try await clock.sleep(for: timeout)
+            } catch {
+                return
+            }
+            self.idle(output: output, generation: generation)
+        }
+        sessions[output] = session
+    }
+
+    private func idle(output: String, generation: UInt64) {
+        guard let session = sessions[output], session.generation == generation else { return }
+        end(session, reason: .idle)
+    }
+
+    @discardableResult
+    private func end(_ session: Session, reason: SessionChange.EndReason) -> SessionChange {
+        session.timer?.cancel()
+        let ended = status(of: session)
+        sessions[session.output] = nil
+        for output in [session.output, session.preferences.moveTo].compactMap(\.self) {
+            memory[output] = nil
+            memoryEpochs[output, default: 0] += 1
+        }
+        return publish(SessionChange(change: .ended, reason: reason, session: ended))
+    }
+
+    private func publish(_ change: SessionChange) -> SessionChange {
+        var event = AnnouncementEvent(
+            type: .session, id: change.session.id, text: "", priority: .default, timestamp: Date(),
+            output: change.session.output)
+        event.session = change
+        outputs.publish(event)
+        return change
+    }
+
+    private func status(of session: Session) -> SessionStatus {
+        let preferences = session.preferences
+        let remembered = [session.output, preferences.moveTo].compactMap(\.self)
+            .reduce(0) { $0 + (memory[$1]?.count ?? 0) }
+        return SessionStatus(
+            id: session.id, output: session.output, rate: preferences.rate, volume: preferences.volume,
+            language: preferences.language?.description, voice: preferences.voice, moveTo: preferences.moveTo,
+            idleTimeout: preferences.idleTimeout, remembered: remembered)
+    }
+
+    /// Twelve hex digits, like an announcement's id.
+    private static func makeID() -> String {
+        let id = String(UInt64.random(in: 0..<(1 << 48)), radix: 16)
+        return String(repeating: "0", count: 12 - id.count) + id
+    }
+}

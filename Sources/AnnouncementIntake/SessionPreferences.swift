@@ -1,0 +1,83 @@
+import AnnouncementQueue
+import SpeakAPI
+import SpeechModel
+
+/// What a session asks of every announcement on its output, and the rules that apply it to a
+/// request (docs/session.md):
+///
+/// - `rate` and `volume` multiply the request's own (the utterance's and each span's that sets
+///   one; 1 where none is set), clamped to the attribute's range;
+/// - `voice` fills in on the spans that name neither a voice nor a language (their own or the
+///   utterance's): a request that asks for a language keeps the voice that language resolves to;
+/// - `language` fills in where the request has none: the utterance's default, which spans
+///   without their own inherit;
+/// - `moveTo` moves the announcement to that output.
+///
+/// Not here yet: a preference that makes every announcement private while a headset is in use
+/// (`privateWithHeadset`); it needs the private outputs that are built beside this.
+public struct SessionPreferences: Sendable, Hashable {
+    public var rate: Double = 1
+    public var volume: Double = 1
+    public var language: LanguageTag?
+    public var voice: String?
+    public var moveTo: String?
+    /// Seconds without activity after which the session ends.
+    public var idleTimeout: Double = SessionRequest.defaultIdleTimeout
+
+    public init() {}
+
+    /// These preferences with the changes `request` asks for: an absent key keeps the value,
+    /// `null` sets the default back.
+    public func changed(by request: SessionRequest) -> SessionPreferences {
+        var result = self
+        if let rate = request.rate { result.rate = rate ?? 1 }
+        if let volume = request.volume { result.volume = volume ?? 1 }
+        if let language = request.language { result.language = language }
+        if let voice = request.voice { result.voice = voice }
+        if let moveTo = request.moveTo { result.moveTo = moveTo }
+        if let timeout = request.idleTimeout { result.idleTimeout = timeout ?? SessionRequest.defaultIdleTimeout }
+        return result
+    }
+
+    /// `request` as the session wants it heard; see the type's rules.
+    public func apply(to request: AnnouncementRequest) -> AnnouncementRequest {
+        var request = request
+        var utterance = request.utterance
+        if let voice {
+            for index in utterance.spans.indices {
+                let resolved = utterance.spans[index].attributes.inheriting(from: utterance.defaults)
+                if resolved.voice == nil && resolved.language == nil {
+                    utterance.spans[index].attributes.voice = voice
+                }
+            }
+        }
+        if let language, utterance.defaults.language == nil {
+            utterance.defaults.language = language
+        }
+        if rate != 1 {
+            let range = SpeechAttributes.rateRange
+            utterance.defaults.rate = Self.clamp((utterance.defaults.rate ?? 1) * rate, to: range)
+            for index in utterance.spans.indices {
+                if let own = utterance.spans[index].attributes.rate {
+                    utterance.spans[index].attributes.rate = Self.clamp(own * rate, to: range)
+                }
+            }
+        }
+        if volume != 1 {
+            let range = SpeechAttributes.volumeRange
+            utterance.defaults.volume = Self.clamp((utterance.defaults.volume ?? 1) * volume, to: range)
+            for index in utterance.spans.indices {
+                if let own = utterance.spans[index].attributes.volume {
+                    utterance.spans[index].attributes.volume = Self.clamp(own * volume, to: range)
+                }
+            }
+        }
+        request.utterance = utterance
+        if let moveTo { request.output = moveTo }
+        return request
+    }
+
+    private static func clamp(_ value: Double, to range: ClosedRange<Double>) -> Double {
+        min(max(value, range.lowerBound), range.upperBound)
+    }
+}
