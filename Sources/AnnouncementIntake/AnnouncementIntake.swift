@@ -80,8 +80,7 @@ public struct AnnouncementIntake: Sendable {
         do {
             var request = try decode(body)
             try await adjust(&request)
-            let speech = try await prepare(request)
-            return (request, try await submit(request, speech: speech))
+            return (request, try await submit(try await prepare(request)))
         } catch {
             counters.refused(error.refusalReason)
             throw error
@@ -120,16 +119,22 @@ public struct AnnouncementIntake: Sendable {
         }
     }
 
-    /// Checks what the request names (its output and chimes) and validates and compiles its
-    /// utterance once; the prepared value travels with it to the worker.
-    public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedUtterance {
+    /// Checks what the request names (its output and chimes), validates and compiles its
+    /// utterance once, and checks the values the queue interprets: the one validation of an
+    /// announcement, whose result travels with it to the queue and the worker.
+    public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedAnnouncement {
         do {
             _ = try outputs.queue(for: request)
         } catch {
             throw .scheduling(error)
         }
         try checkChimes(of: request)
-        return try await prepare(request.utterance)
+        let speech = try await prepare(request.utterance)
+        do {
+            return try PreparedAnnouncement(request, speech: speech)
+        } catch {
+            throw .invalid(error)
+        }
     }
 
     /// Validates and compiles `utterance` alone (`POST /v1/speech`).
@@ -153,12 +158,10 @@ public struct AnnouncementIntake: Sendable {
 
     /// Hands a prepared announcement to the queue of the output it names, unless that output's
     /// audio is down; counts it when accepted.
-    public func submit(
-        _ request: AnnouncementRequest, speech: PreparedUtterance
-    ) async throws(IntakeError) -> AnnouncementAccepted {
+    public func submit(_ prepared: PreparedAnnouncement) async throws(IntakeError) -> AnnouncementAccepted {
         let queue: AnnouncementQueue
         do {
-            queue = try outputs.queue(for: request)
+            queue = try outputs.queue(for: prepared.request)
         } catch {
             throw .scheduling(error)
         }
@@ -171,11 +174,11 @@ public struct AnnouncementIntake: Sendable {
         }
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await queue.submit(request, speech: speech)
+            accepted = try await queue.submit(prepared)
         } catch {
             throw .scheduling(error)
         }
-        counters.accepted(request.priority)
+        counters.accepted(prepared.request.priority)
         return accepted
     }
 }

@@ -169,8 +169,7 @@ public final class FleetLink: Service, Sendable {
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
-            let speech = try await intake.prepare(request)
-            accepted = try await intake.submit(request, speech: speech)
+            accepted = try await intake.submit(try await intake.prepare(request))
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.

@@ -220,7 +220,7 @@ struct SpeakRoutes: Sendable {
             decoded = try server.intake.decodeNamingText(try await readBody(request))
             try Self.requireHonoured(decoded, raw: raw)
             // The output and chimes it names are checked as for an announcement.
-            speech = try await server.intake.prepare(decoded.request)
+            speech = try await server.intake.prepare(decoded.request).speech
         } catch let error as IntakeError {
             throw APIError(error)
         }

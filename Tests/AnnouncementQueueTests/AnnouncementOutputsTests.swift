@@ -30,7 +30,7 @@ struct AnnouncementOutputsTests {
             async throws -> AnnouncementAccepted
         {
             let request = AnnouncementRequest(utterance: Utterance(text), priority: priority, output: output)
-            return try await outputs.queue(for: request).submit(request, speech: .unrendered(text))
+            return try await outputs.queue(for: request).submit(.unrendered(request))
         }
 
         func tearDown() async {

@@ -62,8 +62,7 @@ struct AnnouncementQueueStressTests {
                                 queue: random.next() % 2 == 0,
                                 expiresAfter: random.next() % 3 == 0 ? Double(random.next() % 1000) / 1000 : nil)
                             do {
-                                let submission = try await queue.submit(
-                                    request, speech: .unrendered("w\(worker) s\(step)"))
+                                let submission = try await queue.submit(.unrendered(request))
                                 accepted.withLock { $0.append(submission.id) }
                             } catch {
                                 #expect((error as? AnnouncementQueueError) == .queueFull)

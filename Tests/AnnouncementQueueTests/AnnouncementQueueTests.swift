@@ -283,19 +283,6 @@ struct AnnouncementQueueTests {
         await harness.tearDown()
     }
 
-    @Test(arguments: [-1, .nan, .infinity, 86_401] as [Double])
-    func invalidExpiryIsRefusedNamingTheField(_ seconds: Double) async throws {
-        let harness = await QueueHarness()
-        let error = await #expect(throws: AnnouncementQueueError.self) {
-            try await harness.submit("bad", expiresAfter: seconds)
-        }
-        #expect(error?.isInvalidValue == true)
-        #expect(error?.field == "expiresAfter")
-        #expect(error?.message.contains("expiresAfter") == true)
-        await harness.tearDown()
-        #expect(harness.recorder.events.isEmpty)
-    }
-
     // MARK: Capacity
 
     @Test func fullQueueDisplacesTheNewestOfTheLowestPriorityOrRefuses() async throws {
@@ -545,9 +532,7 @@ struct AnnouncementQueueTests {
         var ids: [String] = []
         for index in 0..<4 {
             ids.append(
-                try await queue.submit(
-                    AnnouncementRequest(utterance: Utterance("\(index)")), speech: .unrendered("\(index)")
-                ).id)
+                try await queue.submit(.unrendered(AnnouncementRequest(utterance: Utterance("\(index)")))).id)
         }
         #expect(await queue.cancelAll() == 4)
         #expect(await queue.status(id: ids[0]) == nil)

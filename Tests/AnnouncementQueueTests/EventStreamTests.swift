@@ -105,8 +105,7 @@ struct EventStreamConcurrencyTests {
             group.addTask {
                 for index in 0..<300 {
                     _ = try? await queue.submit(
-                        AnnouncementRequest(utterance: Utterance("\(index)"), priority: .low),
-                        speech: .unrendered("\(index)"))
+                        .unrendered(AnnouncementRequest(utterance: Utterance("\(index)"), priority: .low)))
                 }
             }
             for subscriber in 0..<40 {

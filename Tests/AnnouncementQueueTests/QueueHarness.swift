@@ -129,9 +129,9 @@ struct QueueHarness {
         expiresAfter: Double? = nil
     ) async throws -> AnnouncementAccepted {
         try await queue.submit(
-            AnnouncementRequest(
-                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter),
-            speech: .unrendered(text))
+            .unrendered(
+                AnnouncementRequest(
+                    utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter)))
     }
 
     /// Shuts the queue down and waits for `run()` to return.
@@ -139,6 +139,14 @@ struct QueueHarness {
         await queue.shutdown()
         await runner.value
         await recorder.waitForEnd()
+    }
+}
+
+extension PreparedAnnouncement {
+    /// `request`, validated, with its utterance unrendered for a fake speaker.
+    static func unrendered(_ request: AnnouncementRequest) throws -> PreparedAnnouncement {
+        try PreparedAnnouncement(
+            request, speech: PreparedUtterance(utterance: request.utterance, voices: [], engineInput: 0))
     }
 }
 

@@ -14,7 +14,7 @@ struct ReplaceGroupTests {
         var request = AnnouncementRequest(utterance: Utterance(text))
         request.replaceGroup = group
         request.dropIfBusy = dropIfBusy
-        return try await harness.queue.submit(request, speech: .unrendered(text))
+        return try await harness.queue.submit(.unrendered(request))
     }
 
     @Test func theNewestOfAGroupReplacesTheWaitingAndTheSpeakingOnes() async throws {
