@@ -381,7 +381,8 @@ let package = Package(
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "SpeakTestSupport",
+                "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "AnnouncementQueue",
+                "SpeakTestSupport",
                 "SpeechModel", "SpeechRendering", "SpeakdVersion",
                 "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

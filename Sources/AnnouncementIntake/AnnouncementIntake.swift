@@ -36,33 +36,24 @@ public struct AnnouncementIntake: Sendable {
     public let renderer: any SpeechRenderer
     /// Engine and audio state: an output whose sink is down takes no new announcement.
     public let health: any HealthReporting
-    /// The most bytes of one request body, whatever carried it.
-    public let maxBodyBytes: Int
-    /// The most characters and spans of one announcement.
-    public let limits: Utterance.Limits
-    /// The chimes a request may name.
-    public let chimes: [String]
+    /// What it admits: the body size, the text and span limits, the chimes a request may name.
+    public let limits: Limits
     private let counters: Counters
 
     /// - Parameters:
     ///   - outputs: the queue of every named output.
     ///   - renderer: the engine, which prepares each utterance.
     ///   - health: engine and audio state, for the gate before `submit`.
-    ///   - maxBodyBytes: the most bytes of one request body.
-    ///   - limits: the most characters and spans of one announcement.
-    ///   - chimes: the chimes a request may name.
+    ///   - limits: what it admits: the body size, the text and span limits, the chimes.
     ///   - counters: what the intake counts for `/metrics`.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
-        maxBodyBytes: Int = 64 * 1024, limits: Utterance.Limits = .default, chimes: [String] = [],
-        counters: Counters = .none
+        limits: Limits = Limits(), counters: Counters = .none
     ) {
         self.outputs = outputs
         self.renderer = renderer
         self.health = health
-        self.maxBodyBytes = maxBodyBytes
         self.limits = limits
-        self.chimes = chimes
         self.counters = counters
     }
 
@@ -92,18 +83,18 @@ public struct AnnouncementIntake: Sendable {
         counters.refused(error.refusalReason)
     }
 
-    /// Refuses a body of `bytes` bytes over `maxBodyBytes` before anything reads it: the HTTP
+    /// Refuses a body of `bytes` bytes over `limits.maxBodyBytes` before anything reads it: the HTTP
     /// route for a declared `Content-Length`, the fleet link for an MQTT payload.
     public func checkBodySize(_ bytes: Int) throws(IntakeError) {
-        guard bytes <= maxBodyBytes else {
-            throw .body(.tooLarge("the body is \(bytes) bytes; the limit is \(maxBodyBytes)", field: "body"))
+        guard bytes <= limits.maxBodyBytes else {
+            throw .body(.tooLarge("the body is \(bytes) bytes; the limit is \(limits.maxBodyBytes)", field: "body"))
         }
     }
 
     /// Decodes a request body strictly, within the limits (`AnnouncementRequest.decode`).
     public func decode(_ body: Data) throws(IntakeError) -> AnnouncementRequest {
         do {
-            return try AnnouncementRequest.decode(json: body, limits: limits)
+            return try AnnouncementRequest.decode(json: body, limits: limits.utterance)
         } catch {
             throw .body(error)
         }
@@ -113,7 +104,7 @@ public struct AnnouncementIntake: Sendable {
     /// the body's keys.
     public func decodeNamingText(_ body: Data) throws(IntakeError) -> AnnouncementRequest.Decoded {
         do {
-            return try AnnouncementRequest.decodeNamingText(json: body, limits: limits)
+            return try AnnouncementRequest.decodeNamingText(json: body, limits: limits.utterance)
         } catch {
             throw .body(error)
         }
@@ -149,8 +140,8 @@ public struct AnnouncementIntake: Sendable {
     /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
     public func checkChimes(of request: AnnouncementRequest) throws(IntakeError) {
         for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
-            if case .named(let name) = choice, !chimes.contains(name) {
-                let known = chimes.isEmpty ? "none are configured" : chimes.joined(separator: ", ")
+            if case .named(let name) = choice, !limits.chimes.contains(name) {
+                let known = limits.chimes.isEmpty ? "none are configured" : limits.chimes.joined(separator: ", ")
                 throw .notFound(field: field, "no chime named '\(name)' (\(known))")
             }
         }

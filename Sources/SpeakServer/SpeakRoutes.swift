@@ -297,7 +297,7 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func chimes(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(ChimeList(chimes: server.settings.chimes))
+        try json(ChimeList(chimes: server.intake.limits.chimes))
     }
 
     @Sendable func healthz(_ request: Request, context: BasicRequestContext) async throws -> Response {
@@ -375,7 +375,7 @@ struct SpeakRoutes: Sendable {
     /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
     private func readBody(_ request: Request) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType])
-        let limit = server.intake.maxBodyBytes
+        let limit = server.intake.limits.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init) {
             do {
                 try server.intake.checkBodySize(length)
