@@ -10,26 +10,8 @@ let swiftSettings: [SwiftSetting] = [
 // lists its voices (the daemon, `speak`, benchmarks, tests). CEspeakNG's module map links nothing
 // itself: the engine worker links Debian's static archive instead (see speakd-engine-worker).
 let sharedEspeak: [LinkerSetting] = [.linkedLibrary("espeak-ng")]
-// The daemon and the engine worker, linked for a small resident size: lld packs their relative
-// relocations (RELR: the loader no longer reads about 0.6 MB of them at every start) and folds
-// identical functions. Release builds only; the toolchain ships lld.
-let lean: [LinkerSetting] = [
-    .unsafeFlags(
-        ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--icf=all"],
-        .when(platforms: [.linux], configuration: .release))
-]
-// `lean`, with the functions `product` runs from its start to idle placed together at the front
-// of its code, in the order they first run (scripts/order-file/make lists them): the pages an
-// idle process has touched, and the kernel's read-around of 64 kB at each one, then hold little
-// else, instead of most of the code.
-func lean(ordering product: String) -> [LinkerSetting] {
-    let order = String(#filePath.dropLast("Package.swift".count)) + "scripts/order-file/\(product).order"
-    return lean + [
-        .unsafeFlags(
-            ["-Xlinker", "--symbol-ordering-file=\(order)", "-Xlinker", "--no-warn-symbol-ordering"],
-            .when(platforms: [.linux], configuration: .release))
-    ]
-}
+// Link tuning (lld, packed relative relocations, identical code folding, each program's symbol
+// order list) is not here: scripts/build-release passes it to the release link of each product.
 
 let package = Package(
     name: "speakd",
@@ -153,7 +135,7 @@ let package = Package(
             // 0.5 MB of relocated data per worker); its audio calls land in CNoAudioDevice.
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "-l:libespeak-ng.a", "-Xlinker", "-l:libsonic.so.0"])
-            ] + lean(ordering: "speakd-engine-worker")
+            ]
         ),
         // Sinks: PulseAudio, ALSA, WAV file, null; chimes and loudness.
         .target(
@@ -288,8 +270,7 @@ let package = Package(
             linkerSettings: sharedEspeak
         ),
         .executableTarget(
-            name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings,
-            linkerSettings: lean(ordering: "speakd")),
+            name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
         // cancel → silence (build with scripts/build-release).
         .executableTarget(
@@ -381,7 +362,8 @@ let package = Package(
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "SpeakTestSupport",
+                "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "AnnouncementQueue",
+                "SpeakTestSupport",
                 "SpeechModel", "SpeechRendering", "SpeakdVersion",
                 "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

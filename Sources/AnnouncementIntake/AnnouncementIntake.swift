@@ -37,12 +37,8 @@ public struct AnnouncementIntake: Sendable {
     public let renderer: any SpeechRenderer
     /// Engine and audio state: an output whose sink is down takes no new announcement.
     public let health: any HealthReporting
-    /// The most bytes of one request body, whatever carried it.
-    public let maxBodyBytes: Int
-    /// The most characters and spans of one announcement.
-    public let limits: Utterance.Limits
-    /// The chimes a request may name.
-    public let chimes: [String]
+    /// What it admits: the body size, the text and span limits, the chimes a request may name.
+    public let limits: Limits
     /// The outputs configured private (`--output NAME=SPEC,private`): the only ones a private
     /// announcement is spoken on.
     public var privateOutputs: Set<String> = []
@@ -54,23 +50,18 @@ public struct AnnouncementIntake: Sendable {
     ///   - outputs: the queue of every named output.
     ///   - renderer: the engine, which prepares each utterance.
     ///   - health: engine and audio state, for the gate before `submit`.
-    ///   - maxBodyBytes: the most bytes of one request body.
-    ///   - limits: the most characters and spans of one announcement.
-    ///   - chimes: the chimes a request may name.
+    ///   - limits: what it admits: the body size, the text and span limits, the chimes.
     ///   - counters: what the intake counts for `/metrics`.
     ///   - sessions: the outputs' sessions; nil makes a book on `outputs` with the continuous clock.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
-        maxBodyBytes: Int = 64 * 1024, limits: Utterance.Limits = .default, chimes: [String] = [],
-        counters: Counters = .none, sessions: SessionBook? = nil
+        limits: Limits = Limits(), counters: Counters = .none, sessions: SessionBook? = nil
     ) {
         self.sessions = sessions ?? SessionBook(outputs: outputs)
         self.outputs = outputs
         self.renderer = renderer
         self.health = health
-        self.maxBodyBytes = maxBodyBytes
         self.limits = limits
-        self.chimes = chimes
         self.counters = counters
     }
 
@@ -108,8 +99,7 @@ public struct AnnouncementIntake: Sendable {
         // output's session is the one that applies.
         if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
         let personal = await sessions.personalize(request)
-        let speech = try await prepare(personal)
-        let accepted = try await submit(personal, speech: speech)
+        let accepted = try await submit(try await prepare(personal))
         await sessions.accepted(id: accepted.id, original: request, output: try queue(for: personal).output)
         return (personal, accepted)
     }
@@ -119,18 +109,18 @@ public struct AnnouncementIntake: Sendable {
         counters.refused(error.refusalReason)
     }
 
-    /// Refuses a body of `bytes` bytes over `maxBodyBytes` before anything reads it: the HTTP
+    /// Refuses a body of `bytes` bytes over `limits.maxBodyBytes` before anything reads it: the HTTP
     /// route for a declared `Content-Length`, the fleet link for an MQTT payload.
     public func checkBodySize(_ bytes: Int) throws(IntakeError) {
-        guard bytes <= maxBodyBytes else {
-            throw .body(.tooLarge("the body is \(bytes) bytes; the limit is \(maxBodyBytes)", field: "body"))
+        guard bytes <= limits.maxBodyBytes else {
+            throw .body(.tooLarge("the body is \(bytes) bytes; the limit is \(limits.maxBodyBytes)", field: "body"))
         }
     }
 
     /// Decodes a request body strictly, within the limits (`AnnouncementRequest.decode`).
     public func decode(_ body: Data) throws(IntakeError) -> AnnouncementRequest {
         do {
-            return try AnnouncementRequest.decode(json: body, limits: limits)
+            return try AnnouncementRequest.decode(json: body, limits: limits.utterance)
         } catch {
             throw .body(error)
         }
@@ -149,20 +139,25 @@ public struct AnnouncementIntake: Sendable {
     /// the body's keys.
     public func decodeNamingText(_ body: Data) throws(IntakeError) -> AnnouncementRequest.Decoded {
         do {
-            return try AnnouncementRequest.decodeNamingText(json: body, limits: limits)
+            return try AnnouncementRequest.decodeNamingText(json: body, limits: limits.utterance)
         } catch {
             throw .body(error)
         }
     }
 
-    /// Checks what the request names (its output and chimes) and validates and compiles its
-    /// utterance once; the prepared value travels with it to the worker.
-    public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedUtterance {
+    /// Checks what the request names (its output and chimes), validates and compiles its
+    /// utterance once, and checks the values the queue interprets: the one validation of an
+    /// announcement, whose result travels with it to the queue and the worker.
+    public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedAnnouncement {
         _ = try queue(for: request)
         try checkChimes(of: request)
         var speech = try await prepare(request.utterance)
         speech.isPrivate = request.isPrivate
-        return speech
+        do {
+            return try PreparedAnnouncement(request, speech: speech)
+        } catch {
+            throw .invalid(error)
+        }
     }
 
     /// The queue that speaks `request`: the output it names, else `default`; a private one only
@@ -216,8 +211,8 @@ public struct AnnouncementIntake: Sendable {
     /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
     public func checkChimes(of request: AnnouncementRequest) throws(IntakeError) {
         for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
-            if case .named(let name) = choice, !chimes.contains(name) {
-                let known = chimes.isEmpty ? "none are configured" : chimes.joined(separator: ", ")
+            if case .named(let name) = choice, !limits.chimes.contains(name) {
+                let known = limits.chimes.isEmpty ? "none are configured" : limits.chimes.joined(separator: ", ")
                 throw .notFound(field: field, "no chime named '\(name)' (\(known))")
             }
         }
@@ -225,10 +220,8 @@ public struct AnnouncementIntake: Sendable {
 
     /// Hands a prepared announcement to the queue of the output it names, unless that output's
     /// audio is down; counts it when accepted.
-    public func submit(
-        _ request: AnnouncementRequest, speech: PreparedUtterance
-    ) async throws(IntakeError) -> AnnouncementAccepted {
-        let queue = try queue(for: request)
+    public func submit(_ prepared: PreparedAnnouncement) async throws(IntakeError) -> AnnouncementAccepted {
+        let queue = try queue(for: prepared.request)
         let health = await health.health()
         let audio =
             health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }
@@ -238,11 +231,11 @@ public struct AnnouncementIntake: Sendable {
         }
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await queue.submit(request, speech: speech)
+            accepted = try await queue.submit(prepared)
         } catch {
             throw .scheduling(error)
         }
-        counters.accepted(request.priority)
+        counters.accepted(prepared.request.priority)
         return accepted
     }
 }

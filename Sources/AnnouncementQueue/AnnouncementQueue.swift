@@ -214,22 +214,14 @@ public actor AnnouncementQueue {
     ///
     /// When the queue is full, the newest waiting announcement of the lowest priority below the
     /// new one's is discarded (`finished`, `discarded`) to make room; with none lower, it throws.
-    /// - Parameters:
-    ///   - request: the announcement; `expiresAfter` is checked here.
-    ///   - speech: its utterance as the renderer prepared it (`SpeechRenderer.prepare`), which
-    ///     the speaker is handed as it is.
+    /// - Parameter prepared: the announcement, validated and prepared where it came in
+    ///   (`PreparedAnnouncement`); the queue checks none of its values again.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
-    /// - Throws: `AnnouncementQueueError.queueFull`, `.shuttingDown`, or `.invalidValue` naming the field.
-    public func submit(
-        _ request: AnnouncementRequest, speech: PreparedUtterance
-    ) throws(AnnouncementQueueError) -> AnnouncementAccepted {
-        assert(speech.utterance == request.utterance, "the prepared utterance is not the request's")
+    /// - Throws: `AnnouncementQueueError.queueFull` or `.shuttingDown`.
+    public func submit(_ prepared: PreparedAnnouncement) throws(AnnouncementQueueError) -> AnnouncementAccepted {
+        let request = prepared.request
+        let speech = prepared.speech
         guard phase == .open else { throw .shuttingDown }
-        do throws(SpeechInputError) {
-            try request.validate()
-        } catch {
-            throw .invalidValue(field: error.field ?? "expiresAfter", message: error.message)
-        }
         let startsNow = speaking == nil && canStart
         if request.dropIfBusy, speaking != nil || !waiting.isEmpty {
             return drop(request, speech: speech)

@@ -109,7 +109,7 @@ public func buildDaemon(
         }
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
-    var settings = try accessSettings(configuration, logger: logger)
+    let settings = try accessSettings(configuration, logger: logger)
     let primary: any SpeechRenderer
     let pool: EngineWorkerPool?
     if let givenRenderer {
@@ -128,7 +128,8 @@ public func buildDaemon(
     }
     let renderer = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
-    settings.chimes = sound.chimes.names
+    var limits = configuration.intakeLimits
+    limits.chimes = sound.chimes.names
     let format = renderer.format
     let metrics = SpeakMetrics()
     // `--audio` is the output called `default`; each `--output` adds one. Each has its own
@@ -192,10 +193,7 @@ public func buildDaemon(
     // One way in for every front. Its health gate reads the outputs' audio only, so it does not
     // need the fleet link, which is built on it; `/healthz` reports the link too.
     var intake = AnnouncementIntake(
-        outputs: outputs, renderer: renderer, health: health,
-        maxBodyBytes: settings.maxBodyBytes,
-        limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
-        chimes: settings.chimes, counters: metrics.intakeCounters)
+        outputs: outputs, renderer: renderer, health: health, limits: limits, counters: metrics.intakeCounters)
     intake.privateOutputs = Set(named.filter(\.isPrivate).map(\.name))
     let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)
     if let fleet { health.fleet = fleet }

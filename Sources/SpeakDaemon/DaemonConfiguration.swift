@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import FoundationEssentials
 import Logging
 import PosixSupport
@@ -58,12 +59,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var defaultLanguage: String
     /// The language used when a requested one resolves to no voice; nil makes that an error.
     public var fallbackLanguage: String?
-    /// The largest request body, in bytes.
-    public var maxBodyBytes: Int
-    /// The longest text of one utterance, in characters.
-    public var maxTextLength: Int
-    /// The most spans one utterance may have.
-    public var maxSpans: Int
+    /// What an announcement may be: the largest request body, the longest text, the most spans
+    /// (`--max-body-bytes`, `--max-text-length`, `--max-spans`); `buildDaemon` adds the chimes.
+    public var intakeLimits: AnnouncementIntake.Limits
     /// How often idle event streams send a heartbeat comment.
     public var heartbeatSeconds: Double
     /// Silence played before each announcement, for sound hardware that wakes up late and
@@ -142,9 +140,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         tcpOpen = false
         allowedHosts = []
         defaultLanguage = ""
-        maxBodyBytes = 0
-        maxTextLength = 0
-        maxSpans = 0
+        intakeLimits = AnnouncementIntake.Limits()
         heartbeatSeconds = 0
         leadInSeconds = 0
         gapSeconds = 0
@@ -190,7 +186,6 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// creates `tokenFile` and sets `tcpToken` when `needsToken`.
     public var serverSettings: ServerSettings {
         ServerSettings(
-            maxBodyBytes: maxBodyBytes, maxTextLength: maxTextLength, maxSpans: maxSpans,
             heartbeatInterval: .milliseconds(Int(heartbeatSeconds * 1000)), corsOrigin: corsOrigin,
             allowedHosts: allowedHosts)
     }

@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import FoundationEssentials
 import Logging
 import SpeakServer
@@ -157,13 +158,15 @@ extension DaemonConfiguration {
 
     private static let limits: [DaemonSetting] = [
         .integer(
-            "max-body-bytes", \.maxBodyBytes, default: ServerSettings().maxBodyBytes, in: 256...(64 << 20),
+            "max-body-bytes", \.intakeLimits.maxBodyBytes, default: AnnouncementIntake.Limits().maxBodyBytes,
+            in: 256...(64 << 20),
             valueName: "bytes", help: "Largest request body."),
         .integer(
-            "max-text-length", \.maxTextLength, default: Utterance.Limits.default.maxTextLength, in: 1...1_000_000,
+            "max-text-length", \.intakeLimits.maxTextLength, default: AnnouncementIntake.Limits().maxTextLength,
+            in: 1...1_000_000,
             valueName: "characters", help: "Longest text of one utterance, in characters."),
         .integer(
-            "max-spans", \.maxSpans, default: Utterance.Limits.default.maxSpans, in: 1...100_000,
+            "max-spans", \.intakeLimits.maxSpans, default: AnnouncementIntake.Limits().maxSpans, in: 1...100_000,
             help: "Most spans in one utterance."),
         .seconds(
             "heartbeat", \.heartbeatSeconds,

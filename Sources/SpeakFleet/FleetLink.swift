@@ -19,7 +19,7 @@ import Glibc
 /// a refusal goes to the message's response topic as a `refused` `FleetReport` with the same
 /// error. MQTT 5 message expiry shortens `expiresAfter`.
 ///
-/// Size. A payload over the HTTP body limit (`maxBodyBytes`) is refused with the HTTP route's
+/// Size. A payload over the HTTP body limit (`AnnouncementIntake.Limits.maxBodyBytes`) is refused with the HTTP route's
 /// 413 `tooLarge` error (field `body`) before it is copied or decoded: the client leaves it in
 /// libmosquitto's read buffer, which is freed once the callback returns. libmosquitto reads a
 /// whole packet before that callback, so the link also asks the broker (MQTT 5 Maximum Packet
@@ -74,8 +74,8 @@ public final class FleetLink: Service, Sendable {
                 username: settings.username, password: try settings.password(), caFile: settings.caFile,
                 will: MQTTOutgoing(
                     topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true),
-                maximumPacketSize: Self.maximumPacketSize(bodyLimit: intake.maxBodyBytes),
-                payloadLimit: intake.maxBodyBytes))
+                maximumPacketSize: Self.maximumPacketSize(bodyLimit: intake.limits.maxBodyBytes),
+                payloadLimit: intake.limits.maxBodyBytes))
         state = Mutex(
             HealthReport.MQTT(
                 state: .connecting, broker: settings.broker.description, device: settings.device,

@@ -1,13 +1,6 @@
-import SpeechModel
-
-/// How the HTTP front limits and decorates requests; the same for every listener.
+/// How the HTTP front limits and decorates requests; the same for every listener. What an
+/// announcement may be (body size, text, spans, chimes) is the intake's (`AnnouncementIntake.Limits`).
 public struct ServerSettings: Sendable, Hashable {
-    /// The largest request body accepted, in bytes (413 beyond).
-    public var maxBodyBytes: Int
-    /// The longest plain text of one utterance, in characters (413 beyond).
-    public var maxTextLength: Int
-    /// The most spans one utterance may have (413 beyond).
-    public var maxSpans: Int
     /// The longest audio one `POST /v1/speech` renders, in seconds (413 beyond, naming the field
     /// that carries the text): a render holds its whole WAV, 2.6 MB a minute at 22050 Hz.
     public var maxSpeechSeconds: Int
@@ -29,21 +22,15 @@ public struct ServerSettings: Sendable, Hashable {
     /// Host names besides the listener's own address and the loopback names that a request's
     /// `Host` may carry (421 otherwise), lower case, without a port.
     public var allowedHosts: [String]
-    /// The chimes a request may name (`"chime"`), as `GET /v1/chimes` lists them.
-    public var chimes: [String] = []
 
     /// - Parameters: see the properties of the same names; the defaults are speakd's, except
     ///   that speakd's TCP listener has a token.
     public init(
-        maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = Utterance.Limits.default.maxTextLength,
-        maxSpans: Int = Utterance.Limits.default.maxSpans, maxSpeechSeconds: Int = 20 * 60,
+        maxSpeechSeconds: Int = 20 * 60,
         maxConcurrentSpeech: Int = 2, maxWaitingSpeech: Int = 64,
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
         tokenFile: String? = nil, allowedHosts: [String] = []
     ) {
-        self.maxBodyBytes = maxBodyBytes
-        self.maxTextLength = maxTextLength
-        self.maxSpans = maxSpans
         self.maxSpeechSeconds = maxSpeechSeconds
         self.maxConcurrentSpeech = maxConcurrentSpeech
         self.maxWaitingSpeech = maxWaitingSpeech

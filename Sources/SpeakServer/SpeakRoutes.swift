@@ -222,7 +222,7 @@ struct SpeakRoutes: Sendable {
             decoded = try server.intake.decodeNamingText(try await readBody(request))
             try Self.requireHonoured(decoded, raw: raw)
             // The output and chimes it names are checked as for an announcement.
-            speech = try await server.intake.prepare(decoded.request)
+            speech = try await server.intake.prepare(decoded.request).speech
         } catch let error as IntakeError {
             throw APIError(error)
         }
@@ -299,7 +299,7 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func chimes(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(ChimeList(chimes: server.settings.chimes))
+        try json(ChimeList(chimes: server.intake.limits.chimes))
     }
 
     @Sendable func healthz(_ request: Request, context: BasicRequestContext) async throws -> Response {
@@ -377,7 +377,7 @@ struct SpeakRoutes: Sendable {
     /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
     func readBody(_ request: Request) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType])
-        let limit = server.intake.maxBodyBytes
+        let limit = server.intake.limits.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init) {
             do {
                 try server.intake.checkBodySize(length)

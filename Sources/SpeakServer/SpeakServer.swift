@@ -66,7 +66,7 @@ public struct SpeakServer: Sendable {
     public let renderer: any SpeechRenderer
     /// Engine and audio state.
     public let health: any HealthReporting
-    /// Limits, heartbeat and CORS.
+    /// Render limits, heartbeat, access and CORS; what an announcement may be is `intake.limits`.
     public let settings: ServerSettings
     /// The counters behind `/metrics`.
     public let metrics: SpeakMetrics
@@ -84,17 +84,19 @@ public struct SpeakServer: Sendable {
     ///   - queue: the announcement queue.
     ///   - renderer: the engine, for validation, `/v1/speech` and `/v1/voices`.
     ///   - health: the state of engine and audio sink.
-    ///   - settings: limits, heartbeat and CORS.
+    ///   - limits: what an announcement may be (the intake's).
+    ///   - settings: render limits, heartbeat, access and CORS.
     ///   - metrics: the counters behind `/metrics`.
     ///   - logger: where request failures are logged.
     public init(
         queue: AnnouncementQueue, renderer: any SpeechRenderer, health: any HealthReporting,
+        limits: AnnouncementIntake.Limits = AnnouncementIntake.Limits(),
         settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
         logger: Logger = Logger(label: "speakd.server")
     ) {
         self.init(
-            outputs: AnnouncementOutputs(single: queue), renderer: renderer, health: health, settings: settings,
-            metrics: metrics, logger: logger)
+            outputs: AnnouncementOutputs(single: queue), renderer: renderer, health: health, limits: limits,
+            settings: settings, metrics: metrics, logger: logger)
     }
 
     /// A server over several named outputs; a request's `output` picks the queue.
@@ -102,20 +104,20 @@ public struct SpeakServer: Sendable {
     ///   - outputs: the queue of each output.
     ///   - renderer: the engine, for validation, `/v1/speech` and `/v1/voices`.
     ///   - health: the state of engine and audio sinks.
-    ///   - settings: limits, heartbeat and CORS.
+    ///   - limits: what an announcement may be (the intake's).
+    ///   - settings: render limits, heartbeat, access and CORS.
     ///   - metrics: the counters behind `/metrics`.
     ///   - logger: where request failures are logged.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
+        limits: AnnouncementIntake.Limits = AnnouncementIntake.Limits(),
         settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
         logger: Logger = Logger(label: "speakd.server")
     ) {
         self.init(
             intake: AnnouncementIntake(
-                outputs: outputs, renderer: renderer, health: health,
-                maxBodyBytes: settings.maxBodyBytes,
-                limits: Utterance.Limits(maxTextLength: settings.maxTextLength, maxSpans: settings.maxSpans),
-                chimes: settings.chimes, counters: metrics.intakeCounters),
+                outputs: outputs, renderer: renderer, health: health, limits: limits,
+                counters: metrics.intakeCounters),
             health: health, settings: settings, metrics: metrics, logger: logger)
     }
 
@@ -124,7 +126,7 @@ public struct SpeakServer: Sendable {
     ///   - intake: the way in, with the outputs' queues and the engine.
     ///   - health: the state `/healthz` reports (it may know more than the intake's gate needs,
     ///     such as the fleet link).
-    ///   - settings: limits, heartbeat and CORS.
+    ///   - settings: render limits, heartbeat, access and CORS.
     ///   - metrics: the counters behind `/metrics`; the intake should count into the same.
     ///   - logger: where request failures are logged.
     public init(

@@ -4,6 +4,7 @@ import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+import Testing
 
 /// Every event the queue sent, collected as it arrives, with ways to wait for one.
 final class EventRecorder: Sendable {
@@ -16,6 +17,8 @@ final class EventRecorder: Sendable {
             )] =
                 []
         var ended = false
+        /// Set by the first `noteShutdown()`: whether the stream had ended before it.
+        var endedBeforeShutdown: Bool?
     }
 
     private let state = Mutex(State())
@@ -32,6 +35,16 @@ final class EventRecorder: Sendable {
     var events: [AnnouncementEvent] { state.withLock { $0.events.map(\.event) } }
     var sequenced: [SequencedAnnouncementEvent] { state.withLock { $0.events } }
     var ended: Bool { state.withLock { $0.ended } }
+
+    /// Notes that the queue is shutting down now; only the first call counts.
+    func noteShutdown() {
+        state.withLock { state in
+            if state.endedBeforeShutdown == nil { state.endedBeforeShutdown = state.ended }
+        }
+    }
+
+    /// The stream ended before `noteShutdown()`: the queue ended it (the recorder fell behind).
+    var endedBeforeShutdown: Bool { state.withLock { $0.endedBeforeShutdown ?? false } }
 
     /// The finished events, in order.
     var finished: [AnnouncementEvent] { events.filter { $0.type == .finished } }
@@ -129,16 +142,69 @@ struct QueueHarness {
         expiresAfter: Double? = nil
     ) async throws -> AnnouncementAccepted {
         try await queue.submit(
-            AnnouncementRequest(
-                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter),
-            speech: .unrendered(text))
+            .unrendered(
+                AnnouncementRequest(
+                    utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter)))
     }
 
-    /// Shuts the queue down and waits for `run()` to return.
-    func tearDown() async {
+    /// Shuts the queue down and waits for `run()` to return and the event stream to end. A test
+    /// that checks what shutdown did calls it itself; `withQueue` calls it again, which does nothing.
+    func shutDown() async {
+        recorder.noteShutdown()
         await queue.shutdown()
         await runner.value
         await recorder.waitForEnd()
+    }
+
+    /// Checks that every announcement the queue accepted (each has a `queued` event) got exactly
+    /// one `finished` event. Nothing is checked when the recorder's own stream was ended before
+    /// shutdown (a test of a subscriber that falls behind): it saw only part of the events.
+    func expectExactlyOneFinished(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard !recorder.endedBeforeShutdown else { return }
+        expectExactlyOneFinishedEach(recorder.events, sourceLocation: sourceLocation)
+    }
+}
+
+/// Every announcement in `events` that was queued has exactly one `finished` event there.
+func expectExactlyOneFinishedEach(_ events: [AnnouncementEvent], sourceLocation: SourceLocation = #_sourceLocation) {
+    let queued = Set(events.filter { $0.type == .queued }.map(\.id))
+    for id in queued.sorted() {
+        #expect(
+            events.filter { $0.type == .finished && $0.id == id }.count == 1, "\(id): not exactly one finished event",
+            sourceLocation: sourceLocation)
+    }
+}
+
+/// Runs `body` with a running queue (a fake speaker, a manual clock, an event recorder), then
+/// shuts the queue down, also when `body` throws or an expectation failed, and checks that every
+/// announcement the queue accepted got exactly one `finished` event.
+/// - Parameters: those of `QueueHarness.init`, and the test's `body`.
+func withQueue<Result>(
+    capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true,
+    pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: (QueueHarness) async throws -> Result
+) async rethrows -> Result {
+    let harness = await QueueHarness(
+        capacity: capacity, eventHistory: eventHistory, subscriberBuffer: subscriberBuffer, running: running,
+        pauseTimeout: pauseTimeout)
+    let result: Result
+    do {
+        result = try await body(harness)
+    } catch {
+        await harness.shutDown()
+        throw error
+    }
+    await harness.shutDown()
+    harness.expectExactlyOneFinished(sourceLocation: sourceLocation)
+    return result
+}
+
+extension PreparedAnnouncement {
+    /// `request`, validated, with its utterance unrendered for a fake speaker.
+    static func unrendered(_ request: AnnouncementRequest) throws -> PreparedAnnouncement {
+        try PreparedAnnouncement(
+            request, speech: PreparedUtterance(utterance: request.utterance, voices: [], engineInput: 0))
     }
 }
 

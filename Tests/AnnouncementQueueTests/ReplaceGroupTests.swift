@@ -14,47 +14,49 @@ struct ReplaceGroupTests {
         var request = AnnouncementRequest(utterance: Utterance(text))
         request.replaceGroup = group
         request.dropIfBusy = dropIfBusy
-        return try await harness.queue.submit(request, speech: .unrendered(text))
+        return try await harness.queue.submit(.unrendered(request))
     }
 
     @Test func theNewestOfAGroupReplacesTheWaitingAndTheSpeakingOnes() async throws {
-        let harness = await QueueHarness()
-        let speaking = try await submit(harness, "Board at 10:00", group: "arrivals")
-        await harness.speaker.waitForStarts(1)
-        let other = try await submit(harness, "Unrelated")
-        let waiting = try await submit(harness, "Board at 10:01", group: "arrivals")
-        let newest = try await submit(harness, "Board at 10:02", group: "arrivals")
-        let replacedWaiting = await harness.recorder.waitForFinished(waiting.id)
-        #expect(replacedWaiting?.reason == .discarded)
-        #expect(replacedWaiting?.detail?.contains("replaceGroup 'arrivals'") == true)
-        let replacedSpeaking = await harness.queue.finished(id: speaking.id)
-        #expect(replacedSpeaking?.reason == .discarded)
-        // The unrelated one keeps its place, then the newest of the group speaks.
-        await harness.speaker.waitForStarts(2)
-        harness.speaker.complete(other.id)
-        #expect(await harness.queue.finished(id: other.id)?.reason == .completed)
-        await harness.speaker.waitForStarts(3)
-        harness.speaker.complete(newest.id)
-        #expect(await harness.queue.finished(id: newest.id)?.reason == .completed)
-        await harness.tearDown()
-        expectExactlyOneFinished(harness.recorder.events)
+        try await withQueue { harness in
+            let speaking = try await submit(harness, "Board at 10:00", group: "arrivals")
+            await harness.speaker.waitForStarts(1)
+            let other = try await submit(harness, "Unrelated")
+            let waiting = try await submit(harness, "Board at 10:01", group: "arrivals")
+            let newest = try await submit(harness, "Board at 10:02", group: "arrivals")
+            let replacedWaiting = await harness.recorder.waitForFinished(waiting.id)
+            #expect(replacedWaiting?.reason == .discarded)
+            #expect(replacedWaiting?.detail?.contains("replaceGroup 'arrivals'") == true)
+            let replacedSpeaking = await harness.queue.finished(id: speaking.id)
+            #expect(replacedSpeaking?.reason == .discarded)
+            // The unrelated one keeps its place, then the newest of the group speaks.
+            await harness.speaker.waitForStarts(2)
+            harness.speaker.complete(other.id)
+            #expect(await harness.queue.finished(id: other.id)?.reason == .completed)
+            await harness.speaker.waitForStarts(3)
+            harness.speaker.complete(newest.id)
+            #expect(await harness.queue.finished(id: newest.id)?.reason == .completed)
+            await harness.shutDown()
+            expectExactlyOneFinishedEach(harness.recorder.events)
+        }
     }
 
     @Test func dropIfBusyIsDroppedOnlyWhenSomethingSpeaksOrWaits() async throws {
-        let harness = await QueueHarness()
-        let idle = try await submit(harness, "Nothing else is speaking", dropIfBusy: true)
-        #expect(idle.state == .speaking)
-        await harness.speaker.waitForStarts(1)
-        let dropped = try await submit(harness, "Door closing", dropIfBusy: true)
-        #expect(dropped.state == .finished)
-        let finished = await harness.recorder.waitForFinished(dropped.id)
-        #expect(finished?.reason == .discarded)
-        #expect(finished?.success == false)
-        harness.speaker.complete(idle.id)
-        #expect(await harness.queue.finished(id: idle.id)?.reason == .completed)
-        await harness.tearDown()
-        #expect(harness.recorder.events.filter { $0.id == dropped.id }.map(\.type) == [.queued, .finished])
-        expectExactlyOneFinished(harness.recorder.events)
+        try await withQueue { harness in
+            let idle = try await submit(harness, "Nothing else is speaking", dropIfBusy: true)
+            #expect(idle.state == .speaking)
+            await harness.speaker.waitForStarts(1)
+            let dropped = try await submit(harness, "Door closing", dropIfBusy: true)
+            #expect(dropped.state == .finished)
+            let finished = await harness.recorder.waitForFinished(dropped.id)
+            #expect(finished?.reason == .discarded)
+            #expect(finished?.success == false)
+            harness.speaker.complete(idle.id)
+            #expect(await harness.queue.finished(id: idle.id)?.reason == .completed)
+            await harness.shutDown()
+            #expect(harness.recorder.events.filter { $0.id == dropped.id }.map(\.type) == [.queued, .finished])
+            expectExactlyOneFinishedEach(harness.recorder.events)
+        }
     }
 
     @Test func theRequestFieldsDecodeAndAreChecked() throws {
@@ -72,17 +74,6 @@ struct ReplaceGroupTests {
             try AnnouncementRequest.decode(json: Data(#"{"text":"Hi","dropIfBusy":"yes"}"#.utf8))
         } throws: { error in
             (error as? RequestBodyError)?.errorResponse.error.field == "dropIfBusy"
-        }
-    }
-
-    private func expectExactlyOneFinished(
-        _ events: [AnnouncementEvent], sourceLocation: SourceLocation = #_sourceLocation
-    ) {
-        let queued = Set(events.filter { $0.type == .queued }.map(\.id))
-        for id in queued {
-            #expect(
-                events.filter { $0.type == .finished && $0.id == id }.count == 1, "\(id)",
-                sourceLocation: sourceLocation)
         }
     }
 }

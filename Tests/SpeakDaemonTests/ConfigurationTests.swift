@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import ArgumentParser
 import Foundation
 import SpeakAPI
@@ -24,10 +25,10 @@ struct ConfigurationTests {
     /// The daemon's size limits are the speech model's, which `speak` checks before it sends.
     @Test func sizeLimitsAreTheSpeechModels() throws {
         let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: Self.environment)
-        #expect(configuration.maxSpans == Utterance.Limits.default.maxSpans)
-        #expect(configuration.maxTextLength == Utterance.Limits.default.maxTextLength)
-        #expect(ServerSettings().maxSpans == Utterance.Limits.default.maxSpans)
-        #expect(ServerSettings().maxTextLength == Utterance.Limits.default.maxTextLength)
+        #expect(configuration.intakeLimits.maxSpans == Utterance.Limits.default.maxSpans)
+        #expect(configuration.intakeLimits.maxTextLength == Utterance.Limits.default.maxTextLength)
+        #expect(AnnouncementIntake.Limits().maxSpans == Utterance.Limits.default.maxSpans)
+        #expect(AnnouncementIntake.Limits().maxTextLength == Utterance.Limits.default.maxTextLength)
     }
 
     @Test func defaults() throws {

@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -165,7 +166,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func bodyOverLimitIs413() async throws {
-        let harness = Harness(settings: ServerSettings(maxBodyBytes: 100))
+        let harness = Harness(limits: AnnouncementIntake.Limits(maxBodyBytes: 100))
         try await harness.test { client in
             let text = String(repeating: "a", count: 200)
             let response = try await client.execute(
@@ -204,7 +205,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func ssmlErrorsNameSSML() async throws {
-        let harness = Harness(settings: ServerSettings(maxTextLength: 10, maxSpans: 2))
+        let harness = Harness(limits: AnnouncementIntake.Limits(maxTextLength: 10, maxSpans: 2))
         try await harness.test { client in
             let long = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"ssml": "<speak>eleven chars</speak>"}"#))
@@ -228,7 +229,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func textOverLimitIs413NamingText() async throws {
-        let harness = Harness(settings: ServerSettings(maxTextLength: 10))
+        let harness = Harness(limits: AnnouncementIntake.Limits(maxTextLength: 10))
         try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "eleven char"}"#))
@@ -243,7 +244,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func spansOverLimitIs413NamingSpans() async throws {
-        let harness = Harness(settings: ServerSettings(maxSpans: 2))
+        let harness = Harness(limits: AnnouncementIntake.Limits(maxSpans: 2))
         try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/speech", method: .post,

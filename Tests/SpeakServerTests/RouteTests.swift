@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -13,9 +14,13 @@ struct Harness {
     let renderer = ToneRenderer()
     let server: SpeakServer
 
-    init(capacity: Int = 4, autoComplete: Bool = false, settings: ServerSettings = ServerSettings()) {
+    init(
+        capacity: Int = 4, autoComplete: Bool = false, limits: AnnouncementIntake.Limits = AnnouncementIntake.Limits(),
+        settings: ServerSettings = ServerSettings()
+    ) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
-        server = SpeakServer(queue: running.queue, renderer: renderer, health: health, settings: settings)
+        server = SpeakServer(
+            queue: running.queue, renderer: renderer, health: health, limits: limits, settings: settings)
     }
 
     var app: some ApplicationProtocol {

@@ -1,0 +1,48 @@
+import AnnouncementIntake
+import AnnouncementQueue
+import SpeakAPI
+import SpeechModel
+import Testing
+
+/// The intake on its own, as every front calls it: it validates an announcement once, and the
+/// queue takes what it prepared without checking again.
+@Suite(.timeLimit(.minutes(1)))
+struct IntakeTests {
+    /// A request a front built or changed after decoding it (MQTT's message expiry shortens
+    /// `expiresAfter`) is checked here, naming the field; the queue never sees it.
+    @Test(arguments: [-1, .nan, .infinity, 86_401] as [Double])
+    func invalidExpiryIsRefusedNamingTheField(_ seconds: Double) async throws {
+        let running = RunningQueue()
+        try await running.waitUntilRunning()
+        let intake = AnnouncementIntake(
+            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+        let events = running.queue.events(after: 0)
+        let error = await #expect(throws: IntakeError.self) {
+            _ = try await intake.prepare(AnnouncementRequest(utterance: Utterance("bad"), expiresAfter: seconds))
+        }
+        #expect(error?.errorResponse.error.field == "expiresAfter")
+        #expect(error?.errorResponse.error.message.contains("expiresAfter") == true)
+        #expect(error?.isMalformed == false && error?.isUnavailable == false)
+        await running.shutdown()
+        var received: [AnnouncementEvent] = []
+        for await event in events { received.append(event.event) }
+        #expect(received.isEmpty)
+    }
+
+    /// A valid request comes out prepared: its speech is the request's utterance, and the queue
+    /// speaks it.
+    @Test func preparedAnnouncementCarriesTheRequestAndItsSpeech() async throws {
+        let running = RunningQueue()
+        try await running.waitUntilRunning()
+        let intake = AnnouncementIntake(
+            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+        let request = AnnouncementRequest(utterance: Utterance("Platform four."), expiresAfter: 30)
+        let prepared = try await intake.prepare(request)
+        #expect(prepared.request == request)
+        #expect(prepared.speech.utterance == request.utterance)
+        let accepted = try await intake.submit(prepared)
+        #expect(accepted.state == .speaking)
+        try await running.waitUntilSpoken(1)
+        await running.shutdown()
+    }
+}
