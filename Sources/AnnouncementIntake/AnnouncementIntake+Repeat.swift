@@ -68,7 +68,7 @@ extension AnnouncementIntake {
         if voice != nil || language != nil {
             _ = try await prepare(Utterance("a", defaults: SpeechAttributes(language: language, voice: voice)))
         }
-        return try await sessions.put(request)
+        return try await sessions.put(request, privateOutputs: privateOutputs)
     }
 
     /// Submits `remembered` as a new announcement linked to it, and sends the `repeat` event.

@@ -42,6 +42,8 @@ public actor SessionBook {
     private var memory: [String: [Remembered]] = [:]
     /// Raised when an output forgets, so an announcement finishing after that is not remembered.
     private var memoryEpochs: [String: UInt64] = [:]
+    /// Private outputs whose headphones are known to be out.
+    private var headsetsOut: Set<String> = []
 
     /// - Parameters:
     ///   - outputs: the outputs sessions may be on, whose events carry the session events.
@@ -59,10 +61,13 @@ public actor SessionBook {
     }
 
     /// Starts or changes the session `request` names (`PUT /v1/session`).
+    /// - Parameter privateOutputs: the outputs configured private; a private session must be
+    ///   heard on one.
     /// - Throws: `IntakeError` naming the field: an unknown output or `moveTo` (422), an `id`
-    ///   that is not the output's session (404).
+    ///   that is not the output's session (404), `private` on a session not heard on a private
+    ///   output (422).
     @discardableResult
-    public func put(_ request: SessionRequest) throws(IntakeError) -> SessionChange {
+    public func put(_ request: SessionRequest, privateOutputs: Set<String> = []) throws(IntakeError) -> SessionChange {
         let output = try sessionOutput(request)
         if let moveTo = request.moveTo ?? nil {
             try requireOutput(moveTo, field: "moveTo")
@@ -70,6 +75,16 @@ public actor SessionBook {
                 throw .scheduling(
                     .invalidValue(field: "moveTo", message: "moveTo '\(moveTo)' is the session's own output"))
             }
+        }
+        let base = request.replace ? nil : sessions[output]?.preferences
+        let asked = (base ?? SessionPreferences()).changed(by: request)
+        if asked.isPrivate, !privateOutputs.contains(asked.moveTo ?? output) {
+            throw .invalidValue(
+                field: "private",
+                "a private session is heard on a private output, and '\(asked.moveTo ?? output)' is not one: "
+                    + "move to one (moveTo) or start the session on one"
+                    + (privateOutputs.isEmpty
+                        ? " (none is configured)" : " (\(privateOutputs.sorted().joined(separator: ", ")))"))
         }
         if request.replace, let current = sessions[output] {
             end(current, reason: .replaced)
@@ -134,7 +149,24 @@ public actor SessionBook {
         let addressed = request.output ?? AnnouncementOutputs.defaultName
         guard let session = sessions[addressed] else { return request }
         refresh(addressed)
-        return session.preferences.apply(to: request)
+        return session.preferences.apply(to: request, headsetOut: headsetsOut.contains(Self.heardOn(session)))
+    }
+
+    /// Headphones were plugged into (`present` true) or pulled out of (false) private output
+    /// `output`, or its sink no longer says (nil, which counts as not out). Each session heard
+    /// there whose move and privacy wait or resume because of it is `changed`.
+    public func headset(output: String, present: Bool?) {
+        let out = present == false
+        guard out != headsetsOut.contains(output) else { return }
+        if out { headsetsOut.insert(output) } else { headsetsOut.remove(output) }
+        for session in sessions.values where Self.heardOn(session) == output {
+            _ = publish(SessionChange(change: .changed, session: status(of: session)))
+        }
+    }
+
+    /// The output a session's announcements are heard on when its move applies.
+    private static func heardOn(_ session: Session) -> String {
+        session.preferences.moveTo ?? session.output
     }
 
     // MARK: Memory
@@ -258,7 +290,8 @@ public actor SessionBook {
         return SessionStatus(
             id: session.id, output: session.output, rate: preferences.rate, volume: preferences.volume,
             language: preferences.language?.description, voice: preferences.voice, moveTo: preferences.moveTo,
-            idleTimeout: preferences.idleTimeout, remembered: remembered)
+            idleTimeout: preferences.idleTimeout, remembered: remembered, isPrivate: preferences.isPrivate ? true : nil,
+            headsetOut: headsetsOut.contains(Self.heardOn(session)) ? true : nil)
     }
 
     /// Twelve hex digits, like an announcement's id.

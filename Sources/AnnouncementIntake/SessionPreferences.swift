@@ -11,16 +11,20 @@ import SpeechModel
 ///   utterance's): a request that asks for a language keeps the voice that language resolves to;
 /// - `language` fills in where the request has none: the utterance's default, which spans
 ///   without their own inherit;
-/// - `moveTo` moves the announcement to that output.
+/// - `moveTo` moves the announcement to that output;
+/// - `isPrivate` makes it private (`"private": true`), so it is heard only on a private output.
 ///
-/// Not here yet: a preference that makes every announcement private while a headset is in use
-/// (`privateWithHeadset`); it needs the private outputs that are built beside this.
+/// While the headphones of the private output the session is heard on are known to be out
+/// (`headsetOut`), `moveTo` and `isPrivate` wait: announcements stay on the output they address,
+/// as they are, until the headphones are plugged in again.
 public struct SessionPreferences: Sendable, Hashable {
     public var rate: Double = 1
     public var volume: Double = 1
     public var language: LanguageTag?
     public var voice: String?
     public var moveTo: String?
+    /// Makes every announcement private.
+    public var isPrivate = false
     /// Seconds without activity after which the session ends.
     public var idleTimeout: Double = SessionRequest.defaultIdleTimeout
 
@@ -35,12 +39,14 @@ public struct SessionPreferences: Sendable, Hashable {
         if let language = request.language { result.language = language }
         if let voice = request.voice { result.voice = voice }
         if let moveTo = request.moveTo { result.moveTo = moveTo }
+        if let isPrivate = request.isPrivate { result.isPrivate = isPrivate ?? false }
         if let timeout = request.idleTimeout { result.idleTimeout = timeout ?? SessionRequest.defaultIdleTimeout }
         return result
     }
 
-    /// `request` as the session wants it heard; see the type's rules.
-    public func apply(to request: AnnouncementRequest) -> AnnouncementRequest {
+    /// `request` as the session wants it heard; see the type's rules. `headsetOut`: the
+    /// headphones of the output it is heard on are known to be out.
+    public func apply(to request: AnnouncementRequest, headsetOut: Bool = false) -> AnnouncementRequest {
         var request = request
         var utterance = request.utterance
         if let voice {
@@ -73,7 +79,9 @@ public struct SessionPreferences: Sendable, Hashable {
             }
         }
         request.utterance = utterance
+        guard !headsetOut else { return request }
         if let moveTo { request.output = moveTo }
+        if isPrivate { request.isPrivate = true }
         return request
     }
 

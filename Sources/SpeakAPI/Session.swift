@@ -40,12 +40,16 @@ public struct SessionRequest: Sendable, Hashable, Codable {
     public var moveTo: String??
     /// Seconds without an announcement, repeat or change after which the session ends by itself.
     public var idleTimeout: Double??
+    /// True makes every announcement of the session private (`"private": true`) while the
+    /// headphones of the private output it is heard on are not known to be out; `.some(nil)`
+    /// sets it back to false. The session's output (`moveTo`, else `output`) must be private.
+    public var isPrivate: Bool??
 
     /// - Parameters: see the properties of the same names.
     public init(
         output: String? = nil, id: String? = nil, replace: Bool = false, rate: Double?? = nil,
         volume: Double?? = nil, language: LanguageTag?? = nil, voice: String?? = nil, moveTo: String?? = nil,
-        idleTimeout: Double?? = nil
+        idleTimeout: Double?? = nil, isPrivate: Bool?? = nil
     ) {
         self.output = output
         self.id = id
@@ -56,10 +60,12 @@ public struct SessionRequest: Sendable, Hashable, Codable {
         self.voice = voice
         self.moveTo = moveTo
         self.idleTimeout = idleTimeout
+        self.isPrivate = isPrivate
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case output, id, replace, rate, volume, language, voice, moveTo, idleTimeout
+        case isPrivate = "private"
     }
 
     /// Every key a session body may have.
@@ -155,6 +161,7 @@ public struct SessionRequest: Sendable, Hashable, Codable {
         voice = try value(.voice, "a voice's name")
         moveTo = try value(.moveTo, "the name of an output, such as \"headset\"")
         idleTimeout = try value(.idleTimeout, "a number of seconds")
+        isPrivate = try value(.isPrivate, "true or false")
         try validate()
     }
 
@@ -176,6 +183,7 @@ public struct SessionRequest: Sendable, Hashable, Codable {
         try put(voice, .voice)
         try put(moveTo, .moveTo)
         try put(idleTimeout, .idleTimeout)
+        try put(isPrivate, .isPrivate)
     }
 }
 
@@ -199,12 +207,22 @@ public struct SessionStatus: Sendable, Hashable, Codable {
     public var idleTimeout: Double
     /// How many finished announcements of its output (and of `moveTo`) are remembered for `repeat`.
     public var remembered: Int?
+    /// True when it makes every announcement private (`"private"` on the wire).
+    public var isPrivate: Bool?
+    /// True while the headphones of the private output it is heard on (`moveTo`, else `output`)
+    /// are known to be out: its move and its privacy wait until they are plugged in again.
+    public var headsetOut: Bool?
+
+    private enum CodingKeys: String, CodingKey {
+        case id, output, rate, volume, language, voice, moveTo, idleTimeout, remembered, headsetOut
+        case isPrivate = "private"
+    }
 
     /// - Parameters: see the properties of the same names.
     public init(
         id: String, output: String, rate: Double = 1, volume: Double = 1, language: String? = nil,
         voice: String? = nil, moveTo: String? = nil, idleTimeout: Double = SessionRequest.defaultIdleTimeout,
-        remembered: Int? = nil
+        remembered: Int? = nil, isPrivate: Bool? = nil, headsetOut: Bool? = nil
     ) {
         self.id = id
         self.output = output
@@ -215,6 +233,8 @@ public struct SessionStatus: Sendable, Hashable, Codable {
         self.moveTo = moveTo
         self.idleTimeout = idleTimeout
         self.remembered = remembered
+        self.isPrivate = isPrivate
+        self.headsetOut = headsetOut
     }
 }
 

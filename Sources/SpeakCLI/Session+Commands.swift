@@ -47,6 +47,13 @@ extension Speak {
             help: ArgumentHelp("Seconds without activity before it ends, 1–3600.", valueName: "seconds"))
         var idleTimeout: Double?
 
+        @Flag(
+            inversion: .prefixedNo,
+            help:
+                "Make every announcement private while the headphones are in (the output it is heard on must be private)."
+        )
+        var `private`: Bool?
+
         /// The `PUT /v1/session` body of `start` or `set`, checked as the daemon checks it.
         func request() throws -> SessionRequest {
             var request = SessionRequest(output: to, replace: action == .start)
@@ -55,6 +62,7 @@ extension Speak {
             if let voice { request.voice = .some(voice) }
             if let moveTo { request.moveTo = .some(moveTo) }
             if let idleTimeout { request.idleTimeout = .some(idleTimeout) }
+            if let `private` { request.isPrivate = .some(`private`) }
             do throws(SpeechInputError) {
                 if let lang { request.language = .some(try LanguageTag(lang, field: "language")) }
                 try request.validate()
@@ -74,7 +82,7 @@ extension Speak {
             if action == .end {
                 let given = [
                     ("rate", rate != nil), ("volume", volume != nil), ("lang", lang != nil), ("voice", voice != nil),
-                    ("move-to", moveTo != nil), ("idle-timeout", idleTimeout != nil),
+                    ("move-to", moveTo != nil), ("idle-timeout", idleTimeout != nil), ("private", `private` != nil),
                 ]
                 if let (flag, _) = given.first(where: \.1) {
                     throw ValidationError("--\(flag) goes with start or set; end takes only --to")

@@ -239,6 +239,7 @@ public func buildDaemon(
             .init(
                 service: HeadsetService(
                     outputs: parts.compactMap { part in part.headset.map { (part.spec, $0) } }, events: outputs,
+                    sessions: intake.sessions,
                     environment: environment, logger: logger),
                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "headsets")
         ]

@@ -1,3 +1,4 @@
+import AnnouncementIntake
 import AnnouncementQueue
 import AudioOutput
 import Logging
@@ -13,6 +14,8 @@ struct HeadsetService: Service {
     let outputs: [(spec: AudioSinkSpec, presence: HeadsetPresence)]
     /// Where the events go.
     let events: AnnouncementOutputs
+    /// The sessions, whose move to a private output and privacy wait while its headphones are out.
+    let sessions: SessionBook
     /// Where `PULSE_SERVER` is read.
     let environment: [String: String]
     let logger: Logger
@@ -30,13 +33,18 @@ struct HeadsetService: Service {
             }
         }
         let events = events
+        let sessions = sessions
         await withDiscardingTaskGroup { group in
             for output in outputs {
                 let presence = output.presence
                 group.addTask {
-                    // The first value is the state at start, not a change.
-                    for await present in presence.changes().dropFirst() {
-                        events.publishHeadset(output: presence.output, present: present)
+                    // The first value is the state at start, not a change: the sessions hear it, the
+                    // event stream does not.
+                    var isFirst = true
+                    for await present in presence.changes() {
+                        if !isFirst { events.publishHeadset(output: presence.output, present: present) }
+                        isFirst = false
+                        await sessions.headset(output: presence.output, present: present)
                     }
                 }
             }

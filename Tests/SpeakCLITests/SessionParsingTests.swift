@@ -17,6 +17,12 @@ struct SessionParsingTests {
         #expect(
             body.language??.description == "pt-PT" && body.voice == .some("anna") && body.moveTo == .some("headset"))
 
+        let privately = try #require(
+            try Speak.parseAsRoot(["session", "set", "--move-to", "headset", "--private"]) as? Speak.Session)
+        #expect(try privately.request().isPrivate == .some(true))
+        let publicly = try #require(try Speak.parseAsRoot(["session", "set", "--no-private"]) as? Speak.Session)
+        #expect(try publicly.request().isPrivate == .some(false))
+        #expect(throws: (any Error).self) { try Speak.parseAsRoot(["session", "end", "--private"]) }
         let set = try #require(try Speak.parseAsRoot(["session", "set", "--rate", "0.5"]) as? Speak.Session)
         let change = try set.request()
         #expect(!change.replace && change.output == nil && change.volume == nil, "set changes only what it names")

@@ -62,10 +62,17 @@ struct HeadsetDaemonTests {
             }
             #expect(try await output()?.headset == .unknown)
             #expect(try await output()?.private == true)
+            // A session that moves the hall's announcements to the headset, privately.
+            let session = try await unix.send(
+                "PUT", "/v1/session", json: SessionRequest(moveTo: .some("headset"), isPrivate: .some(true)))
+            #expect(session.status == 201, "\(String(decoding: session.body, as: UTF8.self))")
 
             headset.update(false)
             let unplugged = try await nextEvent(.headset)
             #expect(unplugged.output == "headset" && unplugged.present == false && unplugged.id.isEmpty)
+            // Its move and privacy wait while the headphones are out.
+            let waiting = try await nextEvent(.session)
+            #expect(waiting.session?.change == .changed && waiting.session?.session.headsetOut == true)
             #expect(try await output()?.headset == .absent)
 
             let body = AnnouncementRequest(utterance: Utterance(longText))
@@ -87,6 +94,8 @@ struct HeadsetDaemonTests {
             headset.update(true)
             let plugged = try await nextEvent(.headset)
             #expect(plugged.present == true)
+            let resumed = try await nextEvent(.session)
+            #expect(resumed.session?.session.headsetOut == nil && resumed.session?.session.isPrivate == true)
             #expect(try await output()?.headset == .present)
             privateBody.utterance = Utterance("Your code is ready")
             let heard = try await unix.send("POST", "/v1/announcements?wait=true", json: privateBody)

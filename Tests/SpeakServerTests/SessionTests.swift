@@ -161,6 +161,36 @@ struct SessionTests {
         await book.shutdown()
     }
 
+    @Test("a private session needs a private output; its move and privacy wait while the headset is out")
+    func privateSessionFollowsTheHeadset() async throws {
+        let book = Book()
+        var intake = book.intake
+        intake.privateOutputs = ["headset"]
+        do {
+            _ = try await intake.putSession(SessionRequest(isPrivate: .some(true)))
+            Issue.record("a private session on the public default output was accepted")
+        } catch {
+            #expect(error.errorResponse.error.field == "private", "\(error)")
+        }
+        let started = try await intake.putSession(SessionRequest(moveTo: .some("headset"), isPrivate: .some(true)))
+        #expect(started.session.isPrivate == true && started.session.headsetOut == nil)
+
+        let moved = try await intake.accept(Data(#"{"text": "Your PIN"}"#.utf8)).request
+        #expect(moved.output == "headset" && moved.isPrivate)
+
+        await book.book.headset(output: "headset", present: false)
+        let waiting = await book.events.waitForSession { $0.contains { $0.session?.session.headsetOut == true } }
+        #expect(waiting?.session?.change == .changed)
+        let stays = try await intake.accept(Data(#"{"text": "Thank you"}"#.utf8)).request
+        #expect(stays.output == nil && !stays.isPrivate, "the move and the privacy wait while the headset is out")
+
+        await book.book.headset(output: "headset", present: true)
+        #expect(await book.book.list().first?.headsetOut == nil)
+        let again = try await intake.accept(Data(#"{"text": "Your balance"}"#.utf8)).request
+        #expect(again.output == "headset" && again.isPrivate)
+        await book.shutdown()
+    }
+
     @Test("an output remembers its last 16 heard announcements; a repeat is linked and follows the session of now")
     func memoryIsBoundedAndRepeatsFollowTheSession() async throws {
         let book = Book()
