@@ -17,6 +17,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public static let maximumRequestIdLength = 128
     /// The longest `replaceGroup`, in characters.
     public static let maximumReplaceGroupLength = 64
+    /// The most groups `replaces` may name.
+    public static let maximumReplacesCount = 8
 
     /// What to say.
     public var utterance: Utterance
@@ -47,6 +49,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// Accepted only to be dropped (`finished`, `discarded`) when its output's queue is busy
     /// (something speaking or waiting): for notices that are worth nothing later.
     public var dropIfBusy: Bool = false
+    /// Other replace groups this announcement replaces: accepting it finishes every announcement
+    /// of these groups in its output's queue, waiting or speaking, `discarded` (a new arrival
+    /// board replaces the delay notices still waiting). At most 8 names of 1 to 64 characters.
+    public var replaces: [String] = []
 
     /// - Parameters:
     ///   - utterance: what to say.
@@ -92,6 +98,17 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         if let replaceGroup, !(1...Self.maximumReplaceGroupLength).contains(replaceGroup.unicodeScalars.count) {
             throw .outOfRange(
                 field: "replaceGroup", "replaceGroup must have 1 to \(Self.maximumReplaceGroupLength) characters")
+        }
+        if replaces.count > Self.maximumReplacesCount {
+            throw .outOfRange(
+                field: "replaces",
+                "replaces may name at most \(Self.maximumReplacesCount) groups, not \(replaces.count)")
+        }
+        for (index, group) in replaces.enumerated()
+        where !(1...Self.maximumReplaceGroupLength).contains(group.unicodeScalars.count) {
+            throw .outOfRange(
+                field: "replaces[\(index)]",
+                "a group's name in replaces must have 1 to \(Self.maximumReplaceGroupLength) characters")
         }
         if let requestId, !(1...Self.maximumRequestIdLength).contains(requestId.unicodeScalars.count) {
             throw .outOfRange(
@@ -175,7 +192,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output, replaceGroup, dropIfBusy
+        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output, replaceGroup, dropIfBusy,
+            replaces
     }
 
     /// Every key a request body may have: the utterance's and the queue's.
@@ -183,6 +201,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "voice",
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
         "chime", "chimeAfter", "repeat", "requestId", "output", "replaceGroup", "dropIfBusy",
+        "replaces",
     ]
 
     private struct AnyKey: CodingKey {
@@ -222,6 +241,12 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             dropIfBusy = try container.decodeIfPresent(Bool.self, forKey: .dropIfBusy) ?? false
         } catch {
             throw SpeechInputError.malformed(field: "dropIfBusy", "expected true or false")
+        }
+        do {
+            replaces = try container.decodeIfPresent([String].self, forKey: .replaces) ?? []
+        } catch {
+            throw SpeechInputError.malformed(
+                field: "replaces", "expected a list of groups' names, such as [\"delays\"]")
         }
         do {
             output = try container.decodeIfPresent(String.self, forKey: .output)
@@ -264,5 +289,6 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try container.encodeIfPresent(output, forKey: .output)
         try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
         if dropIfBusy { try container.encode(dropIfBusy, forKey: .dropIfBusy) }
+        if !replaces.isEmpty { try container.encode(replaces, forKey: .replaces) }
     }
 }

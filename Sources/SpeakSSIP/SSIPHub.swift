@@ -26,6 +26,8 @@ actor SSIPHub {
         let outbox: SSIPOutbox
         /// The request body, to queue it again after an interruption.
         let body: Data
+        /// Its SSIP priority.
+        let priority: String
         var begun = false
         var requeues = 0
     }
@@ -66,7 +68,7 @@ actor SSIPHub {
 
     /// Ends a submission; for an accepted one, returns its SSIP message id.
     func endSubmission(
-        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: Data
+        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: Data, priority: String
     ) async -> Int? {
         guard let id else {
             await endSubmission(nil)
@@ -74,7 +76,10 @@ actor SSIPHub {
         }
         let number = nextMessage
         nextMessage += 1
-        await endSubmission((id, Message(id: number, client: client, notify: notify, outbox: outbox, body: body)))
+        let message = Message(
+            id: number, client: client, notify: notify, outbox: outbox, body: body, priority: priority)
+        await endSubmission((id, message))
+        await stopSpeaking(below: id, priority: priority)
         return number
     }
 
@@ -97,6 +102,16 @@ actor SSIPHub {
                 droppedHeld = false
                 await reconcile()
             }
+        }
+    }
+
+    /// speech-dispatcher's `important` stops a speaking message of another priority (which
+    /// ends with 703), while waiting ones wait behind it.
+    private func stopSpeaking(below id: String, priority: String) async {
+        for (other, message) in messages
+        where other != id && SSIPMapping.stops(priority, speaking: message.priority) {
+            let state = await outputs.status(id: other)?.state
+            if state == .speaking || state == .paused { _ = try? await outputs.cancel(id: other) }
         }
     }
 

@@ -21,7 +21,8 @@ final class SSIPSession {
         var punctuation = "none"
         var spelling = false
         var ssml = false
-        var priority = "text"
+        /// speech-dispatcher's default (`DefaultPriority` unset): `message`, which queues.
+        var priority = "message"
         var capitalLetters = "none"
         var voiceType = "MALE1"
         var synthesisVoice: String?
@@ -168,14 +169,15 @@ final class SSIPSession {
             guard
                 let number = await hub.endSubmission(
                     accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
-                    body: body)
+                    body: body, priority: settings.priority)
             else { return .internalError }
             logger.debug(
                 "SSIP message queued",
                 metadata: ["speakd.ssip.client": "\(client)", "announcement.id": "\(accepted.id)"])
             return .messageQueued(number)
         } catch {
-            _ = await hub.endSubmission(accepted: nil, client: client, notify: [], outbox: outbox, body: body)
+            _ = await hub.endSubmission(
+                accepted: nil, client: client, notify: [], outbox: outbox, body: body, priority: settings.priority)
             logger.info(
                 "SSIP message refused", metadata: ["speakd.ssip.client": "\(client)", "speakd.error": "\(error)"])
             let reply: SSIPReply = error.isQueueFull || error.isUnavailable ? .internalError : .parameterInvalid
@@ -201,6 +203,8 @@ final class SSIPSession {
         body.priority = SSIPMapping.priority(settings.priority).rawValue
         body.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
         body.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority) ? true : nil
+        let replaces = SSIPMapping.replaces(settings.priority)
+        body.replaces = replaces.isEmpty ? nil : replaces
         return body
     }
 
@@ -444,4 +448,5 @@ struct SSIPMessageBody: Encodable {
     var priority: String?
     var replaceGroup: String?
     var dropIfBusy: Bool?
+    var replaces: [String]?
 }

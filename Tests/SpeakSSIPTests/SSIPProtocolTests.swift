@@ -70,6 +70,25 @@ import Testing
             #expect(SSIPMapping.priority(name) == .low)
         }
     }
+
+    /// speech-dispatcher's `resolve_priorities`: text replaces text; message cancels text;
+    /// all but notification cancel notification; nothing else cancels progress.
+    @Test func priorityRulesAreSpeechDispatchers() {
+        #expect(SSIPMapping.replaceGroup("text") == "ssip-text")
+        #expect(SSIPMapping.replaceGroup("message") == nil)
+        #expect(SSIPMapping.replaceGroup("important") == nil)
+        #expect(SSIPMapping.replaces("message") == ["ssip-text", "ssip-notification"])
+        for name in ["important", "text", "progress"] {
+            #expect(SSIPMapping.replaces(name) == ["ssip-notification"])
+        }
+        #expect(SSIPMapping.replaces("notification").isEmpty)
+        for name in SSIPMapping.priorities {
+            #expect(!SSIPMapping.replaces(name).contains("ssip-progress"))
+            #expect(SSIPMapping.stops("important", speaking: name) == !["important", "progress"].contains(name))
+            #expect(!SSIPMapping.stops("message", speaking: name))
+        }
+        #expect(SSIPSession.Settings().priority == "message")
+    }
 }
 
 @Suite struct SSIPOutboxTests {

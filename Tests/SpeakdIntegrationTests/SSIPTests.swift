@@ -70,7 +70,7 @@ extension SpeakdIntegration {
             try #require(finished.count == 1, "events: \(events.map(\.type))")
             #expect(finished[0].reason == .completed)
             #expect(finished[0].text == "The train to Lisbon leaves from platform four.")
-            // SSIP's default priority, text, is speakd's low.
+            // spd-say's priority, text, is speakd's low.
             #expect(finished[0].priority == .low)
             let segments = recording.segments(minimumSilence: 0.5)
             try #require(segments.count == 1, "heard \(segments)")
@@ -434,6 +434,68 @@ extension SpeakdIntegration {
             _ = await ssip.stop()
         }
 
+        /// speech-dispatcher's rules between two clients: `text` replaces older text of any
+        /// client (speaking or waiting, 703); `message` cancels text and queues behind message;
+        /// `important` stops a speaking message (703) and goes before the waiting one;
+        /// `notification` is dropped while anything else speaks; speakd's own announcements are
+        /// never cut off by any of them.
+        @Test(.timeLimit(.minutes(2))) func ssipPrioritiesFollowSpeechDispatchersRulesAcrossTwoClients()
+            async throws
+        {
+            let ssip = try await SSIPDaemon.start()
+            let alice = try SSIPTestClient(path: ssip.path)
+            let bob = try SSIPTestClient(path: ssip.path)
+            for client in [alice, bob] {
+                #expect(try client.command("SET SELF NOTIFICATION ALL on") == ["220 OK NOTIFICATION SET"])
+            }
+            let long = "is long enough to be still speaking when the next message comes in."
+            // text replaces older text, from any client, speaking or waiting.
+            let text1 = try alice.speak("Alice's first text \(long)", priority: "text")
+            _ = try alice.waitFor(701, of: text1)
+            let text2 = try bob.speak("Bob's text \(long)", priority: "text")
+            #expect(try alice.waitFor(703, of: text1).last == "703 CANCELED")
+            let text3 = try alice.speak("Alice's second text \(long)", priority: "text")
+            #expect(try bob.waitFor(703, of: text2).last == "703 CANCELED")
+            // message cancels text, speaking or waiting, and queues behind message.
+            _ = try alice.waitFor(701, of: text3)
+            let message1 = try bob.speak("Bob's message \(long)", priority: "message")
+            #expect(try alice.waitFor(703, of: text3).last == "703 CANCELED")
+            _ = try bob.waitFor(701, of: message1)
+            let message2 = try alice.speak("Alice's message, which waits its turn.", priority: "message")
+            // important stops the speaking message and goes before the waiting one.
+            let important = try bob.speak("Bob's important message.", priority: "important")
+            #expect(try bob.waitFor(703, of: message1).last == "703 CANCELED")
+            _ = try bob.waitFor(701, of: important)
+            // A notification is dropped while anything else speaks.
+            let notice = try bob.speak("Bob's notification.", priority: "notification")
+            #expect(try bob.waitFor(703, of: notice).last == "703 CANCELED")
+            #expect(try bob.waitFor(702, of: important).last == "702 END")
+            #expect(try alice.waitFor(702, of: message2, timeout: 15).last == "702 END")
+
+            // speakd's own announcements: neither important nor message cuts one off.
+            let platform = try await ssip.speakd.accept(announcement("Platform announcement \(long)", priority: .low))
+            #expect(await ssip.speakd.events.waitFor(.started, of: platform) != nil)
+            let important2 = try alice.speak("Alice's important message.", priority: "important")
+            let message3 = try bob.speak("Bob's last message.", priority: "message")
+            #expect(try alice.waitFor(702, of: important2, timeout: 15).last == "702 END")
+            #expect(try bob.waitFor(702, of: message3, timeout: 15).last == "702 END")
+
+            await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
+                events.filter { $0.type == .finished }.count >= 10
+            }
+            let heard = ssip.speakd.events.events.filter { $0.type == .finished && $0.reason == .completed }
+            #expect(
+                heard.map(\.text) == [
+                    "Bob's important message.", "Alice's message, which waits its turn.",
+                    "Platform announcement \(long)", "Alice's important message.", "Bob's last message.",
+                ], "\(heard.map(\.text))")
+            let events = ssip.speakd.events.events
+            _ = await ssip.stop()
+            // Exactly one finished event for each of the ten.
+            let finished = events.filter { $0.type == .finished }
+            #expect(finished.count == 10 && Set(finished.map(\.id)).count == 10, "\(finished.map(\.text))")
+        }
+
         /// At `--max-connections` a further SSIP connection is closed at once; the open ones,
         /// idle or not, keep working, and a place freed is taken again.
         @Test func connectionsAboveTheLimitAreClosedAndTheOpenOnesKept() async throws {
@@ -638,6 +700,28 @@ final class SSIPTestClient {
             let reply = try readReply()
             guard reply.last?.hasPrefix("7") == true else { return reply }
             notifications.append(reply)
+        }
+    }
+
+    /// `SET SELF PRIORITY priority`, then `SPEAK` of `text`; returns the message id.
+    func speak(_ text: String, priority: String) throws -> String {
+        guard try command("SET SELF PRIORITY \(priority)") == ["202 OK PRIORITY SET"],
+            try command("SPEAK") == ["230 OK RECEIVING DATA"]
+        else { throw Failure(description: "SPEAK refused") }
+        let reply = try command(text + "\r\n.")
+        guard reply.count == 2, reply[0].hasPrefix("225-") else { throw Failure(description: "SPEAK: \(reply)") }
+        return String(reply[0].dropFirst(4))
+    }
+
+    /// Waits for notification `code` of message `id`, skipping every other notification.
+    @discardableResult
+    func waitFor(_ code: Int, of id: String, timeout: Double = 10) throws -> [String] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw Failure(description: "no \(code) of message \(id) within \(timeout) s") }
+            let reply = try reply(timeout: left)
+            if reply.first == "\(code)-\(id)" { return reply }
         }
     }
 
