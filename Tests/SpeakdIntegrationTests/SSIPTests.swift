@@ -180,8 +180,11 @@ extension SpeakdIntegration {
 
         /// Socket activation, as a socket unit does it: `systemd-socket-activate` holds the
         /// socket before speakd runs, the first client's connection starts speakd with it, and
-        /// the socket is left listening when speakd exits.
-        @Test func aSocketMadeBeforeSpeakdIsServedAndOutlivesIt() async throws {
+        /// the socket is left listening when speakd exits. Without `--ssip` (the system unit,
+        /// whose SSIP is off until its socket unit is enabled) the socket alone turns SSIP on.
+        @Test(arguments: [true, false]) func aSocketMadeBeforeSpeakdIsServedAndOutlivesIt(withSetting: Bool)
+            async throws
+        {
             let pulse = try await PulseAudioServer.start()
             let recorder = try await MonitorRecorder.start(pulse)
             let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
@@ -194,8 +197,8 @@ extension SpeakdIntegration {
                 "/usr/bin/systemd-socket-activate",
                 ["-l", path, "--fdname=ssip"] + passed + [
                     BuiltProduct.path("speakd"), "--socket", directory.appendingPathComponent("speakd.sock").path,
-                    "--http", "none", "--audio", "pulse", "--ssip", path,
-                ],
+                    "--http", "none", "--audio", "pulse",
+                ] + (withSetting ? ["--ssip", path] : []),
                 environment: pulse.clientProcessEnvironment, output: log)
             let deadline = ContinuousClock.now + .seconds(5)
             while !FileManager.default.fileExists(atPath: path), ContinuousClock.now < deadline {
