@@ -167,6 +167,39 @@ extension SpeakdIntegration {
                 "callbacks: \(result.output)")
         }
 
+        /// python3-speechd's `sound_icon()`: a chime's name plays that chime (and nothing else
+        /// is heard); a name no chime has is refused with 407, which the module raises.
+        @Test func pythonSpeechdsSoundIconPlaysTheChimeOfThatName() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let script = """
+                import speechd
+                client = speechd.SSIPClient('speakd-test', autospawn=False)
+                try:
+                    client.sound_icon('no-such-icon')
+                except speechd.SSIPCommandError as error:
+                    print('refused', error.args[0])
+                client.sound_icon('ding')
+                client.close()
+                """
+            let path = ssip.directory.appendingPathComponent("icon.py").path
+            try script.write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try await ssip.run("/usr/bin/python3", [path])
+            #expect(result.status == 0, "python3: \(result.output)")
+            #expect(result.output.contains("refused 407"), "\(result.output)")
+            let finished = await ssip.speakd.events.wait(timeout: .seconds(10)) { events in
+                events.contains { $0.type == .finished }
+            }
+            #expect(finished)
+            try await Task.sleep(for: .milliseconds(300))
+            let events = ssip.speakd.events.events.filter { $0.type == .finished }
+            let recording = await ssip.stop()
+            #expect(events.count == 1 && events.first?.reason == .completed, "\(events)")
+            // ding.wav is 0.6 s, most of it its decay: one short sound, no speech.
+            let segments = recording.segments(minimumSilence: 0.3)
+            try #require(segments.count == 1, "heard \(segments)")
+            #expect(segments[0].duration > 0.1 && segments[0].duration < 0.65, "\(segments[0].duration) s")
+        }
+
         /// python3-speechd's own automatic test: begin, cancel of the speaking and of a waiting
         /// message, and end, timed by sleeps of its own.
         @Test func pythonSpeechdsOwnAutomaticTestPasses() async throws {
