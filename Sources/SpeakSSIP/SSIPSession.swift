@@ -158,13 +158,13 @@ final class SSIPSession {
 
     private func submit(text: String, ssml: Bool, spellOut: Bool, icon: String? = nil) async -> SSIPReply {
         let body: Data
+        var message = messageBody(text: text, ssml: ssml, spellOut: spellOut)
+        if let icon {
+            message.chime = icon
+            message.chimeAfterNone = true
+            message.punctuation = false
+        }
         do {
-            var message = messageBody(text: text, ssml: ssml, spellOut: spellOut)
-            if let icon {
-                message.chime = icon
-                message.chimeAfterNone = true
-                message.punctuation = false
-            }
             body = try WireFormat.encoder().encode(message)
         } catch {
             return SSIPReply.internalError.explained("\(error)")
@@ -175,7 +175,7 @@ final class SSIPSession {
             guard
                 let number = await hub.endSubmission(
                     accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
-                    body: body, priority: settings.priority)
+                    body: message, priority: settings.priority)
             else { return .internalError }
             logger.debug(
                 "SSIP message queued",
@@ -183,7 +183,7 @@ final class SSIPSession {
             return .messageQueued(number)
         } catch {
             _ = await hub.endSubmission(
-                accepted: nil, client: client, notify: [], outbox: outbox, body: body, priority: settings.priority)
+                accepted: nil, client: client, notify: [], outbox: outbox, body: message, priority: settings.priority)
             logger.info(
                 "SSIP message refused", metadata: ["speakd.ssip.client": "\(client)", "speakd.error": "\(error)"])
             let reply: SSIPReply = error.isQueueFull || error.isUnavailable ? .internalError : .parameterInvalid
@@ -456,7 +456,7 @@ final class SSIPSession {
 
 /// A message as `POST /v1/announcements` takes it, so the intake checks it as it checks every
 /// other front's.
-struct SSIPMessageBody: Encodable {
+struct SSIPMessageBody: Encodable, Sendable {
     var text: String?
     var ssml: String?
     var language: String?

@@ -89,6 +89,22 @@ import Testing
         }
         #expect(SSIPSession.Settings().priority == "message")
     }
+
+    /// An interrupted message resumes from the word heard last; all again when there is no
+    /// plain text or nothing to say is left.
+    @Test func anInterruptedMessageResumesFromTheWordHeardLast() {
+        var body = SSIPMessageBody()
+        body.text = "Café au lait, then the next train."
+        #expect(SSIPHub.rest(of: body, from: 14) == "then the next train.")
+        #expect(SSIPHub.rest(of: body, from: 0) == nil)
+        #expect(SSIPHub.rest(of: body, from: 33) == nil, "only the full stop is left")
+        #expect(SSIPHub.rest(of: body, from: 400) == nil)
+        body.spellOut = true
+        #expect(SSIPHub.rest(of: body, from: 14) == nil)
+        var ssml = SSIPMessageBody()
+        ssml.ssml = "<speak>Café au lait</speak>"
+        #expect(SSIPHub.rest(of: ssml, from: 5) == nil)
+    }
 }
 
 @Suite struct SSIPOutboxTests {
