@@ -633,66 +633,6 @@ extension SpeakdIntegration {
             #expect(status == 0)
         }
 
-        /// `spd-say -w` through speakd against speech-dispatcher with its espeak-ng module, both
-        /// playing to the same private sink in one run: spawn → first audible sample, and last
-        /// audible sample → spd-say's exit, medians of five each after one warm-up. A benchmark,
-        /// so only with SPEAKD_SSIP_BENCH=1 (timings on a shared machine are noisy).
-        @Test(
-            .timeLimit(.minutes(3)),
-            .enabled(if: ProcessInfo.processInfo.environment["SPEAKD_SSIP_BENCH"] == "1", "SPEAKD_SSIP_BENCH=1"))
-        func spdSayIsAtLeastAsFastThroughSpeakdAsThroughSpeechDispatcher() async throws {
-            let ssip = try await SSIPDaemon.start()
-            let peerSocket = ssip.directory.appendingPathComponent("peer.sock").path
-            let peer = try ChildProcess(
-                "/usr/bin/speech-dispatcher", ["-s", "-t", "0", "-c", "unix_socket", "-S", peerSocket, "-l", "1"],
-                environment: ssip.speakd.pulse.clientProcessEnvironment,
-                output: ssip.directory.appendingPathComponent("peer.log").path)
-            defer { peer.send(SIGTERM) }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !FileManager.default.fileExists(atPath: peerSocket), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            let text = "The next train to Porto leaves from platform two."
-            var runs: [(daemon: String, spawned: ContinuousClock.Instant, exited: ContinuousClock.Instant)] = []
-            for (daemon, socket) in [("speakd", ssip.path), ("speech-dispatcher", peerSocket)] {
-                for run in 0..<6 {
-                    var environment = ssip.speakd.pulse.clientProcessEnvironment
-                    environment["SPEECHD_ADDRESS"] = "unix_socket:\(socket)"
-                    environment["SPEECHD_CMD"] = "/bin/false"
-                    let spawned = ContinuousClock.now
-                    let client = try ChildProcess("/usr/bin/spd-say", ["-w", text], environment: environment)
-                    #expect(await client.wait(timeout: .seconds(20)) == 0, "\(daemon) run \(run)")
-                    if run > 0 { runs.append((daemon, spawned, ContinuousClock.now)) }
-                    try await Task.sleep(for: .milliseconds(1_200))
-                }
-            }
-            let recording = await ssip.stop()
-            let segments = recording.segments(minimumSilence: 0.6)
-            try #require(segments.count == 12, "heard \(segments.count) utterances, not 12")
-            var first: [String: [Double]] = [:]
-            var last: [String: [Double]] = [:]
-            for (index, run) in runs.enumerated() {
-                let segment = segments[index < 5 ? index + 1 : index + 2]
-                // When the frame's block reached the recorder: the same small lateness for both.
-                let rate = Double(recording.analysis.sampleRate)
-                let start = try #require(recording.recorder.arrivedAt(frame: Int(segment.start * rate)))
-                let end = try #require(recording.recorder.arrivedAt(frame: Int(segment.end * rate)))
-                first[run.daemon, default: []].append((start - run.spawned).seconds)
-                last[run.daemon, default: []].append((run.exited - end).seconds)
-            }
-            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-            let speakdFirst = median(first["speakd"]!)
-            let peerFirst = median(first["speech-dispatcher"]!)
-            let speakdLast = median(last["speakd"]!)
-            let peerLast = median(last["speech-dispatcher"]!)
-            print(
-                "spd-say -w, medians of 5: spawn → first sample: speakd \(Int(speakdFirst * 1000)) ms, "
-                    + "speech-dispatcher \(Int(peerFirst * 1000)) ms; last sample → exit: speakd "
-                    + "\(Int(speakdLast * 1000)) ms, speech-dispatcher \(Int(peerLast * 1000)) ms")
-            #expect(speakdFirst <= peerFirst)
-            #expect(speakdLast <= peerLast)
-        }
-
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
