@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks the unit files and snippets in this directory with systemd's own tools:
-#   systemd-analyze verify       speakd.service (system), user/speakd.service and
-#                                user/speakd-ssip.socket (user manager)
+#   systemd-analyze verify       speakd.service and speakd-ssip.socket (system),
+#                                user/speakd.service and user/speakd-ssip.socket (user manager)
 #   systemd-sysusers --root      speakd.sysusers, into a scratch root
 #   systemd-tmpfiles --root      speakd.tmpfiles, into the same scratch root
 #   grep                         limits in both units; the user unit's config file
@@ -42,8 +42,13 @@ check() {
 sed "s#^ExecStart=/usr/local/bin/speakd#ExecStart=$speakd#" "$here/speakd.service" > "$scratch/system/speakd.service"
 sed "s#^ExecStart=/usr/local/bin/speakd#ExecStart=$speakd#" "$here/user/speakd.service" > "$scratch/user/speakd.service"
 cp "$here/user/speakd-ssip.socket" "$scratch/user/"
+cp "$here/speakd-ssip.socket" "$scratch/system/"
 check "speakd.service" systemd-analyze verify --man=no "$scratch/system/speakd.service"
 check "user/speakd.service" env XDG_RUNTIME_DIR="$scratch/run" systemd-analyze --user verify --man=no "$scratch/user/speakd.service"
+check "speakd-ssip.socket" systemd-analyze verify --man=no "$scratch/system/speakd-ssip.socket"
+# The system SSIP socket: the speakd group's (0660), outside the service's RuntimeDirectory=
+# (removed at each stop), passed as 'ssip' to speakd.service.
+check "speakd-ssip.socket is 0660 group speakd and passes 'ssip' to speakd.service" sh -c "grep -q '^SocketMode=0660\$' '$here/speakd-ssip.socket' && grep -q '^SocketGroup=speakd\$' '$here/speakd-ssip.socket' && grep -q '^FileDescriptorName=ssip\$' '$here/speakd-ssip.socket' && grep -q '^Service=speakd.service\$' '$here/speakd-ssip.socket' && grep -q '^ListenStream=/run/speakd-ssip/' '$here/speakd-ssip.socket'"
 check "user/speakd-ssip.socket" env XDG_RUNTIME_DIR="$scratch/run" systemd-analyze --user verify --man=no "$scratch/user/speakd-ssip.socket"
 # The SSIP socket is systemd's, named as speakd looks for it, and the user unit listens on it.
 check "user/speakd-ssip.socket passes 'ssip' to speakd.service" sh -c "grep -q '^FileDescriptorName=ssip\$' '$here/user/speakd-ssip.socket' && grep -q '^Service=speakd.service\$' '$here/user/speakd-ssip.socket' && grep -q '^Environment=SPEAKD_SSIP=%t/speech-dispatcher/speechd.sock\$' '$here/user/speakd.service'"

@@ -16,7 +16,9 @@ import SpeechModel
 /// and, for comparison, the same engine and sink driven in this process without the daemon.
 /// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `scripts/build-release`; `speakd` must sit
 /// beside this executable). `speakd-latency-bench --public-address [--pairs N]` compares request → first
-/// sample with the public-address stage neutral and as shipped instead (`PublicAddressBenchmark`).
+/// sample with the public-address stage neutral and as shipped instead (`PublicAddressBenchmark`);
+/// `speakd-latency-bench --ssip [--runs N]` times `spd-say -w` through speakd's SSIP front against
+/// speech-dispatcher on the same sink (`SSIPBenchmark`).
 @main
 struct LatencyBenchmark {
     static let shortText = "Platform four"
@@ -45,6 +47,11 @@ struct LatencyBenchmark {
             FileHandle.standardError.write(
                 Data("no speakd beside this executable at \(speakdPath); build it first\n".utf8))
             exit(1)
+        }
+        if arguments.contains("--ssip") {
+            try await SSIPBenchmark.run(
+                speakdPath: speakdPath, runs: positiveCount("--runs", in: arguments, default: 9))
+            return
         }
         if arguments.contains("--public-address") {
             let pairs = positiveCount("--pairs", in: arguments, default: 40)

@@ -223,7 +223,9 @@ public actor AnnouncementQueue {
         let speech = prepared.speech
         guard phase == .open else { throw .shuttingDown }
         let startsNow = speaking == nil && canStart
-        if request.dropIfBusy, speaking != nil || !waiting.isEmpty {
+        // What it replaces does not make the queue busy: it goes anyway.
+        let replaced = Set(request.replaces + [request.replaceGroup].compactMap { $0 })
+        if request.dropIfBusy, isBusy(ignoring: replaced) {
             return drop(request, speech: speech)
         }
         if !startsNow && waiting.count >= capacity {
@@ -248,6 +250,9 @@ public actor AnnouncementQueue {
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         if let group = request.replaceGroup { replace(group: group, by: announcement.id) }
+        for group in request.replaces where group != request.replaceGroup {
+            replace(group: group, by: announcement.id, newer: false)
+        }
         if let seconds = request.expiresAfter, !startsNow {
             pending.expiry = expiryTimer(id: announcement.id, after: seconds)
         }
@@ -288,9 +293,22 @@ public actor AnnouncementQueue {
         return accepted
     }
 
+    /// Whether anything speaks (and is not stopping) or waits, other than announcements of `groups`.
+    private func isBusy(ignoring groups: Set<String>) -> Bool {
+        func counts(_ pending: PendingAnnouncement) -> Bool {
+            pending.announcement.replaceGroup.map { !groups.contains($0) } ?? true
+        }
+        if let current = speaking, current.stopReason == nil, counts(current.pending) { return true }
+        return waiting.items.contains(where: counts)
+    }
+
     /// Finishes every other announcement of `group`, waiting or speaking, `discarded`.
-    private func replace(group: String, by id: String) {
-        let detail = "replaced by \(id), newer in replaceGroup '\(group)'"
+    /// - Parameter newer: whether `id` is itself of `group` (`replaceGroup`) rather than naming
+    ///   it in `replaces`; it only changes the detail.
+    private func replace(group: String, by id: String, newer: Bool = true) {
+        let detail =
+            newer
+            ? "replaced by \(id), newer in replaceGroup '\(group)'" : "replaced by \(id), which replaces '\(group)'"
         for other in waiting.items where other.announcement.replaceGroup == group {
             if let removed = waiting.remove(id: other.id) { finish(removed, reason: .discarded, detail: detail) }
         }

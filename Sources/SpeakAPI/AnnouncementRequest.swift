@@ -17,6 +17,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public static let maximumRequestIdLength = 128
     /// The longest `replaceGroup`, in characters.
     public static let maximumReplaceGroupLength = 64
+    /// The most groups `replaces` may name.
+    public static let maximumReplacesCount = 8
 
     /// What to say.
     public var utterance: Utterance
@@ -50,6 +52,10 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// `"private"`: spoken only on an output configured private (`--output NAME=SPEC,private`),
     /// and its text is left out of every event, log line, listing and status page (docs/privacy.md).
     public var isPrivate: Bool = false
+    /// Other replace groups this announcement replaces: accepting it finishes every announcement
+    /// of these groups in its output's queue, waiting or speaking, `discarded` (a new arrival
+    /// board replaces the delay notices still waiting). At most 8 names of 1 to 64 characters.
+    public var replaces: [String] = []
 
     /// - Parameters:
     ///   - utterance: what to say.
@@ -95,6 +101,17 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         if let replaceGroup, !(1...Self.maximumReplaceGroupLength).contains(replaceGroup.unicodeScalars.count) {
             throw .outOfRange(
                 field: "replaceGroup", "replaceGroup must have 1 to \(Self.maximumReplaceGroupLength) characters")
+        }
+        if replaces.count > Self.maximumReplacesCount {
+            throw .outOfRange(
+                field: "replaces",
+                "replaces may name at most \(Self.maximumReplacesCount) groups, not \(replaces.count)")
+        }
+        for (index, group) in replaces.enumerated()
+        where !(1...Self.maximumReplaceGroupLength).contains(group.unicodeScalars.count) {
+            throw .outOfRange(
+                field: "replaces[\(index)]",
+                "a group's name in replaces must have 1 to \(Self.maximumReplaceGroupLength) characters")
         }
         if let requestId, !(1...Self.maximumRequestIdLength).contains(requestId.unicodeScalars.count) {
             throw .outOfRange(
@@ -178,7 +195,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output, replaceGroup, dropIfBusy
+        case priority, queue, expiresAfter, chime, chimeAfter, `repeat`, requestId, output, replaceGroup, dropIfBusy,
+            replaces
         case isPrivate = "private"
     }
 
@@ -188,6 +206,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
         "chime", "chimeAfter", "repeat", "requestId", "output", "replaceGroup", "dropIfBusy",
         "private",
+        "replaces",
     ]
 
     private struct AnyKey: CodingKey {
@@ -234,6 +253,12 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             throw SpeechInputError.malformed(field: "private", "expected true or false")
         }
         do {
+            replaces = try container.decodeIfPresent([String].self, forKey: .replaces) ?? []
+        } catch {
+            throw SpeechInputError.malformed(
+                field: "replaces", "expected a list of groups' names, such as [\"delays\"]")
+        }
+        do {
             output = try container.decodeIfPresent(String.self, forKey: .output)
         } catch {
             throw SpeechInputError.malformed(field: "output", "expected the name of an output, such as \"headset\"")
@@ -275,5 +300,6 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
         if dropIfBusy { try container.encode(dropIfBusy, forKey: .dropIfBusy) }
         if isPrivate { try container.encode(isPrivate, forKey: .isPrivate) }
+        if !replaces.isEmpty { try container.encode(replaces, forKey: .replaces) }
     }
 }

@@ -202,7 +202,10 @@ public func buildDaemon(
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
-    let ssip = configuration.ssipPath.map {
+    // A socket unit passing `ssip` turns SSIP on by itself (the system unit's is off until
+    // enabled); `--ssip` then only names it in the logs.
+    let ssipPath = configuration.ssipPath ?? activatedSSIP.map { _ in "systemd's socket 'ssip'" }
+    let ssip = ssipPath.map {
         var limits = SSIPListener.Limits()
         limits.maxConnections = configuration.connectionLimits.maxConnections
         return SSIPListener(

@@ -76,7 +76,9 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                 let speech = renderer.render(announcement.speech)
                 let limiter = gain.map { PeakLimiter(gain: $0, sampleRate: renderer.format.sampleRate) }
                 try await playback.play(
-                    SoundStream(chime: chime, speech: speech, limiter: limiter, chimeAfter: chimeAfter),
+                    SoundStream(
+                        chime: chime, speech: speech, limiter: limiter, chimeAfter: chimeAfter,
+                        silenceThreshold: playback.silenceThreshold),
                     format: renderer.format,
                     trailingPause: announcement.speech.trailingPause,
                     silenceBefore: index > 0 ? .milliseconds(Int64((repeats.gap * 1000).rounded())) : .zero,
@@ -117,16 +119,22 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
     let speech: Speech
     let limiter: PeakLimiter?
     var chimeAfter: [Int16]? = nil
+    /// The absolute sample value above which a sample sounds: word and sentence events move to
+    /// the first sounding sample of their word.
+    var silenceThreshold: Int16 = 64
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var chime: [Int16]?
         var speech: Speech.AsyncIterator
         var limiter: PeakLimiter?
         var chimeAfter: [Int16]?
+        var silenceThreshold: Int16
         var speechEnded = false
 
         /// Samples of chime before the speech: the engine's event positions count from the speech.
         var offset = 0
+        /// Samples of speech before the next chunk, where the engine's positions count from.
+        var speechPosition = 0
 
         mutating func next() async throws -> PCMChunk? {
             if let chime {
@@ -141,6 +149,8 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
                 return chimeAfter.map { PCMChunk(samples: $0) }
             }
             limiter?.process(&chunk.samples)
+            chunk.moveEventsToSound(at: speechPosition, threshold: silenceThreshold)
+            speechPosition += chunk.samples.count
             if offset > 0 {
                 for index in chunk.events.indices { chunk.events[index].sample += offset }
             }
@@ -149,7 +159,33 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(chime: chime, speech: speech.makeAsyncIterator(), limiter: limiter, chimeAfter: chimeAfter)
+        AsyncIterator(
+            chime: chime, speech: speech.makeAsyncIterator(), limiter: limiter, chimeAfter: chimeAfter,
+            silenceThreshold: silenceThreshold)
+    }
+}
+
+extension PCMChunk {
+    /// Moves each word and sentence event to the first sounding sample of its word, so it is
+    /// heard with the sound rather than with the silent closure before it: espeak-ng places a
+    /// word at its first sample, which for a word such as "two" is the 30–40 ms closure of its
+    /// "t", and a client's BEGIN (SSIP 701, Chromium's `onstart`) came that much before the
+    /// sound. An event moves only within this chunk and never past the next event; one whose
+    /// word sounds in a later chunk stays where it is. Marks stay where the text put them.
+    /// - Parameters:
+    ///   - start: the position of this chunk's first sample, where event positions count from.
+    ///   - threshold: the absolute sample value above which a sample sounds.
+    mutating func moveEventsToSound(at start: Int, threshold: Int16) {
+        let original = events
+        for (index, event) in original.enumerated() where event.kind != .mark {
+            let from = event.sample - start
+            guard from >= 0, from < samples.count else { continue }
+            let next = original[(index + 1)...].first { $0.sample > event.sample }.map { $0.sample - start }
+            let end = Swift.min(samples.count, next ?? samples.count)
+            guard let sounding = samples[from..<end].firstIndex(where: { $0 > threshold || $0 < -threshold })
+            else { continue }
+            events[index].sample = start + sounding
+        }
     }
 }
 

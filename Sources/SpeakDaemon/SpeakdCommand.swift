@@ -111,9 +111,13 @@ public struct SpeakdCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "speakd")
         logger.info("speakd starting", metadata: ["speakd.version": "\(SpeakdVersion.current)"])
+        // SSIP listens with --ssip, or on a socket systemd passes as `ssip` (Daemon+build).
+        let ssip =
+            configuration.ssipPath != nil
+            || SystemdSockets(environment: ProcessInfo.processInfo.environment).ssip != nil
         configuration.connectionLimits = DescriptorLimit.raise(
             fitting: configuration.connectionLimits,
-            listeners: configuration.listenAddresses.count + (configuration.ssipPath == nil ? 0 : 1), logger: logger)
+            listeners: configuration.listenAddresses.count + (ssip ? 1 : 0), logger: logger)
         let daemon: Daemon
         do {
             daemon = try await buildDaemon(configuration, logger: logger)

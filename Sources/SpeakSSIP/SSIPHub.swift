@@ -14,8 +14,8 @@ import SpeakAPI
 /// connection: it is spoken and tracked to its end with nobody to tell.
 ///
 /// A message that one of speakd's own announcements interrupts (a `high` one, or a `default` one
-/// with `queue: false`) is not cancelled: it is queued again, from its start, behind the
-/// announcement, and its client hears no 703 it did not ask for (Chromium, which waits for each
+/// with `queue: false`) is not cancelled: its rest, from the word it was cut off in, is queued
+/// again behind the announcement, and its client hears no 703 it did not ask for (Chromium, which waits for each
 /// message's 702 or 703, would otherwise stay silent until the page calls `cancel()`). It keeps
 /// its message id; BEGIN is not sent again. After `maxRequeues` interruptions it ends with 703.
 actor SSIPHub {
@@ -24,8 +24,13 @@ actor SSIPHub {
         let client: Int
         let notify: Set<SSIPEvent>
         let outbox: SSIPOutbox
-        /// The request body, to queue it again after an interruption.
-        let body: Data
+        /// The request, to queue it again after an interruption; its text becomes what was
+        /// not heard yet.
+        var body: SSIPMessageBody
+        /// Where the word heard last starts in the text of its current announcement (UTF-16).
+        var heardFrom = 0
+        /// Its SSIP priority.
+        let priority: String
         var begun = false
         var requeues = 0
     }
@@ -66,7 +71,8 @@ actor SSIPHub {
 
     /// Ends a submission; for an accepted one, returns its SSIP message id.
     func endSubmission(
-        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: Data
+        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: SSIPMessageBody,
+        priority: String
     ) async -> Int? {
         guard let id else {
             await endSubmission(nil)
@@ -74,7 +80,10 @@ actor SSIPHub {
         }
         let number = nextMessage
         nextMessage += 1
-        await endSubmission((id, Message(id: number, client: client, notify: notify, outbox: outbox, body: body)))
+        let message = Message(
+            id: number, client: client, notify: notify, outbox: outbox, body: body, priority: priority)
+        await endSubmission((id, message))
+        await stopSpeaking(below: id, priority: priority)
         return number
     }
 
@@ -97,6 +106,16 @@ actor SSIPHub {
                 droppedHeld = false
                 await reconcile()
             }
+        }
+    }
+
+    /// speech-dispatcher's `important` stops a speaking message of another priority (which
+    /// ends with 703), while waiting ones wait behind it.
+    private func stopSpeaking(below id: String, priority: String) async {
+        for (other, message) in messages
+        where other != id && SSIPMapping.stops(priority, speaking: message.priority) {
+            let state = await outputs.status(id: other)?.state
+            if state == .speaking || state == .paused { _ = try? await outputs.cancel(id: other) }
         }
     }
 
@@ -142,6 +161,7 @@ actor SSIPHub {
                 send(.begin, message)
             }
             if event.type == .mark { send(.indexMark, message, mark: event.name) }
+            if event.type == .word, let range = event.range { message.heardFrom = range.location }
             messages[event.id] = message
         case .paused:
             send(.pause, message)
@@ -168,18 +188,36 @@ actor SSIPHub {
         }
     }
 
-    /// Queues an interrupted message again, from its start; 703 when that is refused.
+    /// Queues an interrupted message again, from the word it was cut off in (from its start
+    /// when it has no plain text: SSML, spelt out, a sound icon); 703 when that is refused.
     private func requeue(_ message: Message) async {
         var message = message
         message.requeues += 1
+        if let rest = Self.rest(of: message.body, from: message.heardFrom) { message.body.text = rest }
+        message.heardFrom = 0
         submitting += 1
         do {
-            let (_, accepted) = try await intake.accept(message.body)
+            let (_, accepted) = try await intake.accept(try WireFormat.encoder().encode(message.body))
             await endSubmission((accepted.id, message))
         } catch {
             await endSubmission(nil)
             finish(message, completed: false)
         }
+    }
+
+    /// The text of `body` from UTF-16 offset `offset` (where the word heard last starts), or nil
+    /// to speak it all again: nothing heard yet, no plain text, or nothing but spaces and
+    /// punctuation left.
+    static func rest(of body: SSIPMessageBody, from offset: Int) -> String? {
+        guard offset > 0, let text = body.text, body.ssml == nil, body.spellOut != true, body.chime == nil
+        else { return nil }
+        let utf16 = text.utf16
+        guard offset < utf16.count,
+            let start = utf16.index(utf16.startIndex, offsetBy: offset, limitedBy: utf16.endIndex)?
+                .samePosition(in: text.unicodeScalars)
+        else { return nil }
+        let rest = String(text.unicodeScalars[start...])
+        return rest.contains(where: { $0.isLetter || $0.isNumber }) ? rest : nil
     }
 
     /// After falling behind the event stream: closes the messages whose end was missed.

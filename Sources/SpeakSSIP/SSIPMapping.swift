@@ -30,25 +30,43 @@ enum SSIPMapping {
         }
     }
 
-    /// SSIP's priority as speakd's: `important` is `default`, everything else `low`, all queued
-    /// (never interrupting), so SSIP traffic never cuts off speakd's own announcements and waits
-    /// behind them.
+    /// SSIP's priority as speakd's: `important` is `default`, everything else `low`, all queued,
+    /// so SSIP traffic never cuts off speakd's own announcements and waits behind them.
+    /// speech-dispatcher's rules between SSIP's five priorities are the replace groups below,
+    /// and `important` stopping a speaking message (`SSIPHub`); docs/ssip.md has the table.
     static func priority(_ ssip: String) -> AnnouncementPriority {
         ssip == "important" ? .default : .low
     }
 
     /// The replace group of SSIP's priorities whose newest message replaces the older ones of
-    /// every client: `notification` and `progress`. `text` is queued (see docs/ssip.md).
+    /// every client, waiting or speaking: `text`, `notification` and `progress`.
     static func replaceGroup(_ ssip: String) -> String? {
         switch ssip {
-        case "notification": "ssip-notification"
-        case "progress": "ssip-progress"
+        case "text", "notification", "progress": "ssip-\(ssip)"
         default: nil
         }
     }
 
-    /// `notification` is dropped when anything speaks or waits.
+    /// The other priorities' groups a message of `ssip` replaces, as speech-dispatcher cancels
+    /// them: `message` cancels `text` and `notification`, everything but `notification`
+    /// cancels `notification`. `progress` is never cancelled by another priority, so the last
+    /// of a series is always heard.
+    static func replaces(_ ssip: String) -> [String] {
+        switch ssip {
+        case "message": ["ssip-text", "ssip-notification"]
+        case "important", "text", "progress": ["ssip-notification"]
+        default: []
+        }
+    }
+
+    /// `notification` is dropped when anything but an older notification speaks or waits.
     static func dropIfBusy(_ ssip: String) -> Bool { ssip == "notification" }
+
+    /// Whether a message of `ssip` stops a speaking SSIP message of `other`: `important` stops
+    /// every other but `progress` (never cancelled, see `replaces`); the rest is `replaces`.
+    static func stops(_ ssip: String, speaking other: String) -> Bool {
+        ssip == "important" && other != "important" && other != "progress"
+    }
 
     private static func clamp(_ value: Double, _ range: ClosedRange<Double>) -> Double {
         min(max(value, range.lowerBound), range.upperBound)

@@ -21,7 +21,8 @@ final class SSIPSession {
         var punctuation = "none"
         var spelling = false
         var ssml = false
-        var priority = "text"
+        /// speech-dispatcher's default (`DefaultPriority` unset): `message`, which queues.
+        var priority = "message"
         var capitalLetters = "none"
         var voiceType = "MALE1"
         var synthesisVoice: String?
@@ -88,7 +89,7 @@ final class SSIPSession {
             dataTooLarge = false
             return .reply(.receivingData)
         case "char", "key": return .reply(await event(command, text: text))
-        case "sound_icon": return .reply(soundIcon(words))
+        case "sound_icon": return .reply(await soundIcon(words))
         case "set": return .reply(await set(words, line: text))
         case "get": return .reply(get(words))
         case "list": return .reply(await list(words))
@@ -155,10 +156,16 @@ final class SSIPSession {
         return await submit(text: spoken, ssml: false, spellOut: command == "char" && spoken.count == 1)
     }
 
-    private func submit(text: String, ssml: Bool, spellOut: Bool) async -> SSIPReply {
+    private func submit(text: String, ssml: Bool, spellOut: Bool, icon: String? = nil) async -> SSIPReply {
         let body: Data
+        var message = messageBody(text: text, ssml: ssml, spellOut: spellOut)
+        if let icon {
+            message.chime = icon
+            message.chimeAfterNone = true
+            message.punctuation = false
+        }
         do {
-            body = try WireFormat.encoder().encode(messageBody(text: text, ssml: ssml, spellOut: spellOut))
+            body = try WireFormat.encoder().encode(message)
         } catch {
             return SSIPReply.internalError.explained("\(error)")
         }
@@ -168,14 +175,15 @@ final class SSIPSession {
             guard
                 let number = await hub.endSubmission(
                     accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
-                    body: body)
+                    body: message, priority: settings.priority)
             else { return .internalError }
             logger.debug(
                 "SSIP message queued",
                 metadata: ["speakd.ssip.client": "\(client)", "announcement.id": "\(accepted.id)"])
             return .messageQueued(number)
         } catch {
-            _ = await hub.endSubmission(accepted: nil, client: client, notify: [], outbox: outbox, body: body)
+            _ = await hub.endSubmission(
+                accepted: nil, client: client, notify: [], outbox: outbox, body: message, priority: settings.priority)
             logger.info(
                 "SSIP message refused", metadata: ["speakd.ssip.client": "\(client)", "speakd.error": "\(error)"])
             let reply: SSIPReply = error.isQueueFull || error.isUnavailable ? .internalError : .parameterInvalid
@@ -201,6 +209,8 @@ final class SSIPSession {
         body.priority = SSIPMapping.priority(settings.priority).rawValue
         body.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
         body.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority) ? true : nil
+        let replaces = SSIPMapping.replaces(settings.priority)
+        body.replaces = replaces.isEmpty ? nil : replaces
         return body
     }
 
@@ -372,11 +382,25 @@ final class SSIPSession {
         }
     }
 
-    /// `SOUND_ICON name`: speakd has no sound icons yet.
-    private func soundIcon(_ words: [String]) -> SSIPReply {
+    /// `SOUND_ICON name`: the chime of that name (`GET /v1/chimes`), queued as a message of the
+    /// client's priority, with its notifications; an icon no chime is named after is refused
+    /// with `407`.
+    ///
+    /// An announcement needs text: the chime is carried by a silent one, ".", without
+    /// punctuation, whose render is 56 ms of engine silence that playback trims, so the chime is
+    /// all that is heard.
+    private func soundIcon(_ words: [String]) async -> SSIPReply {
         guard words.count >= 2 else { return .missingParameter }
-        return SSIPReply.unknownIcon.explained("icon: speakd plays no sound icons ('\(words[1])')")
+        let name = words[1]
+        guard let chime = intake.limits.chimes.first(where: { $0.lowercased() == name.lowercased() }) else {
+            let known = intake.limits.chimes.isEmpty ? "none" : intake.limits.chimes.joined(separator: ", ")
+            return SSIPReply.unknownIcon.explained("icon: no chime is named '\(name)' (speakd's chimes: \(known))")
+        }
+        return await submit(text: Self.iconText, ssml: false, spellOut: false, icon: chime)
     }
+
+    /// The silent text that carries a sound icon's chime.
+    static let iconText = "."
 
     // MARK: STOP, CANCEL, PAUSE, RESUME
 
@@ -432,7 +456,7 @@ final class SSIPSession {
 
 /// A message as `POST /v1/announcements` takes it, so the intake checks it as it checks every
 /// other front's.
-struct SSIPMessageBody: Encodable {
+struct SSIPMessageBody: Encodable, Sendable {
     var text: String?
     var ssml: String?
     var language: String?
@@ -444,4 +468,31 @@ struct SSIPMessageBody: Encodable {
     var priority: String?
     var replaceGroup: String?
     var dropIfBusy: Bool?
+    var replaces: [String]?
+    var chime: String?
+    /// No chime after the speech, whatever the priority's default (`"chimeAfter": null`).
+    var chimeAfterNone = false
+
+    private enum CodingKeys: String, CodingKey {
+        case text, ssml, language, rate, pitch, volume, punctuation, spellOut, priority, replaceGroup, dropIfBusy
+        case replaces, chime, chimeAfter
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(text, forKey: .text)
+        try container.encodeIfPresent(ssml, forKey: .ssml)
+        try container.encodeIfPresent(language, forKey: .language)
+        try container.encodeIfPresent(rate, forKey: .rate)
+        try container.encodeIfPresent(pitch, forKey: .pitch)
+        try container.encodeIfPresent(volume, forKey: .volume)
+        try container.encodeIfPresent(punctuation, forKey: .punctuation)
+        try container.encodeIfPresent(spellOut, forKey: .spellOut)
+        try container.encodeIfPresent(priority, forKey: .priority)
+        try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
+        try container.encodeIfPresent(dropIfBusy, forKey: .dropIfBusy)
+        try container.encodeIfPresent(replaces, forKey: .replaces)
+        try container.encodeIfPresent(chime, forKey: .chime)
+        if chimeAfterNone { try container.encodeNil(forKey: .chimeAfter) }
+    }
 }

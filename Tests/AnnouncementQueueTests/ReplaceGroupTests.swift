@@ -9,11 +9,13 @@ import Testing
 @Suite("Replace groups and drop-if-busy", .timeLimit(.minutes(1)))
 struct ReplaceGroupTests {
     private func submit(
-        _ harness: QueueHarness, _ text: String, group: String? = nil, dropIfBusy: Bool = false
+        _ harness: QueueHarness, _ text: String, group: String? = nil, dropIfBusy: Bool = false,
+        replaces: [String] = []
     ) async throws -> AnnouncementAccepted {
         var request = AnnouncementRequest(utterance: Utterance(text))
         request.replaceGroup = group
         request.dropIfBusy = dropIfBusy
+        request.replaces = replaces
         return try await harness.queue.submit(.unrendered(request))
     }
 
@@ -59,6 +61,41 @@ struct ReplaceGroupTests {
         }
     }
 
+    /// `replaces` finishes other groups' announcements, waiting or speaking, and leaves its own
+    /// group and the ungrouped alone; `dropIfBusy` does not count what it replaces as busy.
+    @Test func replacesFinishesTheNamedGroupsAndDropIfBusyIgnoresThem() async throws {
+        try await withQueue { harness in
+            let speaking = try await submit(harness, "Delay notice one", group: "delays")
+            await harness.speaker.waitForStarts(1)
+            let waiting = try await submit(harness, "Delay notice two", group: "delays")
+            let board = try await submit(harness, "Board", group: "arrivals")
+            let other = try await submit(harness, "Unrelated")
+            let newBoard = try await submit(harness, "New board", replaces: ["delays"])
+            // The speaking notice was replaced by the newer one of its group, which the board replaces.
+            #expect(await harness.queue.finished(id: speaking.id)?.reason == .discarded)
+            let replaced = await harness.recorder.waitForFinished(waiting.id)
+            #expect(replaced?.reason == .discarded)
+            #expect(replaced?.detail?.contains("which replaces 'delays'") == true)
+            // Busy with the board and the unrelated one: dropped, though it replaces the board.
+            let dropped = try await submit(harness, "Notice", dropIfBusy: true, replaces: ["arrivals"])
+            #expect(dropped.state == .finished)
+            for (index, id) in [board.id, other.id, newBoard.id].enumerated() {
+                await harness.speaker.waitForStarts(2 + index)
+                harness.speaker.complete(id)
+                #expect(await harness.queue.finished(id: id)?.reason == .completed)
+            }
+            // Busy only with what it replaces: it goes, and replaces it.
+            let again = try await submit(harness, "Delay notice three", group: "delays")
+            await harness.speaker.waitForStarts(5)
+            let notice = try await submit(harness, "Notice", dropIfBusy: true, replaces: ["delays"])
+            #expect(notice.state != .finished)
+            #expect(await harness.queue.finished(id: again.id)?.reason == .discarded)
+            await harness.speaker.waitForStarts(6)
+            harness.speaker.complete(notice.id)
+            #expect(await harness.queue.finished(id: notice.id)?.reason == .completed)
+        }
+    }
+
     @Test func theRequestFieldsDecodeAndAreChecked() throws {
         let request = try AnnouncementRequest.decode(
             json: Data(#"{"text":"Hi","replaceGroup":"arrivals","dropIfBusy":true}"#.utf8))
@@ -74,6 +111,20 @@ struct ReplaceGroupTests {
             try AnnouncementRequest.decode(json: Data(#"{"text":"Hi","dropIfBusy":"yes"}"#.utf8))
         } throws: { error in
             (error as? RequestBodyError)?.errorResponse.error.field == "dropIfBusy"
+        }
+        #expect(
+            try AnnouncementRequest.decode(json: Data(#"{"text":"Hi","replaces":["a","b"]}"#.utf8)).replaces == [
+                "a", "b",
+            ])
+        for (body, field) in [
+            (#"{"text":"Hi","replaces":"a"}"#, "replaces"), (#"{"text":"Hi","replaces":["a",""]}"#, "replaces[1]"),
+            (#"{"text":"Hi","replaces":["1","2","3","4","5","6","7","8","9"]}"#, "replaces"),
+        ] {
+            #expect {
+                try AnnouncementRequest.decode(json: Data(body.utf8))
+            } throws: { error in
+                (error as? RequestBodyError)?.errorResponse.error.field == field
+            }
         }
     }
 }

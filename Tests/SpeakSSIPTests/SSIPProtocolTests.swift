@@ -70,6 +70,41 @@ import Testing
             #expect(SSIPMapping.priority(name) == .low)
         }
     }
+
+    /// speech-dispatcher's `resolve_priorities`: text replaces text; message cancels text;
+    /// all but notification cancel notification; nothing else cancels progress.
+    @Test func priorityRulesAreSpeechDispatchers() {
+        #expect(SSIPMapping.replaceGroup("text") == "ssip-text")
+        #expect(SSIPMapping.replaceGroup("message") == nil)
+        #expect(SSIPMapping.replaceGroup("important") == nil)
+        #expect(SSIPMapping.replaces("message") == ["ssip-text", "ssip-notification"])
+        for name in ["important", "text", "progress"] {
+            #expect(SSIPMapping.replaces(name) == ["ssip-notification"])
+        }
+        #expect(SSIPMapping.replaces("notification").isEmpty)
+        for name in SSIPMapping.priorities {
+            #expect(!SSIPMapping.replaces(name).contains("ssip-progress"))
+            #expect(SSIPMapping.stops("important", speaking: name) == !["important", "progress"].contains(name))
+            #expect(!SSIPMapping.stops("message", speaking: name))
+        }
+        #expect(SSIPSession.Settings().priority == "message")
+    }
+
+    /// An interrupted message resumes from the word heard last; all again when there is no
+    /// plain text or nothing to say is left.
+    @Test func anInterruptedMessageResumesFromTheWordHeardLast() {
+        var body = SSIPMessageBody()
+        body.text = "Café au lait, then the next train."
+        #expect(SSIPHub.rest(of: body, from: 14) == "then the next train.")
+        #expect(SSIPHub.rest(of: body, from: 0) == nil)
+        #expect(SSIPHub.rest(of: body, from: 33) == nil, "only the full stop is left")
+        #expect(SSIPHub.rest(of: body, from: 400) == nil)
+        body.spellOut = true
+        #expect(SSIPHub.rest(of: body, from: 14) == nil)
+        var ssml = SSIPMessageBody()
+        ssml.ssml = "<speak>Café au lait</speak>"
+        #expect(SSIPHub.rest(of: ssml, from: 5) == nil)
+    }
 }
 
 @Suite struct SSIPOutboxTests {

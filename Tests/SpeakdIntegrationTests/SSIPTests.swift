@@ -70,7 +70,7 @@ extension SpeakdIntegration {
             try #require(finished.count == 1, "events: \(events.map(\.type))")
             #expect(finished[0].reason == .completed)
             #expect(finished[0].text == "The train to Lisbon leaves from platform four.")
-            // SSIP's default priority, text, is speakd's low.
+            // spd-say's priority, text, is speakd's low.
             #expect(finished[0].priority == .low)
             let segments = recording.segments(minimumSilence: 0.5)
             try #require(segments.count == 1, "heard \(segments)")
@@ -167,6 +167,39 @@ extension SpeakdIntegration {
                 "callbacks: \(result.output)")
         }
 
+        /// python3-speechd's `sound_icon()`: a chime's name plays that chime (and nothing else
+        /// is heard); a name no chime has is refused with 407, which the module raises.
+        @Test func pythonSpeechdsSoundIconPlaysTheChimeOfThatName() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let script = """
+                import speechd
+                client = speechd.SSIPClient('speakd-test', autospawn=False)
+                try:
+                    client.sound_icon('no-such-icon')
+                except speechd.SSIPCommandError as error:
+                    print('refused', error.args[0])
+                client.sound_icon('ding')
+                client.close()
+                """
+            let path = ssip.directory.appendingPathComponent("icon.py").path
+            try script.write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try await ssip.run("/usr/bin/python3", [path])
+            #expect(result.status == 0, "python3: \(result.output)")
+            #expect(result.output.contains("refused 407"), "\(result.output)")
+            let finished = await ssip.speakd.events.wait(timeout: .seconds(10)) { events in
+                events.contains { $0.type == .finished }
+            }
+            #expect(finished)
+            try await Task.sleep(for: .milliseconds(300))
+            let events = ssip.speakd.events.events.filter { $0.type == .finished }
+            let recording = await ssip.stop()
+            #expect(events.count == 1 && events.first?.reason == .completed, "\(events)")
+            // ding.wav is 0.6 s, most of it its decay: one short sound, no speech.
+            let segments = recording.segments(minimumSilence: 0.3)
+            try #require(segments.count == 1, "heard \(segments)")
+            #expect(segments[0].duration > 0.1 && segments[0].duration < 0.65, "\(segments[0].duration) s")
+        }
+
         /// python3-speechd's own automatic test: begin, cancel of the speaking and of a waiting
         /// message, and end, timed by sleeps of its own.
         @Test func pythonSpeechdsOwnAutomaticTestPasses() async throws {
@@ -180,8 +213,11 @@ extension SpeakdIntegration {
 
         /// Socket activation, as a socket unit does it: `systemd-socket-activate` holds the
         /// socket before speakd runs, the first client's connection starts speakd with it, and
-        /// the socket is left listening when speakd exits.
-        @Test func aSocketMadeBeforeSpeakdIsServedAndOutlivesIt() async throws {
+        /// the socket is left listening when speakd exits. Without `--ssip` (the system unit,
+        /// whose SSIP is off until its socket unit is enabled) the socket alone turns SSIP on.
+        @Test(arguments: [true, false]) func aSocketMadeBeforeSpeakdIsServedAndOutlivesIt(withSetting: Bool)
+            async throws
+        {
             let pulse = try await PulseAudioServer.start()
             let recorder = try await MonitorRecorder.start(pulse)
             let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
@@ -194,8 +230,8 @@ extension SpeakdIntegration {
                 "/usr/bin/systemd-socket-activate",
                 ["-l", path, "--fdname=ssip"] + passed + [
                     BuiltProduct.path("speakd"), "--socket", directory.appendingPathComponent("speakd.sock").path,
-                    "--http", "none", "--audio", "pulse", "--ssip", path,
-                ],
+                    "--http", "none", "--audio", "pulse",
+                ] + (withSetting ? ["--ssip", path] : []),
                 environment: pulse.clientProcessEnvironment, output: log)
             let deadline = ContinuousClock.now + .seconds(5)
             while !FileManager.default.fileExists(atPath: path), ContinuousClock.now < deadline {
@@ -224,8 +260,8 @@ extension SpeakdIntegration {
 
         /// A web page in headless Chromium speaks with the Web Speech API through libspeechd
         /// (`scripts/check-web-speech.py`): three utterances heard in order with `onstart` and
-        /// `onend` at their sound; a high announcement interrupts the page, whose utterance is
-        /// heard again after it; the page's next `speak()` is heard without a `cancel()`.
+        /// `onend` at their sound; a high announcement interrupts the page, whose utterance
+        /// resumes after it; the page's next `speak()` is heard without a `cancel()`.
         @Test(.timeLimit(.minutes(2))) func chromiumWebSpeechIsHeardInOrderAndSurvivesAnInterruption()
             async throws
         {
@@ -239,8 +275,12 @@ extension SpeakdIntegration {
             try #require(result.status == 0, "check-web-speech.py: \(result.output)")
             let long = "This long utterance from the page is interrupted by a platform announcement."
             #expect(
-                finished.map(\.text) == ["One.", "Two.", "Three.", long, "Attention please.", long, "After."],
+                finished.map(\.text).prefix(5) == ["One.", "Two.", "Three.", long, "Attention please."],
                 "\(finished.map(\.text))")
+            #expect(finished.last?.text == "After.")
+            // The interrupted utterance resumes from the word it was cut off in.
+            let rest = finished.count == 7 ? finished[5].text : ""
+            #expect(long.hasSuffix(rest) && !rest.isEmpty && rest.count < long.count, "resumed with '\(rest)'")
             #expect(
                 finished.map(\.reason) == [
                     .completed, .completed, .completed, .interrupted, .completed, .completed, .completed,
@@ -262,9 +302,17 @@ extension SpeakdIntegration {
                 let soundEnd = try #require(recording.playedAt(segments[index].end))
                 let startDelay = (started - soundStart).seconds
                 let endDelay = (ended - soundEnd).seconds
-                // The goal is 20 ms; a machine shared with builds gets headroom.
-                #expect(abs(startDelay) < 0.15, "\(text): onstart \(startDelay) s from its first sound")
-                #expect(endDelay > -0.05 && endDelay < 0.25, "\(text): onend \(endDelay) s after its last sound")
+                // speakd's own events (BEGIN is sent at the first word, END at finished) as this
+                // test's event stream received them, to tell speakd's part from the browser's.
+                let id = try #require(finished.first { $0.text == text }?.id)
+                let word = try #require(ssip.speakd.events.first(.word, of: id)?.receivedAt)
+                let end = try #require(ssip.speakd.events.first(.finished, of: id)?.receivedAt)
+                let timing =
+                    "\(text): onstart \(startDelay) s from its first sound (speakd's word event \((word - soundStart).seconds) s), onend \(endDelay) s after its last (speakd's finished \((end - soundEnd).seconds) s)"
+                // The goal, 20 ms; never before the sound, but for the recording's own estimate
+                // of when a frame was played (up to 10 ms early).
+                #expect(abs(startDelay) < 0.02, "\(timing)")
+                #expect(endDelay > -0.01 && endDelay < 0.02, "\(timing)")
             }
         }
 
@@ -373,10 +421,10 @@ extension SpeakdIntegration {
             _ = await ssip.stop()
         }
 
-        /// A high announcement interrupts an SSIP message; the message is spoken again after it
-        /// and ends with 702, never 703, so a client that waits for each message's end (Chromium)
-        /// goes on speaking without a `cancel()`.
-        @Test func aMessageInterruptedBySpeakdIsSpokenAgainWithoutCanceled() async throws {
+        /// A high announcement interrupts an SSIP message; the message resumes after it, from
+        /// the word it was cut off in, and ends with 702, never 703, so a client that waits for
+        /// each message's end (Chromium) goes on speaking without a `cancel()`.
+        @Test func aMessageInterruptedBySpeakdResumesFromItsWordWithoutCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
             let id = try #require(client.command("HISTORY GET CLIENT_ID").first.map { String($0.dropFirst(4)) })
@@ -385,7 +433,7 @@ extension SpeakdIntegration {
             let text = "This message is interrupted by a platform announcement, then spoken again."
             let message = try #require(client.command(text + "\r\n.").first.map { String($0.dropFirst(4)) })
             #expect(try client.reply() == ["701-\(message)", "701-\(id)", "701 BEGIN"])
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(1_500))
             let platform = try await ssip.speakd.accept(announcement("Attention please.", priority: .high))
             // The next notification is the message's end: no CANCELED, no second BEGIN.
             #expect(try client.reply(timeout: 20) == ["702-\(message)", "702-\(id)", "702 END"])
@@ -394,10 +442,15 @@ extension SpeakdIntegration {
             }
             let finished = ssip.speakd.events.events.filter { $0.type == .finished }
             #expect(finished.map(\.reason) == [.interrupted, .completed, .completed], "\(finished)")
-            #expect(finished.map(\.text) == [text, "Attention please.", text])
+            #expect(finished.prefix(2).map(\.text) == [text, "Attention please."])
             #expect(finished.dropFirst().first?.id == platform)
+            // Resumed, not restarted: the rest of the text, from the start of a word.
+            let rest = try #require(finished.last?.text)
+            #expect(text.hasSuffix(rest) && rest.count < text.count - 10, "resumed with '\(rest)'")
+            #expect(rest.first?.isLetter == true && text.dropLast(rest.count).last == " ", "resumed with '\(rest)'")
             let recording = await ssip.stop()
-            #expect(recording.segments(minimumSilence: 0.2).count >= 3, "interrupted, platform, again")
+            let segments = recording.segments(minimumSilence: 0.2)
+            #expect(segments.count >= 3, "interrupted, platform, the rest")
         }
 
         /// `progress` keeps only the newest of a series (the last is always heard); a
@@ -432,6 +485,68 @@ extension SpeakdIntegration {
             let heard = ssip.speakd.events.events.filter { $0.type == .finished && $0.reason == .completed }
             #expect(heard.map(\.text) == ["Completed 30 percent of the long task."])
             _ = await ssip.stop()
+        }
+
+        /// speech-dispatcher's rules between two clients: `text` replaces older text of any
+        /// client (speaking or waiting, 703); `message` cancels text and queues behind message;
+        /// `important` stops a speaking message (703) and goes before the waiting one;
+        /// `notification` is dropped while anything else speaks; speakd's own announcements are
+        /// never cut off by any of them.
+        @Test(.timeLimit(.minutes(2))) func ssipPrioritiesFollowSpeechDispatchersRulesAcrossTwoClients()
+            async throws
+        {
+            let ssip = try await SSIPDaemon.start()
+            let alice = try SSIPTestClient(path: ssip.path)
+            let bob = try SSIPTestClient(path: ssip.path)
+            for client in [alice, bob] {
+                #expect(try client.command("SET SELF NOTIFICATION ALL on") == ["220 OK NOTIFICATION SET"])
+            }
+            let long = "is long enough to be still speaking when the next message comes in."
+            // text replaces older text, from any client, speaking or waiting.
+            let text1 = try alice.speak("Alice's first text \(long)", priority: "text")
+            _ = try alice.waitFor(701, of: text1)
+            let text2 = try bob.speak("Bob's text \(long)", priority: "text")
+            #expect(try alice.waitFor(703, of: text1).last == "703 CANCELED")
+            let text3 = try alice.speak("Alice's second text \(long)", priority: "text")
+            #expect(try bob.waitFor(703, of: text2).last == "703 CANCELED")
+            // message cancels text, speaking or waiting, and queues behind message.
+            _ = try alice.waitFor(701, of: text3)
+            let message1 = try bob.speak("Bob's message \(long)", priority: "message")
+            #expect(try alice.waitFor(703, of: text3).last == "703 CANCELED")
+            _ = try bob.waitFor(701, of: message1)
+            let message2 = try alice.speak("Alice's message, which waits its turn.", priority: "message")
+            // important stops the speaking message and goes before the waiting one.
+            let important = try bob.speak("Bob's important message.", priority: "important")
+            #expect(try bob.waitFor(703, of: message1).last == "703 CANCELED")
+            _ = try bob.waitFor(701, of: important)
+            // A notification is dropped while anything else speaks.
+            let notice = try bob.speak("Bob's notification.", priority: "notification")
+            #expect(try bob.waitFor(703, of: notice).last == "703 CANCELED")
+            #expect(try bob.waitFor(702, of: important).last == "702 END")
+            #expect(try alice.waitFor(702, of: message2, timeout: 15).last == "702 END")
+
+            // speakd's own announcements: neither important nor message cuts one off.
+            let platform = try await ssip.speakd.accept(announcement("Platform announcement \(long)", priority: .low))
+            #expect(await ssip.speakd.events.waitFor(.started, of: platform) != nil)
+            let important2 = try alice.speak("Alice's important message.", priority: "important")
+            let message3 = try bob.speak("Bob's last message.", priority: "message")
+            #expect(try alice.waitFor(702, of: important2, timeout: 15).last == "702 END")
+            #expect(try bob.waitFor(702, of: message3, timeout: 15).last == "702 END")
+
+            await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
+                events.filter { $0.type == .finished }.count >= 10
+            }
+            let heard = ssip.speakd.events.events.filter { $0.type == .finished && $0.reason == .completed }
+            #expect(
+                heard.map(\.text) == [
+                    "Bob's important message.", "Alice's message, which waits its turn.",
+                    "Platform announcement \(long)", "Alice's important message.", "Bob's last message.",
+                ], "\(heard.map(\.text))")
+            let events = ssip.speakd.events.events
+            _ = await ssip.stop()
+            // Exactly one finished event for each of the ten.
+            let finished = events.filter { $0.type == .finished }
+            #expect(finished.count == 10 && Set(finished.map(\.id)).count == 10, "\(finished.map(\.text))")
         }
 
         /// At `--max-connections` a further SSIP connection is closed at once; the open ones,
@@ -518,66 +633,6 @@ extension SpeakdIntegration {
             #expect(status == 0)
         }
 
-        /// `spd-say -w` through speakd against speech-dispatcher with its espeak-ng module, both
-        /// playing to the same private sink in one run: spawn → first audible sample, and last
-        /// audible sample → spd-say's exit, medians of five each after one warm-up. A benchmark,
-        /// so only with SPEAKD_SSIP_BENCH=1 (timings on a shared machine are noisy).
-        @Test(
-            .timeLimit(.minutes(3)),
-            .enabled(if: ProcessInfo.processInfo.environment["SPEAKD_SSIP_BENCH"] == "1", "SPEAKD_SSIP_BENCH=1"))
-        func spdSayIsAtLeastAsFastThroughSpeakdAsThroughSpeechDispatcher() async throws {
-            let ssip = try await SSIPDaemon.start()
-            let peerSocket = ssip.directory.appendingPathComponent("peer.sock").path
-            let peer = try ChildProcess(
-                "/usr/bin/speech-dispatcher", ["-s", "-t", "0", "-c", "unix_socket", "-S", peerSocket, "-l", "1"],
-                environment: ssip.speakd.pulse.clientProcessEnvironment,
-                output: ssip.directory.appendingPathComponent("peer.log").path)
-            defer { peer.send(SIGTERM) }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !FileManager.default.fileExists(atPath: peerSocket), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            let text = "The next train to Porto leaves from platform two."
-            var runs: [(daemon: String, spawned: ContinuousClock.Instant, exited: ContinuousClock.Instant)] = []
-            for (daemon, socket) in [("speakd", ssip.path), ("speech-dispatcher", peerSocket)] {
-                for run in 0..<6 {
-                    var environment = ssip.speakd.pulse.clientProcessEnvironment
-                    environment["SPEECHD_ADDRESS"] = "unix_socket:\(socket)"
-                    environment["SPEECHD_CMD"] = "/bin/false"
-                    let spawned = ContinuousClock.now
-                    let client = try ChildProcess("/usr/bin/spd-say", ["-w", text], environment: environment)
-                    #expect(await client.wait(timeout: .seconds(20)) == 0, "\(daemon) run \(run)")
-                    if run > 0 { runs.append((daemon, spawned, ContinuousClock.now)) }
-                    try await Task.sleep(for: .milliseconds(1_200))
-                }
-            }
-            let recording = await ssip.stop()
-            let segments = recording.segments(minimumSilence: 0.6)
-            try #require(segments.count == 12, "heard \(segments.count) utterances, not 12")
-            var first: [String: [Double]] = [:]
-            var last: [String: [Double]] = [:]
-            for (index, run) in runs.enumerated() {
-                let segment = segments[index < 5 ? index + 1 : index + 2]
-                // When the frame's block reached the recorder: the same small lateness for both.
-                let rate = Double(recording.analysis.sampleRate)
-                let start = try #require(recording.recorder.arrivedAt(frame: Int(segment.start * rate)))
-                let end = try #require(recording.recorder.arrivedAt(frame: Int(segment.end * rate)))
-                first[run.daemon, default: []].append((start - run.spawned).seconds)
-                last[run.daemon, default: []].append((run.exited - end).seconds)
-            }
-            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-            let speakdFirst = median(first["speakd"]!)
-            let peerFirst = median(first["speech-dispatcher"]!)
-            let speakdLast = median(last["speakd"]!)
-            let peerLast = median(last["speech-dispatcher"]!)
-            print(
-                "spd-say -w, medians of 5: spawn → first sample: speakd \(Int(speakdFirst * 1000)) ms, "
-                    + "speech-dispatcher \(Int(peerFirst * 1000)) ms; last sample → exit: speakd "
-                    + "\(Int(speakdLast * 1000)) ms, speech-dispatcher \(Int(peerLast * 1000)) ms")
-            #expect(speakdFirst <= peerFirst)
-            #expect(speakdLast <= peerLast)
-        }
-
         @Test func aTextThatCrashesTheEngineEndsItsMessageWithCanceled() async throws {
             let ssip = try await SSIPDaemon.start()
             let client = try SSIPTestClient(path: ssip.path)
@@ -638,6 +693,28 @@ final class SSIPTestClient {
             let reply = try readReply()
             guard reply.last?.hasPrefix("7") == true else { return reply }
             notifications.append(reply)
+        }
+    }
+
+    /// `SET SELF PRIORITY priority`, then `SPEAK` of `text`; returns the message id.
+    func speak(_ text: String, priority: String) throws -> String {
+        guard try command("SET SELF PRIORITY \(priority)") == ["202 OK PRIORITY SET"],
+            try command("SPEAK") == ["230 OK RECEIVING DATA"]
+        else { throw Failure(description: "SPEAK refused") }
+        let reply = try command(text + "\r\n.")
+        guard reply.count == 2, reply[0].hasPrefix("225-") else { throw Failure(description: "SPEAK: \(reply)") }
+        return String(reply[0].dropFirst(4))
+    }
+
+    /// Waits for notification `code` of message `id`, skipping every other notification.
+    @discardableResult
+    func waitFor(_ code: Int, of id: String, timeout: Double = 10) throws -> [String] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw Failure(description: "no \(code) of message \(id) within \(timeout) s") }
+            let reply = try reply(timeout: left)
+            if reply.first == "\(code)-\(id)" { return reply }
         }
     }
 
