@@ -366,6 +366,9 @@ struct PlayTimeline {
             if let next = pending.first.map({ $0.sample - written }), next < frames {
                 end = max(start + 1, next + 1)
             }
+            // The very first frame alone, so the estimate right after it dates the first sample
+            // itself, whatever silence comes before the first event.
+            if !reportedFirst { end = min(end, start + 1) }
             try await sink.write(PCMChunk(samples: Array(part.samples[(start * channels)..<(end * channels)])))
             start = end
             let heard = playedOut(sink)
