@@ -60,29 +60,29 @@ public struct SessionPreferences: Sendable, Hashable {
         if let language, utterance.defaults.language == nil {
             utterance.defaults.language = language
         }
-        if rate != 1 {
-            let range = SpeechAttributes.rateRange
-            utterance.defaults.rate = Self.clamp((utterance.defaults.rate ?? 1) * rate, to: range)
-            for index in utterance.spans.indices {
-                if let own = utterance.spans[index].attributes.rate {
-                    utterance.spans[index].attributes.rate = Self.clamp(own * rate, to: range)
-                }
-            }
-        }
-        if volume != 1 {
-            let range = SpeechAttributes.volumeRange
-            utterance.defaults.volume = Self.clamp((utterance.defaults.volume ?? 1) * volume, to: range)
-            for index in utterance.spans.indices {
-                if let own = utterance.spans[index].attributes.volume {
-                    utterance.spans[index].attributes.volume = Self.clamp(own * volume, to: range)
-                }
-            }
-        }
+        Self.scale(\.rate, by: rate, within: SpeechAttributes.rateRange, in: &utterance)
+        Self.scale(\.volume, by: volume, within: SpeechAttributes.volumeRange, in: &utterance)
         request.utterance = utterance
         guard !headsetOut else { return request }
         if let moveTo { request.output = moveTo }
         if isPrivate { request.isPrivate = true }
         return request
+    }
+
+    /// Multiplies the utterance's value of `attribute` (1 when it has none) and every span's own
+    /// by `factor`, clamped to `range`.
+    private static func scale(
+        _ attribute: WritableKeyPath<SpeechAttributes, Double?>, by factor: Double, within range: ClosedRange<Double>,
+        in utterance: inout Utterance
+    ) {
+        guard factor != 1 else { return }
+        utterance.defaults[keyPath: attribute] = clamp(
+            (utterance.defaults[keyPath: attribute] ?? 1) * factor, to: range)
+        for index in utterance.spans.indices {
+            if let own = utterance.spans[index].attributes[keyPath: attribute] {
+                utterance.spans[index].attributes[keyPath: attribute] = clamp(own * factor, to: range)
+            }
+        }
     }
 
     private static func clamp(_ value: Double, to range: ClosedRange<Double>) -> Double {

@@ -209,17 +209,9 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         "replaces",
     ]
 
-    private struct AnyKey: CodingKey {
-        let stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public init(from decoder: any Decoder) throws {
         // A misspelt key ("priorty") would otherwise be ignored without a word.
-        let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-            .filter { !Self.keys.contains($0) }.sorted()
+        let unknown = try decoder.unknownKeys(known: Self.keys)
         if let key = unknown.first {
             throw SpeechInputError.malformed(
                 field: StrictJSON.memberPath("", key),

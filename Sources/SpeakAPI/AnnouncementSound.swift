@@ -36,16 +36,8 @@ public struct AnnouncementRepeat: Sendable, Hashable, Codable {
         case count, gap
     }
 
-    private struct AnyKey: CodingKey {
-        let stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public init(from decoder: any Decoder) throws {
-        let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-            .filter { CodingKeys(rawValue: $0) == nil }.sorted()
+        let unknown = try decoder.unknownKeys(known: ["count", "gap"])
         if let key = unknown.first {
             throw SpeechInputError.malformed(field: "repeat.\(key)", "unknown key '\(key)'; repeat has count and gap")
         }

@@ -115,16 +115,8 @@ public struct SessionRequest: Sendable, Hashable, Codable {
         }
     }
 
-    private struct AnyKey: CodingKey {
-        let stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public init(from decoder: any Decoder) throws {
-        let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
-            .filter { !Self.keys.contains($0) }.sorted()
+        let unknown = try decoder.unknownKeys(known: Self.keys)
         if let key = unknown.first {
             throw SpeechInputError.malformed(
                 field: key, "unknown key '\(key)'; a session has \(Self.keys.sorted().joined(separator: ", "))")
