@@ -424,14 +424,22 @@ private func makePiper(
     } catch {
         throw DaemonStartError(description: "--piper-voices: \(error)")
     }
-    let launch = PiperRenderer.Launch(
-        python: python, script: PiperRenderer.Launch.sourceTreeScript, user: configuration.engineWorkerUser)
+    let launch = PiperRenderer.Launch(python: python, script: piperWorkerScript(), user: configuration.engineWorkerUser)
     guard FileManager.default.fileExists(atPath: launch.script) else {
         throw DaemonStartError(description: "--piper: the Piper worker '\(launch.script)' is missing")
     }
     logger.info("Piper voices: \(voices.map(\.name).joined(separator: ", "))")
     return PiperRenderer(
         voices: voices, launch: launch, format: format, warmWorkers: configuration.piperWorkers, logger: logger)
+}
+
+/// The Piper worker script: the installed one (`/usr/share/speakd/piper/` for `/usr/sbin/speakd`,
+/// as the Debian package places them), else the one in the source tree this build was made from.
+private func piperWorkerScript() -> String {
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let installed = executable.deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("share/speakd/piper/speakd-piper-worker.py").path
+    return FileManager.default.fileExists(atPath: installed) ? installed : PiperRenderer.Launch.sourceTreeScript
 }
 
 /// The chimes (`--chimes`, else `chimes` in the voices directory found as `--voices` is) checked

@@ -29,6 +29,10 @@ import struct
 import sys
 import threading
 
+# Python's -I ignores PYTHONDONTWRITEBYTECODE: the worker writes no __pycache__ beside itself
+# (an installed /usr/share/speakd/piper stays as the package left it).
+sys.dont_write_bytecode = True
+
 JOB_VERSION = 1
 MAX_PAYLOAD = 1 << 20
 # A sentence is cut at a clause (",;:") and, failing that, at a space once it is this many
