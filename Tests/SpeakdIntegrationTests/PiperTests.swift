@@ -228,6 +228,44 @@ extension SpeakdIntegration {
             _ = await speakd.stop()
         }
 
+        /// 5,000 characters without punctuation: the worker cuts them (a short first piece, then
+        /// 220-character ones), so the first word is heard about as soon as a short sentence's,
+        /// and its memory stays far below its cap.
+        @Test("a 5,000-character text without punctuation starts about as fast as a short one, in bounded memory")
+        func longUnpunctuatedText() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let words = ["platform", "gate", "train", "station", "ticket", "window", "departure", "arrival", "coach"]
+            let long = String(
+                (0..<700).map { words[($0 * 7 + $0 / 3) % words.count] }.joined(separator: " ").prefix(5_000))
+            func firstWord(_ text: String) async throws -> Duration {
+                let posted = ContinuousClock.now
+                let id = try await speakd.accept(Self.piperBody(text))
+                let word = try #require(await speakd.events.waitFor(.word, of: id, timeout: .seconds(30)))
+                _ = try await speakd.unix.send("DELETE", "/v1/announcements/\(id)")
+                #expect(await speakd.events.waitForFinished([id]))
+                try await Task.sleep(for: .milliseconds(300))
+                return word.receivedAt - posted
+            }
+            _ = try await firstWord("Warm up.")
+            var short: [Duration] = []
+            var longs: [Duration] = []
+            for _ in 0..<2 {
+                short.append(try await firstWord("Platform four is closed."))
+                longs.append(try await firstWord(long))
+            }
+            let worker = try #require(Self.piperWorkers(of: speakd.daemon.pid).first)
+            let status = try String(contentsOfFile: "/proc/\(worker)/status", encoding: .utf8)
+            let peak =
+                status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+                .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) } ?? 0
+            _ = await speakd.stop()
+            print(
+                "measured (Piper): request → first word heard, short \(short), 5,000 characters \(longs); worker peak \(peak / 1024) MiB"
+            )
+            #expect(longs.min()! < short.max()! + .milliseconds(150), "short \(short), long \(longs)")
+            #expect(peak > 0 && peak < 1_024 * 1_024, "worker peak \(peak) KiB")
+        }
+
         @Test("a killed Piper worker fails only its announcement; the next one is heard; the worker is confined")
         func killedWorker() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)

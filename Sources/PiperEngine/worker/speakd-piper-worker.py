@@ -38,6 +38,9 @@ MAX_PAYLOAD = 1 << 20
 # A sentence is cut at a clause (",;:") and, failing that, at a space once it is this many
 # characters long, so that one model run stays short (memory grows with the sentence).
 MAX_SENTENCE_CHARACTERS = 220
+# The first piece of a job whose first sentence is over that is cut at this many: its first sound
+# then waits for about one short sentence's render, not a 220-character one's.
+FIRST_PIECE_CHARACTERS = 60
 WORD = re.compile(r"[\w][\w'’.-]*\w|\w", re.UNICODE)
 PUNCTUATION = set(",.;:!?…—–-\"'()¡¿«»")
 BRACKETS = str.maketrans("[]", "()")
@@ -164,8 +167,9 @@ def sentence_event(sample, position):
     return struct.pack("<BIIIH", 2, sample, position, 0, 0)
 
 
-def split_sentences(text):
-    """(start, piece) pairs: sentences of text, long ones cut at clauses or spaces."""
+def split_sentences(text, first=False):
+    """(start, piece) pairs: sentences of text, long ones cut at clauses or spaces; with `first`,
+    the text starts the job, and an over-long first sentence's first piece is a short one."""
     pieces = []
     start = 0
     for match in list(SENTENCE_END.finditer(text)) + [None]:
@@ -173,11 +177,12 @@ def split_sentences(text):
         sentence = text[start:end]
         offset = start
         while len(sentence) > MAX_SENTENCE_CHARACTERS:
-            cut = max(sentence.rfind(mark, 0, MAX_SENTENCE_CHARACTERS) for mark in ",;:")
+            limit = FIRST_PIECE_CHARACTERS if first and not pieces else MAX_SENTENCE_CHARACTERS
+            cut = max(sentence.rfind(mark, 0, limit) for mark in ",;:")
             if cut <= 0:
-                cut = sentence.rfind(" ", 0, MAX_SENTENCE_CHARACTERS)
+                cut = sentence.rfind(" ", 0, limit)
             if cut <= 0:
-                cut = MAX_SENTENCE_CHARACTERS
+                cut = limit
             pieces.append((offset, sentence[: cut + 1]))
             offset += cut + 1
             sentence = sentence[cut + 1 :]
@@ -250,9 +255,10 @@ class Renderer:
 
         pending, pending_events = [], []
         produced = 0
-        for segment in job["segments"]:
+        for index, segment in enumerate(job["segments"]):
             text, base_position = segment["text"], segment["position"]
-            for offset, piece in split_sentences(text):
+            # Streamed, the first sound waits for the first piece only: keep it short.
+            for offset, piece in split_sentences(text, first=index == 0 and chunking != b"W"):
                 if jobs.is_cancelled():
                     write_frame(b"D")
                     return
