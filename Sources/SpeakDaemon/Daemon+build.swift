@@ -424,7 +424,10 @@ private func makePiper(
     } catch {
         throw DaemonStartError(description: "--piper-voices: \(error)")
     }
-    let launch = PiperRenderer.Launch(python: python, script: piperWorkerScript(), user: configuration.engineWorkerUser)
+    let launch = PiperRenderer.Launch(
+        python: python, script: piperWorkerScript(), memoryLimitMiB: configuration.piperMemoryMiB,
+        user: configuration.engineWorkerUser, stallLimit: .seconds(configuration.piperStallSeconds),
+        startLimit: .seconds(configuration.piperStartSeconds))
     guard FileManager.default.fileExists(atPath: launch.script) else {
         throw DaemonStartError(description: "--piper: the Piper worker '\(launch.script)' is missing")
     }

@@ -44,6 +44,12 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var defaultVoice: String?
     /// Piper workers per voice: 0 for one started by the voice's first request, N for N started at once.
     public var piperWorkers: Int
+    /// Seconds a rendering Piper worker may send nothing before it is killed.
+    public var piperStallSeconds: Double
+    /// Seconds a Piper worker may take to start.
+    public var piperStartSeconds: Double
+    /// MiB of address space a Piper worker may map.
+    public var piperMemoryMiB: Int
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
     /// The file holding the bearer token TCP requests must carry, created at start when missing.
@@ -135,6 +141,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
         engineWorkers = 0
         engineWorkerUser = ""
         piperWorkers = 0
+        piperStallSeconds = 0
+        piperStartSeconds = 0
+        piperMemoryMiB = 0
         corsOrigin = nil
         tokenFile = ""
         tcpOpen = false

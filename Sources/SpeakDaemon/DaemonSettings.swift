@@ -113,6 +113,15 @@ extension DaemonConfiguration {
             "piper-workers", \.piperWorkers, default: 0, in: 0...16,
             help: "Piper workers per voice: 0 starts one on the voice's first request; N starts N at once and "
                 + "keeps them."),
+        .seconds(
+            "piper-stall-limit", \.piperStallSeconds, default: 10, in: 1...600,
+            help: "Seconds a rendering Piper worker may send nothing before it is killed and its job fails."),
+        .seconds(
+            "piper-start-limit", \.piperStartSeconds, default: 30, in: 1...600,
+            help: "Seconds a Piper worker may take to load its voice before it is killed and its job fails."),
+        .integer(
+            "piper-memory-limit", \.piperMemoryMiB, default: 2048, in: 512...65_536,
+            help: "MiB of address space a Piper worker may map (RLIMIT_AS); a job that needs more fails."),
         DaemonSetting(
             "piper-voices", \.piperVoices, valueName: "dir",
             help: "Directory of Piper voices (NAME.onnx beside NAME.onnx.json).", default: nil,

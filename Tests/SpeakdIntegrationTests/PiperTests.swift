@@ -295,9 +295,11 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([first, killed, next], in: speakd.events.events)
         }
 
-        @Test("a stopped Piper worker is killed after 10 s without a frame, failing only its announcement")
+        @Test(
+            "a stopped Piper worker is killed after --piper-stall-limit (3 s) without a frame, failing only its announcement"
+        )
         func stalledWorker() async throws {
-            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments + ["--piper-stall-limit", "3"])
             let first = try await speakd.accept(Self.piperBody("Platform two."))
             #expect(await speakd.events.waitFor(.started, of: first) != nil)
             #expect(await speakd.events.waitForFinished([first], timeout: .seconds(30)))
@@ -307,10 +309,10 @@ extension SpeakdIntegration {
             let stalled = try await speakd.accept(Self.piperBody("This one is never rendered."))
             #expect(await speakd.events.waitForFinished([stalled], timeout: .seconds(20)))
             let waited = ContinuousClock.now - posted
-            #expect(waited > .seconds(9) && waited < .seconds(13), "failed after \(waited)")
+            #expect(waited > .seconds(2.5) && waited < .seconds(6), "failed after \(waited)")
             let finished = speakd.events.finished(stalled).first
             #expect(finished?.reason == .failed)
-            #expect(finished?.detail?.contains("sent nothing for 10") == true, "\(String(describing: finished))")
+            #expect(finished?.detail?.contains("sent nothing for 3") == true, "\(String(describing: finished))")
             let next = try await speakd.accept(Self.piperBody("Please go to desk five."))
             #expect(await speakd.events.waitForFinished([next], timeout: .seconds(30)))
             #expect(speakd.events.finished(next).first?.reason == .completed)
