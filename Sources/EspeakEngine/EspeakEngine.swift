@@ -163,15 +163,8 @@ public final class EspeakEngine: SpeechRenderer {
     /// result to espeak-ng's input (`EspeakInput`), without rendering; the error names the field
     /// (`spans[1].language`).
     public func prepare(_ utterance: Utterance) throws(SpeechInputError) -> PreparedUtterance {
-        // espeak-ng's voices are chosen by language; a voice by name is another engine's (the
-        // daemon routes those to Piper), never silently replaced by the language's voice.
-        for (index, span) in utterance.spans.enumerated() {
-            let field = span.attributes.voice != nil ? "spans[\(index)].voice" : "voice"
-            if let name = span.attributes.voice ?? utterance.defaults.voice {
-                throw .notFound(
-                    field: field, "no voice is called '\(name)' (voices by name are Piper voices, in speakd --piper)")
-            }
-        }
+        // A voice by name is one of espeak-ng's by its identifier (`roa/pt`), or refused by name:
+        // never silently replaced by the language's voice.
         let (input, voices, textMap) = try compile(utterance)
         return PreparedUtterance(utterance: utterance, voices: voices, engineInput: input, textMap: textMap)
     }

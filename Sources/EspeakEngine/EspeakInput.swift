@@ -80,6 +80,31 @@ public struct EspeakInput: Sendable, Hashable {
 
     /// The voice each span resolved to, its espeak-ng name, and the phonemes of spans given in IPA.
     private struct SpanVoices {
+        /// The voice `name` (its identifier, as `GET /v1/voices` lists it: `roa/pt`), which must
+        /// speak `language` when the span has one (the language subtags match).
+        static func named(
+            _ name: String, field: String, for language: LanguageTag?, in resolver: any VoiceResolving
+        ) throws(SpeechInputError) -> VoiceInfo {
+            guard let voice = resolver.servedVoices.first(where: { $0.identifier == name }) else {
+                throw .notFound(
+                    field: field,
+                    "no voice is called '\(name)' (espeak-ng's by their identifier, such as roa/pt, and Piper's by "
+                        + "name: GET /v1/voices, speak voices)")
+            }
+            if let language {
+                let wanted = language.canonical.split(separator: "-").first.map { $0.lowercased() }
+                let speaks = voice.languages.contains {
+                    $0.split(separator: "-").first.map { $0.lowercased() } == wanted
+                }
+                guard speaks else {
+                    throw .unsupported(
+                        field: field,
+                        "voice '\(name)' speaks \(voice.languages.joined(separator: ", ")), not \(language.canonical)")
+                }
+            }
+            return voice
+        }
+
         var voices: [VoiceInfo] = []
         /// The name to load for each span (`roa/pt+speakd-kiosk`).
         var names: [String] = []
@@ -97,12 +122,17 @@ public struct EspeakInput: Sendable, Hashable {
                 // A language inherited from the utterance is the utterance's field, not the span's.
                 let languageField =
                     utterance.spans[index].attributes.language == nil ? "language" : "spans[\(index)].language"
-                do {
-                    voices.append(try resolver.voice(for: span.attributes.language))
-                } catch {
-                    throw error.field == nil
-                        ? .notFound(field: languageField, error.message)
-                        : error.renamed(from: "language", to: languageField)
+                if let name = span.attributes.voice {
+                    let voiceField = utterance.spans[index].attributes.voice == nil ? "voice" : "spans[\(index)].voice"
+                    voices.append(try Self.named(name, field: voiceField, for: span.attributes.language, in: resolver))
+                } else {
+                    do {
+                        voices.append(try resolver.voice(for: span.attributes.language))
+                    } catch {
+                        throw error.field == nil
+                            ? .notFound(field: languageField, error.message)
+                            : error.renamed(from: "language", to: languageField)
+                    }
                 }
                 if let ipa = span.attributes.ipa {
                     let ipaField = utterance.spans[index].attributes.ipa == nil ? "ipa" : "spans[\(index)].ipa"

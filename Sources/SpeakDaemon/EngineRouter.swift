@@ -5,11 +5,12 @@ import SpeechRendering
 /// The daemon's renderer: espeak-ng (`primary`) for every utterance that names no voice, exactly as
 /// before, and Piper for utterances whose spans name a Piper voice (`"voice"`).
 ///
-/// A voice name that no engine has is refused with 422 naming the field (`voice`,
-/// `spans[1].voice`), whether Piper runs or not: a voice is never silently replaced.
+/// A voice by name is a Piper voice's name or an espeak-ng voice's identifier (`roa/pt`); a name
+/// that no engine has is refused with 422 naming the field (`voice`, `spans[1].voice`), whether
+/// Piper runs or not: a voice is never silently replaced.
 ///
 /// One utterance may be spoken by both engines, in order. A span goes to espeak-ng when it names
-/// no voice (neither itself nor the utterance does), or when it inherits the utterance's Piper
+/// no Piper voice (neither itself nor the utterance does), or when it inherits the utterance's Piper
 /// voice but sets a language of its own that the voice does not speak (an English Piper
 /// utterance with a `pt-PT` station name). A span that names a voice and a language the voice
 /// does not speak at the same level is refused, as is an utterance-wide language the utterance's
@@ -46,17 +47,13 @@ struct EngineRouter: SpeechRenderer {
             }
             return try await primary.prepare(utterance)
         }
-        for (field, name) in named where piper?.voicesByName[name] == nil {
-            let known = piper.map { $0.voicesByName.keys.sorted().joined(separator: ", ") } ?? ""
-            throw .notFound(
-                field: field,
-                "no voice is called '\(name)'"
-                    + (known.isEmpty
-                        ? " (voices are chosen by name among Piper voices, and Piper is off: speakd --piper)"
-                        : "; voices by name: \(known)"))
-        }
+        // A name no Piper voice has is espeak-ng's to find among its voices (`roa/pt`) or refuse.
         let runs = engineRuns(utterance)
-        if runs.count == 1, runs[0].engine != .espeak { return try await piper!.prepare(utterance) }
+        let defaultIsPiper = utterance.defaults.voice.map { piper?.voicesByName[$0] != nil } ?? false
+        if runs.count == 1 {
+            if runs[0].engine != .espeak { return try await piper!.prepare(utterance) }
+            if !defaultIsPiper { return try await primary.prepare(utterance) }
+        }
         var parts: [MixedInput.Part] = []
         var map = TextOffsetMap(textLength: utterance.text.utf16.count)
         var voices: [VoiceInfo] = []
@@ -70,9 +67,8 @@ struct EngineRouter: SpeechRenderer {
                 spans: spans, defaults: utterance.defaults,
                 boundaries: utterance.boundaries.filter { range.contains($0.key) && $0.key > range.lowerBound }
                     .reduce(into: [:]) { $0[$1.key - range.lowerBound] = $1.value })
-            if run.engine == .espeak {
-                // Its spans are spoken by their language's espeak-ng voice: the Piper voice they
-                // inherit is not theirs.
+            if run.engine == .espeak, defaultIsPiper {
+                // Its spans are spoken by espeak-ng: the Piper voice they inherit is not theirs.
                 part.defaults.voice = nil
             }
             let prepared: PreparedUtterance

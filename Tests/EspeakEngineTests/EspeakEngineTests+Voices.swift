@@ -21,6 +21,31 @@ extension EspeakEngineTests {
         }
     }
 
+    /// A voice by name is an espeak-ng voice's identifier, as the list gives it; one that does
+    /// not speak the span's language, or a name no voice has, is refused naming the field.
+    @Test func voicesAreChosenByTheirIdentifier() async throws {
+        let engine = try await Engines.engine()
+        var utterance = Utterance("Bom dia")
+        utterance.defaults.voice = "roa/pt"
+        #expect(try engine.prepare(utterance).voices.first?.identifier == "roa/pt")
+        utterance.defaults.language = try LanguageTag("pt-PT")
+        #expect(try engine.prepare(utterance).voices.first?.identifier == "roa/pt")
+        var spans = Utterance(spans: [Span("Hello "), Span("Bom dia", attributes: SpeechAttributes(voice: "roa/pt"))])
+        #expect(try engine.prepare(spans).voices.map(\.identifier) == ["gmw/en", "roa/pt"])
+        spans.spans[1].attributes.language = try LanguageTag("de-DE")
+        func refusal(_ utterance: Utterance) -> String? {
+            do {
+                _ = try engine.prepare(utterance)
+                return nil
+            } catch {
+                return error.field
+            }
+        }
+        #expect(refusal(spans) == "spans[1].voice", "roa/pt does not speak de-DE")
+        utterance.defaults.voice = "nobody"
+        #expect(refusal(utterance) == "voice")
+    }
+
     @Test(
         "espeak-ng language names become BCP 47",
         arguments: [

@@ -517,7 +517,8 @@ extension SpeakdIntegration {
             #expect(wav.samples.count > 22_050 / 4 && wav.samples.count < 22_050 * 3, "\(wav.samples.count) samples")
         }
 
-        @Test("without --piper a voice by name is 422 naming voice, not spoken by another voice")
+        @Test(
+            "without --piper a Piper voice by name is 422 naming voice; an espeak-ng voice is chosen by its identifier")
         func voiceWithoutPiper() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: ["--engine-workers", "1"])
             defer { Task { await speakd.stop() } }
@@ -526,6 +527,16 @@ extension SpeakdIntegration {
             #expect(try Self.field(of: response) == "voice")
             let plain = try await post(["text": "Hello"], via: speakd.unixClient)
             #expect(plain.status == 202)
+            // espeak-ng's voices are chosen by their identifier, as GET /v1/voices lists them.
+            let named = try await speakd.unixClient.send(
+                "POST", "/v1/announcements?wait=true", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"text": "Bom dia", "voice": "roa/pt"}"#.utf8))
+            let finished = try named.decode(AnnouncementEvent.self)
+            #expect(finished.reason == .completed && finished.voice?.hasPrefix("roa/pt") == true, "\(finished)")
+            let wrong = try await post(
+                ["text": "Guten Tag", "voice": "roa/pt", "language": "de-DE"], via: speakd.unixClient)
+            #expect(wrong.status == 422)
+            #expect(try Self.field(of: wrong) == "voice")
         }
     }
 }
