@@ -151,33 +151,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         guard !json.isEmpty else {
             throw .malformed("the body is empty; expected a JSON object with text or spans", field: "body")
         }
-        let topLevelKeys: [String]
-        do {
-            topLevelKeys = try StrictJSON.check(json)
-        } catch {
-            if error.isOutOfRange, let field = error.field {
-                throw .invalid(.outOfRange(field: field, error.message))
-            }
-            throw .malformed(error.message, field: error.field)
-        }
-        let decoded: AnnouncementRequest
-        do {
-            decoded = try WireFormat.decoder().decode(AnnouncementRequest.self, from: json)
-        } catch let error as SpeechInputError {
-            throw .invalid(error)
-        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
-            throw .malformed("the body is not valid JSON: \(context.debugDescription)")
-        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
-            throw .malformed("the body must be a JSON object", field: "body")
-        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty {
-            // A top-level `null`: the same shape error as any other body that is not an object.
-            throw .malformed("the body must be a JSON object, not null", field: "body")
-        } catch let error as DecodingError {
-            // An unknown priority is a `SpeechInputError` from `AnnouncementRequest` itself.
-            throw .invalid(SpeechInputError.from(error))
-        } catch {
-            throw .malformed("the body could not be read: \(error)")
-        }
+        let (decoded, topLevelKeys) = try RequestBodyError.decodeStrictly(AnnouncementRequest.self, from: json)
         // The limits name the field the client wrote: an SSML document becomes spans.
         let usedSSML = topLevelKeys.contains("ssml")
         let spans = decoded.utterance.spans.count

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import SpeechModel
 
 /// Why a request body is not an announcement request: not strict JSON or not an object (HTTP
@@ -56,5 +57,40 @@ public struct RequestBodyError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String {
         if let field { return "\(field): \(message)" }
         return message
+    }
+}
+
+extension RequestBodyError {
+    /// Checks that `json` is strict JSON (`StrictJSON.check`) and decodes a `T` from it, mapping
+    /// every failure to the error a front answers: a malformed body (400), or a value the type
+    /// refuses (422, naming the field).
+    /// - Returns: the value, and the keys the body has at its top level.
+    static func decodeStrictly<T: Decodable>(
+        _ type: T.Type, from json: Data
+    ) throws(RequestBodyError) -> (value: T, keys: [String]) {
+        let keys: [String]
+        do {
+            keys = try StrictJSON.check(json)
+        } catch {
+            if error.isOutOfRange, let field = error.field { throw .invalid(.outOfRange(field: field, error.message)) }
+            throw .malformed(error.message, field: error.field)
+        }
+        do {
+            return (try WireFormat.decoder().decode(T.self, from: json), keys)
+        } catch let error as SpeechInputError {
+            throw .invalid(error)
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw .malformed("the body is not valid JSON: \(context.debugDescription)")
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
+            throw .malformed("the body must be a JSON object", field: "body")
+        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty {
+            // A top-level `null`: the same shape error as any other body that is not an object.
+            throw .malformed("the body must be a JSON object, not null", field: "body")
+        } catch let error as DecodingError {
+            // An unknown priority, say, is a `SpeechInputError` from the type itself.
+            throw .invalid(SpeechInputError.from(error))
+        } catch {
+            throw .malformed("the body could not be read: \(error)")
+        }
     }
 }

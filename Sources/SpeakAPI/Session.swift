@@ -94,25 +94,7 @@ public struct SessionRequest: Sendable, Hashable, Codable {
     public static func decode(json: Data) throws(RequestBodyError) -> SessionRequest {
         // An empty body starts or refreshes the default output's session with its defaults.
         let json = json.isEmpty ? Data("{}".utf8) : json
-        do {
-            _ = try StrictJSON.check(json)
-        } catch {
-            if error.isOutOfRange, let field = error.field { throw .invalid(.outOfRange(field: field, error.message)) }
-            throw .malformed(error.message, field: error.field)
-        }
-        do {
-            return try WireFormat.decoder().decode(SessionRequest.self, from: json)
-        } catch let error as SpeechInputError {
-            throw .invalid(error)
-        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
-            throw .malformed("the body must be a JSON object", field: "body")
-        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty {
-            throw .malformed("the body must be a JSON object, not null", field: "body")
-        } catch let error as DecodingError {
-            throw .invalid(SpeechInputError.from(error))
-        } catch {
-            throw .malformed("the body could not be read: \(error)")
-        }
+        return try RequestBodyError.decodeStrictly(SessionRequest.self, from: json).value
     }
 
     public init(from decoder: any Decoder) throws {
