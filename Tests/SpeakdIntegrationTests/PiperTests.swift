@@ -127,19 +127,9 @@ extension SpeakdIntegration {
 
             #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
             try #require(onsets.count == 3, "onsets \(onsets)")
-            var delays: [PromptFinishTests.Delay] = []
-            for (word, onset) in zip(words, onsets) {
-                delays.append(try PromptFinishTests.delay(from: onset, to: word.receivedAt, speakd))
-            }
-            print(
-                "measured (Piper): word's first sample → word event: \(delays.map(\.description).joined(separator: ", "))"
-            )
-            for delay in delays {
-                #expect(delay.atMost >= 0, "word event \(delay) after its first sample: before it was heard")
-                #expect(
-                    delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom,
-                    "word event \(delay) after its first sample")
-            }
+            PromptFinishTests.expectPrompt(
+                try PromptFinishTests.delays(from: onsets, to: words, speakd), event: "Piper word event",
+                after: "its word's first sample")
         }
 
         @Test(
@@ -152,15 +142,7 @@ extension SpeakdIntegration {
                 try await Task.sleep(for: .milliseconds(400))
                 delays.append(try await PromptFinishTests.finishDelay(Self.piperBody(text), speakd))
             }
-            print(
-                "measured (Piper): last audible sample → finished: \(delays.map(\.description).joined(separator: ", "))"
-            )
-            for delay in delays {
-                #expect(delay.atMost >= 0, "finished \(delay) after the last audible sample: before it was played")
-                #expect(
-                    delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom,
-                    "finished \(delay) after the last audible sample")
-            }
+            PromptFinishTests.expectPrompt(delays, event: "Piper finished", after: "the last audible sample")
 
             try await Task.sleep(for: .milliseconds(400))
             let fromFrame = speakd.recorder.recordedFrames

@@ -37,17 +37,9 @@ extension SpeakdIntegration {
             // Every word event comes before finished.
             #expect(words.allSatisfy { $0.receivedAt <= finished.receivedAt })
             try #require(onsets.count == 3, "onsets \(onsets)")
-            var delays: [PromptFinishTests.Delay] = []
-            for (word, onset) in zip(words, onsets) {
-                delays.append(try PromptFinishTests.delay(from: onset, to: word.receivedAt, speakd))
-            }
-            print("measured: word's first sample → word event: \(delays.map(\.description).joined(separator: ", "))")
-            for delay in delays {
-                #expect(delay.atMost >= 0, "word event \(delay) after its first sample: before it was heard")
-                #expect(
-                    delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom,
-                    "word event \(delay) after its first sample")
-            }
+            PromptFinishTests.expectPrompt(
+                try PromptFinishTests.delays(from: onsets, to: words, speakd), event: "word event",
+                after: "its word's first sample")
         }
 
         @Test("?progress=false leaves progress events out")
@@ -138,10 +130,7 @@ extension SpeakdIntegration {
             #expect(order == ["one", "Amsterdam", "two", "Madrid", "three", "Lisbon", "end"])
             #expect(marks.allSatisfy { $0.receivedAt <= finished.receivedAt })
             try #require(onsets.count == 3, "onsets \(onsets)")
-            var delays: [PromptFinishTests.Delay] = []
-            for (mark, onset) in zip(marks, onsets) {
-                delays.append(try PromptFinishTests.delay(from: onset, to: mark.receivedAt, speakd))
-            }
+            let delays = try PromptFinishTests.delays(from: onsets, to: marks, speakd)
             print("measured: sound after a mark → mark event: \(delays.map(\.description).joined(separator: ", "))")
             for delay in delays {
                 #expect(delay.atLeast <= PromptFinishTests.goal + PromptFinishTests.headroom, "mark event \(delay)")

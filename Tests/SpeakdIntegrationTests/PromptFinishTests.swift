@@ -46,6 +46,30 @@ extension SpeakdIntegration {
             return Delay(atLeast: (instant - late).seconds, atMost: (instant - early).seconds)
         }
 
+        /// From each sound's first audible frame to the event received for it, in order.
+        static func delays(
+            from frames: [Int], to events: [EventStreamRecorder.Received], _ speakd: AudibleDaemon
+        ) throws -> [Delay] {
+            try zip(events, frames).map { event, frame in try delay(from: frame, to: event.receivedAt, speakd) }
+        }
+
+        /// Prints `delays` as measured and expects each to be prompt: never before its sound
+        /// (`event` came after `reference`) and within the goal plus the headroom.
+        static func expectPrompt(
+            _ delays: [Delay], event: String, after reference: String, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            print("measured: \(reference) → \(event): \(delays.map(\.description).joined(separator: ", "))")
+            for delay in delays {
+                // Never before: not even the latest the frame can have been played is after the event.
+                #expect(
+                    delay.atMost >= 0, "\(event) \(delay) after \(reference): before it sounded",
+                    sourceLocation: sourceLocation)
+                #expect(
+                    delay.atLeast <= goal + headroom, "\(event) \(delay) after \(reference)",
+                    sourceLocation: sourceLocation)
+            }
+        }
+
         /// Posts `body`, waits for it to complete and for the sink to have passed it on; returns
         /// last audible sample → `finished` received.
         static func finishDelay(_ body: [String: Any], _ speakd: AudibleDaemon) async throws -> Delay {
@@ -70,13 +94,7 @@ extension SpeakdIntegration {
                 delays.append(try await Self.finishDelay(announcement(text), speakd))
             }
             _ = await speakd.stop()
-            print("measured: last audible sample → finished: \(delays.map(\.description).joined(separator: ", "))")
-
-            for delay in delays {
-                // Never before: not even the latest the frame can have been played is after the event.
-                #expect(delay.atMost >= 0, "finished \(delay) after the last audible sample: before it was played")
-                #expect(delay.atLeast <= Self.goal + Self.headroom, "finished \(delay) after the last audible sample")
-            }
+            Self.expectPrompt(delays, event: "finished", after: "the last audible sample")
             // The goal itself, on the typical measurement: the bracket reaches 20 ms or less.
             let typical = delays.map(\.atLeast).sorted()[delays.count / 2]
             #expect(typical <= Self.goal, "median last audible sample → finished at least \(typical * 1000) ms")
