@@ -76,6 +76,7 @@ public actor SessionBook {
                     .invalidValue(field: "moveTo", message: "moveTo '\(moveTo)' is the session's own output"))
             }
         }
+        // The preferences the session will have: a replaced or new one starts from the defaults.
         let base = request.replace ? nil : sessions[output]?.preferences
         let asked = (base ?? SessionPreferences()).changed(by: request)
         if asked.isPrivate, !privateOutputs.contains(asked.moveTo ?? output) {
@@ -93,11 +94,10 @@ public actor SessionBook {
         var session: Session
         if let current = sessions[output] {
             session = current
-            session.preferences = current.preferences.changed(by: request)
+            session.preferences = asked
             change = .changed
         } else {
-            session = Session(
-                id: Self.makeID(), output: output, preferences: SessionPreferences().changed(by: request))
+            session = Session(id: Self.makeID(), output: output, preferences: asked)
             change = .started
         }
         sessions[output] = session
