@@ -53,10 +53,13 @@ public final class PiperRenderer: SpeechRenderer {
         /// Piper's noise scales at 0, so the same text always gives the same samples (for tests
         /// that compare with `piper-tts`'s own output).
         public var deterministic = false
+        /// The threads each worker's onnxruntime session computes one run with (its intra-op
+        /// threads); 0 leaves onnxruntime's default, one per core.
+        public var threads = 0
 
         public init(
             python: String, script: String, memoryLimitMiB: Int = 2048, user: String = "nobody",
-            stallLimit: Duration = .seconds(10), startLimit: Duration = .seconds(30)
+            stallLimit: Duration = .seconds(10), startLimit: Duration = .seconds(30), threads: Int = 0
         ) {
             self.python = python
             self.script = script
@@ -64,6 +67,14 @@ public final class PiperRenderer: SpeechRenderer {
             self.user = user
             self.stallLimit = stallLimit
             self.startLimit = startLimit
+            self.threads = threads
+        }
+
+        /// The threads per worker that keep `workers` workers of a voice from competing for
+        /// `cores` cores: each run on its own share, so two jobs render side by side rather than
+        /// taking turns at every operator. One worker (or none started yet) gets every core.
+        public static func threads(workers: Int, cores: Int) -> Int {
+            max(1, cores / max(1, workers))
         }
 
         /// The worker script in the source tree this build was made from.
@@ -414,6 +425,7 @@ actor PiperWorkerSlot {
             arguments: [
                 "-I", launch.script, "--model", voice.model, "--config", voice.configuration, "--rate", "\(rate)",
                 "--memory-limit-mib", "\(launch.memoryLimitMiB)", "--user", launch.user,
+                "--threads", "\(launch.threads)",
             ] + (launch.deterministic ? ["--deterministic"] : []), environment: environment)
         let started = PiperProcess(process: spawned)
         let logger = logger

@@ -427,7 +427,11 @@ private func makePiper(
     let launch = PiperRenderer.Launch(
         python: python, script: piperWorkerScript(), memoryLimitMiB: configuration.piperMemoryMiB,
         user: configuration.engineWorkerUser, stallLimit: .seconds(configuration.piperStallSeconds),
-        startLimit: .seconds(configuration.piperStartSeconds))
+        startLimit: .seconds(configuration.piperStartSeconds),
+        threads: configuration.piperThreads > 0
+            ? configuration.piperThreads
+            : PiperRenderer.Launch.threads(
+                workers: configuration.piperWorkers, cores: ProcessInfo.processInfo.activeProcessorCount))
     guard FileManager.default.fileExists(atPath: launch.script) else {
         throw DaemonStartError(description: "--piper: the Piper worker '\(launch.script)' is missing")
     }

@@ -50,6 +50,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var piperStartSeconds: Double
     /// MiB of address space a Piper worker may map.
     public var piperMemoryMiB: Int
+    /// onnxruntime threads per Piper worker; 0: the cores divided among a voice's workers.
+    public var piperThreads: Int
     /// The browser origin allowed to call the API, or nil for no CORS.
     public var corsOrigin: String?
     /// The file holding the bearer token TCP requests must carry, created at start when missing.
@@ -144,6 +146,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         piperStallSeconds = 0
         piperStartSeconds = 0
         piperMemoryMiB = 0
+        piperThreads = 0
         corsOrigin = nil
         tokenFile = ""
         tcpOpen = false

@@ -122,6 +122,10 @@ extension DaemonConfiguration {
         .integer(
             "piper-memory-limit", \.piperMemoryMiB, default: 2048, in: 512...65_536,
             help: "MiB of address space a Piper worker may map (RLIMIT_AS); a job that needs more fails."),
+        .integer(
+            "piper-threads", \.piperThreads, default: 0, in: 0...256,
+            help: "onnxruntime threads per Piper worker: 0 divides the cores among a voice's workers "
+                + "(--piper-workers 2 on 2 cores: one each, so two jobs render side by side)."),
         DaemonSetting(
             "piper-voices", \.piperVoices, valueName: "dir",
             help: "Directory of Piper voices (NAME.onnx beside NAME.onnx.json).", default: nil,

@@ -437,6 +437,7 @@ struct ConfigurationSettingsTests {
         "piper-stall-limit": ("20", "0"),
         "piper-start-limit": ("60", "601"),
         "piper-memory-limit": ("4096", "100"),
+        "piper-threads": ("1", "-1"),
         "default-voice": ("en_US-joe-medium", "joe medium"),
         "cors-origin": ("http://kiosk.local:8080", "kiosk"),
         "token-file": ("/etc/speakd/token", "token"),

@@ -311,6 +311,16 @@ extension SpeakdIntegration {
             }
             let workers = Self.piperWorkers(of: speakd.daemon.pid)
             #expect(workers.count == 2, "workers \(workers)")
+            // Each worker's session reports the threads it was made with: the cores shared by two.
+            let threads = PiperRenderer.Launch.threads(workers: 2, cores: ProcessInfo.processInfo.activeProcessorCount)
+            while speakd.daemon.log.components(separatedBy: "onnxruntime threads \(threads) ").count < 3
+                && ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(
+                speakd.daemon.log.components(separatedBy: "onnxruntime threads \(threads) ").count == 3,
+                "\(speakd.daemon.log)")
             let ids = [
                 try await speakd.accept(Self.piperBody("Platform three.")),
                 try await speakd.accept(Self.piperBody("Platform four.")),

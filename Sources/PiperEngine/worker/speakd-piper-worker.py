@@ -3,7 +3,8 @@
 It speaks the frame layout of speakd's engine workers (WorkerFrame) on standard input and output:
 a frame is a one-byte kind, a four-byte little-endian payload length and the payload.
 
-  worker -> daemon  R  u32 sample rate, then a UTF-8 description of the sandbox   (once, at start)
+  worker -> daemon  R  u32 sample rate, then a UTF-8 description of the sandbox and the
+                       onnxruntime threads                                  (once, at start)
                     E  events of the PCM frame that follows (kind u8, sample u32, position u32,
                        length u32, name length u16 + name), as WorkerFrame encodes them
                     P  s16le mono samples
@@ -17,7 +18,7 @@ a frame is a one-byte kind, a four-byte little-endian payload length and the pay
                        flight is terminated (onnxruntime's RunOptions.terminate), not finished
 
 Usage: speakd-piper-worker.py --model VOICE.onnx [--config VOICE.onnx.json] [--rate HZ]
-       [--memory-limit-mib MIB] [--user NAME] [--deterministic]
+       [--memory-limit-mib MIB] [--user NAME] [--threads N] [--deterministic]
 """
 
 import argparse
@@ -193,10 +194,26 @@ def split_sentences(text, first=False):
 
 
 class Renderer:
-    def __init__(self, model, config, rate, deterministic=False):
+    def __init__(self, model, config, rate, deterministic=False, threads=0):
+        import onnxruntime
         from piper import PiperVoice
 
-        self.voice = PiperVoice.load(model, config_path=config, include_alignments=True)
+        # PiperVoice.load makes its session with onnxruntime.SessionOptions() and takes no options
+        # of its own, so the thread count is set on the options it makes, during the load only.
+        make_options = onnxruntime.SessionOptions
+
+        def options():
+            made = make_options()
+            if threads > 0:
+                made.intra_op_num_threads = threads
+            return made
+
+        onnxruntime.SessionOptions = options
+        try:
+            self.voice = PiperVoice.load(model, config_path=config, include_alignments=True)
+        finally:
+            onnxruntime.SessionOptions = make_options
+        self.threads = self.voice.session.get_session_options().intra_op_num_threads
         self.voice_rate = self.voice.config.sample_rate
         self.rate = rate or self.voice_rate
         self.hop = self.voice.config.hop_length
@@ -323,10 +340,12 @@ def main():
     parser.add_argument("--memory-limit-mib", type=int, default=0)
     parser.add_argument("--user", help="the user to become when started as root (default: nobody)")
     parser.add_argument(
+        "--threads", type=int, default=0, help="onnxruntime intra-op threads (default 0: one per core)")
+    parser.add_argument(
         "--deterministic", action="store_true", help="noise scales 0: the same text always gives the same samples")
     arguments = parser.parse_args()
 
-    renderer = Renderer(arguments.model, arguments.config, arguments.rate, arguments.deterministic)
+    renderer = Renderer(arguments.model, arguments.config, arguments.rate, arguments.deterministic, arguments.threads)
     # Warm the model and the phonemiser before confinement: both load lazily on first use.
     renderer.render_piece("Ready.", 1.0)
     release_memory()
@@ -337,7 +356,8 @@ def main():
     sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib, user=arguments.user)
     # Started once confined: Landlock and seccomp hold for the threads a confined thread starts.
     jobs.start_reading()
-    write_frame(b"R", struct.pack("<I", renderer.rate) + sandbox.encode())
+    threads = f"onnxruntime threads {renderer.threads}" if renderer.threads else "onnxruntime threads: one per core"
+    write_frame(b"R", struct.pack("<I", renderer.rate) + f"{sandbox}; {threads}".encode())
 
     while True:
         frame = jobs.next_frame()
