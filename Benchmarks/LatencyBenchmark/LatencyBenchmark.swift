@@ -18,7 +18,9 @@ import SpeechModel
 /// beside this executable). `speakd-latency-bench --public-address [--pairs N]` compares request → first
 /// sample with the public-address stage neutral and as shipped instead (`PublicAddressBenchmark`);
 /// `speakd-latency-bench --ssip [--runs N]` times `spd-say -w` through speakd's SSIP front against
-/// speech-dispatcher on the same sink (`SSIPBenchmark`).
+/// speech-dispatcher on the same sink (`SSIPBenchmark`); `speakd-latency-bench --piper [--runs N]
+/// [--seconds S] [--piper-workers N] [--piper-threads N] [--venv PATH]` compares speakd's Piper engine with
+/// `piper.http_server` (`PiperBenchmark`).
 @main
 struct LatencyBenchmark {
     static let shortText = "Platform four"
@@ -27,12 +29,14 @@ struct LatencyBenchmark {
     /// A sample counts as sound above this absolute value (about −54 dBFS); the sink's silence is exact zeros.
     static let soundThreshold: Int16 = 64
 
-    /// The positive whole number after `flag` in `arguments`, `fallback` without the flag; exits
-    /// with status 2 and says so when the value is missing or not a positive whole number.
-    static func positiveCount(_ flag: String, in arguments: [String], default fallback: Int) -> Int {
+    /// The whole number after `flag` in `arguments`, at least `minimum` (1 unless given),
+    /// `fallback` without the flag; exits with status 2 and says so when the value is missing or
+    /// not such a number.
+    static func positiveCount(_ flag: String, in arguments: [String], default fallback: Int, minimum: Int = 1) -> Int {
         guard let index = arguments.firstIndex(of: flag) else { return fallback }
-        guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value > 0 else {
-            FileHandle.standardError.write(Data("\(flag): expected a positive whole number\n".utf8))
+        guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value >= minimum else {
+            let expected = minimum == 1 ? "a positive whole number" : "a whole number of at least \(minimum)"
+            FileHandle.standardError.write(Data("\(flag): expected \(expected)\n".utf8))
             exit(2)
         }
         return value
@@ -51,6 +55,25 @@ struct LatencyBenchmark {
         if arguments.contains("--ssip") {
             try await SSIPBenchmark.run(
                 speakdPath: speakdPath, runs: positiveCount("--runs", in: arguments, default: 9))
+            return
+        }
+        if arguments.contains("--piper") {
+            var venv = ".build-piper"
+            if let index = arguments.firstIndex(of: "--venv") {
+                guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else {
+                    FileHandle.standardError.write(Data("--venv: expected the Piper venv's directory\n".utf8))
+                    exit(2)
+                }
+                venv = arguments[index + 1]
+            }
+            try await PiperBenchmark.run(
+                speakdPath: speakdPath,
+                options: PiperBenchmark.Options(
+                    runs: positiveCount("--runs", in: arguments, default: 15),
+                    seconds: positiveCount("--seconds", in: arguments, default: 10),
+                    workers: positiveCount("--piper-workers", in: arguments, default: 0, minimum: 0),
+                    threads: positiveCount("--piper-threads", in: arguments, default: 0, minimum: 0),
+                    venv: URL(fileURLWithPath: venv).path))
             return
         }
         if arguments.contains("--public-address") {
