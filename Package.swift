@@ -272,11 +272,13 @@ let package = Package(
         .executableTarget(
             name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
-        // cancel → silence (build with scripts/build-release).
+        // cancel → silence; with --ssip against speech-dispatcher, with --piper against
+        // piper.http_server (build with scripts/build-release).
         .executableTarget(
             name: "speakd-latency-bench",
             dependencies: [
-                "SpeakAPI", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "EspeakEngine", "AudioOutput",
+                "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "EspeakEngine",
+                "AudioOutput",
             ],
             path: "Benchmarks/LatencyBenchmark",
             swiftSettings: swiftSettings,

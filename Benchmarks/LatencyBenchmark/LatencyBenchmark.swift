@@ -36,8 +36,7 @@ struct LatencyBenchmark {
         guard let index = arguments.firstIndex(of: flag) else { return fallback }
         guard index + 1 < arguments.count, let value = Int(arguments[index + 1]), value >= minimum else {
             let expected = minimum == 1 ? "a positive whole number" : "a whole number of at least \(minimum)"
-            FileHandle.standardError.write(Data("\(flag): expected \(expected)\n".utf8))
-            exit(2)
+            exitSaying("\(flag): expected \(expected)", status: 2)
         }
         return value
     }
@@ -48,9 +47,7 @@ struct LatencyBenchmark {
         let speakdPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("speakd").path
         guard FileManager.default.isExecutableFile(atPath: speakdPath) else {
-            FileHandle.standardError.write(
-                Data("no speakd beside this executable at \(speakdPath); build it first\n".utf8))
-            exit(1)
+            exitSaying("no speakd beside this executable at \(speakdPath); build it first")
         }
         if arguments.contains("--ssip") {
             try await SSIPBenchmark.run(
@@ -61,8 +58,7 @@ struct LatencyBenchmark {
             var venv = ".build-piper"
             if let index = arguments.firstIndex(of: "--venv") {
                 guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else {
-                    FileHandle.standardError.write(Data("--venv: expected the Piper venv's directory\n".utf8))
-                    exit(2)
+                    exitSaying("--venv: expected the Piper venv's directory", status: 2)
                 }
                 venv = arguments[index + 1]
             }
@@ -422,6 +418,19 @@ struct LatencyBenchmark {
     func waitForSilence() async throws {
         try await recorder.waitForSilence(threshold: Int(Self.soundThreshold))
     }
+}
+
+/// Says `message` on standard error and exits with `status`.
+func exitSaying(_ message: String, status: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(status)
+}
+
+/// A new directory under /tmp for one run's sockets and logs, named `prefix-` and 8 random characters.
+func scratchDirectory(_ prefix: String) throws -> URL {
+    let directory = URL(fileURLWithPath: "/tmp/\(prefix)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
 }
 
 func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }

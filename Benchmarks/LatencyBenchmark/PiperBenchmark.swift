@@ -84,14 +84,11 @@ struct PiperBenchmark {
         guard FileManager.default.isExecutableFile(atPath: python), let model,
             FileManager.default.fileExists(atPath: "\(options.venv)/bin/flask")
         else {
-            FileHandle.standardError.write(
-                Data(
-                    "--piper needs the Piper venv with the peer's flask at \(options.venv): scripts/install-deps --bench (or --venv PATH)\n"
-                        .utf8))
-            exit(1)
+            exitSaying(
+                "--piper needs the Piper venv with the peer's flask at \(options.venv): scripts/install-deps --bench (or --venv PATH)"
+            )
         }
-        let directory = URL(fileURLWithPath: "/tmp/speakd-piper-bench-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("speakd-piper-bench")
         defer { try? FileManager.default.removeItem(at: directory) }
 
         let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")

@@ -35,14 +35,9 @@ struct SSIPBenchmark {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/speech-dispatcher"),
             FileManager.default.isExecutableFile(atPath: "/usr/bin/spd-say")
         else {
-            FileHandle.standardError.write(
-                Data(
-                    "--ssip needs Debian's speech-dispatcher (spd-say and the server): scripts/install-deps --bench\n"
-                        .utf8))
-            exit(1)
+            exitSaying("--ssip needs Debian's speech-dispatcher (spd-say and the server): scripts/install-deps --bench")
         }
-        let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-bench-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("speakd-ssip-bench")
         defer { try? FileManager.default.removeItem(at: directory) }
         let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")
         let recorder = try await MonitorRecorder.start(pulse)
