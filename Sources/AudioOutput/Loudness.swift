@@ -195,6 +195,9 @@ public actor LoudnessCalibration {
 
     private func measure(_ attributes: SpeechAttributes) async -> Double {
         var reference = SpeechAttributes()
+        // The voice by name too: a Piper voice is measured as itself, not as espeak-ng's voice
+        // for its language (which read 6 LU louder than joe-medium).
+        reference.voice = attributes.voice
         reference.language = attributes.language
         reference.pitch = attributes.pitch
         reference.rate = attributes.rate

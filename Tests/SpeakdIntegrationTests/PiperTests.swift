@@ -1,3 +1,4 @@
+import AudioOutput
 import Foundation
 import Logging
 import PiperEngine
@@ -470,7 +471,9 @@ extension SpeakdIntegration {
             }.max { $0.0 < $1.0 }!
         }
 
-        @Test("bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it")
+        @Test(
+            "bad input is 422 naming the field; the voice list shows Piper; POST /v1/speech renders it at the loudness target"
+        )
         func refusedAndListed() async throws {
             let speakd = try await SpeakdProcess.start(audio: "null", arguments: Self.arguments)
             defer { Task { await speakd.stop() } }
@@ -512,6 +515,15 @@ extension SpeakdIntegration {
             let wav = try await speakd.speech(["text": "Doors closing.", "voice": Self.voice, "rate": 1.5])
             #expect(wav.sampleRate == 22_050)
             #expect(wav.samples.count > 22_050 / 4 && wav.samples.count < 22_050 * 3, "\(wav.samples.count) samples")
+            // Piper's speech is brought towards the announcements' loudness (−16 LUFS) as espeak-ng's
+            // is, calibrated on the Piper voice itself: measured as espeak-ng's voice for its
+            // language, it played at −22 LUFS. joe-medium's peaks stand 22 dB above its loudness,
+            // so the peak limiter takes the last 2–3 LU of the gain: within 3 LU, not 1.
+            let sentence = "The next train to the airport leaves from platform two in four minutes."
+            let hall = try await speakd.speech(["text": sentence, "voice": Self.voice])
+            let format = AudioFormat(sampleRate: hall.sampleRate, channels: hall.channels)
+            let loudness = try #require(LoudnessMeter.loudness(of: hall.samples, format: format))
+            #expect(abs(loudness - -16) <= 3, "\(loudness) LUFS")
         }
 
         @Test(
