@@ -262,8 +262,20 @@ struct LatencyBenchmark {
         var renderingEndToFinished: Bounds
     }
 
-    /// Posts the short announcement and measures it.
-    func requestToSound(reference: Rendered) async throws -> Measured {
+    /// One announcement as the recording heard it.
+    struct Recorded {
+        /// When the POST was sent.
+        var sent: ContinuousClock.Instant
+        /// Its first and last frames above `soundThreshold` in the recording.
+        var first: Int
+        var last: Int
+        /// When its `finished` event arrived.
+        var finishedAt: ContinuousClock.Instant
+    }
+
+    /// Once the sink has been silent and idle, posts `body`, waits for it to complete, and finds
+    /// its first and last audible frames in the recording.
+    func record(_ body: [String: String], timeout: Duration = .seconds(10)) async throws -> Recorded {
         try await waitForSilence()
         // Idle: the gap after the previous announcement (default 0.25 s) has passed.
         try await Task.sleep(for: .milliseconds(300))
@@ -271,39 +283,47 @@ struct LatencyBenchmark {
         let sent = ContinuousClock.now
         let response = try await daemon.unixClient.send(
             "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: ["text": Self.shortText])))
+            body: Array(try JSONSerialization.data(withJSONObject: body)))
         guard response.status == 202 else {
-            throw SpeakdProcess.Failure(description: "POST answered \(response.status)")
+            throw SpeakdProcess.Failure(
+                description: "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         }
         let id = try response.decode(AnnouncementAccepted.self).id
-        guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(10)),
+        guard let finished = await events.waitFor(.finished, of: id, timeout: timeout),
             finished.event.reason == .completed
         else { throw SpeakdProcess.Failure(description: "\(id) did not complete") }
+        // Let the recorder catch up past the last sample (parec delivers in 20 ms blocks).
         try await Task.sleep(for: .milliseconds(150))
         let samples = recorder.samplesSoFar()
         guard let first = samples[fromFrame...].firstIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) }),
             let last = samples[fromFrame...].lastIndex(where: { abs(Int($0)) > Int(Self.soundThreshold) })
         else { throw SpeakdProcess.Failure(description: "\(id) was not heard") }
+        return Recorded(sent: sent, first: first, last: last, finishedAt: finished.receivedAt)
+    }
+
+    /// Posts the short announcement and measures it.
+    func requestToSound(reference: Rendered) async throws -> Measured {
+        let heard = try await record(["text": Self.shortText])
         if verbose {
             let log = recorder.arrivalLog
             if let a = log.first, let b = log.last {
                 let excess = Double(b.1 - a.1) / Double(recorder.sampleRate) - (b.0 - a.0).seconds
-                let sentArrival = log.last { $0.0 <= sent }
+                let sentArrival = log.last { $0.0 <= heard.sent }
                 // Frames beyond elapsed time would mean the recording repeats what a rewind re-rendered.
                 print(
-                    "frames recorded beyond elapsed time: \(ms(excess)); first sound frame \(first), frames at POST \(sentArrival?.1 ?? -1), leading \(Int(reference.leading * Double(recorder.sampleRate)))"
+                    "frames recorded beyond elapsed time: \(ms(excess)); first sound frame \(heard.first), frames at POST \(sentArrival?.1 ?? -1), leading \(Int(reference.leading * Double(recorder.sampleRate)))"
                 )
             }
         }
         // The rendering's own leading silence is part of the announcement's audio; its trailing
         // silence was too, until it was left out, which the old figure still counts from.
         let rate = Double(recorder.sampleRate)
-        let firstSample = first - Int(reference.leading * rate)
-        let lastAudible = try bounds(frame: last, from: finished.receivedAt, reversed: true)
+        let firstSample = heard.first - Int(reference.leading * rate)
+        let lastAudible = try bounds(frame: heard.last, from: heard.finishedAt, reversed: true)
         // Those frames are no longer played, so the rendering's end is timed from the last
         // audible sample: it is the rendering's trailing silence later.
         return Measured(
-            firstSample: try bounds(frame: firstSample, from: sent),
+            firstSample: try bounds(frame: firstSample, from: heard.sent),
             lastAudibleToFinished: lastAudible,
             renderingEndToFinished: Bounds(
                 sinkClock: lastAudible.sinkClock - reference.trailing,

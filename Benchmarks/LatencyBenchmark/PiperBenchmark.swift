@@ -1,5 +1,4 @@
 import Foundation
-import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
 
@@ -184,33 +183,13 @@ struct PiperBenchmark {
     /// Speaks `text` with the Piper voice `runs` times after a warm-up, timed at the sink.
     static func announce(_ text: String, _ listener: LatencyBenchmark, runs: Int) async throws -> Heard {
         var heard = Heard()
-        let threshold = Int(LatencyBenchmark.soundThreshold)
         for round in 0...runs {
-            try await listener.waitForSilence()
-            try await Task.sleep(for: .milliseconds(300))
-            let fromFrame = listener.recorder.recordedFrames
-            let sent = ContinuousClock.now
-            let response = try await listener.daemon.unixClient.send(
-                "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
-                body: try json(["text": text, "voice": voice]))
-            guard response.status == 202 else {
-                throw SpeakdProcess.Failure(
-                    description: "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
-            }
-            let id = try response.decode(AnnouncementAccepted.self).id
-            guard let finished = await listener.events.waitFor(.finished, of: id, timeout: .seconds(30)),
-                finished.event.reason == .completed
-            else { throw SpeakdProcess.Failure(description: "\(id) did not complete") }
-            try await Task.sleep(for: .milliseconds(150))
-            let samples = listener.recorder.samplesSoFar()
-            guard let first = samples[fromFrame...].firstIndex(where: { abs(Int($0)) > threshold }),
-                let last = samples[fromFrame...].lastIndex(where: { abs(Int($0)) > threshold })
-            else { throw SpeakdProcess.Failure(description: "\(id) was not heard") }
+            let recorded = try await listener.record(["text": text, "voice": voice], timeout: .seconds(30))
             // Round 0 starts the worker (lazy by default) and loads the voice.
             guard round > 0 else { continue }
-            heard.firstAudible.append(try listener.bounds(frame: first, from: sent))
+            heard.firstAudible.append(try listener.bounds(frame: recorded.first, from: recorded.sent))
             heard.lastAudibleToFinished.append(
-                try listener.bounds(frame: last, from: finished.receivedAt, reversed: true))
+                try listener.bounds(frame: recorded.last, from: recorded.finishedAt, reversed: true))
         }
         return heard
     }
