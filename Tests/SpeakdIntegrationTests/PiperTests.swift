@@ -42,7 +42,7 @@ extension SpeakdIntegration {
         }
 
         @Test(
-            "the worker's samples are piper-tts's own for the same text, with noise scales 0, from 10 ms before the first sound"
+            "the worker's samples are piper-tts's own for the same text, with noise scales 0, from 10 ms before the first sound, whole or streamed (the decoder run in parts)"
         )
         func samplesArePiperTTSOwn() async throws {
             let library = "\(Self.venv)/lib"
@@ -60,6 +60,9 @@ extension SpeakdIntegration {
             let prepared = try await renderer.prepare(Utterance(text, defaults: SpeechAttributes(voice: Self.voice)))
             var samples: [Int16] = []
             for try await chunk in renderer.render(prepared, chunking: .whole) { samples += chunk.samples }
+            // Streamed, the first part is the decoder's first frames only, made before the rest.
+            var streamed: [[Int16]] = []
+            for try await chunk in renderer.render(prepared, chunking: .streaming) { streamed.append(chunk.samples) }
             await renderer.shutdown()
 
             let reference = Process()
@@ -90,6 +93,12 @@ extension SpeakdIntegration {
             #expect(expected.count > 22_050)
             #expect(samples.count == expected.count)
             #expect(samples == expected, "the worker's samples differ from piper-tts's")
+            #expect(streamed.count > 1, "the streamed render came in \(streamed.count) part")
+            let streamedSamples = Array(streamed.joined())
+            let differing = zip(streamedSamples, expected).filter { $0 != $1 }.count
+            #expect(
+                streamedSamples.count == expected.count && differing == 0,
+                "streamed: \(streamedSamples.count) samples against \(expected.count), \(differing) of them differ")
         }
 
         @Test("an announcement with a Piper voice is heard, with one finished event and word events in order")

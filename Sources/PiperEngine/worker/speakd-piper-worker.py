@@ -50,6 +50,14 @@ LEAD_SECONDS = 0.010
 IDLE_SECONDS = 0.5
 # A sample sounds above this absolute value (about -54 dBFS), as for speakd's trailing-silence trim.
 SOUND_THRESHOLD = 64
+# A streamed job's first sound waits for the encoder and this many latent frames of the decoder
+# (a frame is the voice's hop, 256 samples: 32 frames are 0.37 s at 22,050 Hz), not for its first
+# sentence's whole decoder; the rest of that sentence is decoded while those frames play.
+FIRST_FRAMES = 32
+# The decoder is given this many latent frames beyond a part on each side, so that a part's samples
+# are those of the whole sentence's decode to the bit (samplesArePiperTTSOwn checks it): with 32,
+# up to 9 samples of a sentence came out one step apart; with 48, none did, in four sentences.
+CONTEXT_FRAMES = 48
 WORD = re.compile(r"[\w][\w'’.-]*\w|\w", re.UNICODE)
 PUNCTUATION = set(",.;:!?…—–-\"'()¡¿«»")
 BRACKETS = str.maketrans("[]", "()")
@@ -93,7 +101,7 @@ class Jobs:
     never cancels a job after reading its end), so a late cancel never aborts the next job.
     """
 
-    def __init__(self, voice):
+    def __init__(self, model):
         import onnxruntime
 
         self.onnxruntime = onnxruntime
@@ -103,21 +111,12 @@ class Jobs:
         self.running = None  # the job number being rendered
         self.cancelled = 0  # the last job a cancel arrived for
         self.options = onnxruntime.RunOptions()
-        session = voice.session
-        jobs = self
+        model.run_options = self.run_options
 
-        class AbortableSession:
-            """The voice's session, run with the current job's options."""
-
-            def run(self, output_names, input_feed, run_options=None):
-                with jobs.lock:
-                    options = jobs.options
-                return session.run(output_names, input_feed, options)
-
-            def __getattr__(self, name):
-                return getattr(session, name)
-
-        voice.session = AbortableSession()
+    def run_options(self):
+        """The options the current job's model runs are made with (a cancel terminates them)."""
+        with self.lock:
+            return self.options
 
     def start_reading(self):
         threading.Thread(target=self.read, daemon=True).start()
@@ -207,30 +206,108 @@ def split_sentences(text, first=False):
     return [(offset, piece) for offset, piece in pieces if WORD.search(piece)]
 
 
+class Model:
+    """The voice's model, in the place of the onnxruntime session piper-tts runs it with, split
+    in two at the decoder's first layer: the encoder (phoneme ids to latent frames, with each
+    phoneme's duration) and the decoder (latent frames to audio, `hop` samples a frame).
+
+    piper-tts runs the whole model in one call per sentence, so a sentence's first sample waits
+    for its last. Here piper-tts's call runs the encoder only: piper-tts still phonemises and maps
+    the durations to phonemes, and the worker then decodes the frames in as many parts as it
+    likes. The decoder sees CONTEXT_FRAMES beyond each part, more than its receptive field, so the
+    parts' samples are the ones the whole decoder gives. A model without that layer (not exported
+    by Piper's training code) runs whole, and its sentences are not decoded in parts.
+    """
+
+    DECODER_FIRST_LAYER = "/dec/conv_pre/Conv"
+
+    def __init__(self, path, hop, threads):
+        import onnxruntime
+
+        def session(serialized, encoder=False):
+            options = onnxruntime.SessionOptions()
+            if threads > 0:
+                options.intra_op_num_threads = threads
+            if encoder:
+                # The decoder runs right after the encoder, on threads of its own: the encoder's
+                # threads must not spin waiting for work meanwhile (that made a sentence 35% slower),
+                # and its small tensors need no arena of its own (one kept 55 MiB more).
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                options.enable_cpu_mem_arena = False
+            return onnxruntime.InferenceSession(serialized, sess_options=options, providers=["CPUExecutionProvider"])
+
+        self.latent_name, encoder, decoder = self.split(path)
+        self.encoder = session(encoder, encoder=decoder is not None)
+        self.decoder = session(decoder) if decoder else None
+        self.threads = self.encoder.get_session_options().intra_op_num_threads
+        self.hop = hop
+        self.latent = None
+        self.run_options = None  # a function giving the current job's RunOptions (set by Jobs)
+
+    @classmethod
+    def split(cls, path):
+        """The model's latent tensor, and the encoder's and decoder's graphs, serialized; without
+        the decoder's first layer, None, the whole model and None. (The graphs themselves are
+        gone when this returns, before any session is made.)"""
+        import onnx
+        from onnx.utils import Extractor
+        from piper.patch_voice_with_alignment import add_alignment_output
+
+        graph = onnx.load(path)
+        try:
+            add_alignment_output(graph)  # the phonemes' durations, as piper-tts's own load does
+        except ValueError:
+            pass  # already an output of this model
+        outputs = [output.name for output in graph.graph.output]
+        latent = next((node.input[0] for node in graph.graph.node if node.name == cls.DECODER_FIRST_LAYER), None)
+        if not latent:
+            return None, graph.SerializeToString(), None
+        extractor = Extractor(graph)
+        inputs = [tensor.name for tensor in graph.graph.input]
+        encoder = extractor.extract_model(inputs, [latent] + outputs[1:]).SerializeToString()
+        decoder = extractor.extract_model([latent], outputs[:1]).SerializeToString()
+        return latent, encoder, decoder
+
+    def options(self):
+        return self.run_options() if self.run_options else None
+
+    def run(self, output_names, input_feed, run_options=None):
+        """piper-tts's call, once a sentence: the encoder's outputs, with a silent placeholder of
+        the sentence's length for the audio; `decode` makes the audio."""
+        import numpy as np
+
+        outputs = self.encoder.run(None, input_feed, self.options())
+        if self.decoder is None:
+            self.latent = None
+            return outputs
+        self.latent = outputs[0]
+        return [np.zeros(self.frames() * self.hop, dtype=np.float32)] + outputs[1:]
+
+    def frames(self):
+        return self.latent.shape[2] if self.latent is not None else 0
+
+    def decode(self, start, end):
+        """The audio (float, in [-1, 1]) of the last sentence's latent frames start..<end."""
+        import numpy as np
+
+        low, high = max(0, start - CONTEXT_FRAMES), min(self.frames(), end + CONTEXT_FRAMES)
+        audio = self.decoder.run(None, {self.latent_name: self.latent[:, :, low:high]}, self.options())[0]
+        audio = audio.reshape(-1)[(start - low) * self.hop : (end - low) * self.hop]
+        return np.clip(audio, -1.0, 1.0)
+
+
 class Renderer:
     def __init__(self, model, config, rate, deterministic=False, threads=0):
-        import onnxruntime
         from piper import PiperVoice
+        from piper.config import PiperConfig
 
-        # PiperVoice.load makes its session with onnxruntime.SessionOptions() and takes no options
-        # of its own, so the thread count is set on the options it makes, during the load only.
-        make_options = onnxruntime.SessionOptions
-
-        def options():
-            made = make_options()
-            if threads > 0:
-                made.intra_op_num_threads = threads
-            return made
-
-        onnxruntime.SessionOptions = options
-        try:
-            self.voice = PiperVoice.load(model, config_path=config, include_alignments=True)
-        finally:
-            onnxruntime.SessionOptions = make_options
-        self.threads = self.voice.session.get_session_options().intra_op_num_threads
-        self.voice_rate = self.voice.config.sample_rate
+        with open(config or f"{model}.json", encoding="utf-8") as file:
+            piper_config = PiperConfig.from_dict(json.load(file))
+        self.model = Model(model, piper_config.hop_length, threads)
+        self.voice = PiperVoice(session=self.model, config=piper_config)
+        self.threads = self.model.threads
+        self.voice_rate = piper_config.sample_rate
         self.rate = rate or self.voice_rate
-        self.hop = self.voice.config.hop_length
         self.noise = 0.0 if deterministic else None
 
     def to_output_rate(self, audio):
@@ -243,9 +320,10 @@ class Renderer:
             np.arange(count) * (self.voice_rate / self.rate), np.arange(len(audio)), audio
         ).astype(np.float32)
 
-    def render_piece(self, text, length_scale):
-        """Audio (float, the voice's rate) and the sample where each of its phoneme words starts."""
-        import numpy as np
+    def render_piece(self, text, length_scale, first_frames=0):
+        """The piece's audio (float, the voice's rate) in parts, each with the samples (from the
+        piece's start) where the phoneme words it brings start. With `first_frames`, the first
+        part is that many frames of its first sentence, made without waiting for the rest of it."""
         from piper import SynthesisConfig
 
         config = SynthesisConfig(
@@ -253,9 +331,9 @@ class Renderer:
         # Piper reads "[[ … ]]" as raw phonemes: a request's text never is (IPA is refused by
         # name), so brackets become parentheses, which keeps every character's position.
         text = text.translate(BRACKETS)
-        audio_parts, word_starts, base = [], [], 0
+        base = 0
         for chunk in self.voice.synthesize(text, config, include_alignments=True):
-            position, boundary = base, True
+            word_starts, position, boundary = [], base, True
             for alignment in chunk.phoneme_alignments or []:
                 if alignment.phoneme in (" ", "^", "$"):
                     boundary = True
@@ -263,10 +341,17 @@ class Renderer:
                     word_starts.append(position)
                     boundary = False
                 position += int(alignment.num_samples)
-            audio_parts.append(chunk.audio_float_array)
-            base += len(chunk.audio_float_array)
-        audio = np.concatenate(audio_parts) if audio_parts else np.zeros(0, dtype=np.float32)
-        return audio, word_starts
+            frames = self.model.frames()
+            if not frames:  # the model ran whole
+                yield chunk.audio_float_array, word_starts
+                base += len(chunk.audio_float_array)
+                continue
+            # The rate is converted part by part, so parts are made only where it needs none.
+            cut = first_frames if 0 < first_frames < frames and self.rate == self.voice_rate else 0
+            for start, end in ([(0, cut), (cut, frames)] if cut else [(0, frames)]):
+                yield self.model.decode(start, end), word_starts if start == 0 else []
+            first_frames = 0
+            base += frames * self.model.hop
 
     def words_of(self, text):
         """Text words with how many phoneme words each one is spoken as (a number is several)."""
@@ -282,62 +367,77 @@ class Renderer:
         return words
 
     def run(self, job, chunking, jobs):
+        """Renders the job, frame by frame (streamed) or in one events frame and one PCM frame
+        (whole); each word's event goes with the PCM frame its first sample is in."""
         import numpy as np
 
-        pending, pending_events = [], []
+        whole = chunking == b"W"
+        pending, events = [], []  # PCM parts not yet sent (whole), (sample, event) not yet sent
         produced = 0
-        for index, segment in enumerate(job["segments"]):
-            text, base_position = segment["text"], segment["position"]
-            # Streamed, the first sound waits for the first piece only: keep it short.
-            for offset, piece in split_sentences(text, first=index == 0 and chunking != b"W"):
-                if jobs.is_cancelled():
-                    write_frame(b"D")
-                    return
-                try:
-                    audio, word_starts = self.render_piece(piece, segment["lengthScale"])
-                except Exception:
-                    if not jobs.is_cancelled():
-                        raise
-                    # The run was terminated by the cancel: the job ends here.
-                    write_frame(b"D")
-                    return
-                audio = self.to_output_rate(audio) * segment["volume"]
-                samples = np.clip(audio * 32767.0, -32767, 32767).astype("<i2")
-                # The job's first sound comes LEAD_SECONDS after its start, and no word of it before.
-                lead = floor = 0
-                if produced == 0:
-                    keep = int(round(LEAD_SECONDS * self.rate))
-                    lead = leading_silence(samples, keep)
-                    samples = samples[lead:]
-                    floor = keep if lead else 0
-                scale = self.rate / self.voice_rate
-                events = [sentence_event(produced, base_position + offset)]
-                # Text words are matched to the phoneme words the model spoke, in order; a text
-                # word spoken as several (a number) starts at the first of them.
-                index = 0
-                for start, length, spoken in self.words_of(piece):
-                    if index < len(word_starts):
-                        sample = produced + max(floor, int(word_starts[index] * scale) - lead)
-                        events.append(word_events([(sample, base_position + offset + start, length)]))
-                    index += spoken
-                produced += len(samples)
-                if chunking == b"W":
-                    pending.append(samples)
-                    pending_events += events
-                else:
-                    write_frame(b"E", b"".join(events))
-                    write_frame(b"P", samples.tobytes())
-            pause = int(round(float(segment.get("pauseAfter") or 0) * self.rate))
-            if pause > 0:
-                silence = np.zeros(pause, dtype="<i2")
-                produced += pause
-                if chunking == b"W":
-                    pending.append(silence)
-                else:
-                    write_frame(b"P", silence.tobytes())
-        if pending:
-            write_frame(b"E", b"".join(pending_events))
-            write_frame(b"P", np.concatenate(pending).tobytes())
+
+        def send(samples, last=False):
+            nonlocal events
+            end = produced + len(samples)
+            due = [event for sample, event in events if last or sample < end]
+            events = [(sample, event) for sample, event in events if not (last or sample < end)]
+            if whole:
+                pending.append((due, samples))
+                return
+            if due:
+                write_frame(b"E", b"".join(due))
+            if len(samples):
+                write_frame(b"P", samples.tobytes())
+
+        try:
+            for index, segment in enumerate(job["segments"]):
+                text, base_position = segment["text"], segment["position"]
+                # Streamed, the first sound waits for the first piece only: keep it short.
+                for offset, piece in split_sentences(text, first=index == 0 and not whole):
+                    if jobs.is_cancelled():
+                        write_frame(b"D")
+                        return
+                    piece_start, lead, floor = produced, 0, 0
+                    events.append((produced, sentence_event(produced, base_position + offset)))
+                    # Text words are matched to the phoneme words the model spoke, in order; a
+                    # text word spoken as several (a number) starts at the first of them.
+                    words, word_starts, spoken_index = self.words_of(piece), [], 0
+                    streamed_start = not whole and produced == 0
+                    parts = self.render_piece(
+                        piece, segment["lengthScale"], FIRST_FRAMES if streamed_start else 0)
+                    for audio, starts in parts:
+                        audio = self.to_output_rate(audio) * segment["volume"]
+                        samples = np.clip(audio * 32767.0, -32767, 32767).astype("<i2")
+                        # The job's first sound comes LEAD_SECONDS after its start, and no word
+                        # of it before.
+                        if produced == 0 and piece_start == 0:
+                            keep = int(round(LEAD_SECONDS * self.rate))
+                            lead = leading_silence(samples, keep)
+                            samples = samples[lead:]
+                            floor = keep if lead else 0
+                        word_starts += starts
+                        scale = self.rate / self.voice_rate
+                        while words and spoken_index < len(word_starts):
+                            start, length, spoken = words.pop(0)
+                            sample = piece_start + max(floor, int(word_starts[spoken_index] * scale) - lead)
+                            events.append(
+                                (sample, word_events([(sample, base_position + offset + start, length)])))
+                            spoken_index += spoken
+                        send(samples)
+                        produced += len(samples)
+                pause = int(round(float(segment.get("pauseAfter") or 0) * self.rate))
+                if pause > 0:
+                    send(np.zeros(pause, dtype="<i2"))
+                    produced += pause
+        except Exception:
+            if not jobs.is_cancelled():
+                raise
+            # A model run was terminated by the cancel: the job ends here.
+            write_frame(b"D")
+            return
+        send(np.zeros(0, dtype="<i2"), last=True)
+        if whole and pending:
+            write_frame(b"E", b"".join(event for due, _ in pending for event in due))
+            write_frame(b"P", np.concatenate([samples for _, samples in pending]).tobytes())
         write_frame(b"D")
 
 
@@ -376,12 +476,13 @@ def main():
 
     renderer = Renderer(arguments.model, arguments.config, arguments.rate, arguments.deterministic, arguments.threads)
     # Warm the model and the phonemiser before confinement: both load lazily on first use.
-    renderer.render_piece("Ready.", 1.0)
+    for _ in renderer.render_piece("Ready.", 1.0, FIRST_FRAMES):
+        pass
     release_memory()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import piper_sandbox  # beside this file
 
-    jobs = Jobs(renderer.voice)
+    jobs = Jobs(renderer.model)
     sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib, user=arguments.user)
     # Started once confined: Landlock and seccomp hold for the threads a confined thread starts.
     jobs.start_reading()
