@@ -50,6 +50,11 @@ LEAD_SECONDS = 0.010
 IDLE_SECONDS = 0.5
 # A sample sounds above this absolute value (about -54 dBFS), as for speakd's trailing-silence trim.
 SOUND_THRESHOLD = 64
+# The sound of a word after a pause begins where it rises out of at least this much silence, at
+# most this far before the phoneme the model aligned the word with (by up to 20 ms for
+# en_US-joe-medium): its event is placed there, not at the phoneme.
+ONSET_GAP_SECONDS = 0.005
+ONSET_SEARCH_SECONDS = 0.040
 # A streamed job's first sound waits for the encoder and this many latent frames of the decoder
 # (a frame is the voice's hop, 256 samples: 32 frames are 0.37 s at 22,050 Hz), not for its first
 # sentence's whole decoder; the rest of that sentence is decoded while those frames play.
@@ -170,15 +175,29 @@ class Jobs:
             return self.running is not None and self.cancelled == self.running
 
 
-def word_events(events):
-    payload = b""
-    for sample, position, length in events:
-        payload += struct.pack("<BIIIH", 1, sample, position, length, 0)
-    return payload
+WORD_EVENT, SENTENCE_EVENT = 1, 2
 
 
-def sentence_event(sample, position):
-    return struct.pack("<BIIIH", 2, sample, position, 0, 0)
+def event_bytes(kind, sample, position, length=0):
+    """One event as WorkerFrame encodes it (no name)."""
+    return struct.pack("<BIIIH", kind, sample, position, length, 0)
+
+
+def sound_onset(samples, index, rate):
+    """Where the sound that runs into samples[index] starts: after the last stretch of at least
+    ONSET_GAP_SECONDS without a sounding sample, at most ONSET_SEARCH_SECONDS back; `index` when
+    the sound runs on further back than that, or when samples[index] is not in a sound."""
+    import numpy as np
+
+    gap, search = int(ONSET_GAP_SECONDS * rate), int(ONSET_SEARCH_SECONDS * rate)
+    low = max(0, index - search)
+    sounding = np.flatnonzero(np.abs(samples[low : index + 1].astype(np.int32)) > SOUND_THRESHOLD) + low
+    if len(sounding) == 0 or sounding[-1] < index - gap:
+        return index
+    gaps = np.flatnonzero(np.diff(sounding) > gap)
+    if len(gaps):
+        return int(sounding[gaps[-1] + 1])
+    return int(sounding[0]) if sounding[0] - low > gap or low == 0 else index
 
 
 def split_sentences(text, first=False):
@@ -333,13 +352,18 @@ class Renderer:
         text = text.translate(BRACKETS)
         base = 0
         for chunk in self.voice.synthesize(text, config, include_alignments=True):
-            word_starts, position, boundary = [], base, True
+            # A word's start, and whether a pause comes before it (the sentence's start or a
+            # punctuation mark): its sound can start a few frames before the phoneme it is
+            # aligned with, and is looked for when its samples are made.
+            word_starts, position, boundary, paused = [], base, True, True
             for alignment in chunk.phoneme_alignments or []:
                 if alignment.phoneme in (" ", "^", "$"):
                     boundary = True
-                elif alignment.phoneme not in PUNCTUATION and boundary:
-                    word_starts.append(position)
-                    boundary = False
+                elif alignment.phoneme in PUNCTUATION:
+                    paused = True
+                elif boundary:
+                    word_starts.append((position, paused))
+                    boundary = paused = False
                 position += int(alignment.num_samples)
             frames = self.model.frames()
             if not frames:  # the model ran whole
@@ -372,14 +396,24 @@ class Renderer:
         import numpy as np
 
         whole = chunking == b"W"
-        pending, events = [], []  # PCM parts not yet sent (whole), (sample, event) not yet sent
+        # PCM parts not yet sent (whole); events not yet sent: (sample, kind, position, length,
+        # whether the word comes after a pause)
+        pending, events = [], []
         produced = 0
 
         def send(samples, last=False):
             nonlocal events
             end = produced + len(samples)
-            due = [event for sample, event in events if last or sample < end]
-            events = [(sample, event) for sample, event in events if not (last or sample < end)]
+            due = []
+            for sample, kind, position, length, paused in events:
+                if not (last or sample < end):
+                    continue
+                if paused and sample >= produced:
+                    # A word after a pause starts with its sound, which may come a little before
+                    # the phoneme the model aligned it with (never before this frame's start).
+                    sample = produced + sound_onset(samples, sample - produced, self.rate)
+                due.append(event_bytes(kind, sample, position, length))
+            events = [event for event in events if not (last or event[0] < end)]
             if whole:
                 pending.append((due, samples))
                 return
@@ -397,7 +431,7 @@ class Renderer:
                         write_frame(b"D")
                         return
                     piece_start, lead, floor = produced, 0, 0
-                    events.append((produced, sentence_event(produced, base_position + offset)))
+                    events.append((produced, SENTENCE_EVENT, base_position + offset, 0, False))
                     # Text words are matched to the phoneme words the model spoke, in order; a
                     # text word spoken as several (a number) starts at the first of them.
                     words, word_starts, spoken_index = self.words_of(piece), [], 0
@@ -418,9 +452,9 @@ class Renderer:
                         scale = self.rate / self.voice_rate
                         while words and spoken_index < len(word_starts):
                             start, length, spoken = words.pop(0)
-                            sample = piece_start + max(floor, int(word_starts[spoken_index] * scale) - lead)
-                            events.append(
-                                (sample, word_events([(sample, base_position + offset + start, length)])))
+                            word_start, paused = word_starts[spoken_index]
+                            sample = piece_start + max(floor, int(word_start * scale) - lead)
+                            events.append((sample, WORD_EVENT, base_position + offset + start, length, paused))
                             spoken_index += spoken
                         send(samples)
                         produced += len(samples)
