@@ -30,8 +30,9 @@ import SpeakTestSupport
 /// and its throughput at least the peer's, while sandboxed. The daemon's log line that describes
 /// the worker's sandbox is printed with the figures, so a run shows what the worker ran under.
 struct PiperBenchmark {
-    /// The announcements: one sentence (speakd's first sound waits for its whole render, as the
-    /// peer's WAV does) and two (the first sound waits for the first sentence only).
+    /// The announcements: one sentence (speakd's first sound waits for the model's encoder and the
+    /// first part of its decoder, the peer's WAV for the whole model run) and two (the peer's WAV
+    /// waits for both sentences).
     static let texts = [
         "The train to Lisbon departs from platform seven at ten forty-five.",
         "The train to Lisbon departs from platform seven at ten forty-five. Please mind the gap.",

@@ -55,6 +55,10 @@ SOUND_THRESHOLD = 64
 # en_US-joe-medium): its event is placed there, not at the phoneme.
 ONSET_GAP_SECONDS = 0.005
 ONSET_SEARCH_SECONDS = 0.040
+# No word's event comes sooner than this after a job's first sound: the sink's clock is least sure
+# of a stream's first samples, and a first word's event placed at its sound came up to 6 ms before
+# it in the recording (wordEventsFollowTheSound), where later words' never did.
+FIRST_WORD_SECONDS = 0.010
 # A streamed job's first sound waits for the encoder and this many latent frames of the decoder
 # (a frame is the voice's hop, 256 samples: 32 frames are 0.37 s at 22,050 Hz), not for its first
 # sentence's whole decoder; the rest of that sentence is decoded while those frames play.
@@ -233,9 +237,9 @@ class Model:
     piper-tts runs the whole model in one call per sentence, so a sentence's first sample waits
     for its last. Here piper-tts's call runs the encoder only: piper-tts still phonemises and maps
     the durations to phonemes, and the worker then decodes the frames in as many parts as it
-    likes. The decoder sees CONTEXT_FRAMES beyond each part, more than its receptive field, so the
-    parts' samples are the ones the whole decoder gives. A model without that layer (not exported
-    by Piper's training code) runs whole, and its sentences are not decoded in parts.
+    likes. The decoder sees CONTEXT_FRAMES beyond each part, so the parts' samples are the ones
+    the whole decoder gives, to the bit. A model without that layer (not exported by Piper's
+    training code) runs whole, and its sentences are not decoded in parts.
     """
 
     DECODER_FIRST_LAYER = "/dec/conv_pre/Conv"
@@ -400,20 +404,25 @@ class Renderer:
         # whether the word comes after a pause)
         pending, events = [], []
         produced = 0
+        first_word = 0  # the earliest sample a word's event may have (set at the job's first sound)
 
-        def send(samples, last=False):
+        def send(samples):
+            """Sends the samples that follow `produced`, with the events that fall in them (every
+            event falls in its piece's audio, so none is left at the end)."""
             nonlocal events
             end = produced + len(samples)
             due = []
             for sample, kind, position, length, paused in events:
-                if not (last or sample < end):
+                if sample >= end:
                     continue
                 if paused and sample >= produced:
                     # A word after a pause starts with its sound, which may come a little before
                     # the phoneme the model aligned it with (never before this frame's start).
                     sample = produced + sound_onset(samples, sample - produced, self.rate)
+                if kind == WORD_EVENT:
+                    sample = max(sample, first_word)
                 due.append(event_bytes(kind, sample, position, length))
-            events = [event for event in events if not (last or event[0] < end)]
+            events = [event for event in events if event[0] >= end]
             if whole:
                 pending.append((due, samples))
                 return
@@ -448,6 +457,7 @@ class Renderer:
                             lead = leading_silence(samples, keep)
                             samples = samples[lead:]
                             floor = keep if lead else 0
+                            first_word = floor + int(round(FIRST_WORD_SECONDS * self.rate))
                         word_starts += starts
                         scale = self.rate / self.voice_rate
                         while words and spoken_index < len(word_starts):
@@ -468,7 +478,6 @@ class Renderer:
             # A model run was terminated by the cancel: the job ends here.
             write_frame(b"D")
             return
-        send(np.zeros(0, dtype="<i2"), last=True)
         if whole and pending:
             write_frame(b"E", b"".join(event for due, _ in pending for event in due))
             write_frame(b"P", np.concatenate([samples for _, samples in pending]).tobytes())
