@@ -147,7 +147,7 @@ extension SpeakdIntegration {
                 done.clear()
                 client.speak('A second, much longer message that will be cancelled before its end, '
                              'since nobody wants to hear all of it.', callback=callback('second'), event_types=types)
-                deadline = time.time() + 10
+                deadline = time.time() + 1.5  # the begin may be dropped (below): cancel mid-message anyway
                 while not any(name == 'second' for name, _ in seen) and time.time() < deadline:
                     time.sleep(0.01)
                 client.cancel()
@@ -162,9 +162,18 @@ extension SpeakdIntegration {
             _ = await ssip.stop()
             #expect(result.status == 0, "python3: \(result.output)")
             let lines = result.output.split(separator: "\n").map(String.init)
+            // python3-speechd registers a message's callback only after it has read the 225 reply
+            // and drops an event its reading thread gets first (its speak() says so), so a begin
+            // may be lost on a loaded machine; an end or cancel, which come seconds later, never.
+            // What arrives is in order, with nothing extra.
+            let all = ["first begin", "first end", "second begin", "second cancel"]
             #expect(
-                lines == ["first begin", "first end", "second begin", "second cancel"],
+                lines.filter { !$0.hasSuffix(" begin") } == ["first end", "second cancel"],
                 "callbacks: \(result.output)")
+            #expect(lines == all.filter { lines.contains($0) }, "callbacks: \(result.output)")
+            if lines != all {
+                print("python3-speechd dropped a begin it got before registering its callback: \(lines)")
+            }
         }
 
         /// python3-speechd's `sound_icon()`: a chime's name plays that chime (and nothing else
