@@ -405,6 +405,7 @@ class Renderer:
         pending, events = [], []
         produced = 0
         first_word = 0  # the earliest sample a word's event may have (set at the job's first sound)
+        scale = self.rate / self.voice_rate
 
         def send(samples):
             """Sends the samples that follow `produced`, with the events that fall in them (every
@@ -439,7 +440,7 @@ class Renderer:
                     if jobs.is_cancelled():
                         write_frame(b"D")
                         return
-                    piece_start, lead, floor = produced, 0, 0
+                    piece_start, lead = produced, 0
                     events.append((produced, SENTENCE_EVENT, base_position + offset, 0, False))
                     # Text words are matched to the phoneme words the model spoke, in order; a
                     # text word spoken as several (a number) starts at the first of them.
@@ -450,20 +451,18 @@ class Renderer:
                     for audio, starts in parts:
                         audio = self.to_output_rate(audio) * segment["volume"]
                         samples = np.clip(audio * 32767.0, -32767, 32767).astype("<i2")
-                        # The job's first sound comes LEAD_SECONDS after its start, and no word
-                        # of it before.
+                        # The job's first sound comes LEAD_SECONDS after its start, and no word's
+                        # event sooner than FIRST_WORD_SECONDS after it (`send` sees to that).
                         if produced == 0 and piece_start == 0:
                             keep = int(round(LEAD_SECONDS * self.rate))
                             lead = leading_silence(samples, keep)
                             samples = samples[lead:]
-                            floor = keep if lead else 0
-                            first_word = floor + int(round(FIRST_WORD_SECONDS * self.rate))
+                            first_word = (keep if lead else 0) + int(round(FIRST_WORD_SECONDS * self.rate))
                         word_starts += starts
-                        scale = self.rate / self.voice_rate
                         while words and spoken_index < len(word_starts):
                             start, length, spoken = words.pop(0)
                             word_start, paused = word_starts[spoken_index]
-                            sample = piece_start + max(floor, int(word_start * scale) - lead)
+                            sample = piece_start + max(0, int(word_start * scale) - lead)
                             events.append((sample, WORD_EVENT, base_position + offset + start, length, paused))
                             spoken_index += spoken
                         send(samples)
