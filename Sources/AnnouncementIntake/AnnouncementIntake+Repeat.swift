@@ -9,9 +9,15 @@ extension AnnouncementIntake {
 
     /// Queues announcement `id` again, at the preferences of the session of the output it
     /// addressed as they are now (`POST /v1/announcements/{id}/repeat`).
+    ///
+    /// The repeat of a private announcement answers a `key` (which shows its text) only when
+    /// `key` is the original's: a repeat is no way around the capability (docs/privacy.md).
+    /// - Parameters:
+    ///   - id: the announcement to say again.
+    ///   - key: the key the original's poster holds, if the caller presented one.
     /// - Throws: `IntakeError`: 404 naming `id` when no output remembers it (unknown, not heard
     ///   yet, or forgotten when its session ended); any refusal of a new announcement.
-    public func repeatAnnouncement(id: String) async throws(IntakeError) -> AnnouncementAccepted {
+    public func repeatAnnouncement(id: String, key: String? = nil) async throws(IntakeError) -> AnnouncementAccepted {
         do throws(IntakeError) {
             guard let remembered = await sessions.remembered(id: id) else {
                 throw IntakeError.unknown(
@@ -19,7 +25,9 @@ extension AnnouncementIntake {
                     "no announcement with id '\(id)' is remembered for repeating: an output remembers its last "
                         + "\(SessionBook.rememberedPerOutput) heard ones until its session ends")
             }
-            return try await again(remembered)
+            var holdsKey = false
+            if let key, remembered.request.isPrivate { holdsKey = await outputs.isKey(key, of: id) }
+            return try await again(remembered, answeringKey: holdsKey)
         } catch {
             countRefusal(error)
             throw error
@@ -27,7 +35,8 @@ extension AnnouncementIntake {
     }
 
     /// Queues the last `count` announcements heard on `output` again, oldest first
-    /// (`POST /v1/repeat`).
+    /// (`POST /v1/repeat`). A private one among them is answered without a key: no caller here
+    /// has shown it holds the original's.
     /// - Throws: `IntakeError`: 422 naming `output` or `count`; 409 naming `output` when it
     ///   remembers nothing; any refusal of a new announcement.
     public func repeatLast(output: String?, count: Int = 1) async throws(IntakeError) -> [AnnouncementAccepted] {
@@ -50,7 +59,7 @@ extension AnnouncementIntake {
                         + "last ended")
             }
             var accepted: [AnnouncementAccepted] = []
-            for item in remembered { accepted.append(try await again(item)) }
+            for item in remembered { accepted.append(try await again(item, answeringKey: false)) }
             return accepted
         } catch {
             countRefusal(error)
@@ -72,7 +81,11 @@ extension AnnouncementIntake {
     }
 
     /// Submits `remembered` as a new announcement linked to it, and sends the `repeat` event.
-    private func again(_ remembered: SessionBook.Remembered) async throws(IntakeError) -> AnnouncementAccepted {
+    /// - Parameter answeringKey: whether the answer keeps a private repeat's key; false keeps its
+    ///   text hidden from the caller like everyone else.
+    private func again(
+        _ remembered: SessionBook.Remembered, answeringKey: Bool
+    ) async throws(IntakeError) -> AnnouncementAccepted {
         var original = remembered.request
         // Asked for by a person: never dropped because the output is busy, never a redelivery.
         original.dropIfBusy = false
@@ -80,6 +93,7 @@ extension AnnouncementIntake {
         original.expiresAfter = nil
         let (request, queued) = try await submitPersonalized(original)
         var accepted = queued
+        if !answeringKey { accepted.key = nil }
         let output = request.output ?? AnnouncementOutputs.defaultName
         // A private announcement's text stays out of the stream when it is repeated too.
         var event = AnnouncementEvent(

@@ -124,6 +124,12 @@ public struct AnnouncementOutputs: Sendable {
         return nil
     }
 
+    /// Whether `key` is the key of the private announcement `id`, in whichever queue holds it.
+    public func isKey(_ key: String, of id: String) async -> Bool {
+        for queue in queues where await queue.isKey(key, of: id) { return true }
+        return false
+    }
+
     /// Cancels `id` in whichever queue holds it.
     /// - Throws: `AnnouncementQueueError.unknownAnnouncement` when no queue knows it.
     public func cancel(id: String) async throws(AnnouncementQueueError) -> Bool {

@@ -214,6 +214,8 @@ public actor AnnouncementQueue {
     ///
     /// When the queue is full, the newest waiting announcement of the lowest priority below the
     /// new one's is discarded (`finished`, `discarded`) to make room; with none lower, it throws.
+    /// One that does not yield its place takes that of one that does first, whatever its
+    /// priority (`PreparedAnnouncement.yieldsPlace`).
     /// - Parameter prepared: the announcement, validated and prepared where it came in
     ///   (`PreparedAnnouncement`); the queue checks none of its values again.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
@@ -229,7 +231,9 @@ public actor AnnouncementQueue {
             return drop(request, speech: speech)
         }
         if !startsNow && waiting.count >= capacity {
-            guard let victim = waiting.displacementCandidate(below: request.priority) else {
+            guard
+                let victim = waiting.displacementCandidate(below: request.priority, yieldsPlace: prepared.yieldsPlace)
+            else {
                 logger.debug("announcement refused, queue full", metadata: ["queue.capacity": "\(capacity)"])
                 throw .queueFull(capacity: capacity)
             }
@@ -248,6 +252,7 @@ public actor AnnouncementQueue {
         announcement.isPrivate = request.isPrivate
         let key = request.isPrivate ? rememberPrivate(announcement) : nil
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
+        pending.yieldsPlace = prepared.yieldsPlace
         publish(.queued, pending)
         if let group = request.replaceGroup { replace(group: group, by: announcement.id) }
         for group in request.replaces where group != request.replaceGroup {
@@ -493,6 +498,12 @@ public actor AnnouncementQueue {
             status.text = held.text
         }
         return status
+    }
+
+    /// Whether `key` is the one `submit` returned for the private announcement `id`, which the
+    /// queue still holds or remembers.
+    public func isKey(_ key: String, of id: String) -> Bool {
+        privateAnnouncements[id].map { Self.sameKey($0.key, key) } ?? false
     }
 
     /// Compares two keys in time that does not depend on where they differ.

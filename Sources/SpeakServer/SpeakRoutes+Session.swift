@@ -45,7 +45,8 @@ extension SpeakRoutes {
         let id = try context.parameters.require("id")
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await server.intake.repeatAnnouncement(id: id)
+            // The original's key, when its poster presents it, is what earns the repeat's key.
+            accepted = try await server.intake.repeatAnnouncement(id: id, key: request.headers[.announcementKey])
         } catch {
             throw APIError(error)
         }

@@ -216,6 +216,31 @@ struct SessionTests {
         await #expect(throws: IntakeError.self) { _ = try await book.intake.repeatAnnouncement(id: "nothing") }
         await book.shutdown()
     }
+
+    @Test("a private announcement's repeat answers a key only to the holder of the original's key")
+    func privateRepeatKeepsItsText() async throws {
+        let book = Book()
+        var intake = book.intake
+        intake.privateOutputs = ["headset"]
+        let original = try await intake.accept(Data(#"{"text": "Your PIN is 4711", "private": true}"#.utf8)).accepted
+        _ = await book.outputs.finished(id: original.id)
+        let key = try #require(original.key)
+        #expect(await book.remembered(1, on: "headset") == [original.id])
+
+        let byID = try await intake.repeatAnnouncement(id: original.id)
+        let byOutput = try await intake.repeatLast(output: "headset", count: 1)
+        let wrongKey = try await intake.repeatAnnouncement(id: original.id, key: String(repeating: "0", count: 32))
+        #expect(byID.key == nil && byOutput.map(\.key) == [nil] && wrongKey.key == nil)
+        for id in [byID.id, byOutput[0].id, wrongKey.id] {
+            #expect(await book.outputs.status(id: id)?.text == "", "repeat \(id) shows the private text")
+        }
+
+        let holder = try await intake.repeatAnnouncement(id: original.id, key: key)
+        let shown = try #require(holder.key)
+        #expect(shown != key)
+        #expect(await book.outputs.status(id: holder.id, key: shown)?.text == "Your PIN is 4711")
+        await book.shutdown()
+    }
 }
 
 /// The events of a stream, kept as they arrive.
