@@ -72,15 +72,18 @@ public struct AnnouncementIntake: Sendable {
     ///   - body: the request body, as `POST /v1/announcements` takes it.
     ///   - adjust: a front's own change to the decoded request before it is checked further
     ///     (MQTT's message expiry shortens `expiresAfter`); it may refuse the request by throwing.
+    ///   - yieldsPlace: whether it gives up its waiting place to the platform's announcements
+    ///     when the queue is full (`PreparedAnnouncement.yieldsPlace`; SSIP's do).
     /// - Returns: the request as accepted, and the queue's answer.
     public func accept(
         _ body: Data,
-        adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in }
+        adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in },
+        yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         do {
             var request = try decode(body)
             try await adjust(&request)
-            return try await submitPersonalized(request)
+            return try await submitPersonalized(request, yieldsPlace: yieldsPlace)
         } catch {
             counters.refused(error.refusalReason)
             throw error
@@ -92,14 +95,16 @@ public struct AnnouncementIntake: Sendable {
     /// itself (MQTT). Refusals are not counted here.
     /// - Returns: the request as the session changed it, and the queue's answer.
     public func submitPersonalized(
-        _ request: AnnouncementRequest
+        _ request: AnnouncementRequest, yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         var request = request
         // A private announcement that names no output addresses the private one, and that
         // output's session is the one that applies.
         if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
         let personal = await sessions.personalize(request)
-        let accepted = try await submit(try await prepare(personal))
+        var prepared = try await prepare(personal)
+        prepared.yieldsPlace = yieldsPlace
+        let accepted = try await submit(prepared)
         await sessions.accepted(id: accepted.id, original: request, output: try queue(for: personal).output)
         return (personal, accepted)
     }

@@ -13,6 +13,9 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     public let request: AnnouncementRequest
     /// `request.utterance`, validated and compiled by the renderer: the speaker renders it as it is.
     public let speech: PreparedUtterance
+    /// Whether it gives up its waiting place to any announcement that does not (SSIP's, so a
+    /// flood from an assistive client never makes a platform announcement be refused).
+    public var yieldsPlace = false
 
     /// Checks the values of `request` that a queue interprets, and pairs it with its prepared speech.
     /// - Parameters:

@@ -7,6 +7,8 @@ struct PendingAnnouncement: Sendable {
     /// Increases with every accepted announcement: "newest" means the largest.
     var order: UInt64
     var expiry: Task<Void, Never>?
+    /// `PreparedAnnouncement.yieldsPlace`.
+    var yieldsPlace = false
 
     var id: String { announcement.id }
     var priority: AnnouncementPriority { announcement.priority }
@@ -50,9 +52,17 @@ struct WaitingList: Sendable {
     /// The one a full queue gives up for an announcement of `priority`: of the waiting ones
     /// with strictly lower priority, the newest of the lowest priority, so the least urgent
     /// and least waited-for announcement goes.
-    func displacementCandidate(below priority: AnnouncementPriority) -> PendingAnnouncement? {
-        let lower = items.filter { $0.priority < priority }
-        guard let lowest = lower.map(\.priority).min() else { return nil }
-        return lower.filter { $0.priority == lowest }.max { $0.order < $1.order }
+    ///
+    /// Places are shared fairly (`yieldsPlace`): one that does not yield takes the place of one
+    /// that does first, of any priority, and one that yields only ever takes another's that yields.
+    func displacementCandidate(below priority: AnnouncementPriority, yieldsPlace: Bool) -> PendingAnnouncement? {
+        let yielding = items.filter(\.yieldsPlace)
+        if yieldsPlace { return Self.newestOfLowest(yielding.filter { $0.priority < priority }) }
+        return Self.newestOfLowest(yielding) ?? Self.newestOfLowest(items.filter { $0.priority < priority })
+    }
+
+    private static func newestOfLowest(_ candidates: [PendingAnnouncement]) -> PendingAnnouncement? {
+        guard let lowest = candidates.map(\.priority).min() else { return nil }
+        return candidates.filter { $0.priority == lowest }.max { $0.order < $1.order }
     }
 }

@@ -197,7 +197,8 @@ actor SSIPHub {
         message.heardFrom = 0
         submitting += 1
         do {
-            let (_, accepted) = try await intake.accept(try WireFormat.encoder().encode(message.body))
+            let (_, accepted) = try await intake.accept(
+                try WireFormat.encoder().encode(message.body), yieldsPlace: true)
             await endSubmission((accepted.id, message))
         } catch {
             await endSubmission(nil)

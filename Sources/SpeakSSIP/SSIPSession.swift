@@ -61,6 +61,9 @@ final class SSIPSession {
         self.logger = logger
     }
 
+    /// Whether the next line is a line of `SPEAK`'s text rather than a command.
+    var isReceivingText: Bool { data != nil }
+
     /// What to do after a line.
     enum Outcome: Equatable {
         /// Nothing to answer (a line of SPEAK's text).
@@ -171,7 +174,9 @@ final class SSIPSession {
         }
         await hub.beginSubmission()
         do {
-            let (_, accepted) = try await intake.accept(body)
+            // An assistive client's messages give up their places to the platform's when the
+            // queue is full (docs/ssip.md).
+            let (_, accepted) = try await intake.accept(body, yieldsPlace: true)
             guard
                 let number = await hub.endSubmission(
                     accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,

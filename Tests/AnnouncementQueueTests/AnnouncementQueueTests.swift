@@ -326,6 +326,29 @@ struct AnnouncementQueueTests {
         }
     }
 
+    /// SSIP's announcements yield their places: a flood of them at any priority never makes a
+    /// platform announcement be refused, and they never take a platform announcement's place.
+    @Test func announcementsThatYieldNeverCrowdOutThePlatform() async throws {
+        try await withQueue(capacity: 2) { harness in
+            let speaking = try await harness.submit("speaking", priority: .high)
+            await harness.speaker.waitForStarts(1)
+            let flood1 = try await harness.submit("f1", priority: .high, yieldsPlace: true)
+            let flood2 = try await harness.submit("f2", priority: .high, yieldsPlace: true)
+            // Full of yielding highs: a platform default takes the newest one's place, then the other's.
+            let default1 = try await harness.submit("d1")
+            #expect(await harness.recorder.waitForFinished(flood2.id)?.reason == .discarded)
+            let low1 = try await harness.submit("l1", priority: .low)
+            #expect(await harness.recorder.waitForFinished(flood1.id)?.reason == .discarded)
+            // Full of the platform's own: a yielding high is refused rather than take a low's place.
+            await #expect(throws: AnnouncementQueueError.queueFull) {
+                try await harness.submit("f3", priority: .high, yieldsPlace: true)
+            }
+            #expect(await harness.queue.snapshot().map(\.id) == [speaking.id, default1.id, low1.id])
+            // And a platform announcement still finds nothing to displace among its own equals.
+            await #expect(throws: AnnouncementQueueError.queueFull) { try await harness.submit("l2", priority: .low) }
+        }
+    }
+
     @Test func capacityCountsWaitingOnly() async throws {
         try await withQueue(capacity: 0) { harness in
             let first = try await harness.submit("first")

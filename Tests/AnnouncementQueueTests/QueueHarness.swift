@@ -139,12 +139,13 @@ struct QueueHarness {
     @discardableResult
     func submit(
         _ text: String, priority: AnnouncementPriority = .default, queue interrupting: Bool = true,
-        expiresAfter: Double? = nil
+        expiresAfter: Double? = nil, yieldsPlace: Bool = false
     ) async throws -> AnnouncementAccepted {
-        try await queue.submit(
-            .unrendered(
-                AnnouncementRequest(
-                    utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter)))
+        var prepared = try PreparedAnnouncement.unrendered(
+            AnnouncementRequest(
+                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter))
+        prepared.yieldsPlace = yieldsPlace
+        return try await queue.submit(prepared)
     }
 
     /// Shuts the queue down and waits for `run()` to return and the event stream to end. A test
