@@ -197,16 +197,21 @@ public final class SSIPListener: Service, Sendable {
                         channel.close(promise: nil)
                     }
                     reading: for try await buffer in inbound {
-                        for line in reader.read(buffer.readableBytesView) {
+                        var bytes = buffer.readableBytesView
+                        while let line = reader.next(from: &bytes) {
                             outbox.beginCommand()
+                            let isText = session.isReceivingText
                             let outcome = await session.handle(line)
                             if connectionLogger.logLevel <= .trace {
                                 connectionLogger.trace(
                                     "SSIP line",
                                     metadata: [
-                                        "speakd.ssip.line": "\(line.text)", "speakd.ssip.reply": "\(outcome)",
+                                        "speakd.ssip.line": "\(line.logged(isText: isText))",
+                                        "speakd.ssip.reply": "\(outcome)",
                                     ])
                             }
+                            // A line of SPEAK's text may be as long as the whole message.
+                            reader.maxLine = session.isReceivingText ? limits.maxMessageBytes : limits.maxLine
                             switch outcome {
                             case .nothing:
                                 outbox.reply(nil)
