@@ -92,8 +92,11 @@ public struct SessionRequest: Sendable, Hashable, Codable {
     /// Decodes a session body strictly: strict JSON, no unknown key, values range-checked.
     /// - Throws: `RequestBodyError` naming the field.
     public static func decode(json: Data) throws(RequestBodyError) -> SessionRequest {
-        // An empty body starts or refreshes the default output's session with its defaults.
-        let json = json.isEmpty ? Data("{}".utf8) : json
+        // An empty body is refused as an announcement's is: `{}` is the default output's session.
+        guard !json.isEmpty else {
+            throw .malformed(
+                "the body is empty; send a JSON object ({} for the default output's session)", field: "body")
+        }
         return try RequestBodyError.decodeStrictly(SessionRequest.self, from: json).value
     }
 

@@ -16,7 +16,9 @@ struct SessionRequestTests {
         #expect(request.voice == nil && request.idleTimeout == nil, "absent: unchanged")
         #expect(request.language??.description == "pt-PT" && request.moveTo == .some("headset"))
         #expect(request.output == nil && request.id == nil && !request.replace)
-        #expect(try decode("") == SessionRequest(), "an empty body is the default output's session as it is")
+        #expect(try decode("{}") == SessionRequest(), "{} is the default output's session as it is")
+        // An empty body is refused, as an empty announcement is.
+        #expect(throws: RequestBodyError.self) { try decode("") }
 
         let again = try decode(String(decoding: try WireFormat.encoder().encode(request), as: UTF8.self))
         #expect(again == request, "encoding keeps absent and null apart")
