@@ -503,7 +503,10 @@ def release_memory():
         pass
 
 
-def main():
+def start(argv=None):
+    """Loads the voice and confines the worker, as it runs before its first job (the sandbox
+    probe, Tests/SandboxProbe/piper-sandbox-probe.py, calls it too): the renderer, the jobs (not
+    yet reading) and what the sandbox enforces."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
     parser.add_argument("--config")
@@ -514,19 +517,31 @@ def main():
         "--threads", type=int, default=0, help="onnxruntime intra-op threads (default 0: one per core)")
     parser.add_argument(
         "--deterministic", action="store_true", help="noise scales 0: the same text always gives the same samples")
-    arguments = parser.parse_args()
+    arguments = parser.parse_args(argv)
 
-    renderer = Renderer(arguments.model, arguments.config, arguments.rate, arguments.deterministic, arguments.threads)
-    # Warm the model and the phonemiser before confinement: both load lazily on first use.
-    for _ in renderer.render_piece("Ready.", 1.0, FIRST_FRAMES):
-        pass
-    release_memory()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import piper_sandbox  # beside this file
 
+    # onnxruntime looks for GPUs in /sys/bus/pci when it is imported, and starts no thread.
+    import onnxruntime  # noqa: F401
+
+    # Reads confined before onnxruntime starts its threads (Landlock holds only for threads
+    # started after it), the rest once the voice is loaded.
+    voice_files = [arguments.model, arguments.config or f"{arguments.model}.json"]
+    sandbox = piper_sandbox.Sandbox(piper_sandbox.worker_paths(voice_files), user=arguments.user)
+    renderer = Renderer(arguments.model, arguments.config, arguments.rate, arguments.deterministic, arguments.threads)
+    # Warm the model and the phonemiser before the rest of the confinement: both load lazily on
+    # first use.
+    for _ in renderer.render_piece("Ready.", 1.0, FIRST_FRAMES):
+        pass
+    release_memory()
     jobs = Jobs(renderer.model)
-    sandbox = piper_sandbox.confine(memory_limit_mib=arguments.memory_limit_mib, user=arguments.user)
-    # Started once confined: Landlock and seccomp hold for the threads a confined thread starts.
+    return renderer, jobs, sandbox.confine(memory_limit_mib=arguments.memory_limit_mib)
+
+
+def main():
+    renderer, jobs, sandbox = start()
+    # Started once confined (seccomp holds for every thread, Landlock for those started after it).
     jobs.start_reading()
     threads = f"onnxruntime threads {renderer.threads}" if renderer.threads else "onnxruntime threads: one per core"
     write_frame(b"R", struct.pack("<I", renderer.rate) + f"{sandbox}; {threads}".encode())
