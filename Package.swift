@@ -329,6 +329,8 @@ let package = Package(
             name: "speakd-sandbox-probe",
             dependencies: ["EngineSandbox"],
             path: "Tests/SandboxProbe",
+            // The Piper worker's probe, run with the Piper venv's Python by PiperTests.sandboxProbe.
+            exclude: ["piper-sandbox-probe.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
