@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Records what a `PulseAudioServer`'s null sink plays, from its monitor source, with `parec`.
+/// Records what a `NullSinkServer`'s null sink plays, from its monitor source, with `parec`.
 ///
 /// `start` returns only once data flows (the capture file grows): `parec` takes about a second
 /// to deliver its first block, and anything played before that would be lost. While recording,
@@ -24,7 +24,7 @@ public final class MonitorRecorder: Sendable {
     ///   - sink: which of its null sinks; nil for `sinkName`.
     ///   - timeout: how long to wait for data.
     public static func start(
-        _ server: PulseAudioServer, sink: String? = nil, timeout: Duration = .seconds(10)
+        _ server: some NullSinkServer, sink: String? = nil, timeout: Duration = .seconds(10)
     ) async throws -> MonitorRecorder {
         let file = server.directory.appendingPathComponent("monitor-\(UUID().uuidString.prefix(8)).raw")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)
