@@ -49,6 +49,15 @@ enum EspeakDataOverlay {
         for path in paths { try? FileManager.default.removeItem(atPath: path) }
     }
 
+    /// The mode of the overlay's directories, set whatever the umask: only this process's user
+    /// may change what espeak-ng reads (a group-writable overlay let any client of the group
+    /// replace a dictionary). Under a root daemon the workers run as another user and must read
+    /// it, so it is world-readable there; what it holds is the public espeak-ng data.
+    static var directoryMode: mode_t { geteuid() == 0 ? 0o755 : 0o700 }
+
+    /// The mode of the variant files copied in, by the same rule.
+    static var fileMode: mode_t { geteuid() == 0 ? 0o644 : 0o600 }
+
     private static func buildUnlocked(
         systemData: String, variants: String, in directory: URL
     ) throws(EspeakError) -> String {
@@ -72,6 +81,7 @@ enum EspeakDataOverlay {
                 try link(
                     contentsOf: system.appendingPathComponent("voices/!v", isDirectory: true), into: stagedVariants,
                     except: nil)
+                for made in [staging, voices, stagedVariants] { try setMode(directoryMode, of: made) }
                 if files.fileExists(atPath: root.path) { try files.removeItem(at: root) }
                 try files.moveItem(at: staging, to: root)
             }
@@ -82,6 +92,7 @@ enum EspeakDataOverlay {
                 // Replaced by rename, so espeak-ng never reads a half-written variant.
                 let staged = variantDirectory.appendingPathComponent(".\(name)-\(UUID().uuidString)")
                 try files.copyItem(at: source, to: staged)
+                try setMode(fileMode, of: staged)
                 if rename(staged.path, target.path) != 0 {
                     throw EspeakError.dataDirectory(
                         "rename \(staged.path) to \(target.path)", String(cString: strerror(errno)))
@@ -93,6 +104,13 @@ enum EspeakDataOverlay {
                 fileErrorReason(error))
         }
         return root.path
+    }
+
+    /// Sets `mode` on the directory or regular file at `url` (never through a symbolic link).
+    private static func setMode(_ mode: mode_t, of url: URL) throws(EspeakError) {
+        if chmod(url.path, mode) != 0 {
+            throw EspeakError.dataDirectory("chmod \(url.path)", String(cString: strerror(errno)))
+        }
     }
 
     /// Removes overlays left in `directory` by processes that have exited (`speakd-espeak-PID-…`).
