@@ -1,3 +1,4 @@
+import Dispatch
 import EspeakEngine
 import FoundationEssentials
 import Logging
@@ -102,10 +103,13 @@ final class EngineWorker: Sendable {
         }
     }
 
-    /// Kills the worker if it has sent nothing for `limit` while rendering.
+    /// Kills the worker if it has sent nothing for `limit` while rendering. A worker held back
+    /// because its listener is far behind (`Launch.maxSamplesAhead`) is not stalled.
     func killIfStalled(limit: Duration) {
         let stalled = state.withLock { state -> Bool in
-            guard state.job != nil, ContinuousClock.now - state.lastFrame > limit else { return false }
+            guard let job = state.job, !job.isHeldBack, ContinuousClock.now - state.lastFrame > limit else {
+                return false
+            }
             state.stalled = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
             return true
         }
@@ -152,6 +156,8 @@ final class EngineWorker: Sendable {
                     return state.job
                 }
                 job?.yield(PCMChunk(samples: samples, events: events))
+                // The yield may have waited for the listener: the worker was held back, not silent.
+                state.withLock { $0.lastFrame = .now }
                 events = []
             case .events(let reported)?:
                 events = reported
@@ -205,6 +211,12 @@ final class EngineWorker: Sendable {
 
 /// One render: what the worker is sent, the stream it feeds, and the worker it was given, so a
 /// cancel reaches it.
+///
+/// The stream is bounded: once `maxSamplesAhead` samples wait unread, `yield` holds the worker's
+/// reader until the listener has taken half of them (`consumed`) or the job is cancelled. The
+/// worker then blocks on its full pipe, so a long text (a page, a 32,767-character SSIP message)
+/// costs the audio of a few seconds ahead of the listener, not that of the whole text, and
+/// renders as it is heard.
 final class Job: Sendable {
     let text: String
     let input: EspeakInput
@@ -215,16 +227,24 @@ final class Job: Sendable {
         var cancelled = false
         var yielded = false
         var requeued = 0
+        /// Samples yielded and not yet taken by the listener.
+        var unconsumed = 0
+        /// The reader waits on `room` for the listener.
+        var heldBack = false
     }
     private let state = Mutex(State())
+    private let room = DispatchSemaphore(value: 0)
+    /// `EngineWorkerPool.Launch.maxSamplesAhead`.
+    private let maxSamplesAhead: Int
 
     init(
-        text: String, input: EspeakInput, chunking: RenderChunking,
+        text: String, input: EspeakInput, chunking: RenderChunking, maxSamplesAhead: Int,
         continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
     ) {
         self.text = text
         self.input = input
         self.chunking = chunking
+        self.maxSamplesAhead = maxSamplesAhead
         self.continuation = continuation
     }
 
@@ -254,16 +274,41 @@ final class Job: Sendable {
 
     /// The consumer went away: abort the render wherever it is.
     func cancel() {
-        let worker = state.withLock { state -> EngineWorker? in
+        let (worker, release) = state.withLock { state -> (EngineWorker?, Bool) in
             state.cancelled = true
-            return state.worker
+            defer { state.heldBack = false }
+            return (state.worker, state.heldBack)
         }
+        // A reader held back goes on reading, so the worker sees the cancel and says `done`.
+        if release { room.signal() }
         worker?.cancel(self)
     }
 
+    /// Whether the reader waits for the listener to take what was rendered.
+    var isHeldBack: Bool { state.withLock { $0.heldBack } }
+
+    /// Hands `chunk` to the listener; waits (on the reader's own thread) while the listener is
+    /// `maxSamplesAhead` behind.
     func yield(_ chunk: PCMChunk) {
-        state.withLock { $0.yielded = true }
+        let wait = state.withLock { state -> Bool in
+            state.yielded = true
+            state.unconsumed += chunk.samples.count
+            state.heldBack = !state.cancelled && state.unconsumed > maxSamplesAhead
+            return state.heldBack
+        }
         continuation.yield(chunk)
+        if wait { room.wait() }
+    }
+
+    /// The listener took `samples` samples; releases a held-back reader once half the bound is free.
+    func consumed(_ samples: Int) {
+        let release = state.withLock { state -> Bool in
+            state.unconsumed -= samples
+            guard state.heldBack, state.unconsumed <= maxSamplesAhead / 2 else { return false }
+            state.heldBack = false
+            return true
+        }
+        if release { room.signal() }
     }
     func finish() { continuation.finish() }
     func finish(throwing error: any Error) { continuation.finish(throwing: error) }

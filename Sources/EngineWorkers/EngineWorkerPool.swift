@@ -44,12 +44,17 @@ public final class EngineWorkerPool: SpeechRenderer {
         public var templateRestartLimit: Duration
         /// How long a new template may take to load espeak-ng and say it is ready.
         public var templateStartLimit: Duration
+        /// The most samples a render runs ahead of its listener before its worker waits (by
+        /// default 2^18, about 12 s at espeak-ng's 22,050 Hz: far more than any sink buffers, so
+        /// playback never waits for it, and a 32,767-character text costs no more memory than a
+        /// sentence). A test that holds a worker busy with nobody listening raises it.
+        public var maxSamplesAhead: Int
 
         /// - Parameters: see the properties of the same names.
         public init(
             executable: String, arguments: [String], count: Int, stallLimit: Duration = .seconds(10),
             templateLimit: Duration = .seconds(2), templateRestartLimit: Duration = .seconds(8),
-            templateStartLimit: Duration = .seconds(20)
+            templateStartLimit: Duration = .seconds(20), maxSamplesAhead: Int = 1 << 18
         ) {
             self.executable = executable
             self.arguments = arguments
@@ -58,6 +63,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             self.templateLimit = templateLimit
             self.templateRestartLimit = templateRestartLimit
             self.templateStartLimit = templateStartLimit
+            self.maxSamplesAhead = max(1, maxSamplesAhead)
         }
 
         /// `speakd-engine-worker` beside the running executable (`/proc/self/exe`), where the
@@ -190,12 +196,21 @@ public final class EngineWorkerPool: SpeechRenderer {
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let job = Job(text: text, input: input, chunking: chunking, continuation: continuation)
+        let job = Job(
+            text: text, input: input, chunking: chunking, maxSamplesAhead: launch.maxSamplesAhead,
+            continuation: continuation)
         continuation.onTermination = { termination in
             if case .cancelled = termination { job.cancel() }
         }
         dispatch(job)
-        return stream
+        // What the listener takes, counted, so the job renders no further ahead than its bound.
+        // Cancelling the listener's task, or dropping this stream, cancels `stream` and the job.
+        let chunks = ChunkIterator(stream.makeAsyncIterator())
+        return AsyncThrowingStream {
+            guard let chunk = try await chunks.next() else { return nil }
+            job.consumed(chunk.samples.count)
+            return chunk
+        }
     }
 
     /// Gives `job` to an idle worker now, with no task in between, or else to the next worker that
@@ -575,5 +590,19 @@ struct RestartBackoff: Sendable, Hashable {
     /// The wait before the slot's next start: none after one failure, then 0.1 s doubling to 5 s.
     var delay: Duration {
         failures <= 1 ? .zero : .milliseconds(min(5_000, 100 << min(failures - 2, 6)))
+    }
+}
+
+/// The one iterator of a job's stream, read by the stream that counts what its listener takes.
+/// A stream has one reader at a time, so its iterator is never used from two tasks at once.
+private final class ChunkIterator: @unchecked Sendable {
+    private var iterator: AsyncThrowingStream<PCMChunk, any Error>.AsyncIterator
+
+    init(_ iterator: AsyncThrowingStream<PCMChunk, any Error>.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> PCMChunk? {
+        try await iterator.next()
     }
 }

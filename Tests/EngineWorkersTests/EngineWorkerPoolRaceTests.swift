@@ -60,7 +60,8 @@ struct EngineWorkerPoolRaceTests {
 
     @Test("A worker that dies after it was handed to a waiting render, before the job was sent, still ends that render")
     func deathBetweenHandOverAndStart() async throws {
-        let pool = try await EngineWorkerPoolTests.makePool(workers: 1)
+        // Nobody reads A until the end: its render may run ahead of its listener without bound.
+        let pool = try await EngineWorkerPoolTests.makePool(workers: 1, maxSamplesAhead: .max)
         defer { pool.shutdown() }
         let worker = try #require(pool.workerPIDs.first)
         // A holds the one worker long enough for B to queue behind it: espeak-ng renders about

@@ -12,11 +12,13 @@ import Testing
 /// The pool with the real `speakd-engine-worker` and real libespeak-ng in each worker.
 @Suite("Engine worker pool", .serialized, .timeLimit(.minutes(2)))
 struct EngineWorkerPoolTests {
-    static func makePool(workers: Int = 2, stallLimit: Duration = .seconds(10)) async throws -> EngineWorkerPool {
+    static func makePool(
+        workers: Int = 2, stallLimit: Duration = .seconds(10), maxSamplesAhead: Int = 1 << 18
+    ) async throws -> EngineWorkerPool {
         let engine = try await EspeakEngine(voices: nil)
         let launch = EngineWorkerPool.Launch(
             executable: BuiltProduct.path("speakd-engine-worker"), arguments: [], count: workers,
-            stallLimit: stallLimit)
+            stallLimit: stallLimit, maxSamplesAhead: maxSamplesAhead)
         return try await EngineWorkerPool(launch: launch, engine: engine, logger: Logger(label: "test"))
     }
 
@@ -105,6 +107,29 @@ struct EngineWorkerPoolTests {
             let starts = viaWorker.map(\.sample)
             #expect(starts == starts.sorted() && starts.last! < samples)
         }
+    }
+
+    @Test("A render runs no further ahead of its listener than the bound; a worker waiting there is not stalled")
+    func aRenderWaitsForItsListener() async throws {
+        let ahead = 22_050
+        let pool = try await Self.makePool(workers: 1, stallLimit: .seconds(1), maxSamplesAhead: ahead)
+        defer { pool.shutdown() }
+        let worker = try #require(pool.workerPIDs.first)
+        // About six minutes of speech, which the worker renders in well under a second.
+        let text = String(repeating: "The next train to Porto leaves from platform four. ", count: 120)
+        var chunks = pool.render(Utterance(text)).makeAsyncIterator()
+        let first = try #require(try await chunks.next())
+        // Held back at the bound: asleep on its full pipe, well past the stall limit, not killed.
+        try await Task.sleep(for: .seconds(2))
+        #expect(!ProcessTable.isRunning(worker), "the worker renders on with nobody listening")
+        // Where it sleeps: in a write to its full pipe (not idle, waiting for its next job).
+        let waitsIn = (try? String(contentsOfFile: "/proc/\(worker)/wchan", encoding: .utf8)) ?? ""
+        #expect(waitsIn.contains("pipe_write"), "the worker waits in \(waitsIn), not on its full pipe")
+        #expect(pool.workerPIDs == [worker], "the waiting worker was taken for stalled")
+        var total = first.samples.count
+        while let chunk = try await chunks.next() { total += chunk.samples.count }
+        #expect(total > 22_050 * 60 * 4, "\(total) samples")
+        #expect(pool.workerPIDs == [worker])
     }
 
     @Test("Two renders at once run on two workers: the short one is not held behind the long one")
