@@ -144,7 +144,8 @@ final class SSIPSession {
         return await submit(text: text, ssml: settings.ssml, spellOut: settings.spelling)
     }
 
-    /// `CHAR c` is spelt out; `KEY name` says the key's name (`ctrl_a`: "ctrl a").
+    /// `CHAR c` spells out one character (as speech-dispatcher's does: a longer argument is
+    /// refused, not read); `KEY name` says the key's name (`ctrl_a`: "ctrl a").
     private func event(_ command: String, text line: String) async -> SSIPReply {
         let argument = line.drop { $0 != " " }.dropFirst()
         guard !argument.isEmpty else { return .missingParameter }
@@ -154,6 +155,10 @@ final class SSIPSession {
         } else if command == "key" {
             spoken = String(argument.map { $0 == "_" ? " " : $0 })
         } else {
+            guard argument.count == 1 else {
+                return SSIPReply.parameterInvalid.explained(
+                    "CHAR takes one character (or 'space'), not \(argument.count)")
+            }
             spoken = String(argument)
         }
         return await submit(text: spoken, ssml: false, spellOut: command == "char" && spoken.count == 1)

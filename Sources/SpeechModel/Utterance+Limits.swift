@@ -11,10 +11,13 @@ extension Utterance {
         /// The most spans.
         public var maxSpans: Int
 
-        /// Limits for a kiosk announcement: 5,000 characters, 100 spans. The daemon's defaults
-        /// (`max-text-length`, `max-spans`) and `speak`'s own check are these, so an utterance
-        /// `speak` accepts is not refused by a daemon left at its defaults.
-        public static let `default` = Limits(maxTextLength: 5_000, maxSpans: 100)
+        /// Limits for a kiosk announcement: 32,767 characters (what the Web Speech API allows an
+        /// utterance, and so what a browser may send through SSIP; a screen reader sends whole
+        /// paragraphs), 100 spans. The daemon's defaults (`max-text-length`, `max-spans`) and
+        /// `speak`'s own check are these, so an utterance `speak` accepts is not refused by a
+        /// daemon left at its defaults. A long text is rendered as it is heard, a few seconds
+        /// ahead of the listener, so its length costs no memory.
+        public static let `default` = Limits(maxTextLength: 32_767, maxSpans: 100)
 
         public init(maxTextLength: Int, maxSpans: Int) {
             self.maxTextLength = maxTextLength

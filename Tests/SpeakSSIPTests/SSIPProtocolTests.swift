@@ -20,6 +20,31 @@ import Testing
         #expect(reader.read(Array("yyyy\r\nHELP\r\n".utf8)) == [.line(Array("HELP".utf8))])
     }
 
+    @Test func theLimitMayChangeBetweenLines() {
+        var reader = SSIPLineReader(maxLine: 8)
+        var bytes = Array(("SPEAK\r\n" + String(repeating: "x", count: 100) + "\r\n.\r\nQUIT").utf8)[...]
+        #expect(reader.next(from: &bytes) == .line(Array("SPEAK".utf8)))
+        // Inside SPEAK a line of text may be as long as the message.
+        reader.maxLine = 200
+        #expect(reader.next(from: &bytes) == .line(Array(repeating: UInt8(ascii: "x"), count: 100)))
+        reader.maxLine = 8
+        #expect(reader.next(from: &bytes) == .line(Array(".".utf8)))
+        #expect(reader.next(from: &bytes) == nil, "QUIT has no line end yet")
+        var end = Array("\n".utf8)[...]
+        #expect(reader.next(from: &end) == .line(Array("QUIT".utf8)))
+    }
+
+    @Test func noLogShowsWhatIsToBeSpoken() {
+        func logged(_ line: String, isText: Bool = false) -> String {
+            SSIPLineReader.Line.line(Array(line.utf8)).logged(isText: isText)
+        }
+        #expect(logged("Your PIN is 4711", isText: true) == "(16 bytes of message text)")
+        #expect(logged("CHAR 4") == "CHAR (argument not shown)")
+        #expect(logged("key ctrl_a") == "key (argument not shown)")
+        #expect(logged("SET SELF RATE 10") == "SET SELF RATE 10")
+        #expect(SSIPLineReader.Line.tooLong.logged(isText: true) == "(a line over the limit)")
+    }
+
     @Test func keepsALineOfExactlyTheLimit() {
         var reader = SSIPLineReader(maxLine: 4)
         #expect(reader.read(Array("ABCD\r\n".utf8)) == [.line(Array("ABCD".utf8))])

@@ -84,6 +84,51 @@ extension SpeakdIntegration {
             #expect((result.exited - start).seconds > segments[0].duration)
         }
 
+        /// A message as long as the Web Speech API allows (speech-dispatcher's own test programs
+        /// send 11,435 characters), with one 8,000-byte line in it, from Debian's spd-say: queued,
+        /// heard at once while the rest is not rendered yet (the daemon's memory does not grow
+        /// with the message: half an hour of audio would be 80 MB), and silenced by `spd-say -C`.
+        @Test(.timeLimit(.minutes(2))) func aLongMessageIsSpokenAsItStreamsAndCancelledAtOnce() async throws {
+            let ssip = try await SSIPDaemon.start()
+            let sentences = (1...1_000).map { "Sentence \($0) of a long page goes on here." }
+            let line = String(sentences.prefix(200).joined(separator: " "))
+            var text = line + "\n"
+            for sentence in sentences.dropFirst(200) where text.count < 32_300 { text += sentence + " " }
+            try #require(line.utf8.count > 8_000 && text.count > 32_000 && text.count <= 32_767, "\(text.count)")
+            func residentKiB() throws -> Int {
+                let status = try String(contentsOfFile: "/proc/\(ssip.speakd.daemon.pid)/status", encoding: .utf8)
+                let field = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+                return Int(field?.split(separator: " ").dropFirst().first ?? "") ?? 0
+            }
+            let idle = try residentKiB()
+            let said = try await ssip.run("/usr/bin/spd-say", [text])
+            #expect(said.status == 0, "spd-say: \(said.output)")
+            let started = await ssip.speakd.events.wait(timeout: .seconds(10)) { events in
+                events.contains { $0.type == .word }
+            }
+            #expect(started, "the message was never heard")
+            try await Task.sleep(for: .seconds(3))
+            let speaking = try residentKiB()
+            let cancel = try await ssip.run("/usr/bin/spd-say", ["-C"])
+            #expect(cancel.status == 0, "spd-say -C: \(cancel.output)")
+            let cancelled = await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
+                events.contains { $0.type == .finished }
+            }
+            #expect(cancelled)
+            try await Task.sleep(for: .milliseconds(500))
+            let events = ssip.speakd.events.events
+            let recording = await ssip.stop()
+            let finished = events.filter { $0.type == .finished }
+            #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
+            #expect(finished.first?.text.count == text.count)
+            #expect(speaking - idle < 24 * 1024, "the daemon grew by \(speaking - idle) KiB while speaking")
+            let heard = recording.segments(minimumSilence: 0.3)
+            #expect(!heard.isEmpty, "nothing was heard")
+            let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
+            let silencedAfter = (end - cancel.exited).seconds
+            #expect(silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned")
+        }
+
         @Test func spdSayRateMapsOntoSpeakdsRate() async throws {
             let ssip = try await SSIPDaemon.start()
             let text = "One two three four five six seven eight."
@@ -341,6 +386,9 @@ extension SpeakdIntegration {
             #expect(try client.command("SET SELF LANGUAGE not_a_tag!").last == "302 ERR COULDNT SET LANGUAGE")
             #expect(try client.command("STOP") == ["510 ERR MISSING PARAMETER"])
             #expect(try client.command("CANCEL 0") == ["406 ERR ID DOESNT EXIST"])
+            // CHAR is one character, as speech-dispatcher's is: a longer argument is not spelt out.
+            let longChar = try client.command("CHAR " + String(repeating: "7", count: 3_000))
+            #expect(longChar.last == "514 ERR PARAMETER INVALID")
             #expect(try client.command("SPEAK") == ["230 OK RECEIVING DATA"])
             client.send(Array("caf".utf8) + [0xC3, 0x28] + Array("\r\n.\r\n".utf8))
             #expect(try client.reply() == ["501 ERR INVALID ENCODING"])
