@@ -406,6 +406,8 @@ public actor AnnouncementQueue {
             }
         }
         speaking = now
+        // Paused in a silence before its first sound: it began all the same.
+        now.progress.start()
         publish(.paused, now.pending)
         logger.debug("announcement paused", metadata: ["announcement.id": "\(target)"])
         return status(of: now)
@@ -583,9 +585,13 @@ public actor AnnouncementQueue {
         next.expiry?.cancel()
         next.expiry = nil
         let announcement = next.announcement
-        let gate = ProgressGate()
+        // `started` goes out when the first audible sample is heard, or before whatever of the
+        // announcement comes first (a word, a pause, its end): never at dequeue, when nothing
+        // is heard yet (a cold engine can take seconds).
+        let started = startedEvent(for: next)
+        let broadcaster = self.broadcaster
+        let gate = ProgressGate { broadcaster.publish(started) }
         speaking = Speaking(pending: next, progress: gate)
-        publish(.started, next)
         logger.debug("announcement started", metadata: ["announcement.id": "\(announcement.id)"])
         let speaker = self.speaker
         let listener = listener(for: next, gate: gate)
@@ -723,7 +729,15 @@ public actor AnnouncementQueue {
                 }
             },
             firstSample: { instant in timing?.firstSample(id, instant) },
-            lastSound: { instant in timing?.lastSound(id, instant) })
+            lastSound: { instant in timing?.lastSound(id, instant) },
+            firstSound: { gate.start() })
+    }
+
+    /// The `started` event of `pending`, to be sent when it is heard.
+    private func startedEvent(for pending: PendingAnnouncement) -> AnnouncementEvent {
+        AnnouncementEvent(
+            type: .started, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
+            timestamp: Date(), output: output)
     }
 
     @discardableResult
@@ -848,16 +862,49 @@ public struct PlaybackTiming: Sendable {
 
 /// Lets an announcement's progress events through until it finishes: closing waits for one
 /// being published, so none can follow the `finished` event.
+///
+/// It sends the announcement's `started` too, once: when its first audible sample is heard
+/// (`start()`), or else just before the first of its progress events, a pause, or its end, so
+/// `started` always comes first and exactly once for an announcement that began.
 final class ProgressGate: Sendable {
-    private let open = Mutex(true)
+    private struct State {
+        var open = true
+        var started = false
+    }
+    private let state = Mutex(State())
+    private let announceStart: @Sendable () -> Void
+
+    init(announceStart: @escaping @Sendable () -> Void) {
+        self.announceStart = announceStart
+    }
+
+    /// The first audible sample is heard now: sends `started` unless it was sent.
+    func start() {
+        state.withLock { state in
+            guard state.open else { return }
+            startOnce(&state)
+        }
+    }
 
     func pass(_ body: () -> Void) {
-        open.withLock { open in
-            if open { body() }
+        state.withLock { state in
+            guard state.open else { return }
+            startOnce(&state)
+            body()
         }
     }
 
     func close() {
-        open.withLock { $0 = false }
+        state.withLock { state in
+            guard state.open else { return }
+            startOnce(&state)
+            state.open = false
+        }
+    }
+
+    private func startOnce(_ state: inout State) {
+        guard !state.started else { return }
+        state.started = true
+        announceStart()
     }
 }

@@ -22,8 +22,9 @@ public protocol AnnouncementSpeaker: Sendable {
     /// - Returns: what the queue reports in the `finished` event.
     func speak(_ announcement: Announcement) async throws -> SpeechOutcome
 
-    /// `speak(_:)`, telling `listener` what is heard while it plays: each word, sentence and
-    /// mark as the sink plays its first sample, the first sample, the end of the last sound.
+    /// `speak(_:)`, telling `listener` what is heard while it plays: its first audible sample,
+    /// each word, sentence and mark as the sink plays its first sample, the first sample, the
+    /// end of the last sound.
     /// Every progress report is made before this returns or throws. A speaker that cannot tell
     /// plays without reporting (the default).
     func speak(_ announcement: Announcement, listener: SpeechListener) async throws -> SpeechOutcome
@@ -55,8 +56,10 @@ extension AnnouncementSpeaker {
 }
 
 extension AnnouncementSpeaker {
+    /// A speaker that cannot tell when it is heard is taken to be heard from its start.
     public func speak(_ announcement: Announcement, listener: SpeechListener) async throws -> SpeechOutcome {
-        try await speak(announcement)
+        listener.firstSound()
+        return try await speak(announcement)
     }
 }
 
@@ -90,18 +93,23 @@ public struct SpeechListener: Sendable {
     public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
     /// When the last sound ended, called once when played to the end.
     public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
+    /// Called as the first audible sample is heard (the announcement's `started`); a speaker may
+    /// call it more than once (each repeat), and only the first call counts.
+    public var firstSound: @Sendable () -> Void
 
     /// - Parameters: see the properties of the same names.
     public init(
         wantsProgress: @escaping @Sendable () -> Bool = { true },
         progress: @escaping @Sendable (SpeechProgress) -> Void = { _ in },
         firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
-        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
+        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
+        firstSound: @escaping @Sendable () -> Void = {}
     ) {
         self.wantsProgress = wantsProgress
         self.progress = progress
         self.firstSample = firstSample
         self.lastSound = lastSound
+        self.firstSound = firstSound
     }
 }
 

@@ -72,7 +72,9 @@ public struct AudioPlayback: Sendable {
                 try await tape.put(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
             }
             tape.utteranceStart = tape.written
-            tape.timeline = observer.map { PlayTimeline(format: format, observer: $0) }
+            tape.timeline = observer.map {
+                PlayTimeline(format: format, observer: $0, soundThreshold: silenceThreshold)
+            }
             for try await chunk in chunks {
                 try Task.checkCancellation()
                 if let part = trimmer.push(chunk) {
@@ -306,7 +308,7 @@ private struct Tape {
 }
 
 /// What wants to know when a stream is heard: each engine event when the sink plays its first
-/// sample, the first sample of the stream, and the end of its last sound.
+/// sample, the first sample of the stream, its first audible sample, and the end of its last sound.
 public struct PlaybackObserver: Sendable {
     /// An engine event, called at about the instant the sink plays its first sample.
     public var event: @Sendable (EngineEvent) -> Void
@@ -315,35 +317,63 @@ public struct PlaybackObserver: Sendable {
     public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
     /// The instant its last sounding sample ended, called once the sink has played it all.
     public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
+    /// Called at about the instant the sink plays the stream's first audible sample (above the
+    /// playback's silence threshold), once, in order with the engine events around it.
+    public var firstSound: @Sendable () -> Void
 
     public init(
         event: @escaping @Sendable (EngineEvent) -> Void,
         firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
-        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
+        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
+        firstSound: @escaping @Sendable () -> Void = {}
     ) {
         self.event = event
         self.firstSample = firstSample
         self.lastSound = lastSound
+        self.firstSound = firstSound
     }
 }
 
 /// Places a stream's engine events on the sink's clock: a part is written up to each event's
 /// sample, so right after that write the sink's `playedOutAt` is when the event's first sample
 /// will be heard, and the event is scheduled for then. Sinks without a clock fire on writing.
+///
+/// The first audible sample is placed the same way, as an event of its own (`firstSoundMark`)
+/// that goes to `observer.firstSound`, so it is heard in order with the words around it.
 struct PlayTimeline {
     let format: AudioFormat
     let observer: PlaybackObserver
+    /// The absolute sample value above which a sample is audible.
+    let soundThreshold: Int16
     private(set) var scheduler: PlayedEventScheduler
     /// Frames of the stream written so far (the lead-in not counted).
     private var written = 0
     /// Events whose sample has not been written yet.
     private var pending: [EngineEvent] = []
     private var reportedFirst = false
+    /// Whether the first audible sample was found (and its event placed).
+    private var foundSound = false
 
-    init(format: AudioFormat, observer: PlaybackObserver) {
+    /// The name of the event that stands for the first audible sample: no engine's mark, whose
+    /// names carry a prefix (`EngineEvent.clientMarkPrefix`), and never delivered as a mark.
+    static let firstSoundMark = "speakd:first-sound"
+
+    init(format: AudioFormat, observer: PlaybackObserver, soundThreshold: Int16) {
         self.format = format
         self.observer = observer
-        self.scheduler = PlayedEventScheduler(deliver: observer.event)
+        self.soundThreshold = soundThreshold
+        self.scheduler = PlayedEventScheduler(deliver: Self.deliver(to: observer))
+    }
+
+    /// Delivers engine events to `observer.event`, and the first sound's to `observer.firstSound`.
+    private static func deliver(to observer: PlaybackObserver) -> @Sendable (EngineEvent) -> Void {
+        { event in
+            if event.kind == .mark, event.name == Self.firstSoundMark {
+                observer.firstSound()
+            } else {
+                observer.event(event)
+            }
+        }
     }
 
     /// When what was written so far will have been heard: the sink's estimate, or now.
@@ -356,6 +386,13 @@ struct PlayTimeline {
     mutating func write(_ part: PCMChunk, to sink: any AudioSink, stopped: () -> Bool = { false }) async throws {
         let channels = max(1, format.channels)
         pending += part.events
+        if !foundSound, let index = part.samples.firstIndex(where: { $0 > soundThreshold || $0 < -soundThreshold }) {
+            foundSound = true
+            // Before the events at the same sample: `started` comes before the first word.
+            let sample = written + index / channels
+            let sound = EngineEvent(kind: .mark, sample: sample, textPosition: 0, name: Self.firstSoundMark)
+            pending.insert(sound, at: pending.firstIndex { $0.sample >= sample } ?? pending.endIndex)
+        }
         let frames = part.samples.count / channels
         var start = 0
         defer { written += start }
@@ -391,7 +428,7 @@ struct PlayTimeline {
     /// rest wait to be written again.
     mutating func rewind(toFrame frame: Int) async {
         let unfired = await scheduler.cancel()
-        scheduler = PlayedEventScheduler(deliver: observer.event)
+        scheduler = PlayedEventScheduler(deliver: Self.deliver(to: observer))
         let heard = unfired.prefix { $0.sample < frame }
         for event in heard { observer.event(event) }
         pending = Array(unfired.dropFirst(heard.count)) + pending

@@ -67,7 +67,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                     guard listener.wantsProgress(), let progress = speech.progress(of: event) else { return }
                     listener.progress(progress)
                 },
-                firstSample: listener.firstSample, lastSound: listener.lastSound)
+                firstSample: listener.firstSample, lastSound: listener.lastSound, firstSound: listener.firstSound)
         }
         do {
             // Every repeat, with its chime, is part of this one call: cancelling the task stops

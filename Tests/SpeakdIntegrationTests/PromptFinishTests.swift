@@ -102,6 +102,47 @@ extension SpeakdIntegration {
             #expect(delays.allSatisfy { $0.atLeast < 0.15 })
         }
 
+        /// The first audible frame of the recording since `fromFrame`.
+        static func firstAudibleFrame(_ speakd: AudibleDaemon, from fromFrame: Int) -> Int? {
+            let channels = speakd.recorder.channels
+            let samples = speakd.recorder.samplesSoFar()
+            guard fromFrame * channels < samples.count,
+                let first = samples[(fromFrame * channels)...].firstIndex(where: { abs(Int($0)) > audible })
+            else { return nil }
+            return first / channels
+        }
+
+        /// `started` means heard, as a "speaking" indicator and a browser's `onstart` take it: it
+        /// comes at the first audible sample, not when the announcement leaves the queue (with a
+        /// cold engine or a lead-in, long before anything is heard). A chime is the first sound of
+        /// an announcement that has one.
+        @Test("started arrives within 20 ms of the first audible sample, never before it")
+        func startedFollowsTheFirstAudibleSample() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: ["--lead-in", "0.3"])
+            var delays: [Delay] = []
+            let bodies: [[String: Any]] = [
+                announcement("Platform four"), announcement("Doors closing"),
+                ["text": "Mind the gap", "chime": "ding"], announcement("Next stop Central"),
+                ["spans": [["text": "Olá, bom dia", "language": "pt-PT"]]],
+            ]
+            for body in [announcement("Warm up")] + bodies {
+                try await Task.sleep(for: .milliseconds(400))
+                let fromFrame = speakd.recorder.recordedFrames
+                let id = try await speakd.accept(body)
+                let started = try #require(await speakd.events.waitFor(.started, of: id, timeout: .seconds(10)))
+                _ = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+                try await Task.sleep(for: .milliseconds(150))
+                let first = try #require(Self.firstAudibleFrame(speakd, from: fromFrame), "\(id) was not heard")
+                if body["text"] as? String != "Warm up" {
+                    delays.append(try Self.delay(from: first, to: started.receivedAt, speakd))
+                }
+            }
+            _ = await speakd.stop()
+            Self.expectPrompt(delays, event: "started", after: "the first audible sample")
+            let typical = delays.map(\.atLeast).sorted()[delays.count / 2]
+            #expect(typical <= Self.goal, "median first audible sample → started at least \(typical * 1000) ms")
+        }
+
         /// How a pause at the end is asked for.
         enum EndPause: String, CaseIterable, Sendable {
             case pauseAfter
