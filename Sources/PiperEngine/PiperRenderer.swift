@@ -150,6 +150,14 @@ public final class PiperRenderer: SpeechRenderer {
                     field: voiceField,
                     "voice '\(name)' speaks \(voice.languages.joined(separator: ", ")), not \(language.canonical)")
             }
+            if let (range, script) = voice.unspeakable(span.text) {
+                let run = span.text.dropFirst(range.lowerBound).prefix(min(range.count, 24))
+                throw .unsupported(
+                    field: utterance.spans.count == 1 ? "text" : "spans[\(index)].text",
+                    "characters \(characters + range.lowerBound + 1)–\(characters + range.upperBound) of the text "
+                        + "('\(run)\(range.count > 24 ? "…" : "")') are \(script.rawValue), which voice '\(name)' "
+                        + "cannot speak: give them a span with their language, for espeak-ng")
+            }
             // A sentence or paragraph start inside the span cuts it: each segment is rendered apart.
             var pieces: [String] = []
             var current = ""

@@ -29,6 +29,7 @@ import queue
 import struct
 import sys
 import threading
+import time
 
 # Python's -I ignores PYTHONDONTWRITEBYTECODE: the worker writes no __pycache__ beside itself
 # (an installed /usr/share/speakd/piper stays as the package left it).
@@ -42,6 +43,18 @@ MAX_SENTENCE_CHARACTERS = 220
 # The first piece of a job whose first sentence is over that is cut at this many: its first sound
 # then waits for about one short sentence's render, not a 220-character one's.
 FIRST_PIECE_CHARACTERS = 60
+# A piece that the phonemiser makes more phonemes of than this is cut again (at a clause, a space,
+# or hard): characters alone do not bound a model run, since a character of another script, a
+# symbol or a long number is read as several words ("Chinese letter ...").
+MAX_PHONEMES = 300
+# The decoder makes at most this many latent frames (5.9 s at 22,050 Hz) in one run; a longer
+# sentence is decoded in parts (CONTEXT_FRAMES keeps them the whole decode's samples). It bounds
+# the decoder's memory, which grows with the frames of one run, and the time between two frames
+# sent to the daemon.
+DECODE_FRAMES = 512
+# Rendered whole, a job's audio is still sent at least this often (in one frame per interval, not
+# one per part): the daemon kills a worker that sends nothing for its stall limit (10 s).
+WHOLE_FLUSH_SECONDS = 2.0
 # A job's audio starts this long before its first sound: the voice's own silence ahead of it (about
 # 23 ms for en_US-joe-medium) would only delay the first audible sample.
 LEAD_SECONDS = 0.010
@@ -50,6 +63,16 @@ LEAD_SECONDS = 0.010
 IDLE_SECONDS = 0.5
 # A sample sounds above this absolute value (about -54 dBFS), as for speakd's trailing-silence trim.
 SOUND_THRESHOLD = 64
+# A job's first sound starts at the first sample above this (about -66 dBFS): the daemon raises
+# Piper's speech by about 10 dB to the loudness target, so a sample of 16 here plays at about 64
+# (-54 dBFS), where the sink's first audible sample is. Found at 64, the first sound (and so its
+# first word's event) was placed 2-18 ms after the sink heard it.
+FIRST_SOUND_THRESHOLD = 16
+# A job ends at its last sample above this (about -50 dBFS, -40 dBFS once raised to the loudness
+# target): the voice's decay below it (13-25 ms for joe-medium) is not sent, as speakd leaves out
+# espeak-ng's trailing silence. It made `finished` come 18-32 ms after the last sample the sink
+# played above -44 dBFS.
+TAIL_THRESHOLD = 104
 # The sound of a word after a pause begins where it rises out of at least this much silence, at
 # most this far before the phoneme the model aligned the word with (by up to 20 ms for
 # en_US-joe-medium): its event is placed there, not at the phoneme.
@@ -67,10 +90,21 @@ FIRST_FRAMES = 32
 # are those of the whole sentence's decode to the bit (samplesArePiperTTSOwn checks it): with 32,
 # up to 9 samples of a sentence came out one step apart; with 48, none did, in four sentences.
 CONTEXT_FRAMES = 48
+# Each sentence is brought to this loudness (LUFS, ITU-R BS.1770) before it is sent: a Piper
+# voice's sentences differ by up to 5 LU at the same settings (joe-medium: -22.5 to -27.7 LUFS over
+# twelve announcements, espeak-ng's -19.8 to -21.0), and the daemon's loudness stage applies one
+# gain per voice. -25 leaves the voice's peaks (up to 25 dB over its loudness) under full scale.
+SENTENCE_LOUDNESS = -25.0
+# A sentence decoded in parts is levelled part by part, each at the gain all of it so far needs;
+# a change of gain is spread over this long.
+LEVEL_RAMP_SECONDS = 0.05
 WORD = re.compile(r"[\w][\w'’.-]*\w|\w", re.UNICODE)
 PUNCTUATION = set(",.;:!?…—–-\"'()¡¿«»")
 BRACKETS = str.maketrans("[]", "()")
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+# Control characters (NUL made the phonemiser raise ValueError) and lone surrogates become spaces,
+# which keeps every other character's position.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def write_frame(kind, payload=b""):
@@ -204,6 +238,59 @@ def sound_onset(samples, index, rate):
     return int(sounding[0]) if sounding[0] - low > gap or low == 0 else index
 
 
+def k_weighting(rate, size):
+    """The power response of BS.1770's K-weighting filter (its two biquads, as libebur128 makes
+    them for `rate`) at the bins of a real FFT of `size` samples."""
+    import numpy as np
+
+    k = np.tan(np.pi * 1681.974450955533 / rate)
+    vh, q = 10 ** (3.999843853973347 / 20), 0.7071752369554196
+    vb, a0 = vh**0.4996667741545416, 1 + k / q + k * k
+    shelf = ([(vh + vb * k / q + k * k) / a0, 2 * (k * k - vh) / a0, (vh - vb * k / q + k * k) / a0],
+             [1, 2 * (k * k - 1) / a0, (1 - k / q + k * k) / a0])
+    k, q = np.tan(np.pi * 38.13547087602444 / rate), 0.5003270373238773
+    d = 1 + k / q + k * k
+    high_pass = ([1.0, -2.0, 1.0], [1, 2 * (k * k - 1) / d, (1 - k / q + k * k) / d])
+    z = np.exp(-2j * np.pi * np.arange(size // 2 + 1) / size)  # z^-1 at each bin
+    response = 1
+    for b, a in (shelf, high_pass):
+        response = response * (b[0] + b[1] * z + b[2] * z * z) / (a[0] + a[1] * z + a[2] * z * z)
+    return np.abs(response) ** 2
+
+
+def loudness(audio, rate):
+    """The integrated loudness of `audio` (float, full scale 1) in LUFS, as BS.1770 gates it over
+    400 ms blocks (one block when shorter), from their K-weighted spectra; None when silent. It
+    reads what libebur128 reads to 0.01 LU on Piper's sentences."""
+    import numpy as np
+
+    size = int(0.4 * rate)
+    if len(audio) < size:
+        size = len(audio) - len(audio) % 2
+        blocks = audio[None, :size]
+    else:
+        blocks = np.lib.stride_tricks.sliding_window_view(audio, size)[:: size // 4]
+    if size < 2:
+        return None
+    power = (np.abs(np.fft.rfft(blocks, axis=1)) ** 2 * k_weighting(rate, size)).sum(axis=1) * 2 / size / size
+    power = power[power > 10 ** ((-70 + 0.691) / 10)]
+    if not len(power):
+        return None
+    power = power[power > power.mean() / 10]
+    return -0.691 + 10 * np.log10(power.mean())
+
+
+def cut_before(text, limit):
+    """How many characters of `text` (at most `limit` + 1, at least 1) its first piece takes: up
+    to the last clause mark before `limit`, else the last space, else `limit` (a hard cut)."""
+    cut = max(text.rfind(mark, 0, limit) for mark in ",;:")
+    if cut <= 0:
+        cut = text.rfind(" ", 0, limit)
+    if cut <= 0:
+        cut = limit
+    return max(1, cut + 1)
+
+
 def split_sentences(text, first=False):
     """(start, piece) pairs: sentences of text, long ones cut at clauses or spaces; with `first`,
     the text starts the job, and an over-long first sentence's first piece is a short one."""
@@ -215,14 +302,10 @@ def split_sentences(text, first=False):
         offset = start
         while len(sentence) > MAX_SENTENCE_CHARACTERS:
             limit = FIRST_PIECE_CHARACTERS if first and not pieces else MAX_SENTENCE_CHARACTERS
-            cut = max(sentence.rfind(mark, 0, limit) for mark in ",;:")
-            if cut <= 0:
-                cut = sentence.rfind(" ", 0, limit)
-            if cut <= 0:
-                cut = limit
-            pieces.append((offset, sentence[: cut + 1]))
-            offset += cut + 1
-            sentence = sentence[cut + 1 :]
+            cut = cut_before(sentence, limit)
+            pieces.append((offset, sentence[:cut]))
+            offset += cut
+            sentence = sentence[cut:]
         pieces.append((offset, sentence))
         if match:
             start = match.end()
@@ -321,6 +404,9 @@ class Model:
 
 class Renderer:
     def __init__(self, model, config, rate, deterministic=False, threads=0):
+        # Deterministic renders are piper-tts's own samples, not levelled (for the tests that
+        # compare the two).
+        self.level = not deterministic
         from piper import PiperVoice
         from piper.config import PiperConfig
 
@@ -376,10 +462,42 @@ class Renderer:
                 continue
             # The rate is converted part by part, so parts are made only where it needs none.
             cut = first_frames if 0 < first_frames < frames and self.rate == self.voice_rate else 0
-            for start, end in ([(0, cut), (cut, frames)] if cut else [(0, frames)]):
+            bounds = [0] + ([cut] if cut else [])
+            if self.rate == self.voice_rate:
+                bounds += list(range(bounds[-1] + DECODE_FRAMES, frames, DECODE_FRAMES))
+            bounds.append(frames)
+            for start, end in zip(bounds, bounds[1:]):
                 yield self.model.decode(start, end), word_starts if start == 0 else []
             first_frames = 0
             base += frames * self.model.hop
+
+    def levelled(self, made, audio, gain):
+        """`audio`, the next part of a sentence whose parts so far, levelled, `made` holds, at the
+        gain that brings the whole so far to SENTENCE_LOUDNESS (the parts before keep theirs),
+        reached from `gain` (the last part's) over LEVEL_RAMP_SECONDS; and that gain."""
+        import numpy as np
+
+        target = gain or 1.0
+        ramp = np.ones(len(audio), dtype=np.float32)
+        length = min(len(audio), int(LEVEL_RAMP_SECONDS * self.rate)) if gain is not None else 0
+        for _ in range(3):
+            ramp[:length] = np.linspace(gain or target, target, length, endpoint=False)
+            ramp[length:] = target
+            measured = loudness(np.concatenate(made + [audio * ramp]), self.rate)
+            if measured is None or abs(measured - SENTENCE_LOUDNESS) < 0.1:
+                break
+            target = min(max(target * 10 ** ((SENTENCE_LOUDNESS - measured) / 20), 0.125), 8.0)
+        levelled = audio * ramp
+        made.append(levelled)
+        return levelled, target
+
+    def bounded(self, offset, piece):
+        """(start, piece) pairs: the piece, cut again (at a clause, a space, or hard, about half
+        way) until each makes at most MAX_PHONEMES phonemes."""
+        if len(piece) < 2 or sum(len(sentence) for sentence in self.voice.phonemize(piece)) <= MAX_PHONEMES:
+            return [(offset, piece)]
+        cut = min(cut_before(piece, len(piece) // 2), len(piece) - 1)
+        return self.bounded(offset, piece[:cut]) + self.bounded(offset + cut, piece[cut:])
 
     def words_of(self, text):
         """Text words with how many phoneme words each one is spoken as (a number is several)."""
@@ -395,24 +513,52 @@ class Renderer:
         return words
 
     def run(self, job, chunking, jobs):
-        """Renders the job, frame by frame (streamed) or in one events frame and one PCM frame
-        (whole); each word's event goes with the PCM frame its first sample is in."""
+        """Renders the job, frame by frame (streamed) or in as few events and PCM frames as its
+        stall limit allows (whole); each word's event goes with the PCM frame its first sample is
+        in. The quiet end of what is made so far is held back until more sound follows, and
+        dropped at the job's end."""
         import numpy as np
 
         whole = chunking == b"W"
         # PCM parts not yet sent (whole); events not yet sent: (sample, kind, position, length,
         # whether the word comes after a pause)
         pending, events = [], []
-        produced = 0
+        produced = 0  # samples made, held back ones included
+        sent = 0  # samples sent (or pending, whole)
+        held = np.zeros(0, dtype="<i2")  # made, not sent: the quiet end of what was made
+        held_events = []  # (sample, bytes) of events in or after the held samples
+        flushed = time.monotonic()
+        sounded = False  # whether any sample above TAIL_THRESHOLD was made
         first_word = 0  # the earliest sample a word's event may have (set at the job's first sound)
         scale = self.rate / self.voice_rate
 
-        def send(samples):
-            """Sends the samples that follow `produced`, with the events that fall in them (every
-            event falls in its piece's audio, so none is left at the end)."""
-            nonlocal events
+        def emit(due, samples):
+            nonlocal sent, flushed
+            sent += len(samples)
+            if whole:
+                pending.append((due, samples))
+                if time.monotonic() - flushed > WHOLE_FLUSH_SECONDS:
+                    flush_pending()
+                return
+            if due:
+                write_frame(b"E", b"".join(due))
+            if len(samples):
+                write_frame(b"P", samples.tobytes())
+
+        def flush_pending():
+            nonlocal pending, flushed
+            flushed = time.monotonic()
+            if pending:
+                write_frame(b"E", b"".join(event for due, _ in pending for event in due))
+                write_frame(b"P", np.concatenate([samples for _, samples in pending]).tobytes())
+            pending = []
+
+        def send(samples, final=False):
+            """Takes the samples that follow `produced`, with the events that fall in them (every
+            event falls in its piece's audio, so none is left at the end); sends what is not the
+            quiet end of all made so far (`final`: all but that end, which is dropped)."""
+            nonlocal events, held, held_events, sounded
             end = produced + len(samples)
-            due = []
             for sample, kind, position, length, paused in events:
                 if sample >= end:
                     continue
@@ -422,21 +568,35 @@ class Renderer:
                     sample = produced + sound_onset(samples, sample - produced, self.rate)
                 if kind == WORD_EVENT:
                     sample = max(sample, first_word)
-                due.append(event_bytes(kind, sample, position, length))
+                held_events.append((sample, kind, position, length))
             events = [event for event in events if event[0] >= end]
-            if whole:
-                pending.append((due, samples))
-                return
-            if due:
-                write_frame(b"E", b"".join(due))
-            if len(samples):
-                write_frame(b"P", samples.tobytes())
+            if len(held):
+                samples = np.concatenate([held, samples])
+            sounding = np.flatnonzero(np.abs(samples.astype(np.int32)) > TAIL_THRESHOLD)
+            keep = int(sounding[-1]) + 1 if len(sounding) else 0
+            sounded = sounded or keep > 0
+            held = samples[keep:]
+            samples = samples[:keep]
+            if final:
+                held = np.zeros(0, dtype="<i2")
+            # Events of dropped samples (a word of no sound) come with the last sample sent.
+            limit = sent + len(samples) if not final else None
+            due = [event for event in held_events if limit is None or event[0] < limit]
+            held_events = [event for event in held_events if limit is not None and event[0] >= limit]
+            last = max(sent + len(samples) - 1, 0)
+            emit([event_bytes(kind, min(sample, last), position, length) for sample, kind, position, length in due], samples)
 
         try:
-            for index, segment in enumerate(job["segments"]):
-                text, base_position = segment["text"], segment["position"]
+            segments = job["segments"]
+            for index, segment in enumerate(segments):
+                text, base_position = CONTROLS.sub(" ", segment["text"]), segment["position"]
                 # Streamed, the first sound waits for the first piece only: keep it short.
-                for offset, piece in split_sentences(text, first=index == 0 and not whole):
+                pieces = [
+                    bounded
+                    for offset, piece in split_sentences(text, first=index == 0 and not whole)
+                    for bounded in self.bounded(offset, piece)
+                ]
+                for offset, piece in pieces:
                     if jobs.is_cancelled():
                         write_frame(b"D")
                         return
@@ -448,8 +608,12 @@ class Renderer:
                     streamed_start = not whole and produced == 0
                     parts = self.render_piece(
                         piece, segment["lengthScale"], FIRST_FRAMES if streamed_start else 0)
+                    made, gain = [], None
                     for audio, starts in parts:
-                        audio = self.to_output_rate(audio) * segment["volume"]
+                        audio = self.to_output_rate(audio)
+                        if self.level:
+                            audio, gain = self.levelled(made, audio, gain)
+                        audio = audio * segment["volume"]
                         samples = np.clip(audio * 32767.0, -32767, 32767).astype("<i2")
                         # The job's first sound comes LEAD_SECONDS after its start, and no word's
                         # event sooner than FIRST_WORD_SECONDS after it (`send` sees to that).
@@ -467,9 +631,17 @@ class Renderer:
                             spoken_index += spoken
                         send(samples)
                         produced += len(samples)
+                last = index == len(segments) - 1
+                if last:
+                    send(np.zeros(0, dtype="<i2"), final=True)
+                    produced = sent
                 pause = int(round(float(segment.get("pauseAfter") or 0) * self.rate))
                 if pause > 0:
-                    send(np.zeros(pause, dtype="<i2"))
+                    silence = np.zeros(pause, dtype="<i2")
+                    if last:
+                        emit([], silence)  # asked for: sent as it is
+                    else:
+                        send(silence)
                     produced += pause
         except Exception:
             if not jobs.is_cancelled():
@@ -477,17 +649,19 @@ class Renderer:
             # A model run was terminated by the cancel: the job ends here.
             write_frame(b"D")
             return
-        if whole and pending:
-            write_frame(b"E", b"".join(event for due, _ in pending for event in due))
-            write_frame(b"P", np.concatenate([samples for _, samples in pending]).tobytes())
+        if whole:
+            flush_pending()
+        if not sounded:
+            # Nothing the voice could say (a text of emoji or of a script its phonemiser has no
+            # rules for): a failure, never a silent job reported as spoken.
+            raise ValueError("the voice spoke nothing of this text")
         write_frame(b"D")
-
 
 def leading_silence(samples, keep):
     """How many samples at the start to leave out: all before the first sounding one but `keep`."""
     import numpy as np
 
-    sounding = np.flatnonzero(np.abs(samples.astype(np.int32)) > SOUND_THRESHOLD)
+    sounding = np.flatnonzero(np.abs(samples.astype(np.int32)) > FIRST_SOUND_THRESHOLD)
     return max(0, int(sounding[0]) - keep) if len(sounding) else 0
 
 
