@@ -205,12 +205,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         dispatch(job)
         // What the listener takes, counted, so the job renders no further ahead than its bound.
         // Cancelling the listener's task, or dropping this stream, cancels `stream` and the job.
-        let chunks = ChunkIterator(stream.makeAsyncIterator())
-        return AsyncThrowingStream {
-            guard let chunk = try await chunks.next() else { return nil }
-            job.consumed(chunk.samples.count)
-            return chunk
-        }
+        return AsyncThrowingStream(pulling: stream.makeAsyncIterator()) { job.consumed($0.samples.count) }
     }
 
     /// Gives `job` to an idle worker now, with no task in between, or else to the next worker that
@@ -590,19 +585,5 @@ struct RestartBackoff: Sendable, Hashable {
     /// The wait before the slot's next start: none after one failure, then 0.1 s doubling to 5 s.
     var delay: Duration {
         failures <= 1 ? .zero : .milliseconds(min(5_000, 100 << min(failures - 2, 6)))
-    }
-}
-
-/// The one iterator of a job's stream, read by the stream that counts what its listener takes.
-/// A stream has one reader at a time, so its iterator is never used from two tasks at once.
-private final class ChunkIterator: @unchecked Sendable {
-    private var iterator: AsyncThrowingStream<PCMChunk, any Error>.AsyncIterator
-
-    init(_ iterator: AsyncThrowingStream<PCMChunk, any Error>.AsyncIterator) {
-        self.iterator = iterator
-    }
-
-    func next() async throws -> PCMChunk? {
-        try await iterator.next()
     }
 }

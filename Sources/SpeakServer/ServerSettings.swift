@@ -1,11 +1,12 @@
 /// How the HTTP front limits and decorates requests; the same for every listener. What an
 /// announcement may be (body size, text, spans, chimes) is the intake's (`AnnouncementIntake.Limits`).
 public struct ServerSettings: Sendable, Hashable {
-    /// The longest audio one `POST /v1/speech` renders, in seconds (413 beyond, naming the field
-    /// that carries the text): a render holds its whole WAV, 2.6 MB a minute at 22050 Hz.
+    /// The longest audio one `POST /v1/speech` renders, in seconds: 413 beyond it naming the field
+    /// that carries the text while the render is held, or its stream ended before its last chunk
+    /// once it streams (a render longer than `SpeakRoutes.bufferedSeconds` streams).
     public var maxSpeechSeconds: Int
-    /// How many `POST /v1/speech` renders hold audio at once; more wait for one of them. With
-    /// `maxSpeechSeconds` this bounds their memory: 2 × 20 minutes is 106 MB at 22050 Hz.
+    /// How many `POST /v1/speech` renders hold audio at once; more wait for one of them. Each holds
+    /// at most 30 s of audio and what its engine renders ahead (1.3 MB and 0.5 MB at 22050 Hz).
     public var maxConcurrentSpeech: Int
     /// How many `POST /v1/speech` requests may wait for a render slot (429 `tooManyRenders` beyond).
     public var maxWaitingSpeech: Int

@@ -211,9 +211,13 @@ struct SpeakRoutes: Sendable {
 
     // MARK: Speech, voices, health, metrics
 
-    /// Renders the utterance to one WAV, answered with its length. The render holds a slot of
-    /// `SpeechSlots` from its first chunk until the last byte is handed to the connection, and
-    /// stops (413) once its audio passes `maxSpeechSeconds`, so what renders hold at once is bounded.
+    /// Renders the utterance to one WAV. A render whose audio fits in `bufferedSeconds` is
+    /// answered whole, with its length; a longer one is streamed as it renders (chunked, its
+    /// header giving no length), so a render holds a few seconds of audio, not all of it. The
+    /// render holds a slot of `SpeechSlots` until its last byte is handed to the connection, and
+    /// stops once its audio passes `maxSpeechSeconds`: 413 while it is still held, or, once it
+    /// streams, the connection ends before the body's last chunk (a client sees an incomplete
+    /// answer, never a WAV that looks whole).
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let raw = try boolQuery(request, "raw")
         let decoded: AnnouncementRequest.Decoded
@@ -231,47 +235,78 @@ struct SpeakRoutes: Sendable {
         let format = server.renderer.format
         let limit = server.settings.maxSpeechSeconds
         let maxSamples = limit * format.sampleRate * format.channels
+        let bufferedSamples = Self.bufferedSeconds * format.sampleRate * format.channels
         // About three seconds: most announcements fit without the buffer growing.
         var file = WAVFile(format: format, capacity: 3 * format.sampleRate * format.channels)
         var samples = 0
         let began = ContinuousClock.now
+        let audio =
+            raw
+            ? server.renderer.render(speech, chunking: .whole)
+            : server.hallSound?(decoded.request, speech) ?? server.renderer.render(speech, chunking: .whole)
+        let chunks = OneReader(audio.makeAsyncIterator())
+        let tooLong = APIError.tooLarge(
+            "the speech is longer than the limit of \(limit) seconds of audio a render may hold; "
+                + "split it into shorter requests",
+            field: textField)
         do {
-            let audio =
-                raw
-                ? server.renderer.render(speech, chunking: .whole)
-                : server.hallSound?(decoded.request, speech) ?? server.renderer.render(speech, chunking: .whole)
-            for try await chunk in audio {
+            while samples <= bufferedSamples, let chunk = try await chunks.next() {
                 samples += chunk.samples.count
-                // Leaving the loop drops the stream, which stops the synthesis.
-                guard samples <= maxSamples else {
-                    throw APIError.tooLarge(
-                        "the speech is longer than the limit of \(limit) seconds of audio a render may hold; "
-                            + "split it into shorter requests",
-                        field: textField)
-                }
+                // Dropping the stream stops the synthesis.
+                guard samples <= maxSamples else { throw tooLong }
                 file.append(chunk.samples)
             }
         } catch let error as SpeechInputError {
             throw APIError.invalid(error)
         }
-        server.metrics.countRender(duration: .now - began)
-        let wav = file.finish()
+        guard samples > bufferedSamples else {
+            server.metrics.countRender(duration: .now - began)
+            let wav = file.finish()
+            return Response(
+                status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
+                body: ResponseBody(contentLength: wav.readableBytes) { writer in
+                    defer { lease.release() }
+                    // In slices, each written when the connection takes more, so the slot is held
+                    // until the file is nearly sent: a client that reads slowly holds its own slot,
+                    // not memory beyond it. Slices share the file's storage; nothing is copied.
+                    var rest = wav
+                    while rest.readableBytes > 0,
+                        let slice = rest.readSlice(length: min(rest.readableBytes, Self.speechSlice))
+                    {
+                        try await writer.write(slice)
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+        let held = file.streamingStart()
+        let heldSamples = samples
+        let metrics = server.metrics
+        let logger = server.logger
         return Response(
-            status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
-            body: ResponseBody(contentLength: wav.readableBytes) { writer in
+            status: .ok, headers: [.contentType: "audio/wav"],
+            body: ResponseBody { writer in
                 defer { lease.release() }
-                // In slices, each written when the connection takes more, so the slot is held until
-                // the file is nearly sent: a client that reads slowly holds its own slot, not memory
-                // beyond it. Slices share the file's storage; nothing is copied.
-                var rest = wav
-                while rest.readableBytes > 0,
-                    let slice = rest.readSlice(length: min(rest.readableBytes, Self.speechSlice))
-                {
-                    try await writer.write(slice)
+                // Each chunk is written when the connection takes it: a slow client holds back
+                // the render (the engine renders a few seconds ahead of what is read), not memory.
+                try await writer.write(held)
+                var streamed = heldSamples
+                while let chunk = try await chunks.next() {
+                    streamed += chunk.samples.count
+                    guard streamed <= maxSamples else {
+                        logger.warning(
+                            "POST /v1/speech stopped: its audio passed the limit while streaming",
+                            metadata: ["speakd.max_speech_seconds": "\(limit)"])
+                        throw tooLong
+                    }
+                    try await writer.write(WAVFile.bytes(of: chunk.samples))
                 }
+                metrics.countRender(duration: .now - began)
                 try await writer.finish(nil)
             })
     }
+
+    /// Seconds of audio a render holds before it streams: an announcement is answered whole.
+    static let bufferedSeconds = 30
 
     /// The request keys a render does not honour, refused by name rather than dropped: the
     /// queue's (`expiresAfter`, `requestId`, and `queue: false`, an interruption) always, and with

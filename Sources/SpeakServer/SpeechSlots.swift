@@ -2,8 +2,8 @@ import SpeakAPI
 import Synchronization
 
 /// The renders of `POST /v1/speech` that may hold audio at once, so the memory they take is
-/// bounded: each holds its whole WAV (up to `ServerSettings.maxSpeechSeconds`) from the first
-/// chunk until the last byte is handed to the connection.
+/// bounded: each holds its WAV (whole up to 30 s, then streamed) from the first chunk until the
+/// last byte is handed to the connection.
 ///
 /// A request beyond `count` waits, first come first served, holding only its body; beyond
 /// `maxWaiting` waiting ones it is refused (429). Waiting costs no throughput: the engine
