@@ -152,6 +152,31 @@ extension SpeakdIntegration {
             }
         }
 
+        /// A cold Piper worker (started lazily, its voice loaded at the first request) takes a
+        /// second or two before anything is heard: `started` waits for the sound, as the word events do.
+        @Test("Piper's started arrives within 20 ms of the first audible sample, a cold worker's first one too")
+        func startedFollowsTheSound() async throws {
+            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+            var delays: [PromptFinishTests.Delay] = []
+            for text in ["Platform four.", "Doors closing.", "Mind the gap."] {
+                let fromFrame = speakd.recorder.recordedFrames
+                let id = try await speakd.accept(Self.piperBody(text))
+                let started = try #require(await speakd.events.waitFor(.started, of: id, timeout: .seconds(30)))
+                _ = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(30)))
+                try await Task.sleep(for: .milliseconds(150))
+                let first = try #require(
+                    PromptFinishTests.firstAudibleFrame(speakd, from: fromFrame), "\(text) was not heard")
+                delays.append(try PromptFinishTests.delay(from: first, to: started.receivedAt, speakd))
+                try await Task.sleep(for: .milliseconds(400))
+            }
+            _ = await speakd.stop()
+            PromptFinishTests.expectPrompt(delays, event: "Piper started", after: "the first audible sample")
+            for delay in delays {
+                #expect(
+                    delay.atLeast <= PromptFinishTests.goal, "Piper started \(delay) after the first audible sample")
+            }
+        }
+
         @Test(
             "finished follows a Piper announcement's last audible sample as for espeak-ng; cancel silences it at once")
         func finishedAndCancelled() async throws {
