@@ -90,6 +90,26 @@ public struct AnnouncementIntake: Sendable {
         }
     }
 
+    /// Checks a request a front built itself (SSIP), within the limits, and queues it as
+    /// `accept(_:adjust:yieldsPlace:)` queues a decoded one: no front encodes a request for the
+    /// intake to decode again.
+    /// - Throws: `IntakeError` naming the field, counted as a refusal.
+    public func accept(
+        _ request: AnnouncementRequest, yieldsPlace: Bool = false
+    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+        do throws(IntakeError) {
+            do throws(SpeechInputError) {
+                try request.utterance.validate(limits: limits.utterance)
+            } catch {
+                throw IntakeError.invalid(error)
+            }
+            return try await submitPersonalized(request, yieldsPlace: yieldsPlace)
+        } catch {
+            counters.refused(error.refusalReason)
+            throw error
+        }
+    }
+
     /// Applies the session of the output `request` addresses, prepares and queues it, and has it
     /// remembered for repeats once heard: `accept` after the decode, for a front that decodes
     /// itself (MQTT). Refusals are not counted here.

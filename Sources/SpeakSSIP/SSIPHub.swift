@@ -2,6 +2,7 @@ import AnnouncementIntake
 import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
+import SpeechModel
 
 /// What every SSIP connection shares: client and message numbers, which announcement is which
 /// client's message, and the notifications that speakd's events become.
@@ -26,7 +27,7 @@ actor SSIPHub {
         let outbox: SSIPOutbox
         /// The request, to queue it again after an interruption; its text becomes what was
         /// not heard yet.
-        var body: SSIPMessageBody
+        var body: SSIPRequest
         /// Where the word heard last starts in the text of its current announcement (UTF-16).
         var heardFrom = 0
         /// Its SSIP priority.
@@ -71,7 +72,7 @@ actor SSIPHub {
 
     /// Ends a submission; for an accepted one, returns its SSIP message id.
     func endSubmission(
-        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: SSIPMessageBody,
+        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: SSIPRequest,
         priority: String
     ) async -> Int? {
         guard let id else {
@@ -193,12 +194,13 @@ actor SSIPHub {
     private func requeue(_ message: Message) async {
         var message = message
         message.requeues += 1
-        if let rest = Self.rest(of: message.body, from: message.heardFrom) { message.body.text = rest }
+        if let rest = Self.rest(of: message.body, from: message.heardFrom) {
+            message.body.request.utterance = Utterance(rest, defaults: message.body.request.utterance.defaults)
+        }
         message.heardFrom = 0
         submitting += 1
         do {
-            let (_, accepted) = try await intake.accept(
-                try WireFormat.encoder().encode(message.body), yieldsPlace: true)
+            let (_, accepted) = try await intake.accept(message.body.request, yieldsPlace: true)
             await endSubmission((accepted.id, message))
         } catch {
             await endSubmission(nil)
@@ -209,9 +211,9 @@ actor SSIPHub {
     /// The text of `body` from UTF-16 offset `offset` (where the word heard last starts), or nil
     /// to speak it all again: nothing heard yet, no plain text, or nothing but spaces and
     /// punctuation left.
-    static func rest(of body: SSIPMessageBody, from offset: Int) -> String? {
-        guard offset > 0, let text = body.text, body.ssml == nil, body.spellOut != true, body.chime == nil
-        else { return nil }
+    static func rest(of body: SSIPRequest, from offset: Int) -> String? {
+        guard offset > 0, body.isPlainText else { return nil }
+        let text = body.request.utterance.text
         let utf16 = text.utf16
         guard offset < utf16.count,
             let start = utf16.index(utf16.startIndex, offsetBy: offset, limitedBy: utf16.endIndex)?

@@ -165,23 +165,17 @@ final class SSIPSession {
     }
 
     private func submit(text: String, ssml: Bool, spellOut: Bool, icon: String? = nil) async -> SSIPReply {
-        let body: Data
-        var message = messageBody(text: text, ssml: ssml, spellOut: spellOut)
-        if let icon {
-            message.chime = icon
-            message.chimeAfterNone = true
-            message.punctuation = false
-        }
+        let message: SSIPRequest
         do {
-            body = try WireFormat.encoder().encode(message)
+            message = try self.message(text: text, ssml: ssml, spellOut: spellOut, icon: icon)
         } catch {
-            return SSIPReply.internalError.explained("\(error)")
+            return SSIPReply.parameterInvalid.explained(IntakeError.invalid(error).description)
         }
         await hub.beginSubmission()
         do {
             // An assistive client's messages give up their places to the platform's when the
             // queue is full (docs/ssip.md).
-            let (_, accepted) = try await intake.accept(body, yieldsPlace: true)
+            let (_, accepted) = try await intake.accept(message.request, yieldsPlace: true)
             guard
                 let number = await hub.endSubmission(
                     accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
@@ -201,27 +195,38 @@ final class SSIPSession {
         }
     }
 
-    /// The request body for one message with the client's settings.
-    private func messageBody(text: String, ssml: Bool, spellOut: Bool) -> SSIPMessageBody {
-        var body = SSIPMessageBody()
+    /// The request for one message with the client's settings, built as the intake takes it.
+    /// - Throws: `SpeechInputError` for an SSML document outside speakd's subset.
+    private func message(text: String, ssml: Bool, spellOut: Bool, icon: String?) throws(SpeechInputError)
+        -> SSIPRequest
+    {
+        // SET LANGUAGE keeps only a tag that parses.
+        let language = settings.language.flatMap { try? LanguageTag($0) }
+        let defaults = SpeechAttributes(
+            pitch: settings.pitch == 0 ? nil : SSIPMapping.pitch(settings.pitch),
+            rate: settings.rate == 0 ? nil : SSIPMapping.rate(settings.rate),
+            volume: settings.volume == 0 ? nil : SSIPMapping.volume(settings.volume),
+            punctuation: icon == nil ? SSIPMapping.punctuation(settings.punctuation) : false,
+            language: language, spellOut: spellOut ? true : nil)
+        var utterance: Utterance
         if ssml {
             let trimmed = text.trimmingWhitespace()
-            body.ssml = trimmed.hasPrefix("<speak") ? trimmed : "<speak>\(text)</speak>"
+            utterance = try Utterance(ssml: trimmed.hasPrefix("<speak") ? trimmed : "<speak>\(text)</speak>")
+            // The document's own language beats the client's setting.
+            let documentLanguage = utterance.defaults.language
+            utterance.defaults = defaults
+            if let documentLanguage { utterance.defaults.language = documentLanguage }
         } else {
-            body.text = text
+            utterance = Utterance(text, defaults: defaults)
         }
-        body.language = settings.language
-        body.rate = settings.rate == 0 ? nil : SSIPMapping.rate(settings.rate)
-        body.pitch = settings.pitch == 0 ? nil : SSIPMapping.pitch(settings.pitch)
-        body.volume = settings.volume == 0 ? nil : SSIPMapping.volume(settings.volume)
-        body.punctuation = SSIPMapping.punctuation(settings.punctuation)
-        body.spellOut = spellOut ? true : nil
-        body.priority = SSIPMapping.priority(settings.priority).rawValue
-        body.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
-        body.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority) ? true : nil
-        let replaces = SSIPMapping.replaces(settings.priority)
-        body.replaces = replaces.isEmpty ? nil : replaces
-        return body
+        var request = AnnouncementRequest(
+            utterance: utterance, priority: SSIPMapping.priority(settings.priority),
+            // A sound icon is its chime alone: no chime after it, whatever the priority's default.
+            chime: icon.map { .named($0) } ?? .priorityDefault, chimeAfter: icon == nil ? .priorityDefault : .none)
+        request.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
+        request.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority)
+        request.replaces = SSIPMapping.replaces(settings.priority)
+        return SSIPRequest(request: request, isPlainText: !ssml && !spellOut && icon == nil)
     }
 
     // MARK: SET, GET, LIST
@@ -466,43 +471,10 @@ final class SSIPSession {
 
 /// A message as `POST /v1/announcements` takes it, so the intake checks it as it checks every
 /// other front's.
-struct SSIPMessageBody: Encodable, Sendable {
-    var text: String?
-    var ssml: String?
-    var language: String?
-    var rate: Double?
-    var pitch: Double?
-    var volume: Double?
-    var punctuation: Bool?
-    var spellOut: Bool?
-    var priority: String?
-    var replaceGroup: String?
-    var dropIfBusy: Bool?
-    var replaces: [String]?
-    var chime: String?
-    /// No chime after the speech, whatever the priority's default (`"chimeAfter": null`).
-    var chimeAfterNone = false
-
-    private enum CodingKeys: String, CodingKey {
-        case text, ssml, language, rate, pitch, volume, punctuation, spellOut, priority, replaceGroup, dropIfBusy
-        case replaces, chime, chimeAfter
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(text, forKey: .text)
-        try container.encodeIfPresent(ssml, forKey: .ssml)
-        try container.encodeIfPresent(language, forKey: .language)
-        try container.encodeIfPresent(rate, forKey: .rate)
-        try container.encodeIfPresent(pitch, forKey: .pitch)
-        try container.encodeIfPresent(volume, forKey: .volume)
-        try container.encodeIfPresent(punctuation, forKey: .punctuation)
-        try container.encodeIfPresent(spellOut, forKey: .spellOut)
-        try container.encodeIfPresent(priority, forKey: .priority)
-        try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
-        try container.encodeIfPresent(dropIfBusy, forKey: .dropIfBusy)
-        try container.encodeIfPresent(replaces, forKey: .replaces)
-        try container.encodeIfPresent(chime, forKey: .chime)
-        if chimeAfterNone { try container.encodeNil(forKey: .chimeAfter) }
-    }
+struct SSIPRequest: Sendable {
+    /// The announcement, before any session changed it.
+    var request: AnnouncementRequest
+    /// Plain text: not SSML, not spelt out, not a sound icon, so an interrupted message can go
+    /// on from the word heard last.
+    var isPlainText: Bool
 }

@@ -1,3 +1,5 @@
+import SpeakAPI
+import SpeechModel
 import Testing
 
 @testable import SpeakSSIP
@@ -118,17 +120,15 @@ import Testing
     /// An interrupted message resumes from the word heard last; all again when there is no
     /// plain text or nothing to say is left.
     @Test func anInterruptedMessageResumesFromTheWordHeardLast() {
-        var body = SSIPMessageBody()
-        body.text = "Café au lait, then the next train."
+        var body = SSIPRequest(
+            request: AnnouncementRequest(utterance: Utterance("Café au lait, then the next train.")), isPlainText: true)
         #expect(SSIPHub.rest(of: body, from: 14) == "then the next train.")
         #expect(SSIPHub.rest(of: body, from: 0) == nil)
         #expect(SSIPHub.rest(of: body, from: 33) == nil, "only the full stop is left")
         #expect(SSIPHub.rest(of: body, from: 400) == nil)
-        body.spellOut = true
+        // SSML, spelt out or a sound icon: all of it again.
+        body.isPlainText = false
         #expect(SSIPHub.rest(of: body, from: 14) == nil)
-        var ssml = SSIPMessageBody()
-        ssml.ssml = "<speak>Café au lait</speak>"
-        #expect(SSIPHub.rest(of: ssml, from: 5) == nil)
     }
 }
 
