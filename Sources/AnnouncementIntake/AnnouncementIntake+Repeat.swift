@@ -26,7 +26,7 @@ extension AnnouncementIntake {
                         + "\(SessionBook.rememberedPerOutput) heard ones until its session ends")
             }
             var holdsKey = false
-            if let key, remembered.request.isPrivate { holdsKey = await outputs.isKey(key, of: id) }
+            if let key, remembered.request.isPrivate { holdsKey = isKey(key, of: id) }
             return try await again(remembered, answeringKey: holdsKey)
         } catch {
             countRefusal(error)

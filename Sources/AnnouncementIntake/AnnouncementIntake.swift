@@ -45,6 +45,8 @@ public struct AnnouncementIntake: Sendable {
     /// The outputs' sessions and what they remember for repeats.
     public let sessions: SessionBook
     private let counters: Counters
+    /// The keys and texts of private announcements.
+    let privateTexts: PrivateTexts
 
     /// - Parameters:
     ///   - outputs: the queue of every named output.
@@ -58,6 +60,7 @@ public struct AnnouncementIntake: Sendable {
         limits: Limits = Limits(), counters: Counters = .none, sessions: SessionBook? = nil
     ) {
         self.sessions = sessions ?? SessionBook(outputs: outputs)
+        self.privateTexts = PrivateTexts(capacity: outputs.queues.count * (AnnouncementQueue.defaultCapacity + 1_024))
         self.outputs = outputs
         self.renderer = renderer
         self.health = health
@@ -254,11 +257,15 @@ public struct AnnouncementIntake: Sendable {
         guard audio.0 == .ok else {
             throw .audioUnavailable(audio.1)
         }
-        let accepted: AnnouncementAccepted
+        var accepted: AnnouncementAccepted
         do {
             accepted = try await queue.submit(prepared)
         } catch {
             throw .scheduling(error)
+        }
+        // Its poster's capability: the key shows the text, which nothing else does.
+        if prepared.request.isPrivate {
+            accepted.key = privateTexts.key(for: accepted.id, text: prepared.request.utterance.text)
         }
         counters.accepted(prepared.request.priority)
         return accepted

@@ -116,18 +116,13 @@ public struct AnnouncementOutputs: Sendable {
         return nil
     }
 
-    /// One announcement in whichever queue holds it; a private one's text only with its `key`.
-    public func status(id: String, key: String? = nil) async -> AnnouncementStatus? {
+    /// One announcement in whichever queue holds it; a private one's text is empty (its poster
+    /// reads it through the intake, with its key).
+    public func status(id: String) async -> AnnouncementStatus? {
         for queue in queues {
-            if let status = await queue.status(id: id, key: key) { return status }
+            if let status = await queue.status(id: id) { return status }
         }
         return nil
-    }
-
-    /// Whether `key` is the key of the private announcement `id`, in whichever queue holds it.
-    public func isKey(_ key: String, of id: String) async -> Bool {
-        for queue in queues where await queue.isKey(key, of: id) { return true }
-        return false
     }
 
     /// Cancels `id` in whichever queue holds it.

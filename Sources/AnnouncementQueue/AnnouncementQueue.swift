@@ -108,9 +108,8 @@ public actor AnnouncementQueue {
     private var finished: [String: AnnouncementEvent] = [:]
     /// Ids in `finished`, oldest first, so the memory stays bounded.
     private var finishedOrder: [String] = []
-    /// The key and text of each private announcement the queue holds or remembers, by id: only
-    /// `status(id:key:)` with the key shows the text.
-    private var privateAnnouncements: [String: (key: String, text: String)] = [:]
+    /// The private announcements among the finished ones it remembers: their status says so.
+    private var privateFinished: Set<String> = []
     private var finishWaiters: [String: [UInt64: CheckedContinuation<AnnouncementEvent?, Never>]] = [:]
     private var nextWaiterToken: UInt64 = 0
     private var closedWaiters: [CheckedContinuation<Void, Never>] = []
@@ -250,7 +249,6 @@ public actor AnnouncementQueue {
         announcement.repeat = request.repeat
         announcement.replaceGroup = request.replaceGroup
         announcement.isPrivate = request.isPrivate
-        let key = request.isPrivate ? rememberPrivate(announcement) : nil
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.yieldsPlace = prepared.yieldsPlace
         publish(.queued, pending)
@@ -273,13 +271,10 @@ public actor AnnouncementQueue {
         }
         promote()
 
-        var accepted =
-            speaking?.pending.id == announcement.id
+        return speaking?.pending.id == announcement.id
             ? AnnouncementAccepted(id: announcement.id, state: .speaking, position: 0)
             : AnnouncementAccepted(
                 id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
-        accepted.key = key
-        return accepted
     }
 
     /// Accepts `request` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
@@ -289,13 +284,10 @@ public actor AnnouncementQueue {
             id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
         announcement.isPrivate = request.isPrivate
-        let key = request.isPrivate ? rememberPrivate(announcement) : nil
         let pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         finish(pending, reason: .discarded, detail: "dropped: the queue was busy (dropIfBusy)")
-        var accepted = AnnouncementAccepted(id: announcement.id, state: .finished, position: 0)
-        accepted.key = key
-        return accepted
+        return AnnouncementAccepted(id: announcement.id, state: .finished, position: 0)
     }
 
     /// Whether anything speaks (and is not stopping) or waits, other than announcements of `groups`.
@@ -490,40 +482,6 @@ public actor AnnouncementQueue {
             return status(of: waiting.items[index], position: index + (speaking == nil ? 0 : 1))
         }
         return finished[id].map(status(of:))
-    }
-
-    /// `status(id:)`, with a private announcement's text when `key` is the one its `submit`
-    /// returned (the poster's capability); without it the text stays empty.
-    public func status(id: String, key: String?) -> AnnouncementStatus? {
-        guard var status = status(id: id) else { return nil }
-        if let key, let held = privateAnnouncements[id], Self.sameKey(held.key, key) {
-            status.text = held.text
-        }
-        return status
-    }
-
-    /// Whether `key` is the one `submit` returned for the private announcement `id`, which the
-    /// queue still holds or remembers.
-    public func isKey(_ key: String, of id: String) -> Bool {
-        privateAnnouncements[id].map { Self.sameKey($0.key, key) } ?? false
-    }
-
-    /// Compares two keys in time that does not depend on where they differ.
-    private static func sameKey(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
-        guard x.count == y.count else { return false }
-        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
-    }
-
-    /// Makes the key of a private announcement (128 random bits in hex) and keeps its text for the key's holder.
-    private func rememberPrivate(_ announcement: Announcement) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let key = (0..<2).map { _ in
-            let part = String(generator.next() as UInt64, radix: 16)
-            return String(repeating: "0", count: 16 - part.count) + part
-        }.joined()
-        privateAnnouncements[announcement.id] = (key, announcement.utterance.text)
-        return key
     }
 
     /// Waits for the `finished` event of `id`.
@@ -761,6 +719,7 @@ public actor AnnouncementQueue {
             .finished, pending, success: reason == .completed, reason: reason, voice: voice, detail: detail)
         logger.debug(
             "announcement finished", metadata: ["announcement.id": "\(pending.id)", "announcement.reason": "\(reason)"])
+        if pending.announcement.isPrivate, finishedMemory > 0 { privateFinished.insert(pending.id) }
         remember(event)
         if let waiters = finishWaiters.removeValue(forKey: pending.id) {
             for continuation in waiters.values { continuation.resume(returning: event) }
@@ -768,16 +727,13 @@ public actor AnnouncementQueue {
     }
 
     private func remember(_ event: AnnouncementEvent) {
-        guard finishedMemory > 0 else {
-            privateAnnouncements[event.id] = nil
-            return ids.release(event.id)
-        }
+        guard finishedMemory > 0 else { return ids.release(event.id) }
         finished[event.id] = event
         finishedOrder.append(event.id)
         if finishedOrder.count > finishedMemory {
             let forgotten = finishedOrder.removeFirst()
             finished[forgotten] = nil
-            privateAnnouncements[forgotten] = nil
+            privateFinished.remove(forgotten)
             ids.release(forgotten)
         }
     }
@@ -824,7 +780,7 @@ public actor AnnouncementQueue {
         AnnouncementStatus(
             id: finished.id, text: finished.text, priority: finished.priority, state: .finished,
             success: finished.success, reason: finished.reason, output: output,
-            private: privateAnnouncements[finished.id] == nil ? nil : true)
+            private: privateFinished.contains(finished.id) ? true : nil)
     }
 
     private func position(ofWaiting id: String) -> Int? {

@@ -61,7 +61,7 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         // A private announcement's poster holds its key (docs/privacy.md): a header, as URLs end up in logs.
         let key = request.headers[.announcementKey]
-        guard let status = await outputs.status(id: id, key: key) else {
+        guard let status = await server.intake.status(id: id, key: key) else {
             throw APIError.scheduling(.unknownAnnouncement(id))
         }
         return try json(status)

@@ -88,8 +88,8 @@ struct PrivateIntakeTests {
 
         let shown = try #require(await harness.outputs.status(id: accepted.id))
         #expect(shown.text.isEmpty && shown.private == true)
-        #expect(await harness.outputs.status(id: accepted.id, key: key)?.text == "Your PIN is 4711")
-        #expect(await harness.outputs.status(id: accepted.id, key: named.key)?.text == "")
+        #expect(await harness.intake.status(id: accepted.id, key: key)?.text == "Your PIN is 4711")
+        #expect(await harness.intake.status(id: accepted.id, key: named.key)?.text == "")
         #expect(await harness.outputs.status(id: plain.id)?.text == "Welcome")
         #expect(await harness.outputs.status(id: plain.id)?.private == nil)
         await harness.tearDown()

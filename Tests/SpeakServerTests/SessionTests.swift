@@ -238,7 +238,7 @@ struct SessionTests {
         let holder = try await intake.repeatAnnouncement(id: original.id, key: key)
         let shown = try #require(holder.key)
         #expect(shown != key)
-        #expect(await book.outputs.status(id: holder.id, key: shown)?.text == "Your PIN is 4711")
+        #expect(await intake.status(id: holder.id, key: shown)?.text == "Your PIN is 4711")
         await book.shutdown()
     }
 }
