@@ -67,6 +67,9 @@ final class EngineWorker: Sendable {
     /// The last line the worker wrote to standard error (glibc's "stack smashing detected", say).
     var lastDiagnostic: String? { diagnostics.lastLine }
 
+    /// Whether the worker has a job.
+    var isRendering: Bool { state.withLock { $0.job != nil } }
+
     /// Whether the worker was ever given a job.
     var tookJob: Bool { state.withLock { $0.tookJob } }
 

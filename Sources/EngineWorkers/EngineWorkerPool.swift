@@ -119,6 +119,8 @@ public final class EngineWorkerPool: SpeechRenderer {
         var crashedInputs: [Int: EngineWorkerError] = [:]
         var crashedOrder: [Int] = []
         var stopped = false
+        /// Whether the stall watch runs: only while a worker renders, so an idle pool sets no timer.
+        var watching = false
         /// Starts (or started) the template that forks the workers.
         var template: Task<WorkerTemplate, any Error>?
         /// The template `template` started, once it is ready.
@@ -150,7 +152,6 @@ public final class EngineWorkerPool: SpeechRenderer {
             let worker = try await spawn(backoff: RestartBackoff())
             release(worker)
         }
-        Task { [weak self] in await self?.watchForStalls() }
     }
 
     /// Validates and compiles `utterance` with the daemon's engine: the workers are sent the
@@ -232,7 +233,10 @@ public final class EngineWorkerPool: SpeechRenderer {
                 job.finish(throwing: Self.stoppedError)
                 return
             case .worker(let worker):
-                if worker.start(job) { return }
+                if worker.start(job) {
+                    watchForStalls()
+                    return
+                }
             }
         }
     }
@@ -539,18 +543,46 @@ public final class EngineWorkerPool: SpeechRenderer {
             return state.waiting.removeFirst()
         }
         guard let job else { return }
-        if !worker.start(job) { dispatch(job) }
+        if worker.start(job) {
+            watchForStalls()
+        } else {
+            dispatch(job)
+        }
     }
 
-    private func watchForStalls() async {
+    /// Starts the stall watch unless it runs: a look at the rendering workers every
+    /// `stallCheckInterval` that ends once none renders, and starts again with the next job. An
+    /// idle pool has no timer, so an idle daemon is not woken for it.
+    private func watchForStalls() {
+        let start = state.withLock { state -> Bool in
+            guard !state.stopped, !state.watching else { return false }
+            state.watching = true
+            return true
+        }
+        guard start else { return }
         let limit = launch.stallLimit
-        while !state.withLock({ $0.stopped }) {
-            try? await Task.sleep(for: .milliseconds(500))
-            for worker in state.withLock({ Array($0.workers.values) }) {
-                worker.killIfStalled(limit: limit)
+        Task { [weak self] in
+            while true {
+                try? await Task.sleep(for: Self.stallCheckInterval)
+                guard let self else { return }
+                // Decided under the pool's lock: a job started after this look finds the watch
+                // ended and starts it again, one started before it is seen rendering here.
+                let workers = self.state.withLock { state -> [EngineWorker]? in
+                    let rendering = state.workers.values.filter(\.isRendering)
+                    guard !state.stopped, !rendering.isEmpty else {
+                        state.watching = false
+                        return nil
+                    }
+                    return rendering
+                }
+                guard let workers else { return }
+                for worker in workers { worker.killIfStalled(limit: limit) }
             }
         }
     }
+
+    /// How often the stall watch looks while workers render.
+    static let stallCheckInterval = Duration.milliseconds(500)
 
     /// The first 200 characters, escaped, for a log line an operator can report.
     static func excerpt(_ text: String) -> String {
