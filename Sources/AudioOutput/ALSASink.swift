@@ -47,6 +47,7 @@ public final class ALSASink: ReopenableAudioSink {
 
     public var isAvailable: Bool { core.isAvailable }
     public var lastError: AudioOutputError? { core.lastError }
+    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { core.whenUnavailable(handler) }
     public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
     public func drain() async throws { try await core.drain() }
     public func flush() async throws { try await core.flush() }

@@ -25,6 +25,8 @@ final class DeviceSink: ReopenableAudioSink {
     private let keptBytes = Atomic<Int>(-1)
     /// When the audio written so far will have been played, measured after the last write.
     private let playout = Mutex<ContinuousClock.Instant?>(nil)
+    /// Told when the sink becomes unavailable (`whenUnavailable`).
+    private let unavailableHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// A flush that took longer than this waited on a stalled device.
     static let stalledFlush = Duration.milliseconds(500)
@@ -71,6 +73,14 @@ final class DeviceSink: ReopenableAudioSink {
 
     /// The error that made the sink unavailable, if any.
     var lastError: AudioOutputError? { state.withLock { $0.lastError } }
+
+    func whenUnavailable(_ handler: @escaping @Sendable () -> Void) {
+        unavailableHandler.withLock { $0 = handler }
+    }
+
+    private func reportUnavailable() {
+        unavailableHandler.withLock { $0 }?()
+    }
 
     func write(_ chunk: PCMChunk) async throws {
         guard !chunk.samples.isEmpty else { return }
@@ -323,6 +333,7 @@ final class DeviceSink: ReopenableAudioSink {
         if let failed = change.failed {
             logger.info(
                 "audio sink failed", metadata: ["audio.error": "\(failed.message)", "audio.kind": "\(failed.kind)"])
+            reportUnavailable()
         }
         if change.recovered {
             logger.info("audio sink works again")
@@ -344,6 +355,7 @@ final class DeviceSink: ReopenableAudioSink {
         pending.resolve(.failure(error))
         // Ends any wait loop the thread is in, so only a call stuck in the device keeps it.
         thread.interrupt()
+        reportUnavailable()
     }
 }
 

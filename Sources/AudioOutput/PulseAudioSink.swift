@@ -54,6 +54,7 @@ public final class PulseAudioSink: ReopenableAudioSink {
 
     public var isAvailable: Bool { core.isAvailable }
     public var lastError: AudioOutputError? { core.lastError }
+    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { core.whenUnavailable(handler) }
     public func write(_ chunk: PCMChunk) async throws {
         // A pending release is called off; one already closing is waited for, so the write opens afresh.
         if let pending = release.withLock({ task -> Task<Void, Never>? in

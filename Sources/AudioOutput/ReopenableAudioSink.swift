@@ -17,8 +17,17 @@ public protocol ReopenableAudioSink: AudioSink {
     /// Opens the device now (closing it first if open), to probe it or to recover after a
     /// failure. Throws `AudioOutputError` when it does not open.
     func reopen() async throws
+
+    /// Calls `handler` each time the sink becomes unavailable (`isAvailable` turns false), from
+    /// whichever thread noticed, so its owner learns of a failure outside any call it made (an
+    /// idle stream's release, a call left overrunning) without asking at intervals. Replaces an
+    /// earlier handler.
+    func whenUnavailable(_ handler: @escaping @Sendable () -> Void)
 }
 
 extension ReopenableAudioSink {
     public var lastError: AudioOutputError? { nil }
+
+    /// A sink that never fails by itself (null) has nothing to report.
+    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) {}
 }

@@ -45,6 +45,7 @@ public final class WAVFileSink: ReopenableAudioSink {
 
     public var isAvailable: Bool { core.isAvailable }
     public var lastError: AudioOutputError? { core.lastError }
+    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { core.whenUnavailable(handler) }
     public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
     public func drain() async throws { try await core.drain() }
     public func flush() async throws { try await core.flush() }

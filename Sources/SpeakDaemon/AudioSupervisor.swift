@@ -20,9 +20,9 @@ import Synchronization
 /// ```
 ///
 /// - A failure moves `ready` to `failed` when the speaker reports one against the sink it was
-///   lent (a write, a drain, or the flush of a cancel), or when the sink itself says it is
-///   unavailable (checked every `sinkCheckInterval` while ready). A report against an earlier
-///   open is stale and ignored.
+///   lent (a write, a drain, or the flush of a cancel), or when the sink itself says it became
+///   unavailable (`ReopenableAudioSink.whenUnavailable`: no timer looks while all is well, so an
+///   idle daemon is not woken). A report against an earlier open is stale and ignored.
 /// - From `failed` the run loop opens again: at once after a failure while playing, then after
 ///   a backoff doubling from `initialBackoff` to `maximumBackoff` while opens keep failing.
 ///   Opening a wedged device is bounded by the sink's open time limit; a device whose earlier
@@ -121,7 +121,6 @@ public final class AudioSupervisor: Service, Sendable {
     private let clock: any Clock<Duration>
     private let initialBackoff: Duration
     private let maximumBackoff: Duration
-    private let sinkCheckInterval: Duration
     private let logger: Logger
     private let state = Mutex(State())
 
@@ -133,12 +132,10 @@ public final class AudioSupervisor: Service, Sendable {
     ///   - maximumBackoff: the longest wait between opens. Short, because speech must resume soon
     ///     after the sound server answers again; a failing open costs little (refused at once,
     ///     or failing fast while an earlier call is still blocked).
-    ///   - sinkCheckInterval: how often a ready sink is asked whether it still works.
     ///   - logger: where audio failures and recoveries are logged.
     public init(
         spec: String, makeSink: @escaping MakeSink, clock: any Clock<Duration> = ContinuousClock(),
         initialBackoff: Duration = .milliseconds(50), maximumBackoff: Duration = .milliseconds(500),
-        sinkCheckInterval: Duration = .milliseconds(500),
         logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.spec = spec
@@ -146,7 +143,6 @@ public final class AudioSupervisor: Service, Sendable {
         self.clock = clock
         self.initialBackoff = initialBackoff
         self.maximumBackoff = maximumBackoff
-        self.sinkCheckInterval = sinkCheckInterval
         self.logger = logger
     }
 
@@ -195,6 +191,7 @@ public final class AudioSupervisor: Service, Sendable {
                 sink = existing
             } else {
                 sink = try await makeSink()
+                sink.whenUnavailable { [weak self] in self?.sinkBecameUnavailable() }
                 state.withLock { $0.sink = sink }
             }
             try await sink.reopen()
@@ -236,6 +233,11 @@ public final class AudioSupervisor: Service, Sendable {
     /// loop reopens. Ignored when the sink has been reopened since it was lent.
     public func reportFailure(_ error: any Error, on lease: Lease) {
         fail(generation: lease.generation, detail: Self.describe(error))
+    }
+
+    /// The sink says it failed by itself: the open it belongs to fails, as if reported.
+    private func sinkBecameUnavailable() {
+        if let current = lease() { checkSink(of: current) }
     }
 
     /// Reports the sink's own failure, if it has one, after an announcement ended however it
@@ -301,8 +303,8 @@ public final class AudioSupervisor: Service, Sendable {
                 if Task.isCancelled { return }
                 await connect()
             case .ready:
-                await pause(for: sinkCheckInterval)
-                if let current = lease(), !Task.isCancelled { checkSink(of: current) }
+                // Until a failure is reported, by the speaker or by the sink itself.
+                await pause(for: nil)
             case .opening:
                 // Someone else's `connect()` is under way; it wakes the loop when done.
                 await pause(for: nil)

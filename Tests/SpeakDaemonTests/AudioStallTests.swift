@@ -43,6 +43,7 @@ final class HookedSink: ReopenableAudioSink {
     var format: AudioFormat { inner.format }
     var isAvailable: Bool { inner.isAvailable }
     var lastError: AudioOutputError? { inner.lastError }
+    func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { inner.whenUnavailable(handler) }
 
     func write(_ chunk: PCMChunk) async throws {
         await fire(.write)
