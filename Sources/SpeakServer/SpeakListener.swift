@@ -4,6 +4,8 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOPosix
 import ServiceLifecycle
 import SpeakAPI
 import Synchronization
@@ -69,21 +71,45 @@ public final class SpeakListener: Service, Sendable {
             // busy the listener stops accepting, so further connections wait in the kernel's
             // backlog rather than taking descriptors the daemon needs.
             let registry = ConnectionRegistry()
-            let configuration = ApplicationConfiguration(
+            let configuration = ServerConfiguration(
                 address: bind, serverName: "speakd",
                 availableConnectionsDelegate: EvictingConnectionLimit(
                     maxConnections: limits.maxConnections, registry: registry))
             let limits = limits
             let logger = logger
-            let app = Application(
-                responder: responder,
-                server: HTTPServerBuilder { responder in
-                    GuardedHTTP1Channel(responder: responder, limits: limits, registry: registry, logger: logger)
+            let responder = responder
+            // The server alone, not Hummingbird's `Application`: it also runs a task that formats
+            // the `Date` header every second, which woke an idle daemon once a second per
+            // listener. `HTTPDate` formats it when a response is written, once per second at most.
+            let date = HTTPDate()
+            let server = try HTTPServerBuilder { responder in
+                GuardedHTTP1Channel(responder: responder, limits: limits, registry: registry, logger: logger)
+            }
+            .buildServer(
+                configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                responder: { request, writer, channel in
+                    let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
+                    var response: Response
+                    do {
+                        response = try await responder.respond(to: request, context: context)
+                    } catch let error as HTTPParserError {
+                        throw error
+                    } catch {
+                        logger.debug("unrecognised error", metadata: ["speakd.error": "\(error)"])
+                        response = Response(status: .internalServerError, body: .init())
+                    }
+                    response.headers[.date] = date.now
+                    response.headers[.server] = "speakd"
+                    do {
+                        try await writer.write(response: response.head, body: response.body)
+                    } catch is HTTPParserError {
+                        // Rethrown, the parse error would make the channel write a second
+                        // response (its 400); any other error only ends the connection.
+                        throw ResponseCutShort()
+                    }
                 },
-                configuration: configuration,
-                onServerRunning: { [self] channel in self.listening(on: channel) },
-                logger: logger)
-            try await app.run()
+                onServerRunning: { [self] channel in self.listening(on: channel) })
+            try await server.run()
         } catch {
             // Before it listened (a port in use), say where; NIO's error names only the call.
             let neverListened = state.withLock { $0.bound == nil }
@@ -189,6 +215,10 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible {
         self.description = description
     }
 }
+
+/// A request's body turned out malformed while its response was being written: the connection
+/// ends, since a response has begun.
+struct ResponseCutShort: Error {}
 
 /// Waiting for a listener that has already stopped.
 struct ListenerStopped: Error, CustomStringConvertible {

@@ -54,6 +54,10 @@ struct ListenerTests {
                 "POST", "/v1/announcements", json: AnnouncementRequest(utterance: Utterance("over TCP"), priority: .low)
             )
             #expect(response.status == 202)
+            // Every answer names the server and carries RFC 9110's date (`Sun, 06 Nov 1994 08:49:37 GMT`).
+            #expect(response.header("Server") == "speakd")
+            let date = try #require(response.header("Date"))
+            #expect(date.count == 29 && date.hasSuffix(" GMT") && date.dropFirst(3).hasPrefix(", "), "\(date)")
             let accepted = try response.decode(AnnouncementAccepted.self)
             let status = try await client.send("GET", "/v1/announcements/\(accepted.id)")
             #expect(try status.decode(AnnouncementStatus.self).text == "over TCP")
