@@ -298,6 +298,15 @@ let package = Package(
             linkerSettings: sharedEspeak
         ),
 
+        // An idle speakd with two workers on a private PulseAudio null sink: PSS by process and by
+        // mapping, and wake-ups per second of every thread of the daemon and its workers.
+        .executableTarget(
+            name: "speakd-idle-bench",
+            dependencies: ["SpeakTestSupport"],
+            path: "Benchmarks/IdleBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
         // Three speakd kiosks and a private mosquitto: publish → first sample at each sink, and
         // 1,000 announcements fanned out (build with scripts/build-release).
         .executableTarget(
