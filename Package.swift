@@ -1,17 +1,40 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-/// One list of Swift settings for every target.
+/// One list of Swift settings for every target. Release builds of the package's own modules are
+/// optimised for size, each function in a section of its own, so that `lean(ordering:)` can place
+/// what the daemon and the worker run until idle together (scripts/build-release does the same for
+/// the dependencies too).
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny")
+    .enableUpcomingFeature("ExistentialAny"),
+    .unsafeFlags(["-Osize", "-Xfrontend", "-function-sections"], .when(platforms: [.linux], configuration: .release)),
 ]
 
 // libespeak-ng as a shared library, for everything that runs espeak-ng in its own process or
 // lists its voices (the daemon, `speak`, benchmarks, tests). CEspeakNG's module map links nothing
 // itself: the engine worker links Debian's static archive instead (see speakd-engine-worker).
 let sharedEspeak: [LinkerSetting] = [.linkedLibrary("espeak-ng")]
-// Link tuning (lld, packed relative relocations, identical code folding, each program's symbol
-// order list) is not here: scripts/build-release passes it to the release link of each product.
+
+// The daemon and the engine worker, linked for a small resident size in every release build
+// (`swift build -c release` too, not only scripts/build-release, which passes the same flags to
+// every product): lld packs their relative relocations (RELR: the loader no longer reads and
+// keeps about 0.85 MB of them at every start) and folds identical functions, and the functions
+// `product` runs from its start to idle are placed first, in the order they first run
+// (scripts/order-file/make lists them). Release builds on Linux only; the toolchain ships lld.
+func lean(ordering product: String) -> [LinkerSetting] {
+    let order = String(#filePath.dropLast("Package.swift".count)) + "scripts/order-file/\(product).order"
+    return [
+        .unsafeFlags(
+            [
+                "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--icf=all",
+                "-Xlinker", "--symbol-ordering-file=\(order)", "-Xlinker", "--no-warn-symbol-ordering",
+            ],
+            .when(platforms: [.linux], configuration: .release))
+    ]
+}
+// scripts/build-release passes the same link tuning to every product it builds, with the order
+// list's staleness check, and -Osize and function sections to the dependencies as well: a plain
+// `swift build -c release` cannot reach them, and its dependencies' code stays spread out.
 
 let package = Package(
     name: "speakd",
@@ -135,7 +158,7 @@ let package = Package(
             // 0.5 MB of relocated data per worker); its audio calls land in CNoAudioDevice.
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "-l:libespeak-ng.a", "-Xlinker", "-l:libsonic.so.0"])
-            ]
+            ] + lean(ordering: "speakd-engine-worker")
         ),
         // Sinks: PulseAudio, ALSA, WAV file, null; chimes and loudness.
         .target(
@@ -272,7 +295,8 @@ let package = Package(
             linkerSettings: sharedEspeak
         ),
         .executableTarget(
-            name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings),
+            name: "speakd", dependencies: ["PosixSupport", "SpeakDaemon"], swiftSettings: swiftSettings,
+            linkerSettings: lean(ordering: "speakd")),
         // The built speakd against a private PulseAudio server: request → sound, sound → finished,
         // cancel → silence; with --ssip against speech-dispatcher, with --piper against
         // piper.http_server (build with scripts/build-release).
