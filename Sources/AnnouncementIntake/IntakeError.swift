@@ -43,7 +43,9 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
         .invalid(.notFound(field: field, message))
     }
 
-    /// The queue's refusal: full, shutting down, or a value it rejects (`output`, `expiresAfter`).
+    /// The queue's refusal: full, shutting down, an announcement it does not know (404) or that
+    /// is not speaking or paused (409), or a value it rejects (`output`, `expiresAfter`). The one
+    /// mapping of the queue's errors: every front maps the `IntakeError` it makes.
     static func scheduling(_ error: AnnouncementQueueError) -> IntakeError {
         if error.isQueueFull {
             return IntakeError(.queueFull, ErrorResponse(code: ErrorResponse.Code.queueFull, message: error.message))
@@ -51,6 +53,15 @@ public struct IntakeError: Error, Sendable, Hashable, CustomStringConvertible {
         if error.isShuttingDown {
             return IntakeError(
                 .shuttingDown, ErrorResponse(code: ErrorResponse.Code.shuttingDown, message: error.message))
+        }
+        if error.isUnknownAnnouncement {
+            return .unknown(field: "id", code: ErrorResponse.Code.unknownAnnouncement, error.message)
+        }
+        if error.isNotSpeaking {
+            return .conflict(field: error.field, code: ErrorResponse.Code.notSpeaking, error.message)
+        }
+        if error.isNotPaused {
+            return .conflict(field: error.field, code: ErrorResponse.Code.notPaused, error.message)
         }
         return IntakeError(
             .invalid(kind: "invalidValue"),

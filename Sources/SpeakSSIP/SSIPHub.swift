@@ -116,7 +116,7 @@ actor SSIPHub {
         for (other, message) in messages
         where other != id && SSIPMapping.stops(priority, speaking: message.priority) {
             let state = await outputs.status(id: other)?.state
-            if state == .speaking || state == .paused { _ = try? await outputs.cancel(id: other) }
+            if state == .speaking || state == .paused { _ = try? await intake.cancel(id: other) }
         }
     }
 

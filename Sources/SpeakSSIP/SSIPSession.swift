@@ -432,18 +432,18 @@ final class SSIPSession {
             guard number > 0 else { return .idDoesNotExist }
             target = number
         }
-        let outputs = intake.outputs
+        // Each through the intake, as HTTP's are; a message that ended meanwhile is not an error here.
         for id in await hub.announcements(of: target) {
-            let state = await outputs.status(id: id)?.state
+            let state = await intake.status(id: id)?.state
             switch command {
             case "cancel":
-                _ = try? await outputs.cancel(id: id)
+                _ = try? await intake.cancel(id: id)
             case "stop" where state == .speaking || state == .paused:
-                _ = try? await outputs.cancel(id: id)
+                _ = try? await intake.cancel(id: id)
             case "pause" where state == .speaking:
-                _ = try? await outputs.queue(holding: id)?.pause(id: id)
+                _ = try? await intake.pause(id: id, output: nil, atWordEnd: false)
             case "resume" where state == .paused:
-                _ = try? await outputs.queue(holding: id)?.resume(id: id)
+                _ = try? await intake.resume(id: id, output: nil)
             default:
                 break
             }

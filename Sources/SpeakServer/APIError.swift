@@ -84,31 +84,6 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         APIError(status: .unprocessableContent, code: error.kind, message: error.message, field: error.field)
     }
 
-    /// The mapping of the queue's refusals: 429 full, 422 a value it rejects, 404 an unknown id,
-    /// 409 a pause or resume that does not fit the announcement's state, 503 shutting down.
-    static func scheduling(_ error: AnnouncementQueueError) -> APIError {
-        if error.isQueueFull {
-            return APIError(status: .tooManyRequests, code: ErrorResponse.Code.queueFull, message: error.message)
-        }
-        if error.isInvalidValue {
-            return APIError(
-                status: .unprocessableContent, code: "invalidValue", message: error.message, field: error.field)
-        }
-        if error.isUnknownAnnouncement {
-            return APIError(
-                status: .notFound, code: ErrorResponse.Code.unknownAnnouncement, message: error.message, field: "id")
-        }
-        if error.isNotSpeaking {
-            return APIError(
-                status: .conflict, code: ErrorResponse.Code.notSpeaking, message: error.message, field: error.field)
-        }
-        if error.isNotPaused {
-            return APIError(
-                status: .conflict, code: ErrorResponse.Code.notPaused, message: error.message, field: error.field)
-        }
-        return APIError(status: .serviceUnavailable, code: ErrorResponse.Code.shuttingDown, message: error.message)
-    }
-
     /// The intake's refusal in HTTP: 400 a body that is not strict JSON or not an object, 413
     /// over a limit, 429 the queue full, 503 audio unavailable or shutting down, else 422.
     init(_ error: IntakeError) {

@@ -40,10 +40,11 @@ struct SpeakRoutes: Sendable {
             throw APIError(error)
         }
         if wait {
-            guard let finished = await outputs.finished(id: accepted.id) else {
-                throw APIError.scheduling(.unknownAnnouncement(accepted.id))
+            do {
+                return try json(try await server.intake.finished(id: accepted.id), status: .ok)
+            } catch let error as IntakeError {
+                throw APIError(error)
             }
-            return try json(finished, status: .ok)
         }
         var response = try json(accepted, status: .accepted)
         response.headers[.location] = "/v1/announcements/\(accepted.id)"
@@ -61,19 +62,20 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         // A private announcement's poster holds its key (docs/privacy.md): a header, as URLs end up in logs.
         let key = request.headers[.announcementKey]
-        guard let status = await server.intake.status(id: id, key: key) else {
-            throw APIError.scheduling(.unknownAnnouncement(id))
+        do {
+            return try json(try await server.intake.requireStatus(id: id, key: key))
+        } catch let error as IntakeError {
+            throw APIError(error)
         }
-        return try json(status)
     }
 
     @Sendable func cancel(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = try context.parameters.require("id")
         let cancelled: Bool
         do {
-            cancelled = try await outputs.cancel(id: id)
+            cancelled = try await server.intake.cancel(id: id)
         } catch {
-            throw APIError.scheduling(error)
+            throw APIError(error)
         }
         return try json(CancelResult(cancelled: cancelled ? 1 : 0))
     }
@@ -94,11 +96,11 @@ struct SpeakRoutes: Sendable {
         let status: AnnouncementStatus
         // An id is paused in whichever output's queue holds it; without one, `?output=`'s speaking
         // one, or the default output's.
-        let queue = try await queue(holding: id, output: request.uri.queryParameters["output"].map(String.init))
         do {
-            status = try await queue.pause(id: id, atWordEnd: atWordEnd)
+            status = try await server.intake.pause(
+                id: id, output: request.uri.queryParameters["output"].map(String.init), atWordEnd: atWordEnd)
         } catch {
-            throw APIError.scheduling(error)
+            throw APIError(error)
         }
         return try json(status)
     }
@@ -107,11 +109,11 @@ struct SpeakRoutes: Sendable {
     @Sendable func resume(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let id = context.parameters.get("id")
         let status: AnnouncementStatus
-        let queue = try await queue(holding: id, output: request.uri.queryParameters["output"].map(String.init))
         do {
-            status = try await queue.resume(id: id)
+            status = try await server.intake.resume(
+                id: id, output: request.uri.queryParameters["output"].map(String.init))
         } catch {
-            throw APIError.scheduling(error)
+            throw APIError(error)
         }
         return try json(status)
     }
@@ -120,9 +122,9 @@ struct SpeakRoutes: Sendable {
         let output = request.uri.queryParameters["output"].map(String.init)
         let cancelled: Int
         do {
-            cancelled = try await outputs.cancelAll(output: output)
+            cancelled = try await server.intake.cancelAll(output: output)
         } catch {
-            throw APIError.scheduling(error)
+            throw APIError(error)
         }
         return try json(CancelResult(cancelled: cancelled))
     }
@@ -363,28 +365,14 @@ struct SpeakRoutes: Sendable {
 
     // MARK: Helpers
 
-    /// The queue holding `id`; without an id, the queue of the output named `output` (422 when
-    /// there is none), or the default output's. An id no queue knows goes to the default
-    /// output's, which answers 404.
-    private func queue(holding id: String?, output: String? = nil) async throws -> AnnouncementQueue {
-        if let id { return await outputs.queue(holding: id) ?? queue }
-        guard let output else { return queue }
-        return try namedQueue(output)
-    }
-
-    /// The queue of the output called `output`; 422 naming `output` when there is none.
-    private func namedQueue(_ output: String) throws(APIError) -> AnnouncementQueue {
-        do {
-            return try outputs.queue(requiring: output)
-        } catch {
-            throw APIError.scheduling(error)
-        }
-    }
-
     /// `?output=NAME` of a read, checked: nil without one, 422 naming `output` for an unknown name.
     private func outputQuery(_ request: Request) throws(APIError) -> String? {
         guard let output = request.uri.queryParameters["output"].map(String.init) else { return nil }
-        _ = try namedQueue(output)
+        do {
+            try server.intake.checkOutput(output)
+        } catch {
+            throw APIError(error)
+        }
         return output
     }
 

@@ -1,0 +1,83 @@
+import AnnouncementQueue
+import SpeakAPI
+
+/// Cancel, pause and resume through the same door as announcements: each front calls these and
+/// maps the one `IntakeError` to its protocol, as it does for a refused announcement.
+extension AnnouncementIntake {
+    /// Cancels `id` in whichever output's queue holds it.
+    /// - Returns: whether it was waiting or speaking (false: it had finished already).
+    /// - Throws: `IntakeError` 404 naming `id` when no queue knows it.
+    public func cancel(id: String) async throws(IntakeError) -> Bool {
+        do {
+            return try await outputs.cancel(id: id)
+        } catch {
+            throw .scheduling(error)
+        }
+    }
+
+    /// Cancels everything waiting or speaking, on one output or (nil) on all.
+    /// - Returns: how many were cancelled.
+    /// - Throws: `IntakeError` 422 naming `output` for an unknown output.
+    public func cancelAll(output: String?) async throws(IntakeError) -> Int {
+        do {
+            return try await outputs.cancelAll(output: output)
+        } catch {
+            throw .scheduling(error)
+        }
+    }
+
+    /// Pauses announcement `id` (in whichever queue holds it), or else the speaking one of
+    /// `output` (nil: `default`), at once or at the end of the current word.
+    /// - Throws: `IntakeError` naming `id` or `output` (404 unknown, 409 not speaking, 422 unknown output).
+    public func pause(id: String?, output: String?, atWordEnd: Bool) async throws(IntakeError) -> AnnouncementStatus {
+        do {
+            return try await queue(holding: id, output: output).pause(id: id, atWordEnd: atWordEnd)
+        } catch {
+            throw .scheduling(error)
+        }
+    }
+
+    /// Resumes paused announcement `id`, or else the paused speaking one of `output`.
+    /// - Throws: `IntakeError` naming `id` or `output` (404 unknown, 409 not paused, 422 unknown output).
+    public func resume(id: String?, output: String?) async throws(IntakeError) -> AnnouncementStatus {
+        do {
+            return try await queue(holding: id, output: output).resume(id: id)
+        } catch {
+            throw .scheduling(error)
+        }
+    }
+
+    /// Announcement `id` as `status(id:key:)` shows it, or 404 naming `id` when no output knows it.
+    public func requireStatus(id: String, key: String? = nil) async throws(IntakeError) -> AnnouncementStatus {
+        guard let status = await status(id: id, key: key) else {
+            throw .scheduling(.unknownAnnouncement(id))
+        }
+        return status
+    }
+
+    /// The `finished` event of `id`, once it has one (`?wait=true`); 404 naming `id` when no
+    /// output knows it.
+    public func finished(id: String) async throws(IntakeError) -> AnnouncementEvent {
+        guard let event = await outputs.finished(id: id) else { throw .scheduling(.unknownAnnouncement(id)) }
+        return event
+    }
+
+    /// Checks that an output called `name` exists: 422 naming `output` when none does.
+    public func checkOutput(_ name: String) throws(IntakeError) {
+        do {
+            _ = try outputs.queue(requiring: name)
+        } catch {
+            throw .scheduling(error)
+        }
+    }
+
+    /// The queue holding `id` (the default output's when none does: it answers that it does not
+    /// know it), else `output`'s, else the default output's.
+    private func queue(holding id: String?, output: String?) async throws(AnnouncementQueueError)
+        -> AnnouncementQueue
+    {
+        let name = output ?? AnnouncementOutputs.defaultName
+        if let id, let holding = await outputs.queue(holding: id) { return holding }
+        return try outputs.queue(requiring: id == nil ? name : AnnouncementOutputs.defaultName)
+    }
+}
