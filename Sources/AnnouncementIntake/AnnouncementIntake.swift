@@ -83,13 +83,10 @@ public struct AnnouncementIntake: Sendable {
         adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in },
         yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        do {
+        try await countingRefusal { () async throws(IntakeError) in
             var request = try decode(body)
             try await adjust(&request)
             return try await submitPersonalized(request, yieldsPlace: yieldsPlace)
-        } catch {
-            counters.refused(error.refusalReason)
-            throw error
         }
     }
 
@@ -100,13 +97,22 @@ public struct AnnouncementIntake: Sendable {
     public func accept(
         _ request: AnnouncementRequest, yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        do throws(IntakeError) {
+        try await countingRefusal { () async throws(IntakeError) in
             do throws(SpeechInputError) {
                 try request.utterance.validate(limits: limits.utterance)
             } catch {
                 throw IntakeError.invalid(error)
             }
             return try await submitPersonalized(request, yieldsPlace: yieldsPlace)
+        }
+    }
+
+    /// `body`'s result, its refusal counted for `/metrics`.
+    private func countingRefusal<Result>(
+        _ body: () async throws(IntakeError) -> Result
+    ) async throws(IntakeError) -> Result {
+        do {
+            return try await body()
         } catch {
             counters.refused(error.refusalReason)
             throw error

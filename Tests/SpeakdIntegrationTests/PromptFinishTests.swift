@@ -29,14 +29,25 @@ extension SpeakdIntegration {
             var description: String { String(format: "%.1f–%.1f ms", atLeast * 1000, atMost * 1000) }
         }
 
-        /// Frames of the recording since `fromFrame`, and the index of the last audible frame among all.
-        static func lastAudibleFrame(_ speakd: AudibleDaemon, from fromFrame: Int) -> Int? {
+        /// The index of the first or the last audible frame of the recording since `fromFrame`.
+        static func audibleFrame(_ speakd: AudibleDaemon, from fromFrame: Int, last: Bool) -> Int? {
             let channels = speakd.recorder.channels
             let samples = speakd.recorder.samplesSoFar()
-            guard fromFrame * channels < samples.count,
-                let last = samples[(fromFrame * channels)...].lastIndex(where: { abs(Int($0)) > audible })
-            else { return nil }
-            return last / channels
+            guard fromFrame * channels < samples.count else { return nil }
+            let recorded = samples[(fromFrame * channels)...]
+            let isAudible = { (sample: Int16) in abs(Int(sample)) > audible }
+            return (last ? recorded.lastIndex(where: isAudible) : recorded.firstIndex(where: isAudible))
+                .map { $0 / channels }
+        }
+
+        /// The last audible frame of the recording since `fromFrame`.
+        static func lastAudibleFrame(_ speakd: AudibleDaemon, from fromFrame: Int) -> Int? {
+            audibleFrame(speakd, from: fromFrame, last: true)
+        }
+
+        /// The first audible frame of the recording since `fromFrame`.
+        static func firstAudibleFrame(_ speakd: AudibleDaemon, from fromFrame: Int) -> Int? {
+            audibleFrame(speakd, from: fromFrame, last: false)
         }
 
         static func delay(from frame: Int, to instant: ContinuousClock.Instant, _ speakd: AudibleDaemon) throws -> Delay
@@ -100,16 +111,6 @@ extension SpeakdIntegration {
             #expect(typical <= Self.goal, "median last audible sample → finished at least \(typical * 1000) ms")
             // The engine's ~0.3 s of silence at the end is no longer waited for.
             #expect(delays.allSatisfy { $0.atLeast < 0.15 })
-        }
-
-        /// The first audible frame of the recording since `fromFrame`.
-        static func firstAudibleFrame(_ speakd: AudibleDaemon, from fromFrame: Int) -> Int? {
-            let channels = speakd.recorder.channels
-            let samples = speakd.recorder.samplesSoFar()
-            guard fromFrame * channels < samples.count,
-                let first = samples[(fromFrame * channels)...].firstIndex(where: { abs(Int($0)) > audible })
-            else { return nil }
-            return first / channels
         }
 
         /// `started` means heard, as a "speaking" indicator and a browser's `onstart` take it: it
