@@ -15,5 +15,38 @@ public protocol NullSinkServer: Sendable {
     var clientProcessEnvironment: [String: String] { get }
 }
 
+extension NullSinkServer {
+    /// True when `pactl info` gets an answer from the server.
+    public func answers() async -> Bool {
+        (try? await run("/usr/bin/pactl", ["info"], timeout: .seconds(2))) == 0
+    }
+
+    /// Runs a PulseAudio client program against this server and returns its exit status, or
+    /// nil when it did not finish within `timeout` (it is killed). Output goes to `client.log`
+    /// in the server's directory.
+    public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(10)) async throws
+        -> Int32?
+    {
+        let process = try ChildProcess(
+            executable, arguments, environment: clientProcessEnvironment,
+            output: directory.appendingPathComponent("client.log").path)
+        if let status = await process.wait(timeout: timeout) { return status }
+        await process.terminate(grace: .zero)
+        return nil
+    }
+
+    /// Runs a PulseAudio client program against this server and returns what it printed.
+    public func output(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(10)) async throws
+        -> String
+    {
+        let file = directory.appendingPathComponent("output-\(UUID().uuidString.prefix(8)).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = try ChildProcess(
+            executable, arguments, environment: clientProcessEnvironment, output: file.path)
+        if await process.wait(timeout: timeout) == nil { await process.terminate(grace: .zero) }
+        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    }
+}
+
 extension PulseAudioServer: NullSinkServer {}
 extension PipeWireServer: NullSinkServer {}

@@ -179,36 +179,6 @@ public final class PipeWireServer: Sendable {
         }
     }
 
-    /// True when `pactl info` gets an answer from pipewire-pulse.
-    public func answers() async -> Bool {
-        (try? await run("/usr/bin/pactl", ["info"], timeout: .seconds(2))) == 0
-    }
-
-    /// Runs a PulseAudio client program against this instance and returns its exit status, or nil
-    /// when it did not finish within `timeout` (it is killed). Output goes to `client.log`.
-    public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(10)) async throws
-        -> Int32?
-    {
-        let process = try ChildProcess(
-            executable, arguments, environment: clientProcessEnvironment,
-            output: directory.appendingPathComponent("client.log").path)
-        if let status = await process.wait(timeout: timeout) { return status }
-        await process.terminate(grace: .zero)
-        return nil
-    }
-
-    /// Runs a PulseAudio client program against this instance and returns what it printed.
-    public func output(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(10)) async throws
-        -> String
-    {
-        let file = directory.appendingPathComponent("output-\(UUID().uuidString.prefix(8)).txt")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let process = try ChildProcess(
-            executable, arguments, environment: clientProcessEnvironment, output: file.path)
-        if await process.wait(timeout: timeout) == nil { await process.terminate(grace: .zero) }
-        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-    }
-
     /// Loads a null sink `name` at the instance's rate and channels (`pactl load-module module-null-sink`).
     public func loadSink(_ name: String) async throws {
         let arguments = [

@@ -128,25 +128,6 @@ public final class PulseAudioServer: Sendable {
         self.pid = process.pid
     }
 
-    /// True when `pactl info` gets an answer from the server.
-    public func answers() async -> Bool {
-        (try? await run("/usr/bin/pactl", ["info"], timeout: .seconds(2))) == 0
-    }
-
-    /// Runs a PulseAudio client program against this server and returns its exit status, or
-    /// nil when it did not finish within `timeout` (it is killed). Output goes to `client.log`
-    /// in the server's directory.
-    public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(10)) async throws
-        -> Int32?
-    {
-        let process = try ChildProcess(
-            executable, arguments, environment: clientProcessEnvironment,
-            output: directory.appendingPathComponent("client.log").path)
-        if let status = await process.wait(timeout: timeout) { return status }
-        await process.terminate(grace: .zero)
-        return nil
-    }
-
     /// Unloads the null sink `name` (`pactl unload-module`), as when a headset is unplugged:
     /// the server ends or moves the streams playing on it.
     public func unloadSink(_ name: String) async throws {
