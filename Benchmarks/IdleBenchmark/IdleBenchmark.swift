@@ -8,8 +8,9 @@ import SpeakTestSupport
 ///
 /// - idle memory: the PSS of the daemon, its worker template and each worker
 ///   (`/proc/PID/smaps_rollup`), their sum, the sum by mapping (`/proc/PID/smaps`: the
-///   daemon's binary, each library, heap, stacks), largest first, and, run as root, the physical
-///   pages of the tree counted once: its PSS on a machine where nothing else maps its libraries;
+///   daemon's binary, each library, heap, stacks), largest first, and, run as root, the same
+///   PSS counted from the physical pages as if the sound server were the only other process, and
+///   as if nothing else ran (`ownPages`);
 /// - idle wake-ups: the context switches, voluntary and involuntary, of every thread of the daemon
 ///   and of its descendants over `--seconds` (default 10), from `/proc/PID/task/TID/status`,
 ///   printed as wake-ups per second (DESIGN's limit: 1) with the threads that woke.
@@ -45,7 +46,7 @@ struct IdleBenchmark {
         let server = try await PulseAudioServer.start(sinkName: "idle_bench")
         var wakeRates: [Double] = []
         var sums: [Int] = []
-        var alones: [Int] = []
+        var quiet: [Int] = []
         for run in 1...runs {
             let daemon = try await SpeakdProcess.start(
                 executable: speakd, audio: "pulse", arguments: ["--engine-workers", "\(workers)"],
@@ -60,11 +61,11 @@ struct IdleBenchmark {
                 line += " \(Self.comm(pid))=\(Self.mib(pss))"
             }
             print("run \(run): \(processes.count) processes, PSS \(sum) KiB (\(Self.mib(sum)) MiB):\(line)")
-            if let alone = Self.distinctPages(processes) {
+            if let own = Self.ownPages(processes, others: [server.pid]) {
                 print(
-                    "run \(run): the tree's own pages (its PSS with nothing else running) \(alone) KiB"
-                        + " (\(Self.mib(alone)) MiB)")
-                alones.append(alone)
+                    "run \(run): PSS beside the sound server alone \(own.beside) KiB (\(Self.mib(own.beside)) MiB);"
+                        + " with nothing else running \(own.alone) KiB (\(Self.mib(own.alone)) MiB)")
+                quiet.append(own.beside)
             }
             var byMapping: [String: Int] = [:]
             for pid in processes {
@@ -89,7 +90,9 @@ struct IdleBenchmark {
             _ = await daemon.stop()
         }
         if runs > 1 {
-            let alone = alones.isEmpty ? "" : ", own pages \(Self.mib(alones.min()!))–\(Self.mib(alones.max()!)) MiB"
+            let alone =
+                quiet.isEmpty
+                ? "" : ", beside the sound server alone \(Self.mib(quiet.min()!))–\(Self.mib(quiet.max()!)) MiB"
             print(
                 "\(runs) runs: PSS \(Self.mib(sums.min()!))–\(Self.mib(sums.max()!)) MiB\(alone), wake-ups "
                     + String(format: "%.2f–%.2f per second", wakeRates.min()!, wakeRates.max()!))
@@ -97,48 +100,69 @@ struct IdleBenchmark {
         await server.stop()
     }
 
-    /// The physical pages `processes` map, each counted once, in KiB: what their PSS sums to when
-    /// nothing else maps the same libraries. PSS splits a shared page among every process that
-    /// maps it, so the sum read beside other Swift programs (a build, a test run, this benchmark)
-    /// is lower, by up to several MiB; this figure is not. Needs page frame numbers from
-    /// `/proc/PID/pagemap`, which only root reads; nil otherwise.
-    static func distinctPages(_ processes: [pid_t]) -> Int? {
-        var frames = Set<UInt64>()
+    /// PSS without the noise of other processes, in KiB, from the physical pages of
+    /// `/proc/PID/pagemap` (which only root reads; nil otherwise).
+    ///
+    /// PSS splits a shared page among every process that maps it, so a sum read beside other Swift
+    /// programs (a build, a test run, this benchmark) is lower by up to several MiB. `alone` counts
+    /// each page of the tree once: its PSS if nothing else ran. `beside` splits each page only with
+    /// the `others` that map it too (the sound server): the PSS a quiet kiosk would read.
+    static func ownPages(_ processes: [pid_t], others: [pid_t]) -> (alone: Int, beside: Int)? {
+        var mappers: [UInt64: Int] = [:]
         for pid in processes {
-            guard let maps = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8),
-                let pagemap = FileHandle(forReadingAtPath: "/proc/\(pid)/pagemap")
-            else { continue }
-            defer { try? pagemap.close() }
-            for line in maps.split(separator: "\n") where !line.hasSuffix("[vsyscall]") {
-                let range = line.prefix { $0 != " " }.split(separator: "-").compactMap { UInt64($0, radix: 16) }
-                guard range.count == 2 else { continue }
-                let pages = Int((range[1] - range[0]) / 4096)
-                guard (try? pagemap.seek(toOffset: range[0] / 4096 * 8)) != nil,
-                    let data = try? pagemap.read(upToCount: pages * 8), data.count == pages * 8
-                else { continue }
-                data.withUnsafeBytes { bytes in
-                    for index in 0..<pages {
-                        let entry = bytes.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self)
-                        // Present, with its frame number (bits 0-54); 0 when the reader is not root.
-                        let frame = entry & (1 << 55 - 1)
-                        if entry >> 63 == 1, frame != 0 { frames.insert(frame) }
-                    }
+            for frame in frames(pid) { mappers[frame, default: 0] += 1 }
+        }
+        guard !mappers.isEmpty else { return nil }
+        var shared: [UInt64: Int] = [:]
+        for pid in others {
+            for frame in Set(frames(pid)) where mappers[frame] != nil { shared[frame, default: 0] += 1 }
+        }
+        let beside = mappers.reduce(0.0) { sum, page in
+            sum + 4 * Double(page.value) / Double(page.value + shared[page.key, default: 0])
+        }
+        return (mappers.count * 4, Int(beside.rounded()))
+    }
+
+    /// The frame numbers of every present page `pid` maps, one entry per mapping of a page.
+    static func frames(_ pid: pid_t) -> [UInt64] {
+        let pagemap = open("/proc/\(pid)/pagemap", O_RDONLY)
+        guard pagemap >= 0, let maps = Self.procFile("/proc/\(pid)/maps") else {
+            if pagemap >= 0 { close(pagemap) }
+            return []
+        }
+        defer { close(pagemap) }
+        var frames: [UInt64] = []
+        var entries = [UInt64](repeating: 0, count: 4096)
+        for line in maps.split(separator: "\n") where !line.hasSuffix("[vsyscall]") {
+            let range = line.prefix { $0 != " " }.split(separator: "-").compactMap { UInt64($0, radix: 16) }
+            guard range.count == 2 else { continue }
+            // In pieces of at most 4,096 pages; a read may return fewer.
+            var page = range[0] / 4096
+            while page < range[1] / 4096 {
+                let count = Int(min(range[1] / 4096 - page, UInt64(entries.count)))
+                let read = entries.withUnsafeMutableBytes { pread(pagemap, $0.baseAddress, count * 8, off_t(page * 8)) }
+                guard read >= 8 else { break }
+                for entry in entries.prefix(read / 8) {
+                    // Present, with its frame number (bits 0-54); 0 when the reader is not root.
+                    let frame = entry & (1 << 55 - 1)
+                    if entry >> 63 == 1, frame != 0 { frames.append(frame) }
                 }
+                page += UInt64(read / 8)
             }
         }
-        return frames.isEmpty ? nil : frames.count * 4
+        return frames
     }
 
     /// `Pss:` of `/proc/PID/smaps_rollup` in KiB; 0 when the process is gone.
     static func pss(_ pid: pid_t) -> Int {
-        let text = (try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)) ?? ""
+        let text = Self.procFile("/proc/\(pid)/smaps_rollup") ?? ""
         return kib(text.split(separator: "\n").first { $0.hasPrefix("Pss:") })
     }
 
     /// PSS in KiB by what is mapped: a file's path (its writable part marked), `[heap]`,
     /// `[stack]`, or `[anon]` for anonymous mappings (thread stacks, malloc arenas, runtime data).
     static func pssByMapping(_ pid: pid_t) -> [String: Int] {
-        let text = (try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8)) ?? ""
+        let text = Self.procFile("/proc/\(pid)/smaps") ?? ""
         var sums: [String: Int] = [:]
         var current = "[anon]"
         for line in text.split(separator: "\n") {
@@ -156,6 +180,22 @@ struct IdleBenchmark {
 
     static func kib(_ line: Substring?) -> Int {
         line.flatMap { $0.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int($0) } } ?? 0
+    }
+
+    /// A file of /proc, read to its end with plain reads (its size shows as 0, and it is made as it
+    /// is read).
+    static func procFile(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += buffer.prefix(count)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func comm(_ pid: pid_t) -> String {
