@@ -222,7 +222,9 @@ final class DeviceSink: ReopenableAudioSink {
         }
         guard let thread else { return }
         thread.interrupt()
-        try? await perform(on: thread, interruptible: false) { thread, _ throws(AudioOutputError) in
+        // Closing says nothing of whether the device works: a sink that never opened (no sound
+        // server) must not be logged "works again" as it is closed, on every retry and at exit.
+        try? await perform(on: thread, interruptible: false, recording: false) { thread, _ throws(AudioOutputError) in
             thread.closeDevice(limit: self.options.callTimeout)
         }
         thread.stop()
@@ -263,8 +265,10 @@ final class DeviceSink: ReopenableAudioSink {
         try await perform(on: thread, interruptible: interruptible, body)
     }
 
+    /// Runs `body` on `thread` within the call limit; with `recording`, its outcome is the
+    /// sink's availability (a failure after success is logged once, and so is a recovery).
     private func perform(
-        on thread: DeviceThread, interruptible: Bool,
+        on thread: DeviceThread, interruptible: Bool, recording: Bool = true,
         _ body: @escaping @Sendable (DeviceThread, UInt64) throws(AudioOutputError) -> Void
     ) async throws {
         if interruptible { try Task.checkCancellation() }
@@ -312,7 +316,7 @@ final class DeviceSink: ReopenableAudioSink {
         } else {
             result = await pending.result
         }
-        record(result)
+        if recording { record(result) }
         try result.get()
     }
 

@@ -105,6 +105,21 @@ final class FakeDevice: BlockingAudioDevice {
         }
     }
 
+    /// With no sound server, each retry opened, failed and closed the sink, and the close was
+    /// taken for a recovery: "audio sink failed" and "works again" in the same instant, every time.
+    @Test(.timeLimit(.minutes(1)))
+    func closingASinkThatNeverOpenedIsNoRecovery() async throws {
+        let sink = DeviceSink(name: "absent", format: TestSignal.format, options: options) {
+            () throws(AudioOutputError) -> any BlockingAudioDevice in
+            throw .openFailed(sink: "absent", "Connection refused")
+        }
+        await #expect(throws: AudioOutputError.self) { try await sink.reopen() }
+        #expect(!sink.isAvailable)
+        await sink.close()
+        #expect(!sink.isAvailable, "closing a sink that never opened made it available")
+        #expect(sink.lastError?.kind == "openFailed")
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func wedgedWriteTimesOutThenFailsFastThenRecovers() async throws {
         let sink = makeSink()
