@@ -72,8 +72,11 @@ public struct AudioPlayback: Sendable {
                 try await tape.put(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
             }
             tape.utteranceStart = tape.written
+            // `started` goes with the first sample at twice the silence threshold: a soft onset
+            // (a neural voice's) crosses the threshold itself a few samples early, and the sink's
+            // gain and clock must never put the event before what a listener hears.
             tape.timeline = observer.map {
-                PlayTimeline(format: format, observer: $0, soundThreshold: silenceThreshold)
+                PlayTimeline(format: format, observer: $0, soundThreshold: Int16(clamping: 2 * Int(silenceThreshold)))
             }
             for try await chunk in chunks {
                 try Task.checkCancellation()
