@@ -121,7 +121,7 @@ let package = Package(
                 "EngineWorkers", "PosixSupport", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["worker"], swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings),
         .target(name: "SpeechRendering", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
         // The only module that imports CEspeakNG.
         .target(
@@ -415,7 +415,8 @@ let package = Package(
             name: "SpeakdIntegrationTests",
             dependencies: [
                 "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
-                "SpeakMQTT", "SpeakFleet", "PiperEngine", .product(name: "Logging", package: "swift-log"),
+                "SpeakMQTT", "SpeakFleet", "PiperEngine", "EngineWorkers",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

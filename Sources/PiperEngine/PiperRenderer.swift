@@ -19,9 +19,22 @@ public struct PiperInput: Sendable, Hashable, Encodable {
         public var lengthScale: Double
         public var volume: Double
         public var pauseAfter: Double
+
+        package init(text: String, position: Int, lengthScale: Double, volume: Double, pauseAfter: Double) {
+            self.text = text
+            self.position = position
+            self.lengthScale = lengthScale
+            self.volume = volume
+            self.pauseAfter = pauseAfter
+        }
     }
     public var voice: String
     public var segments: [Segment]
+
+    package init(voice: String, segments: [Segment]) {
+        self.voice = voice
+        self.segments = segments
+    }
 
     private enum CodingKeys: String, CodingKey { case segments }
 }
@@ -77,11 +90,11 @@ public final class PiperRenderer: SpeechRenderer {
             max(1, cores / max(1, workers))
         }
 
-        /// The worker script in the source tree this build was made from.
+        /// The worker script in the source tree this build was made from: the Python package
+        /// `workers/piper` at the top of the tree.
         public static var sourceTreeScript: String {
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-                "worker/speakd-piper-worker.py"
-            ).path
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("workers/piper/speakd-piper-worker.py").path
         }
     }
 
@@ -472,10 +485,7 @@ actor PiperWorkerSlot {
     /// Sends the job and feeds its stream until the worker says it ended; false when the worker
     /// died (the job is failed with why).
     private static func render(_ job: PiperJob, on worker: PiperProcess, stallLimit: Duration) async -> Bool {
-        var payload: [UInt8] = [job.chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), 1]
-        payload += (try? JSONEncoder().encode(job.input)).map { Array($0) } ?? []
-        let length = UInt32(payload.count)
-        worker.send([UInt8(ascii: "J")] + (0..<4).map { UInt8(truncatingIfNeeded: length >> (8 * $0)) } + payload)
+        worker.send(PiperRenderer.jobFrame(job.input, chunking: job.chunking))
         let pid = worker.process.pid
         let watchdog = Watchdog(limit: stallLimit) { kill(pid, SIGKILL) }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -555,5 +565,19 @@ final class Watchdog: Sendable {
             state.stopped = true
             return state.fired
         }
+    }
+}
+
+extension PiperRenderer {
+    /// The `J` frame that hands the worker a job: a kind byte, the payload's length (32 bits,
+    /// little-endian), then `W` (whole) or `S` (streamed), the job version 1, and the input as
+    /// JSON with sorted keys. `workers/piper/tests` reads the frame this writes.
+    package static func jobFrame(_ input: PiperInput, chunking: RenderChunking) -> [UInt8] {
+        var payload: [UInt8] = [chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), 1]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        payload += (try? encoder.encode(input)).map { Array($0) } ?? []
+        let length = UInt32(payload.count)
+        return [UInt8(ascii: "J")] + (0..<4).map { UInt8(truncatingIfNeeded: length >> (8 * $0)) } + payload
     }
 }

@@ -107,33 +107,51 @@ SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+def frame_bytes(kind, payload=b""):
+    """One frame as the daemon reads it (WorkerFrame): a kind byte, the payload's length (32 bits,
+    little-endian), the payload."""
+    return kind + struct.pack("<I", len(payload)) + payload
+
+
 def write_frame(kind, payload=b""):
     out = sys.stdout.buffer
-    out.write(kind + struct.pack("<I", len(payload)) + payload)
+    out.write(frame_bytes(kind, payload))
     out.flush()
 
 
-def read_exactly(count):
+def read_exactly(count, read=lambda size: os.read(0, size)):
     data = b""
     while len(data) < count:
-        piece = os.read(0, count - len(data))
+        piece = read(count - len(data))
         if not piece:
             return None
         data += piece
     return data
 
 
-def read_frame():
-    header = read_exactly(5)
+def read_frame(read=lambda size: os.read(0, size)):
+    """The next frame from the daemon (standard input, or `read`): (kind, payload), or None at
+    the end of the stream."""
+    header = read_exactly(5, read)
     if header is None:
         return None
     kind, length = header[:1], struct.unpack("<I", header[1:])[0]
     if length > MAX_PAYLOAD:
         raise ValueError(f"a frame of {length} bytes is over the limit")
-    payload = read_exactly(length) if length else b""
+    payload = read_exactly(length, read) if length else b""
     if payload is None:
         raise ValueError("the stream ended inside a frame")
     return kind, payload
+
+
+def is_job(kind, payload):
+    """Whether a frame is a job this worker reads: `J`, of JOB_VERSION."""
+    return kind == b"J" and len(payload) >= 2 and payload[1] == JOB_VERSION
+
+
+def parse_job(payload):
+    """A job frame's chunking (b"W" whole, b"S" streamed) and its input (voice segments)."""
+    return payload[:1], json.loads(payload[2:].decode("utf-8"))
 
 
 class Jobs:
@@ -725,13 +743,13 @@ def main():
         if frame is None:
             return
         kind, payload = frame
-        if kind != b"J" or len(payload) < 2 or payload[1] != JOB_VERSION:
+        if not is_job(kind, payload):
             print(f"speakd-piper-worker: unexpected frame {kind!r}", file=sys.stderr, flush=True)
             sys.exit(2)
         jobs.begin()
         try:
-            job = json.loads(payload[2:].decode("utf-8"))
-            renderer.run(job, payload[:1], jobs)
+            chunking, job = parse_job(payload)
+            renderer.run(job, chunking, jobs)
         except Exception as error:  # one job's failure, reported; the worker stays
             write_frame(b"F", f"{type(error).__name__}: {error}".encode())
         finally:
