@@ -200,8 +200,10 @@ final class SSIPSession {
     private func message(text: String, ssml: Bool, spellOut: Bool, icon: String?) throws(SpeechInputError)
         -> SSIPRequest
     {
-        // SET LANGUAGE keeps only a tag that parses.
-        let language = settings.language.flatMap { try? LanguageTag($0) }
+        // SET LANGUAGE keeps only a tag that parses; one that did not would be refused, not dropped.
+        let language = try settings.language.map { (tag) throws(SpeechInputError) in
+            try LanguageTag(tag, field: "language")
+        }
         let defaults = SpeechAttributes(
             pitch: settings.pitch == 0 ? nil : SSIPMapping.pitch(settings.pitch),
             rate: settings.rate == 0 ? nil : SSIPMapping.rate(settings.rate),
