@@ -55,6 +55,34 @@ extension SpeakdIntegration {
                 try? FileManager.default.removeItem(at: directory)
                 return recording
             }
+
+            /// Says `text` with spd-say (which closes right after 225, so the message outlives its
+            /// connection), lets it be heard for `listening` after its first word, runs
+            /// `whileSpeaking`, cancels everything with `spd-say -C`, and stops once the
+            /// `finished` event has come and half a second more was recorded.
+            /// - Returns: when `spd-say -C` exited, the finished events, and the recording.
+            func sayThenCancel(
+                _ text: String, listening: Duration, whileSpeaking: () throws -> Void = {}
+            ) async throws -> (cancelled: ContinuousClock.Instant, finished: [AnnouncementEvent], recording: Recording)
+            {
+                let said = try await run("/usr/bin/spd-say", [text])
+                #expect(said.status == 0, "spd-say: \(said.output)")
+                let started = await speakd.events.wait(timeout: .seconds(10)) { events in
+                    events.contains { $0.type == .word }
+                }
+                #expect(started, "the message was never heard")
+                try await Task.sleep(for: listening)
+                try whileSpeaking()
+                let cancel = try await run("/usr/bin/spd-say", ["-C"])
+                #expect(cancel.status == 0, "spd-say -C: \(cancel.output)")
+                let cancelled = await speakd.events.wait(timeout: .seconds(5)) { events in
+                    events.contains { $0.type == .finished }
+                }
+                #expect(cancelled)
+                try await Task.sleep(for: .milliseconds(500))
+                let finished = speakd.events.events.filter { $0.type == .finished }
+                return (cancel.exited, finished, await stop())
+            }
         }
 
         @Test func spdSayWaitIsHeardAndExitsWhenTheVoiceEnds() async throws {
@@ -101,31 +129,17 @@ extension SpeakdIntegration {
                 return Int(field?.split(separator: " ").dropFirst().first ?? "") ?? 0
             }
             let idle = try residentKiB()
-            let said = try await ssip.run("/usr/bin/spd-say", [text])
-            #expect(said.status == 0, "spd-say: \(said.output)")
-            let started = await ssip.speakd.events.wait(timeout: .seconds(10)) { events in
-                events.contains { $0.type == .word }
+            var speaking = 0
+            let (cancelled, finished, recording) = try await ssip.sayThenCancel(text, listening: .seconds(3)) {
+                speaking = try residentKiB()
             }
-            #expect(started, "the message was never heard")
-            try await Task.sleep(for: .seconds(3))
-            let speaking = try residentKiB()
-            let cancel = try await ssip.run("/usr/bin/spd-say", ["-C"])
-            #expect(cancel.status == 0, "spd-say -C: \(cancel.output)")
-            let cancelled = await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
-                events.contains { $0.type == .finished }
-            }
-            #expect(cancelled)
-            try await Task.sleep(for: .milliseconds(500))
-            let events = ssip.speakd.events.events
-            let recording = await ssip.stop()
-            let finished = events.filter { $0.type == .finished }
             #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
             #expect(finished.first?.text.count == text.count)
             #expect(speaking - idle < 24 * 1024, "the daemon grew by \(speaking - idle) KiB while speaking")
             let heard = recording.segments(minimumSilence: 0.3)
             #expect(!heard.isEmpty, "nothing was heard")
             let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
-            let silencedAfter = (end - cancel.exited).seconds
+            let silencedAfter = (end - cancelled).seconds
             #expect(silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned")
         }
 
@@ -148,27 +162,11 @@ extension SpeakdIntegration {
         @Test func spdSayCancelSilencesAMessageWhoseClientHasGone() async throws {
             let ssip = try await SSIPDaemon.start()
             let text = String(repeating: "This is a long message that goes on and on. ", count: 8)
-            // Without -w spd-say closes right after 225: the message outlives its connection.
-            let said = try await ssip.run("/usr/bin/spd-say", [text])
-            #expect(said.status == 0, "spd-say: \(said.output)")
-            let started = await ssip.speakd.events.wait(timeout: .seconds(10)) { events in
-                events.contains { $0.type == .word }
-            }
-            #expect(started, "the message was never heard")
-            try await Task.sleep(for: .milliseconds(500))
-            let cancel = try await ssip.run("/usr/bin/spd-say", ["-C"])
-            #expect(cancel.status == 0, "spd-say -C: \(cancel.output)")
-            let cancelled = await ssip.speakd.events.wait(timeout: .seconds(5)) { events in
-                events.contains { $0.type == .finished }
-            }
-            #expect(cancelled)
-            try await Task.sleep(for: .milliseconds(500))
-            let finished = ssip.speakd.events.events.filter { $0.type == .finished }
-            let recording = await ssip.stop()
+            let (cancelled, finished, recording) = try await ssip.sayThenCancel(text, listening: .milliseconds(500))
             #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
             let heard = recording.segments(minimumSilence: 0.3)
             let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
-            let silencedAfter = (end - cancel.exited).seconds
+            let silencedAfter = (end - cancelled).seconds
             #expect(silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned")
             #expect(recording.totalSoundingTime < 10, "the whole message was heard")
         }
