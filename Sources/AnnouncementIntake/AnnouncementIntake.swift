@@ -243,7 +243,7 @@ public struct AnnouncementIntake: Sendable {
     }
 
     /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
-    public func checkChimes(of request: AnnouncementRequest) throws(IntakeError) {
+    func checkChimes(of request: AnnouncementRequest) throws(IntakeError) {
         for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
             if case .named(let name) = choice, !limits.chimes.contains(name) {
                 let known = limits.chimes.isEmpty ? "none are configured" : limits.chimes.joined(separator: ", ")

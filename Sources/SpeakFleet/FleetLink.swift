@@ -156,10 +156,10 @@ public final class FleetLink: Service, Sendable {
         let correlation = message.correlationData.map(\.lowercaseHex)
         var request: AnnouncementRequest
         do {
-            // First: an oversized payload was never copied (`payload` is empty).
+            // First: an oversized payload was never copied (`payload` is empty). Its chimes and
+            // output are checked once, where the intake prepares it.
             try intake.checkBodySize(message.payloadSize)
             request = try intake.decode(Data(message.payload))
-            try intake.checkChimes(of: request)
         } catch {
             refuse(message, requestId: correlation, error)
             return
