@@ -119,6 +119,14 @@ def write_frame(kind, payload=b""):
     out.flush()
 
 
+def write_pcm(pcm):
+    """s16le samples as `P` frames of at most MAX_PAYLOAD bytes each: the daemon takes a larger
+    frame for a broken peer (a whole render's flush on a fast machine held 24 s of audio, over
+    1 MiB, and the job failed as if the worker had died)."""
+    for start in range(0, len(pcm), MAX_PAYLOAD):
+        write_frame(b"P", pcm[start : start + MAX_PAYLOAD])
+
+
 def read_exactly(count, read=lambda size: os.read(0, size)):
     data = b""
     while len(data) < count:
@@ -561,14 +569,14 @@ class Renderer:
             if due:
                 write_frame(b"E", b"".join(due))
             if len(samples):
-                write_frame(b"P", samples.tobytes())
+                write_pcm(samples.tobytes())
 
         def flush_pending():
             nonlocal pending, flushed
             flushed = time.monotonic()
             if pending:
                 write_frame(b"E", b"".join(event for due, _ in pending for event in due))
-                write_frame(b"P", np.concatenate([samples for _, samples in pending]).tobytes())
+                write_pcm(np.concatenate([samples for _, samples in pending]).tobytes())
             pending = []
 
         def send(samples, final=False):

@@ -66,6 +66,21 @@ class WorkerFrameTests(unittest.TestCase):
     def test_writes_the_frames_the_daemon_reads(self):
         self.assertEqual(worker_frames(), (FRAMES / "worker.bin").read_bytes())
 
+    def test_no_pcm_frame_is_over_the_payload_limit(self):
+        # A whole render's flush held over 1 MiB of audio on a fast machine; the daemon takes such
+        # a frame for a broken peer.
+        written = []
+        original = worker.write_frame
+        worker.write_frame = lambda kind, payload=b"": written.append((kind, payload))
+        try:
+            pcm = bytes(range(256)) * (3 * worker.MAX_PAYLOAD // 256 + 10)
+            worker.write_pcm(pcm)
+        finally:
+            worker.write_frame = original
+        self.assertEqual([kind for kind, _ in written], [b"P"] * 4)
+        self.assertTrue(all(len(payload) <= worker.MAX_PAYLOAD for _, payload in written))
+        self.assertEqual(b"".join(payload for _, payload in written), pcm)
+
     def test_reads_back_what_it_writes(self):
         stream = io.BytesIO(worker_frames())
         kinds = []
