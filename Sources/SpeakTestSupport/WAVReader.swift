@@ -12,8 +12,12 @@ public struct WAVReader: Sendable {
         public let description: String
     }
 
+    /// The size a stream's header gives for its RIFF and data chunks while their length is not
+    /// known (`POST /v1/speech` streams a render over 30 s so): the data runs to the end.
+    static let unknownSize = 0xFFFF_FFFF
+
     /// Reads and checks the file at `url`: RIFF size, a 16-bit PCM `fmt ` chunk, and a `data`
-    /// chunk whose size matches the file.
+    /// chunk whose size matches the file, or a stream's, both sizes `unknownSize`.
     public init(contentsOf url: URL) throws {
         let bytes = [UInt8](try Data(contentsOf: url))
         func u32(_ at: Int) -> Int {
@@ -25,7 +29,8 @@ public struct WAVReader: Sendable {
         guard bytes.count >= 12, tag(0) == "RIFF", tag(8) == "WAVE" else {
             throw Failure(description: "\(url.path): not a RIFF/WAVE file")
         }
-        guard u32(4) == bytes.count - 8 else {
+        let streamed = u32(4) == Self.unknownSize
+        guard streamed || u32(4) == bytes.count - 8 else {
             throw Failure(
                 description: "\(url.path): RIFF size \(u32(4)) but the file has \(bytes.count - 8) bytes after it")
         }
@@ -42,6 +47,8 @@ public struct WAVReader: Sendable {
                 format = (u16(body + 2), u32(body + 4))
             case "data":
                 guard let format else { throw Failure(description: "\(url.path): data before fmt") }
+                // A stream's data runs to the end of the file, a whole number of samples.
+                let size = streamed && size == Self.unknownSize ? (bytes.count - body) & ~1 : size
                 guard body + size == bytes.count else {
                     throw Failure(description: "\(url.path): data size \(size) but \(bytes.count - body) bytes follow")
                 }
