@@ -110,7 +110,9 @@ final class EngineWorker: Sendable {
     /// because its listener is far behind (`Launch.maxSamplesAhead`) is not stalled.
     func killIfStalled(limit: Duration) {
         let stalled = state.withLock { state -> Bool in
-            guard let job = state.job, !job.isHeldBack, ContinuousClock.now - state.lastFrame > limit else {
+            guard let job = state.job, let since = job.silentSince(lastFrame: state.lastFrame),
+                ContinuousClock.now - since > limit
+            else {
                 return false
             }
             state.stalled = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
@@ -234,6 +236,8 @@ final class Job: Sendable {
         var unconsumed = 0
         /// The reader waits on `room` for the listener.
         var heldBack = false
+        /// When the reader was last let go after waiting: the worker's silence counts from then.
+        var released: ContinuousClock.Instant?
     }
     private let state = Mutex(State())
     private let room = DispatchSemaphore(value: 0)
@@ -279,7 +283,10 @@ final class Job: Sendable {
     func cancel() {
         let (worker, release) = state.withLock { state -> (EngineWorker?, Bool) in
             state.cancelled = true
-            defer { state.heldBack = false }
+            defer {
+                if state.heldBack { state.released = .now }
+                state.heldBack = false
+            }
             return (state.worker, state.heldBack)
         }
         // A reader held back goes on reading, so the worker sees the cancel and says `done`.
@@ -287,8 +294,16 @@ final class Job: Sendable {
         worker?.cancel(self)
     }
 
-    /// Whether the reader waits for the listener to take what was rendered.
-    var isHeldBack: Bool { state.withLock { $0.heldBack } }
+    /// Since when the worker has been silent for this job, given its last frame: nil while the
+    /// reader waits for the listener (the worker is held back, not stalled), and never before it
+    /// was last let go, so the moment between a release and the reader's next frame is not
+    /// counted as silence.
+    func silentSince(lastFrame: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        state.withLock { state in
+            guard !state.heldBack else { return nil }
+            return max(lastFrame, state.released ?? lastFrame)
+        }
+    }
 
     /// Hands `chunk` to the listener; waits (on the reader's own thread) while the listener is
     /// `maxSamplesAhead` behind.
@@ -309,6 +324,7 @@ final class Job: Sendable {
             state.unconsumed -= samples
             guard state.heldBack, state.unconsumed <= maxSamplesAhead / 2 else { return false }
             state.heldBack = false
+            state.released = .now
             return true
         }
         if release { room.signal() }
