@@ -820,12 +820,16 @@ public struct PlaybackTiming: Sendable {
 /// being published, so none can follow the `finished` event.
 ///
 /// It sends the announcement's `started` too, once: when its first audible sample is heard
-/// (`start()`), or else just before the first of its progress events, a pause, or its end, so
-/// `started` always comes first and exactly once for an announcement that began.
+/// (`start()`), or else at a pause or its end; progress that comes before it waits for it. So
+/// `started` always comes first and exactly once for an announcement that began, and never
+/// before anything is heard (a Piper voice's first word is placed a little ahead of its sound).
 final class ProgressGate: Sendable {
     private struct State {
         var open = true
         var started = false
+        /// Progress that came before the first audible sample (an engine may place a word a
+        /// little ahead of what is heard): sent right after `started`, in order.
+        var held: [@Sendable () -> Void] = []
     }
     private let state = Mutex(State())
     private let announceStart: @Sendable () -> Void
@@ -842,11 +846,11 @@ final class ProgressGate: Sendable {
         }
     }
 
-    func pass(_ body: () -> Void) {
+    /// Sends a progress event (`body`), or holds it until `started` has gone out.
+    func pass(_ body: @escaping @Sendable () -> Void) {
         state.withLock { state in
             guard state.open else { return }
-            startOnce(&state)
-            body()
+            if state.started { body() } else { state.held.append(body) }
         }
     }
 
@@ -862,5 +866,7 @@ final class ProgressGate: Sendable {
         guard !state.started else { return }
         state.started = true
         announceStart()
+        for body in state.held { body() }
+        state.held = []
     }
 }
