@@ -17,7 +17,9 @@ extension AnnouncementIntake {
     ///   - key: the key the original's poster holds, if the caller presented one.
     /// - Throws: `IntakeError`: 404 naming `id` when no output remembers it (unknown, not heard
     ///   yet, or forgotten when its session ended); any refusal of a new announcement.
-    public func repeatAnnouncement(id: String, key: String? = nil) async throws(IntakeError) -> AnnouncementAccepted {
+    public func repeatAnnouncement(
+        id: String, key: String? = nil, origin: AnnouncementOrigin = .local
+    ) async throws(IntakeError) -> AnnouncementAccepted {
         do throws(IntakeError) {
             guard let remembered = await sessions.remembered(id: id) else {
                 throw IntakeError.unknown(
@@ -27,9 +29,9 @@ extension AnnouncementIntake {
             }
             var holdsKey = false
             if let key, remembered.request.isPrivate { holdsKey = isKey(key, of: id) }
-            return try await again(remembered, answeringKey: holdsKey)
+            return try await again(remembered, answeringKey: holdsKey, origin: origin)
         } catch {
-            countRefusal(error)
+            countRefusal(error, origin: origin)
             throw error
         }
     }
@@ -39,7 +41,9 @@ extension AnnouncementIntake {
     /// has shown it holds the original's.
     /// - Throws: `IntakeError`: 422 naming `output` or `count`; 409 naming `output` when it
     ///   remembers nothing; any refusal of a new announcement.
-    public func repeatLast(output: String?, count: Int = 1) async throws(IntakeError) -> [AnnouncementAccepted] {
+    public func repeatLast(
+        output: String?, count: Int = 1, origin: AnnouncementOrigin = .local
+    ) async throws(IntakeError) -> [AnnouncementAccepted] {
         do throws(IntakeError) {
             let name = output ?? AnnouncementOutputs.defaultName
             do {
@@ -59,10 +63,10 @@ extension AnnouncementIntake {
                         + "last ended")
             }
             var accepted: [AnnouncementAccepted] = []
-            for item in remembered { accepted.append(try await again(item, answeringKey: false)) }
+            for item in remembered { accepted.append(try await again(item, answeringKey: false, origin: origin)) }
             return accepted
         } catch {
-            countRefusal(error)
+            countRefusal(error, origin: origin)
             throw error
         }
     }
@@ -84,14 +88,14 @@ extension AnnouncementIntake {
     /// - Parameter answeringKey: whether the answer keeps a private repeat's key; false keeps its
     ///   text hidden from the caller like everyone else.
     private func again(
-        _ remembered: SessionBook.Remembered, answeringKey: Bool
+        _ remembered: SessionBook.Remembered, answeringKey: Bool, origin: AnnouncementOrigin
     ) async throws(IntakeError) -> AnnouncementAccepted {
         var original = remembered.request
         // Asked for by a person: never dropped because the output is busy, never a redelivery.
         original.dropIfBusy = false
         original.requestId = nil
         original.expiresAfter = nil
-        let (request, queued) = try await submitPersonalized(original)
+        let (request, queued) = try await submitPersonalized(original, origin: origin)
         var accepted = queued
         if !answeringKey { accepted.key = nil }
         let output = request.output ?? AnnouncementOutputs.defaultName

@@ -45,6 +45,8 @@ public struct AnnouncementIntake: Sendable {
     /// The outputs' sessions and what they remember for repeats.
     public let sessions: SessionBook
     private let counters: Counters
+    /// Records each refusal with its origin (the audit log), or nil.
+    public var refusals: (any RefusalRecorder)?
     /// The keys and texts of private announcements.
     let privateTexts: PrivateTexts
 
@@ -73,20 +75,23 @@ public struct AnnouncementIntake: Sendable {
     ///
     /// - Parameters:
     ///   - body: the request body, as `POST /v1/announcements` takes it.
+    ///   - origin: the front and who sent it there; the announcement's events carry it.
     ///   - adjust: a front's own change to the decoded request before it is checked further
     ///     (MQTT's message expiry shortens `expiresAfter`); it may refuse the request by throwing.
     ///   - yieldsPlace: whether it gives up its waiting place to the platform's announcements
     ///     when the queue is full (`PreparedAnnouncement.yieldsPlace`; SSIP's do).
     /// - Returns: the request as accepted, and the queue's answer.
     public func accept(
-        _ body: Data,
+        _ body: Data, origin: AnnouncementOrigin = .local,
         adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in },
         yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        try await countingRefusal { () async throws(IntakeError) in
+        var output: String?
+        return try await countingRefusal(origin: origin, output: { output }) { () async throws(IntakeError) in
             var request = try decode(body)
+            output = request.output
             try await adjust(&request)
-            return try await submitPersonalized(request, yieldsPlace: yieldsPlace)
+            return try await submitPersonalized(request, origin: origin, yieldsPlace: yieldsPlace)
         }
     }
 
@@ -95,26 +100,26 @@ public struct AnnouncementIntake: Sendable {
     /// intake to decode again.
     /// - Throws: `IntakeError` naming the field, counted as a refusal.
     public func accept(
-        _ request: AnnouncementRequest, yieldsPlace: Bool = false
+        _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local, yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        try await countingRefusal { () async throws(IntakeError) in
+        try await countingRefusal(origin: origin, output: { request.output }) { () async throws(IntakeError) in
             do throws(SpeechInputError) {
                 try request.utterance.validate(limits: limits.utterance)
             } catch {
                 throw IntakeError.invalid(error)
             }
-            return try await submitPersonalized(request, yieldsPlace: yieldsPlace)
+            return try await submitPersonalized(request, origin: origin, yieldsPlace: yieldsPlace)
         }
     }
 
-    /// `body`'s result, its refusal counted for `/metrics`.
+    /// `body`'s result, its refusal counted for `/metrics` and recorded.
     private func countingRefusal<Result>(
-        _ body: () async throws(IntakeError) -> Result
+        origin: AnnouncementOrigin, output: () -> String?, _ body: () async throws(IntakeError) -> Result
     ) async throws(IntakeError) -> Result {
         do {
             return try await body()
         } catch {
-            counters.refused(error.refusalReason)
+            countRefusal(error, origin: origin, output: output())
             throw error
         }
     }
@@ -124,7 +129,7 @@ public struct AnnouncementIntake: Sendable {
     /// itself (MQTT). Refusals are not counted here.
     /// - Returns: the request as the session changed it, and the queue's answer.
     public func submitPersonalized(
-        _ request: AnnouncementRequest, yieldsPlace: Bool = false
+        _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local, yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         var request = request
         // A private announcement that names no output addresses the private one, and that
@@ -133,14 +138,17 @@ public struct AnnouncementIntake: Sendable {
         let personal = await sessions.personalize(request)
         var prepared = try await prepare(personal)
         prepared.yieldsPlace = yieldsPlace
+        prepared.origin = origin
         let accepted = try await submit(prepared)
         await sessions.accepted(id: accepted.id, original: request, output: try queue(for: personal).output)
         return (personal, accepted)
     }
 
-    /// Counts a refusal that a front met outside `accept` (one step at a time, as MQTT does).
-    public func countRefusal(_ error: IntakeError) {
+    /// Counts and records a refusal that a front met outside `accept` (one step at a time, as
+    /// MQTT does).
+    public func countRefusal(_ error: IntakeError, origin: AnnouncementOrigin = .local, output: String? = nil) {
         counters.refused(error.refusalReason)
+        refusals?.refused(error, origin: origin, output: output)
     }
 
     /// Refuses a body of `bytes` bytes over `limits.maxBodyBytes` before anything reads it: the HTTP

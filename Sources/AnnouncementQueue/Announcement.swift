@@ -26,6 +26,8 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     /// A private announcement (`"private": true`): its text leaves the queue in no event or
     /// status, only to the holder of `key`.
     public var isPrivate = false
+    /// Where it came from (`AnnouncementOrigin`): its lifecycle events carry it.
+    public var origin: AnnouncementOrigin?
 
     public init(
         id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,

@@ -13,9 +13,14 @@ public final class SharedQueueState: Sendable {
     ///   - eventHistory: how many recent events a resuming subscriber can be replayed.
     ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream ends.
     ///   - queues: how many queues publish here; the streams end when the last has shut down.
-    public init(eventHistory: Int = 1024, subscriberBuffer: Int = 256, queues: Int) {
+    ///   - recorder: keeps the record of every announcement (the audit log), or nil.
+    public init(
+        eventHistory: Int = 1024, subscriberBuffer: Int = 256, queues: Int,
+        recorder: (any AnnouncementRecorder)? = nil
+    ) {
         broadcaster = EventBroadcaster(
-            historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer, publishers: queues)
+            historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer, publishers: queues,
+            recorder: recorder)
     }
 }
 

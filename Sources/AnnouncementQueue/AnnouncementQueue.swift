@@ -227,7 +227,7 @@ public actor AnnouncementQueue {
         // What it replaces does not make the queue busy: it goes anyway.
         let replaced = Set(request.replaces + [request.replaceGroup].compactMap { $0 })
         if request.dropIfBusy, isBusy(ignoring: replaced) {
-            return drop(request, speech: speech)
+            return drop(request, speech: speech, origin: prepared.origin)
         }
         if !startsNow && waiting.count >= capacity {
             guard
@@ -249,6 +249,7 @@ public actor AnnouncementQueue {
         announcement.repeat = request.repeat
         announcement.replaceGroup = request.replaceGroup
         announcement.isPrivate = request.isPrivate
+        announcement.origin = prepared.origin
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.yieldsPlace = prepared.yieldsPlace
         publish(.queued, pending)
@@ -278,12 +279,15 @@ public actor AnnouncementQueue {
     }
 
     /// Accepts `request` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
-    private func drop(_ request: AnnouncementRequest, speech: PreparedUtterance) -> AnnouncementAccepted {
+    private func drop(
+        _ request: AnnouncementRequest, speech: PreparedUtterance, origin: AnnouncementOrigin?
+    ) -> AnnouncementAccepted {
         acceptedCount += 1
         var announcement = Announcement(
             id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
             expiresAfter: request.expiresAfter)
         announcement.isPrivate = request.isPrivate
+        announcement.origin = origin
         let pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         finish(pending, reason: .discarded, detail: "dropped: the queue was busy (dropIfBusy)")
@@ -693,9 +697,12 @@ public actor AnnouncementQueue {
 
     /// The `started` event of `pending`, to be sent when it is heard.
     private func startedEvent(for pending: PendingAnnouncement) -> AnnouncementEvent {
-        AnnouncementEvent(
+        var event = AnnouncementEvent(
             type: .started, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
             timestamp: Date(), output: output)
+        event.origin = pending.announcement.origin
+        event.isPrivate = pending.announcement.isPrivate
+        return event
     }
 
     @discardableResult
@@ -703,9 +710,11 @@ public actor AnnouncementQueue {
         _ type: AnnouncementEvent.Kind, _ pending: PendingAnnouncement, success: Bool? = nil,
         reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
     ) -> AnnouncementEvent {
-        let event = AnnouncementEvent(
+        var event = AnnouncementEvent(
             type: type, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
             timestamp: Date(), success: success, reason: reason, voice: voice, detail: detail, output: output)
+        event.origin = pending.announcement.origin
+        event.isPrivate = pending.announcement.isPrivate
         broadcaster.publish(event)
         return event
     }

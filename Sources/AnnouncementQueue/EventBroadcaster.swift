@@ -36,6 +36,8 @@ final class EventBroadcaster: Sendable {
 
     let historyCapacity: Int
     let subscriberBuffer: Int
+    /// Told of each announcement's `queued`, `started` and `finished` before any subscriber.
+    let recorder: (any AnnouncementRecorder)?
     private let state = Mutex(State())
     /// Held while handing events to subscribers, so each gets them in sequence order, replay
     /// first. It is separate from `state` because yielding can wake a consumer's task, which
@@ -47,7 +49,12 @@ final class EventBroadcaster: Sendable {
     ///   - historyCapacity: how many recent events a new subscriber can be replayed.
     ///   - subscriberBuffer: how many live events a subscriber may have unread before it is dropped.
     ///   - publishers: how many queues publish here; `finish()` ends the streams on the last call.
-    init(historyCapacity: Int, subscriberBuffer: Int, publishers: Int = 1) {
+    ///   - recorder: keeps the record of each announcement (the audit log), or nil.
+    init(
+        historyCapacity: Int, subscriberBuffer: Int, publishers: Int = 1,
+        recorder: (any AnnouncementRecorder)? = nil
+    ) {
+        self.recorder = recorder
         self.historyCapacity = max(0, historyCapacity)
         self.subscriberBuffer = max(1, subscriberBuffer)
         state.withLock { $0.publishers = max(1, publishers) }
@@ -56,7 +63,10 @@ final class EventBroadcaster: Sendable {
     /// Sends `event` to every subscriber and records it; returns its sequence number.
     @discardableResult
     func publish(_ event: AnnouncementEvent) -> UInt64 {
-        deliver(event, progress: false)!
+        // Before delivery and outside the locks: a `finished` is seen by no one before its record
+        // is durable, and a slow disk holds up this publisher only.
+        if let recorder, recordedEventKinds.contains(event.type) { recorder.record(event) }
+        return deliver(event, progress: false)!
     }
 
     /// Whether any subscriber takes progress events.

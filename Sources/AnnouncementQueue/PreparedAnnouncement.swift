@@ -16,6 +16,8 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     /// Whether it gives up its waiting place to any announcement that does not (SSIP's, so a
     /// flood from an assistive client never makes a platform announcement be refused).
     public var yieldsPlace = false
+    /// Where it came from: its front and sender, as the audit log records them.
+    public var origin: AnnouncementOrigin?
 
     /// Checks the values of `request` that a queue interprets, and pairs it with its prepared speech.
     /// - Parameters:

@@ -78,6 +78,9 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         case session
         /// A repeat was queued: `id` is the new announcement, `repeatOf` the original.
         case `repeat`
+        /// A schedule was created, changed or deleted, or one of its slots came: `id` is the
+        /// schedule's, `text` is empty, and `schedule` says what happened.
+        case schedule
 
         /// Whether it reports progress through the speech rather than a change of state.
         public var isProgress: Bool { self == .word || self == .sentence || self == .mark }
@@ -116,6 +119,12 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var repeatOf: String?
     /// `session` events: the change and the session.
     public var session: SessionChange?
+    /// `schedule` events: what happened to the schedule.
+    public var schedule: ScheduleChange?
+    /// Where the announcement came from; inside the daemon only, never on the wire.
+    public var origin: AnnouncementOrigin?
+    /// Whether the announcement is private (its `text` is empty); inside the daemon only.
+    public var isPrivate = false
 
     public init(
         type: Kind, id: String, text: String, priority: AnnouncementPriority, timestamp: Date,
@@ -141,7 +150,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
         case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
-        case present, repeatOf, session
+        case present, repeatOf, session, schedule
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -168,6 +177,7 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(present, forKey: .present)
         try container.encodeIfPresent(repeatOf, forKey: .repeatOf)
         try container.encodeIfPresent(session, forKey: .session)
+        try container.encodeIfPresent(schedule, forKey: .schedule)
     }
 
     /// Reads an ISO 8601 timestamp with or without fractional seconds.
@@ -197,5 +207,6 @@ extension AnnouncementEvent {
         present = try container.decodeIfPresent(Bool.self, forKey: .present)
         repeatOf = try container.decodeIfPresent(String.self, forKey: .repeatOf)
         session = try container.decodeIfPresent(SessionChange.self, forKey: .session)
+        schedule = try container.decodeIfPresent(ScheduleChange.self, forKey: .schedule)
     }
 }

@@ -25,6 +25,8 @@ public struct FleetReport: Sendable, Hashable, Codable {
         case session
         /// A repeat was queued (`event.repeatOf` names the original).
         case `repeat`
+        /// A schedule was created, changed or deleted, or one of its slots came (`event.schedule`).
+        case schedule
     }
 
     public var type: Kind

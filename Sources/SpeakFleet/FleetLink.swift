@@ -173,7 +173,7 @@ public final class FleetLink: Service, Sendable {
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await intake.submitPersonalized(request).accepted
+            accepted = try await intake.submitPersonalized(request, origin: Self.origin(of: message, requestId: requestId)).accepted
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.
@@ -223,11 +223,18 @@ public final class FleetLink: Service, Sendable {
             MQTTOutgoing(topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
     }
 
+    /// An MQTT announcement's origin: its topic and request id (a subscriber is not told which
+    /// client published a message).
+    static func origin(of message: MQTTMessage, requestId: String?) -> AnnouncementOrigin {
+        AnnouncementOrigin(
+            front: "mqtt", detail: "topic=\(message.topic)" + (requestId.map { " requestId=\($0)" } ?? ""))
+    }
+
     private func refuse(_ message: MQTTMessage, requestId: String?, _ error: any Error) {
         let body: ErrorResponse
         if let error = error as? IntakeError {
             body = error.errorResponse
-            intake.countRefusal(error)
+            intake.countRefusal(error, origin: Self.origin(of: message, requestId: requestId))
         } else {
             body = ErrorResponse(code: ErrorResponse.Code.internalError, message: "\(error)")
         }
@@ -274,6 +281,7 @@ public final class FleetLink: Service, Sendable {
                 // The fleet's stream is subscribed without progress events.
                 case .word, .sentence, .mark: nil
                 case .headset: .headset
+                case .schedule: .schedule
                 }
             guard let type else { continue }
             let report = FleetReport(

@@ -175,7 +175,7 @@ actor SSIPHub {
             } else {
                 finish(message, completed: event.reason == .completed)
             }
-        case .queued, .started, .headset, .session, .repeat:
+        case .queued, .started, .headset, .session, .repeat, .schedule:
             break
         }
     }
@@ -200,7 +200,7 @@ actor SSIPHub {
         message.heardFrom = 0
         submitting += 1
         do {
-            let (_, accepted) = try await intake.accept(message.body.request, yieldsPlace: true)
+            let (_, accepted) = try await intake.accept(message.body.request, origin: message.body.origin, yieldsPlace: true)
             await endSubmission((accepted.id, message))
         } catch {
             await endSubmission(nil)

@@ -165,17 +165,19 @@ final class SSIPSession {
     }
 
     private func submit(text: String, ssml: Bool, spellOut: Bool, icon: String? = nil) async -> SSIPReply {
-        let message: SSIPRequest
+        var message: SSIPRequest
         do {
             message = try self.message(text: text, ssml: ssml, spellOut: spellOut, icon: icon)
         } catch {
             return SSIPReply.parameterInvalid.explained(IntakeError.invalid(error).description)
         }
+        message.origin = AnnouncementOrigin(
+            front: "ssip", detail: "client=\(settings.clientName) connection=\(client)")
         await hub.beginSubmission()
         do {
             // An assistive client's messages give up their places to the platform's when the
             // queue is full (docs/ssip.md).
-            let (_, accepted) = try await intake.accept(message.request, yieldsPlace: true)
+            let (_, accepted) = try await intake.accept(message.request, origin: message.origin, yieldsPlace: true)
             guard
                 let number = await hub.endSubmission(
                     accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
@@ -479,4 +481,6 @@ struct SSIPRequest: Sendable {
     /// Plain text: not SSML, not spelt out, not a sound icon, so an interrupted message can go
     /// on from the word heard last.
     var isPlainText: Bool
+    /// The client and connection that sent it.
+    var origin: AnnouncementOrigin = .local
 }

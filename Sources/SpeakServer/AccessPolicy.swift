@@ -83,6 +83,13 @@ struct AccessPolicy: Sendable {
         return nil
     }
 
+    /// Where a request on this listener comes from, for its announcement's origin: the Unix
+    /// peer's uid, or TCP with or without the token.
+    func origin(of request: Request) -> AnnouncementOrigin {
+        if isTCP { return AnnouncementOrigin(front: "http", detail: token == nil ? "tcp open" : "tcp token") }
+        return AnnouncementOrigin(front: "http", detail: "unix " + (request.headers[.speakdPeer] ?? "peer unknown"))
+    }
+
     /// Whether a TCP request must carry the token (false on the Unix socket and with `--tcp-open`).
     var requiresToken: Bool { token != nil }
 

@@ -78,6 +78,7 @@ public final class SpeakListener: Service, Sendable {
             let limits = limits
             let logger = logger
             let responder = responder
+            let isUnix = if case .unixSocket = address { true } else { false }
             // The server alone, not Hummingbird's `Application`: it also runs a task that formats
             // the `Date` header every second, which woke an idle daemon once a second per
             // listener. `HTTPDate` formats it when a response is written, once per second at most.
@@ -88,6 +89,13 @@ public final class SpeakListener: Service, Sendable {
             .buildServer(
                 configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
                 responder: { request, writer, channel in
+                    var request = request
+                    if isUnix || request.headers[.speakdPeer] != nil {
+                        var head = request.head
+                        head.headerFields[.speakdPeer] = nil
+                        if isUnix { head.headerFields[.speakdPeer] = await PeerCredentials.read(from: channel)?.description }
+                        request = Request(head: head, body: request.body)
+                    }
                     let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
                     var response: Response
                     do {

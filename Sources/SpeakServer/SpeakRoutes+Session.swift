@@ -46,7 +46,8 @@ extension SpeakRoutes {
         let accepted: AnnouncementAccepted
         do {
             // The original's key, when its poster presents it, is what earns the repeat's key.
-            accepted = try await server.intake.repeatAnnouncement(id: id, key: request.headers[.announcementKey])
+            accepted = try await server.intake.repeatAnnouncement(
+                id: id, key: request.headers[.announcementKey], origin: access.origin(of: request))
         } catch {
             throw APIError(error)
         }
@@ -72,7 +73,8 @@ extension SpeakRoutes {
         }
         let accepted: [AnnouncementAccepted]
         do {
-            accepted = try await server.intake.repeatLast(output: output, count: count)
+            accepted = try await server.intake.repeatLast(
+                output: output, count: count, origin: access.origin(of: request))
         } catch {
             throw APIError(error)
         }

@@ -15,6 +15,8 @@ import Glibc
 /// The handlers behind the routes of `SpeakServer.buildRouter()`.
 struct SpeakRoutes: Sendable {
     let server: SpeakServer
+    /// The rules of the listener these routes answer on: whose announcements they take.
+    let access: AccessPolicy
     /// This run's epoch in event ids (`EventID`): its start in milliseconds since 1970, so ids
     /// never repeat across restarts.
     let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
@@ -35,7 +37,7 @@ struct SpeakRoutes: Sendable {
         let wait = try boolQuery(request, "wait")
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await server.intake.accept(body).accepted
+            accepted = try await server.intake.accept(body, origin: access.origin(of: request)).accepted
         } catch {
             throw APIError(error)
         }

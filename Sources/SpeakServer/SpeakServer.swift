@@ -188,7 +188,7 @@ public struct SpeakServer: Sendable {
         router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(metrics: metrics))
         router.add(middleware: BearerTokenMiddleware(policy: access))
-        let routes = SpeakRoutes(server: self)
+        let routes = SpeakRoutes(server: self, access: access)
         router.post("/v1/announcements", use: routes.post)
         router.get("/v1/announcements", use: routes.list)
         router.get("/v1/announcements/:id", use: routes.status)
@@ -228,4 +228,7 @@ extension HTTPField.Name {
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
     /// The header with which a private announcement's poster shows its text (docs/privacy.md).
     static let announcementKey = HTTPField.Name("Speak-Announcement-Key")!
+    /// The Unix socket peer's credentials as the listener read them (`uid=1000`), for the
+    /// announcement's origin. Set by the listener only: whatever a client sends is removed first.
+    static let speakdPeer = HTTPField.Name("Speakd-Peer")!
 }
