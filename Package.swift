@@ -64,6 +64,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         // `swift package generate-documentation` for the DocC catalogues (scripts/docs).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // SQLite through GRDB, on Debian's libsqlite3: schedules, the audit log, the fleet's request ids.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // C libraries: one system-library target each, resolved through pkg-config.
@@ -186,6 +188,21 @@ let package = Package(
             dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeechModel", "SpeechRendering"],
             swiftSettings: swiftSettings
         ),
+        // The daemon's database (SQLite through GRDB): schedules, the audit log, the fleet's request ids.
+        .target(
+            name: "SpeakState", dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings),
+        // Schedules as rules: the definition, RFC 5545 recurrences in a time zone, what to do when.
+        .target(name: "SpeakSchedules", swiftSettings: swiftSettings),
+        // What the daemon keeps: the audit log's writer and the schedules' service, over the intake.
+        .target(
+            name: "AnnouncementRecords",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeakState", "SpeakSchedules",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
         // The wire vocabulary: requests, events, states, statuses, errors, health, endpoints.
         .target(name: "SpeakAPI", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
         // A client of the API: the HTTP client over TCP or the Unix socket, and the access token.
@@ -224,6 +241,7 @@ let package = Package(
             name: "SpeakServer",
             dependencies: [
                 "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "AnnouncementIntake",
+                "AnnouncementRecords", "SpeakState",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -282,7 +300,7 @@ let package = Package(
             name: "SpeakDaemon",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
-                "AnnouncementIntake",
+                "AnnouncementIntake", "AnnouncementRecords", "SpeakState",
                 "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
                 "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakdVersion",
@@ -435,6 +453,12 @@ let package = Package(
             dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "SpeakStateTests",
+            dependencies: ["SpeakState", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "SpeakSchedulesTests", dependencies: ["SpeakSchedules"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SpeakCLITests",
             dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport", "AudioOutput", "SpeechRendering"],

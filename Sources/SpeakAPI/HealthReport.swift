@@ -164,6 +164,28 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public var outputs: [Output]?
     /// speakd's version (`0.1.0`, `0.1.0-dev` for a debug build).
     public var version: String?
+    /// The database (`--state-dir`): absent when speakd keeps no state. A database that cannot
+    /// be written (a full disk) is `degraded`, and so is the overall status; speaking goes on.
+    public var database: Database? {
+        didSet {
+            if database?.state == .degraded, status == .ok { status = .degraded }
+        }
+    }
+
+    /// The database of schedules and the audit log.
+    public struct Database: Sendable, Hashable, Codable {
+        public var state: State
+        /// The database file.
+        public var path: String
+        /// Why it is degraded.
+        public var detail: String?
+
+        public init(state: State, path: String, detail: String? = nil) {
+            self.state = state
+            self.path = path
+            self.detail = detail
+        }
+    }
 
     /// `status` is `ok` when engine and audio (the `default` output's) both are, `unavailable`
     /// when either is, otherwise `degraded`.

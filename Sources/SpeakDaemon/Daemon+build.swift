@@ -1,5 +1,6 @@
 import AnnouncementIntake
 import AnnouncementQueue
+import AnnouncementRecords
 import AudioOutput
 import EngineWorkers
 import EspeakEngine
@@ -13,6 +14,7 @@ import SpeakClient
 import SpeakFleet
 import SpeakSSIP
 import SpeakServer
+import SpeakState
 import SpeechModel
 import SpeechRendering
 import UnixSignals
@@ -110,6 +112,8 @@ public func buildDaemon(
     }
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     let settings = try accessSettings(configuration, logger: logger)
+    // And the database: one that cannot be used stops the start, naming its file.
+    let records = try openRecords(configuration, logger: logger)
     let primary: any SpeechRenderer
     let pool: EngineWorkerPool?
     if let givenRenderer {
@@ -138,7 +142,7 @@ public func buildDaemon(
     let named =
         [NamedOutput(name: AnnouncementOutputs.defaultName, sink: configuration.audio)] + configuration.outputs
     let shared = SharedQueueState(
-        eventHistory: configuration.eventHistory, subscriberBuffer: 256, queues: named.count)
+        eventHistory: configuration.eventHistory, subscriberBuffer: 256, queues: named.count, recorder: records?.audit)
     var parts: [OutputParts] = []
     for output in named {
         let spec = try AudioSinkSpec(parsing: output.sink)
@@ -190,14 +194,19 @@ public func buildDaemon(
         outputs: parts.map { ($0.name, $0.audio) }, pool: pool)
     let headsets = Dictionary(uniqueKeysWithValues: parts.compactMap { part in part.headset.map { (part.name, $0) } })
     health.headsets = headsets
+    if let records { health.database = (records.database.path, records.audit) }
     // One way in for every front. Its health gate reads the outputs' audio only, so it does not
     // need the fleet link, which is built on it; `/healthz` reports the link too.
     var intake = AnnouncementIntake(
         outputs: outputs, renderer: renderer, health: health, limits: limits, counters: metrics.intakeCounters)
     intake.privateOutputs = Set(named.filter(\.isPrivate).map(\.name))
+    intake.refusals = records?.audit
+    let schedules = records.map { ScheduleService(store: $0.database.schedules, intake: intake, logger: logger) }
     let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)
     if let fleet { health.fleet = fleet }
     var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
+    server.schedules = schedules
+    server.audit = records?.database.audit
     server.hallSound = sound.hallSound(renderer: renderer)
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
@@ -259,6 +268,10 @@ public func buildDaemon(
         ],
         gracefulShutdownSignals: gracefulShutdownSignals,
         logger: logger)
+    if let schedules {
+        groupConfiguration.services.append(
+            .init(service: schedules, successTerminationBehavior: .ignore, serviceName: "schedules"))
+    }
     if let fleet {
         // Failing or ending on its own never stops speaking: the link logs and reconnects itself.
         groupConfiguration.services.append(
@@ -282,6 +295,30 @@ private struct OutputParts {
     let spec: AudioSinkSpec
     /// A private output's headphone presence.
     let headset: HeadsetPresence?
+}
+
+/// The database `--state-dir` names and the audit log's writer over it, or nil for no state.
+private func openRecords(
+    _ configuration: DaemonConfiguration, logger: Logger
+) throws -> (database: StateDatabase, audit: AuditRecorder)? {
+    guard let directory = configuration.stateDirectory else { return nil }
+    let database: StateDatabase
+    do {
+        database = try StateDatabase(directory: directory)
+    } catch {
+        throw DaemonStartError(description: "--state-dir: \(error)")
+    }
+    let audit = AuditRecorder(
+        log: database.audit,
+        settings: AuditRecorder.Settings(
+            storesText: configuration.auditText,
+            retention: AuditRetention(
+                maxAge: .seconds(configuration.auditMaxDays * 86_400), maxEntries: configuration.auditMaxEntries)),
+        logger: logger)
+    let closed = audit.recover()
+    logger.info(
+        "state database open", metadata: ["speakd.database": "\(database.path)", "speakd.audit.closed": "\(closed)"])
+    return (database, audit)
 }
 
 /// The fleet link `--mqtt` asks for, or nil.

@@ -123,6 +123,15 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// The CA certificate of an `mqtts://` broker; nil trusts the system's store.
     public var mqttCAFile: String?
 
+    /// The directory of the database (`--state-dir`), or nil for no state.
+    public var stateDirectory: String?
+    /// Whether the audit log stores texts (`--audit-text`).
+    public var auditText: Bool
+    /// Days an audit row is kept.
+    public var auditMaxDays: Int
+    /// Most rows the audit log keeps.
+    public var auditMaxEntries: Int
+
     /// The built-in defaults, each setting's own; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
         -> DaemonConfiguration
@@ -168,6 +177,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
         mqttUsername = nil
         mqttPasswordFile = nil
         mqttCAFile = nil
+        stateDirectory = nil
+        auditText = true
+        auditMaxDays = 0
+        auditMaxEntries = 0
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

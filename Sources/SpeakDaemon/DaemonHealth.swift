@@ -1,4 +1,5 @@
 import AnnouncementIntake
+import AnnouncementRecords
 import AudioOutput
 import EngineWorkers
 import SpeakAPI
@@ -18,6 +19,8 @@ struct DaemonHealth: HealthReporting {
     var fleet: FleetLink? = nil
     /// Each private output's headphone presence, by name.
     var headsets: [String: HeadsetPresence] = [:]
+    /// The database and its audit writer, when `--state-dir` gave one.
+    var database: (path: String, audit: AuditRecorder)? = nil
 
     func health() async -> HealthReport {
         let status = pool?.status
@@ -42,7 +45,7 @@ struct DaemonHealth: HealthReporting {
             return report
         }
         let audio = outputs[0]
-        return HealthReport(
+        var report = HealthReport(
             engine: .init(
                 state: !engineUp ? .unavailable : problem == nil ? .ok : .degraded, name: engineName,
                 detail: engineUp ? problem : problem ?? "no engine worker is running; replacements are being started",
@@ -50,5 +53,10 @@ struct DaemonHealth: HealthReporting {
             audio: .init(state: audio.state, sink: audio.sink, detail: audio.detail),
             outputs: outputs, mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled), version: SpeakdVersion.current
         )
+        if let database {
+            let problem = database.audit.problem
+            report.database = .init(state: problem == nil ? .ok : .degraded, path: database.path, detail: problem)
+        }
+        return report
     }
 }

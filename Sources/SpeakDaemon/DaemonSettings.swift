@@ -12,7 +12,7 @@ extension DaemonConfiguration {
     /// Every setting, in the order `--help` lists them. A value's flag, environment variable,
     /// file key, checks and help all come from its entry here.
     public static let settings: [DaemonSetting] =
-        listeners + speech + sound + access + limits + connections + fleet + [logLevel]
+        listeners + speech + sound + access + limits + connections + fleet + state + [logLevel]
 
     private static let listeners: [DaemonSetting] = [
         DaemonSetting(
@@ -133,6 +133,37 @@ extension DaemonConfiguration {
         ) { value in try value.value == "auto" ? nil : value.path() }
         .inFiles("auto"),
     ]
+
+    private static let state: [DaemonSetting] = [
+        DaemonSetting(
+            "state-dir", \.stateDirectory, valueName: "dir",
+            help: "Directory of the database (schedules, the audit log, the fleet's request ids), or 'none' for no "
+                + "state: no schedules and no audit log.",
+            environmentDefault: { defaultStateDirectory(environment: $0) },
+            shown: "$STATE_DIRECTORY (the units' StateDirectory=: /var/lib/speakd, or $XDG_STATE_HOME/speakd for the "
+                + "user unit), else none"
+        ) { value in try value.isNone ? nil : value.path() }
+        .inFiles("/var/lib/speakd"),
+        DaemonSetting(
+            "audit-text", \.auditText, kind: .toggle, valueName: "bool",
+            help: "Store each announcement's text in the audit log (a private text never is).", default: true
+        ) { value in try value.boolean() },
+        .integer(
+            "audit-max-days", \.auditMaxDays, default: 90, in: 1...36_500,
+            help: "Days an audit row is kept."),
+        .integer(
+            "audit-max-entries", \.auditMaxEntries, default: 100_000, in: 100...100_000_000,
+            help: "Most rows the audit log keeps; the oldest go first."),
+    ]
+
+    /// The state directory systemd made for the unit (`StateDirectory=speakd` sets
+    /// `$STATE_DIRECTORY`); none outside a unit, so a daemon started by hand keeps nothing unless
+    /// `--state-dir` says where.
+    static func defaultStateDirectory(environment: [String: String]) -> String? {
+        guard let directories = environment["STATE_DIRECTORY"], !directories.isEmpty else { return nil }
+        // systemd joins several with ':'; the unit names one.
+        return directories.split(separator: ":").first.map(String.init)
+    }
 
     private static let access: [DaemonSetting] = [
         DaemonSetting(

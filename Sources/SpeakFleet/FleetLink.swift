@@ -173,7 +173,9 @@ public final class FleetLink: Service, Sendable {
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await intake.submitPersonalized(request, origin: Self.origin(of: message, requestId: requestId)).accepted
+            accepted = try await intake.submitPersonalized(
+                request, origin: Self.origin(of: message, requestId: requestId)
+            ).accepted
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.

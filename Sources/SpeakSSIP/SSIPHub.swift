@@ -200,7 +200,8 @@ actor SSIPHub {
         message.heardFrom = 0
         submitting += 1
         do {
-            let (_, accepted) = try await intake.accept(message.body.request, origin: message.body.origin, yieldsPlace: true)
+            let (_, accepted) = try await intake.accept(
+                message.body.request, origin: message.body.origin, yieldsPlace: true)
             await endSubmission((accepted.id, message))
         } catch {
             await endSubmission(nil)

@@ -93,7 +93,9 @@ public final class SpeakListener: Service, Sendable {
                     if isUnix || request.headers[.speakdPeer] != nil {
                         var head = request.head
                         head.headerFields[.speakdPeer] = nil
-                        if isUnix { head.headerFields[.speakdPeer] = await PeerCredentials.read(from: channel)?.description }
+                        if isUnix {
+                            head.headerFields[.speakdPeer] = await PeerCredentials.read(from: channel)?.description
+                        }
                         request = Request(head: head, body: request.body)
                     }
                     let context = BasicRequestContext(source: .init(channel: channel, logger: logger))

@@ -1,10 +1,12 @@
 import AnnouncementIntake
 import AnnouncementQueue
+import AnnouncementRecords
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import Logging
 import SpeakAPI
+import SpeakState
 import SpeechModel
 import SpeechRendering
 
@@ -79,6 +81,10 @@ public struct SpeakServer: Sendable {
     /// What `POST /v1/speech` renders: the announcement as the hall would hear it (chimes,
     /// repeats, loudness). Nil renders the engine's own audio, as `?raw=true` always does.
     public var hallSound: HallSound?
+    /// The schedules (`/v1/schedules`), when the daemon keeps state (`--state-dir`).
+    public var schedules: ScheduleService?
+    /// The audit log (`/v1/audit`), when the daemon keeps state.
+    public var audit: AuditLog?
 
     /// - Parameters:
     ///   - queue: the announcement queue.
@@ -179,7 +185,7 @@ public struct SpeakServer: Sendable {
                 middleware: CORSMiddleware(
                     allowOrigin: .custom(origin),
                     allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID, .announcementKey],
-                    allowMethods: [.get, .post, .put, .delete, .options],
+                    allowMethods: [.get, .post, .put, .patch, .delete, .options],
                     exposedHeaders: exposed,
                     maxAge: .seconds(600)))
             // Inside the CORS middleware and outside the error middleware, so error responses get it too.
@@ -207,6 +213,12 @@ public struct SpeakServer: Sendable {
         router.post("/v1/speech", use: routes.speech)
         router.get("/v1/voices", use: routes.voices)
         router.get("/v1/chimes", use: routes.chimes)
+        router.post("/v1/schedules", use: routes.createSchedule)
+        router.get("/v1/schedules", use: routes.listSchedules)
+        router.get("/v1/schedules/:id", use: routes.getSchedule)
+        router.patch("/v1/schedules/:id", use: routes.patchSchedule)
+        router.delete("/v1/schedules/:id", use: routes.deleteSchedule)
+        router.get("/v1/audit", use: routes.audit)
         router.get("/healthz", use: routes.healthz)
         router.get("/metrics", use: routes.metricsPage)
         router.get("/openapi.json", use: routes.openAPI)

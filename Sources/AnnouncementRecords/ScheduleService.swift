@@ -1,0 +1,310 @@
+import AnnouncementIntake
+import AnnouncementQueue
+import Foundation
+import Logging
+import ServiceLifecycle
+import SpeakAPI
+import SpeakSchedules
+import SpeakState
+
+/// The schedules: kept in the database, checked like any announcement when they are made, and
+/// turned into announcements through the intake when their slots come.
+///
+/// A slot is marked in the database before its announcement is queued, so a `kill -9` at any
+/// moment can lose that one slot's speech but never speaks it twice; the audit log then shows
+/// the announcement that was cut short (`failed`, speakd stopped). Between slots the service
+/// sleeps on the monotonic clock, in steps of at most `maxSleep`, and plans again from the
+/// wall clock after each: a clock step neither fires a burst of passed slots nor skips the next
+/// one (`SchedulePlanner`).
+public actor ScheduleService: Service {
+    /// The longest it sleeps before it reads the wall clock again.
+    public static let maxSleep: Duration = .seconds(5)
+
+    private struct Entry {
+        var stored: StoredSchedule
+        var definition: ScheduleDefinition
+    }
+
+    private let store: ScheduleStore
+    private let intake: AnnouncementIntake
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private var entries: [String: Entry]?
+    /// Whether the next plan is the first since speakd started (the `missed` policy applies).
+    private var starting = true
+    private var waiter: CheckedContinuation<Void, Never>?
+    private var sleeper: Task<Void, Never>?
+
+    /// - Parameters:
+    ///   - store: the database's schedules.
+    ///   - intake: the way in, for checking and queueing the announcements.
+    ///   - logger: the daemon's logger.
+    ///   - now: the wall clock.
+    public init(
+        store: ScheduleStore, intake: AnnouncementIntake, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.intake = intake
+        self.logger = logger
+        self.now = now
+    }
+
+    // MARK: Requests
+
+    /// Makes a schedule from a `POST /v1/schedules` body; it is in the database when this returns.
+    /// - Returns: the schedule as `GET` shows it.
+    public func create(_ body: Data) async throws(RecordsError) -> ScheduleResource {
+        let definition = try await checked(try Self.decode(body))
+        let stored: StoredSchedule
+        do {
+            stored = try store.insert(definition: definition.encoded(), now: now())
+        } catch {
+            throw RecordsError(state: error)
+        }
+        _ = try loaded()
+        entries?[stored.id] = Entry(stored: stored, definition: definition)
+        publish(stored.id, ScheduleChange(change: .created))
+        wake()
+        return resource(Entry(stored: stored, definition: definition))
+    }
+
+    /// Every schedule, oldest first.
+    public func list() throws(RecordsError) -> [ScheduleResource] {
+        try loaded().values.sorted { ($0.stored.created, $0.stored.id) < ($1.stored.created, $1.stored.id) }
+            .map(resource)
+    }
+
+    /// One schedule.
+    public func schedule(id: String) throws(RecordsError) -> ScheduleResource {
+        guard let entry = try loaded()[id] else { throw .unknownSchedule(id) }
+        return resource(entry)
+    }
+
+    /// Changes a schedule with a `PATCH` body: the keys it has replace the schedule's, `null`
+    /// removes one. Its slots already passed stay passed.
+    public func update(id: String, patch: Data) async throws(RecordsError) -> ScheduleResource {
+        guard let entry = try loaded()[id] else { throw .unknownSchedule(id) }
+        let merged: ScheduleDefinition
+        do {
+            merged = try entry.definition.merging(patch: patch)
+        } catch {
+            throw RecordsError(error)
+        }
+        let definition = try await checked(merged)
+        let stored: StoredSchedule?
+        do {
+            stored = try store.update(id: id, definition: definition.encoded(), now: now())
+        } catch {
+            throw RecordsError(state: error)
+        }
+        guard let stored else { throw .unknownSchedule(id) }
+        let updated = Entry(stored: stored, definition: definition)
+        entries?[id] = updated
+        publish(id, ScheduleChange(change: .updated))
+        wake()
+        return resource(updated)
+    }
+
+    /// Deletes a schedule; a slot of it already queued is not cancelled.
+    public func delete(id: String) throws(RecordsError) {
+        guard try loaded()[id] != nil else { throw .unknownSchedule(id) }
+        do {
+            guard try store.delete(id: id) else { throw RecordsError.unknownSchedule(id) }
+        } catch let error as StateError {
+            throw RecordsError(state: error)
+        } catch let error as RecordsError {
+            throw error
+        } catch {
+            throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
+        }
+        entries?[id] = nil
+        publish(id, ScheduleChange(change: .deleted))
+        wake()
+    }
+
+    private static func decode(_ body: Data) throws(RecordsError) -> ScheduleDefinition {
+        do {
+            return try ScheduleDefinition(json: body)
+        } catch {
+            throw RecordsError(error)
+        }
+    }
+
+    /// Checks a definition as of now, and its announcement as the intake checks a posted one
+    /// (its output, chimes, text and spans); a private announcement is refused, since its text
+    /// would be stored.
+    private func checked(_ definition: ScheduleDefinition) async throws(RecordsError) -> ScheduleDefinition {
+        do {
+            try definition.check(now: now())
+        } catch {
+            throw RecordsError(error)
+        }
+        let request: AnnouncementRequest
+        do {
+            request = try intake.decode(definition.announcement)
+            _ = try await intake.prepare(request)
+        } catch {
+            throw RecordsError(announcement: error)
+        }
+        guard !request.isPrivate else {
+            throw RecordsError(
+                .invalid, code: "invalidValue",
+                "a scheduled announcement cannot be private: its text would be stored in the database",
+                field: "announcement.private")
+        }
+        return definition
+    }
+
+    private func loaded() throws(RecordsError) -> [String: Entry] {
+        if let entries { return entries }
+        var loaded: [String: Entry] = [:]
+        let all: [StoredSchedule]
+        do {
+            all = try store.all()
+        } catch {
+            throw RecordsError(state: error)
+        }
+        for stored in all {
+            do {
+                loaded[stored.id] = Entry(stored: stored, definition: try ScheduleDefinition(json: stored.definition))
+            } catch {
+                logger.error(
+                    "a stored schedule cannot be read; it is left out",
+                    metadata: ["speakd.schedule": "\(stored.id)", "speakd.error": "\(error)"])
+            }
+        }
+        entries = loaded
+        return loaded
+    }
+
+    private func resource(_ entry: Entry) -> ScheduleResource {
+        ScheduleResource(
+            id: entry.stored.id, definition: entry.definition, created: entry.stored.created,
+            updated: entry.stored.updated, lastSlot: entry.stored.lastSlot,
+            next: entry.stored.lastSlot.map { entry.definition.timeline.nextSlot(after: $0) }
+                ?? entry.definition.timeline.firstSlot)
+    }
+
+    private func publish(_ id: String, _ change: ScheduleChange) {
+        var event = AnnouncementEvent(type: .schedule, id: id, text: "", priority: .default, timestamp: Date())
+        event.schedule = change
+        intake.outputs.publish(event)
+    }
+
+    // MARK: Running
+
+    public nonisolated func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await self.runLoop()
+        }
+    }
+
+    private func runLoop() async {
+        while !Task.isCancelled {
+            let wait = await step()
+            await pause(for: wait)
+        }
+    }
+
+    /// Acts on every schedule whose slot is due or passed; returns how long to sleep.
+    private func step() async -> Duration {
+        let schedules: [String: Entry]
+        do {
+            schedules = try loaded()
+        } catch {
+            logger.error("schedules cannot be read", metadata: ["speakd.error": "\(error)"])
+            return Self.maxSleep
+        }
+        let reason: SchedulePlanner.Reason = starting ? .start : .running
+        starting = false
+        var earliest: Date?
+        for id in schedules.keys.sorted() {
+            // Acting on one can take a while (the intake); read the newest entry each time.
+            while let entry = entries?[id] {
+                let at = now()
+                let decision = SchedulePlanner(entry.definition).decide(
+                    lastSlot: entry.stored.lastSlot, now: at, reason: reason)
+                switch decision {
+                case .fire(let slot):
+                    await fire(entry, slot: slot)
+                    continue
+                case .skip(let through):
+                    mark(entry, slot: through)
+                    publish(
+                        entry.stored.id, ScheduleChange(change: .skipped, slot: Self.text(through), detail: "missed"))
+                    continue
+                case .wait(let until):
+                    earliest = min(earliest ?? until, until)
+                case .finished:
+                    break
+                }
+                break
+            }
+        }
+        guard let earliest else { return .seconds(3_600) }
+        return SchedulePlanner.sleepDuration(until: earliest, now: now(), maxChunk: Self.maxSleep)
+    }
+
+    /// Marks the slot, then queues its announcement through the intake.
+    private func fire(_ entry: Entry, slot: Date) async {
+        let id = entry.stored.id
+        guard mark(entry, slot: slot) else { return }
+        let origin = AnnouncementOrigin(front: "schedule", detail: "id=\(id) slot=\(Self.text(slot))", schedule: id)
+        do {
+            let (_, accepted) = try await intake.accept(entry.definition.announcement, origin: origin)
+            publish(id, ScheduleChange(change: .fired, slot: Self.text(slot), announcement: accepted.id))
+        } catch {
+            logger.info(
+                "scheduled announcement refused",
+                metadata: ["speakd.schedule": "\(id)", "speakd.error": "\(error)"])
+            publish(id, ScheduleChange(change: .skipped, slot: Self.text(slot), detail: error.description))
+        }
+        if entry.definition.timeline.nextSlot(after: slot) == nil {
+            publish(id, ScheduleChange(change: .finished))
+        }
+    }
+
+    /// Records that `slot` has come, durably; false when it cannot be written, and the slot is
+    /// then not spoken (it could be again after a restart).
+    @discardableResult
+    private func mark(_ entry: Entry, slot: Date) -> Bool {
+        do {
+            try store.markSlot(id: entry.stored.id, slot: slot)
+        } catch {
+            logger.error(
+                "a schedule's slot cannot be recorded; it is not spoken",
+                metadata: ["speakd.schedule": "\(entry.stored.id)", "speakd.error": "\(error)"])
+            // Not marked in memory either, so the loop does not spin: the planner sees it passed.
+            entries?[entry.stored.id]?.stored.lastSlot = slot
+            return false
+        }
+        entries?[entry.stored.id]?.stored.lastSlot = slot
+        return true
+    }
+
+    private func pause(for duration: Duration) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter = continuation
+                sleeper = Task {
+                    try? await Task.sleep(for: duration, tolerance: .zero, clock: .continuous)
+                    await self.wake()
+                }
+            }
+        } onCancel: {
+            Task { await self.wake() }
+        }
+    }
+
+    private func wake() {
+        sleeper?.cancel()
+        sleeper = nil
+        waiter?.resume()
+        waiter = nil
+    }
+
+    static func text(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}

@@ -1,0 +1,198 @@
+import AnnouncementRecords
+import FoundationEssentials
+import HTTPTypes
+import Hummingbird
+import SpeakAPI
+import SpeakState
+
+extension SpeakRoutes {
+    // MARK: Schedules
+
+    /// `POST /v1/schedules`: 201 with the schedule, once it is in the database.
+    @Sendable func createSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let schedules = try requireSchedules()
+        let body = try await readBody(request)
+        let resource = try await records { () async throws(RecordsError) in try await schedules.create(body) }
+        var response = raw(resource.json(), status: .created)
+        response.headers[.location] = "/v1/schedules/\(resource.id)"
+        return response
+    }
+
+    /// `GET /v1/schedules`: `{"schedules": [...]}`.
+    @Sendable func listSchedules(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let schedules = try requireSchedules()
+        let all = try await records { () async throws(RecordsError) in try await schedules.list() }
+        return raw(ScheduleResource.list(all))
+    }
+
+    /// `GET /v1/schedules/{id}`.
+    @Sendable func getSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let schedules = try requireSchedules()
+        let id = try context.parameters.require("id")
+        return raw(try await records { () async throws(RecordsError) in try await schedules.schedule(id: id) }.json())
+    }
+
+    /// `PATCH /v1/schedules/{id}`: the keys given replace the schedule's; `null` removes one.
+    @Sendable func patchSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let schedules = try requireSchedules()
+        let id = try context.parameters.require("id")
+        let body = try await readBody(request)
+        let resource = try await records { () async throws(RecordsError) in
+            try await schedules.update(id: id, patch: body)
+        }
+        return raw(resource.json())
+    }
+
+    /// `DELETE /v1/schedules/{id}`: 204.
+    @Sendable func deleteSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let schedules = try requireSchedules()
+        let id = try context.parameters.require("id")
+        try await records { () async throws(RecordsError) in try await schedules.delete(id: id) }
+        return Response(status: .noContent)
+    }
+
+    // MARK: Audit
+
+    /// The query parameters `GET /v1/audit` takes; any other is refused, not ignored.
+    static let auditParameters: Set<String> = [
+        "since", "until", "output", "reason", "front", "after", "limit", "format",
+    ]
+
+    /// `GET /v1/audit?since&until&output&reason&front&after&limit`: a page of rows, oldest
+    /// first; `format=ndjson` streams every matching row, one JSON object per line.
+    @Sendable func audit(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        guard let log = server.audit else { throw Self.noState }
+        let query = request.uri.queryParameters
+        for (name, _) in query where !Self.auditParameters.contains(String(name)) {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "unknown parameter '\(name)' (\(Self.auditParameters.sorted().joined(separator: ", ")))",
+                field: String(name))
+        }
+        var filter = AuditFilter()
+        filter.since = try dateQuery(request, "since")
+        filter.until = try dateQuery(request, "until")
+        filter.output = query["output"].map(String.init)
+        filter.reason = query["reason"].map(String.init)
+        filter.front = query["front"].map(String.init)
+        var cursor: Int64?
+        if let text = query["after"] {
+            guard let value = Int64(text), value >= 0 else {
+                throw APIError(
+                    status: .unprocessableContent, code: "invalidValue",
+                    message: "'\(text)' is not a cursor: pass the 'next' of the page before", field: "after")
+            }
+            cursor = value
+        }
+        var limit = 100
+        if let text = query["limit"] {
+            guard let value = Int(text), (1...1_000).contains(value) else {
+                throw APIError(
+                    status: .unprocessableContent, code: "invalidValue",
+                    message: "limit must be a whole number from 1 to 1000, not '\(text)'", field: "limit")
+            }
+            limit = value
+        }
+        switch query["format"].map(String.init) {
+        case nil, "json":
+            let page: (entries: [AuditEntry], next: Int64?)
+            do {
+                page = try log.entries(filter, after: cursor, limit: limit)
+            } catch {
+                throw APIError(status: .serviceUnavailable, code: "stateUnavailable", message: "\(error)")
+            }
+            return try json(AuditPage(entries: page.entries.map(Self.record), next: page.next.map(String.init)))
+        case "ndjson":
+            return try exportAudit(log, filter: filter, after: cursor)
+        case let other?:
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "format must be json or ndjson, not '\(other)'", field: "format")
+        }
+    }
+
+    /// Every row `filter` matches, one JSON object per line, read a page at a time.
+    private func exportAudit(_ log: AuditLog, filter: AuditFilter, after cursor: Int64?) throws -> Response {
+        let encoder = WireFormat.encoder()
+        let body = ResponseBody { writer in
+            var cursor = cursor
+            repeat {
+                let page = try log.entries(filter, after: cursor, limit: 500)
+                var buffer = ByteBuffer()
+                for entry in page.entries {
+                    buffer.writeBytes(try encoder.encode(Self.record(entry)))
+                    buffer.writeInteger(UInt8(ascii: "\n"))
+                }
+                if buffer.readableBytes > 0 { try await writer.write(buffer) }
+                cursor = page.next
+            } while cursor != nil
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
+    }
+
+    static func record(_ entry: AuditEntry) -> AuditRecord {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        var record = AuditRecord(id: entry.id, front: entry.front, origin: entry.origin, repeats: entry.repeats)
+        record.output = entry.output
+        record.priority = entry.priority.flatMap(AnnouncementPriority.init(rawValue:))
+        record.queued = entry.queued?.formatted(style)
+        record.started = entry.started?.formatted(style)
+        record.finished = entry.finished?.formatted(style)
+        record.reason = entry.reason
+        record.detail = entry.detail
+        record.error = entry.error
+        record.schedule = entry.schedule
+        record.text = entry.text
+        record.private = entry.isPrivate ? true : nil
+        return record
+    }
+
+    private func dateQuery(_ request: Request, _ name: String) throws(APIError) -> Date? {
+        guard let text = request.uri.queryParameters[name[...]] else { return nil }
+        guard
+            let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(String(text))
+                ?? Date.ISO8601FormatStyle().parse(String(text))
+        else {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "'\(text)' is not an RFC 3339 time with an offset (2026-11-27T14:02:00Z)", field: name)
+        }
+        return date
+    }
+
+    // MARK: Helpers
+
+    private static let noState = APIError(
+        status: .serviceUnavailable, code: "stateUnavailable",
+        message: "speakd keeps no state: start it with --state-dir DIR (the system and user units do)")
+
+    private func requireSchedules() throws(APIError) -> ScheduleService {
+        guard let schedules = server.schedules else { throw Self.noState }
+        return schedules
+    }
+
+    /// `body`'s result, its `RecordsError` answered with its status.
+    private func records<Result>(_ body: () async throws(RecordsError) -> Result) async throws(APIError) -> Result {
+        do {
+            return try await body()
+        } catch {
+            let status: HTTPResponse.Status =
+                switch error.kind {
+                case .invalid: .unprocessableContent
+                case .malformed: .badRequest
+                case .notFound: .notFound
+                case .unavailable: .serviceUnavailable
+                }
+            throw APIError(
+                status: status, code: error.response.error.code, message: error.response.error.message,
+                field: error.response.error.field)
+        }
+    }
+
+    private func raw(_ data: Data, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: WireFormat.jsonContentType],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+internal import GRDB
+
+/// What the fleet link remembers of an MQTT request id.
+public struct FleetRequestRecord: Sendable, Equatable {
+    /// The request id the sender chose.
+    public var requestId: String
+    /// The announcement it became, once accepted.
+    public var announcement: String?
+    /// The final report JSON, once it ended: the answer to a redelivery.
+    public var report: Data?
+    /// When it was first claimed.
+    public var seen: Date
+
+    /// Creates a record.
+    public init(requestId: String, announcement: String? = nil, report: Data? = nil, seen: Date) {
+        self.requestId = requestId
+        self.announcement = announcement
+        self.report = report
+        self.seen = seen
+    }
+}
+
+/// MQTT request ids seen recently, so a message redelivered after a restart is answered, not spoken again.
+///
+/// Only the newest ``capacity`` ids are kept: the oldest are dropped when a new one is claimed.
+public final class FleetRequestMemory: Sendable {
+    /// How many request ids are kept unless told otherwise.
+    public static let defaultCapacity = 4096
+
+    /// How many request ids are kept.
+    public let capacity: Int
+    private let storage: Storage
+
+    /// A memory in `database` that keeps `capacity` ids; ``StateDatabase/fleetRequests`` keeps the default.
+    public convenience init(database: StateDatabase, capacity: Int = FleetRequestMemory.defaultCapacity) {
+        self.init(storage: database.storage, capacity: capacity)
+    }
+
+    init(storage: Storage, capacity: Int) {
+        self.storage = storage
+        self.capacity = max(1, capacity)
+    }
+
+    /// Claims a request id before acting on it.
+    /// - Returns: nil when the id is new and now claimed; the existing record when it was seen before.
+    public func claim(_ requestId: String, at time: Date) throws(StateError) -> FleetRequestRecord? {
+        try storage.write("remember a fleet request") { db in
+            if let row = try Row.fetchOne(
+                db, sql: "SELECT requestId, announcement, report, seen FROM fleet_request WHERE requestId = ?",
+                arguments: [requestId])
+            {
+                return FleetRequestRecord(
+                    requestId: row["requestId"], announcement: row["announcement"], report: row["report"],
+                    seen: row.date("seen") ?? time)
+            }
+            try db.execute(
+                sql: "INSERT INTO fleet_request (requestId, seen) VALUES (?, ?)",
+                arguments: [requestId, time.storedMilliseconds])
+            try db.execute(
+                sql: """
+                    DELETE FROM fleet_request
+                    WHERE seq <= (SELECT seq FROM fleet_request ORDER BY seq DESC LIMIT 1 OFFSET ?)
+                    """,
+                arguments: [capacity])
+            return nil
+        }
+    }
+
+    /// Records the announcement a claimed request became.
+    @discardableResult
+    public func accepted(_ requestId: String, announcement: String) throws(StateError) -> Bool {
+        try storage.write("remember a fleet request") { db in
+            try db.execute(
+                sql: "UPDATE fleet_request SET announcement = ? WHERE requestId = ?",
+                arguments: [announcement, requestId])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Records the final report of a claimed request, to answer a redelivery with.
+    @discardableResult
+    public func outcome(_ requestId: String, report: Data) throws(StateError) -> Bool {
+        try storage.write("remember a fleet request") { db in
+            try db.execute(
+                sql: "UPDATE fleet_request SET report = ? WHERE requestId = ?", arguments: [report, requestId])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Forgets a request id, so a refused request may be sent again.
+    @discardableResult
+    public func forget(_ requestId: String) throws(StateError) -> Bool {
+        try storage.write("forget a fleet request") { db in
+            try db.execute(sql: "DELETE FROM fleet_request WHERE requestId = ?", arguments: [requestId])
+            return db.changesCount > 0
+        }
+    }
+}

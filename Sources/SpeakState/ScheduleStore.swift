@@ -1,0 +1,124 @@
+import Foundation
+internal import GRDB
+
+/// A schedule as stored: its definition is opaque here, owned by the scheduler.
+public struct StoredSchedule: Sendable, Equatable {
+    /// A short random id: 12 characters of lowercase base32, safe in a URL.
+    public var id: String
+    /// The schedule's canonical JSON.
+    public var definition: Data
+    /// When it was created.
+    public var created: Date
+    /// When its definition last changed.
+    public var updated: Date
+    /// The last slot fired or skipped; the scheduler resumes after it.
+    public var lastSlot: Date?
+
+    /// Creates a stored schedule.
+    public init(id: String, definition: Data, created: Date, updated: Date, lastSlot: Date? = nil) {
+        self.id = id
+        self.definition = definition
+        self.created = created
+        self.updated = updated
+        self.lastSlot = lastSlot
+    }
+}
+
+/// The schedules created through the API, so they outlive a restart, and how far each has fired.
+public final class ScheduleStore: Sendable {
+    private let storage: Storage
+
+    init(storage: Storage) {
+        self.storage = storage
+    }
+
+    private static let columns = "id, definition, created, updated, lastSlot"
+
+    /// Stores a new schedule under a fresh id.
+    public func insert(definition: Data, now: Date) throws(StateError) -> StoredSchedule {
+        try storage.write("store a schedule") { db in
+            // 60 random bits make a clash unlikely; a clash draws again rather than overwrite.
+            var id = Self.newID()
+            while try Bool.fetchOne(db, sql: "SELECT 1 FROM schedule WHERE id = ?", arguments: [id]) == true {
+                id = Self.newID()
+            }
+            try db.execute(
+                sql: "INSERT INTO schedule (id, definition, created, updated) VALUES (?, ?, ?, ?)",
+                arguments: [id, definition, now.storedMilliseconds, now.storedMilliseconds])
+            let stored = Date(storedMilliseconds: now.storedMilliseconds)
+            return StoredSchedule(id: id, definition: definition, created: stored, updated: stored)
+        }
+    }
+
+    /// Every stored schedule, oldest first.
+    public func all() throws(StateError) -> [StoredSchedule] {
+        try storage.read("read the schedules") { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM schedule ORDER BY created, id").map(Self.schedule)
+        }
+    }
+
+    /// The schedule with this id, or nil.
+    public func get(id: String) throws(StateError) -> StoredSchedule? {
+        try storage.read("read a schedule") { db in try Self.fetch(id, db) }
+    }
+
+    /// Replaces a schedule's definition; its id, creation time and last slot stay.
+    /// - Returns: the schedule as now stored, or nil when there is none with this id.
+    @discardableResult
+    public func update(id: String, definition: Data, now: Date) throws(StateError) -> StoredSchedule? {
+        try storage.write("update a schedule") { db in
+            try db.execute(
+                sql: "UPDATE schedule SET definition = ?, updated = ? WHERE id = ?",
+                arguments: [definition, now.storedMilliseconds, id])
+            return db.changesCount > 0 ? try Self.fetch(id, db) : nil
+        }
+    }
+
+    /// Deletes a schedule.
+    /// - Returns: false when there was none with this id.
+    @discardableResult
+    public func delete(id: String) throws(StateError) -> Bool {
+        try storage.write("delete a schedule") { db in
+            try db.execute(sql: "DELETE FROM schedule WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Records that `slot` fired or was skipped; a slot earlier than the one recorded changes nothing.
+    ///
+    /// On disk when it returns, so a restart never fires the slot again.
+    /// - Returns: false when there is no schedule with this id.
+    @discardableResult
+    public func markSlot(id: String, slot: Date) throws(StateError) -> Bool {
+        try storage.write("record a schedule slot") { db in
+            // SQLite's max() of a NULL is NULL, hence the coalesce for a schedule that never fired.
+            try db.execute(
+                sql: "UPDATE schedule SET lastSlot = max(coalesce(lastSlot, ?1), ?1) WHERE id = ?2",
+                arguments: [slot.storedMilliseconds, id])
+            return db.changesCount > 0
+        }
+    }
+
+    private static func fetch(_ id: String, _ db: Database) throws -> StoredSchedule? {
+        try Row.fetchOne(db, sql: "SELECT \(columns) FROM schedule WHERE id = ?", arguments: [id]).map(schedule)
+    }
+
+    private static func schedule(_ row: Row) -> StoredSchedule {
+        StoredSchedule(
+            id: row["id"], definition: row["definition"], created: row.date("created") ?? .distantPast,
+            updated: row.date("updated") ?? .distantPast, lastSlot: row.date("lastSlot"))
+    }
+
+    /// RFC 4648 base32 in lowercase: letters and 2–7, nothing a URL or a shell needs to escape.
+    private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+
+    static func newID() -> String {
+        var bits = UInt64.random(in: 0..<(1 << 60))
+        var id = ""
+        for _ in 0..<12 {
+            id.append(alphabet[Int(bits & 31)])
+            bits >>= 5
+        }
+        return id
+    }
+}

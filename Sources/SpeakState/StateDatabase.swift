@@ -1,0 +1,101 @@
+import Foundation
+internal import GRDB
+
+/// speakd's embedded database: the audit log, stored schedules and the fleet's request ids, in one SQLite file.
+///
+/// The file is opened in WAL mode with `synchronous = FULL`, so a row whose call has returned is on
+/// disk and survives a power cut, and with `secure_delete = ON`, so deleted rows are overwritten.
+/// Every call runs one short transaction and blocks its thread until it commits.
+public final class StateDatabase: Sendable {
+    /// The file's name inside the state directory.
+    public static let fileName = "speakd.sqlite"
+
+    /// The database file: the state directory followed by ``fileName``.
+    public let path: String
+    /// One row per announcement outcome and per refusal.
+    public let audit: AuditLog
+    /// Schedules created through the API, and the last slot each one fired.
+    public let schedules: ScheduleStore
+    /// MQTT request ids seen recently, with the default capacity.
+    public let fleetRequests: FleetRequestMemory
+
+    let storage: Storage
+
+    /// Opens the database in `directory`, creating the directory (mode 0700) and the file when missing.
+    ///
+    /// Only the last component of `directory` is created. The schema is brought up to date and the
+    /// file's integrity checked (`PRAGMA quick_check`).
+    /// - Parameter directory: the state directory, such as `/var/lib/speakd`.
+    /// - Throws: ``StateError`` of kind ``StateError/Kind/corrupt`` for a file that is not a database
+    ///   or is damaged, ``StateError/Kind/inaccessible`` when it cannot be created or written,
+    ///   ``StateError/Kind/newerSchema`` when a newer speakd wrote it. The file is never moved or
+    ///   replaced: what to do is the operator's decision, and the error says how.
+    public convenience init(directory: String) throws(StateError) {
+        try self.init(directory: directory, schema: SchemaMigration.all)
+    }
+
+    /// Opens the database with a given list of schema versions, so tests can add one.
+    init(directory: String, schema: [SchemaMigration]) throws(StateError) {
+        let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        path = directory + "/" + Self.fileName
+        try Self.makeDirectory(directory)
+        storage = try Self.open(path: path, schema: schema)
+        audit = AuditLog(storage: storage)
+        schedules = ScheduleStore(storage: storage)
+        fleetRequests = FleetRequestMemory(storage: storage, capacity: FleetRequestMemory.defaultCapacity)
+    }
+
+    /// Creates the state directory when missing; an existing one keeps the mode its owner gave it.
+    private static func makeDirectory(_ directory: String) throws(StateError) {
+        if mkdir(directory, 0o700) == 0 { return }
+        let error = errno
+        var status = stat()
+        if error == EEXIST, stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { return }
+        let message = error == EEXIST ? "not a directory" : String(cString: strerror(error))
+        throw StateError(.inaccessible, path: directory, operation: "create the state directory", message: message)
+    }
+
+    private static func open(path: String, schema: [SchemaMigration]) throws(StateError) -> Storage {
+        var configuration = Configuration()
+        configuration.label = "speakd.state"
+        // Another process (the sqlite3 shell, a backup) may hold a lock for a moment.
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            // Deleted rows (pruned audit entries, forgotten schedules) are overwritten, not left in free pages.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw StateError(error, path: path, operation: "open")
+        }
+        let migrator = SchemaMigration.migrator(schema)
+        do {
+            try pool.writeWithoutTransaction { db in
+                // GRDB sets `synchronous = NORMAL` on the writer when it turns WAL on, after
+                // prepareDatabase has run: with NORMAL a power cut can lose the last commits, so FULL
+                // is set here, on the one connection that writes.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                // A checkpoint leaves the WAL file at its largest size; this trims it afterwards.
+                try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
+                let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
+                if check != ["ok"] {
+                    throw StateError(
+                        .corrupt, path: path, operation: "open",
+                        message: "integrity check failed: " + (check.first ?? "no result"))
+                }
+                if try migrator.hasBeenSuperseded(db) {
+                    let unknown = try migrator.appliedIdentifiers(db).subtracting(schema.map(\.identifier))
+                    throw StateError(
+                        .newerSchema, path: path, operation: "open",
+                        message: "unknown schema versions " + unknown.sorted().joined(separator: ", "))
+                }
+            }
+            try migrator.migrate(pool)
+        } catch {
+            throw StateError(error, path: path, operation: "open")
+        }
+        return Storage(pool: pool, path: path)
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import Testing
+
+@testable import SpeakState
+
+@Suite struct AuditLogTests {
+    @Test func announcementFromAcceptanceToOutcome() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        var accepted = entry("a1", front: "mqtt")
+        accepted.origin = "mqtt client=kiosk-1 requestId=r1"
+        accepted.schedule = "s1"
+        let seq = try audit.opened(accepted)
+        #expect(try audit.started(id: "a1", at: t0.addingTimeInterval(0.25)))
+        #expect(try audit.repeated(id: "a1"))
+        #expect(try audit.repeated(id: "a1"))
+        #expect(try audit.finished(id: "a1", reason: "completed", detail: "spoken twice", at: t0.addingTimeInterval(2)))
+        // Closed: a late second outcome finds nothing open.
+        #expect(try !audit.finished(id: "a1", reason: "cancelled", detail: nil, at: t0.addingTimeInterval(3)))
+        #expect(try !audit.started(id: "nobody", at: t0))
+
+        let stored = try #require(try audit.entries(AuditFilter(), after: nil, limit: 10).entries.first)
+        accepted.seq = seq
+        accepted.started = t0.addingTimeInterval(0.25)
+        accepted.finished = t0.addingTimeInterval(2)
+        accepted.reason = "completed"
+        accepted.detail = "spoken twice"
+        accepted.repeats = 2
+        #expect(stored == accepted)
+        #expect(!stored.isRefusal)
+    }
+
+    @Test func outcomesGoToTheNewestOpenRowOfAnId() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        try audit.opened(entry("same"))
+        try audit.finished(id: "same", reason: "completed", detail: nil, at: t0)
+        try audit.opened(entry("same"))
+        try audit.finished(id: "same", reason: "failed", detail: "output gone", at: t0)
+        let rows = try audit.entries(AuditFilter(id: "same"), after: nil, limit: 10).entries
+        #expect(rows.map(\.reason) == ["completed", "failed"])
+    }
+
+    @Test func timesKeepMilliseconds() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        let queued = Date(timeIntervalSince1970: 1_790_000_000.987)
+        try audit.opened(entry("ms", queued: queued))
+        try audit.started(id: "ms", at: queued.addingTimeInterval(0.001))
+        let row = try #require(try audit.entries(AuditFilter(), after: nil, limit: 1).entries.first)
+        #expect(row.queued == queued)
+        #expect(row.started == Date(timeIntervalSince1970: 1_790_000_000.988))
+    }
+
+    @Test func unfinishedRowsGetAnOutcomeAtStart() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let audit = try StateDatabase(directory: dir.state).audit
+            try audit.opened(entry("done"))
+            try audit.finished(id: "done", reason: "completed", detail: nil, at: t0)
+            try audit.opened(entry("speaking"))
+            try audit.started(id: "speaking", at: t0)
+            try audit.opened(entry("waiting"))
+            try audit.refused(AuditEntry(front: "http", origin: "tcp token", queued: t0, error: "queue_full"))
+        }
+        let audit = try StateDatabase(directory: dir.state).audit
+        let later = t0.addingTimeInterval(60)
+        let closed = try audit.closeUnfinished(reason: "failed", detail: "daemon stopped", at: later)
+        #expect(closed.map(\.id) == ["speaking", "waiting"])
+        #expect(closed.allSatisfy { $0.reason == "failed" && $0.detail == "daemon stopped" && $0.finished == later })
+        #expect(closed.first?.started == t0)
+        #expect(try audit.closeUnfinished(reason: "failed", detail: "again", at: later).isEmpty)
+        let all = try audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        #expect(all.map(\.reason) == ["completed", "failed", "failed", nil])
+    }
+
+    @Test func refusalsAreClosedAndCarryTheirCode() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        let seq = try audit.refused(
+            AuditEntry(front: "ssip", origin: "ssip client=orca", queued: t0, error: "text_too_long", text: "hi"))
+        let unnamed = try audit.refused(AuditEntry(id: "given", front: "http", origin: "tcp token", queued: t0))
+        #expect(unnamed > seq)
+        let rows = try audit.entries(AuditFilter(refusals: true), after: nil, limit: 10).entries
+        #expect(rows.map(\.error) == ["text_too_long", "refused"])
+        #expect(rows.map(\.id) == [nil, "given"])
+        #expect(rows.allSatisfy { $0.isRefusal && $0.reason == nil })
+        #expect(try audit.entries(AuditFilter(refusals: false), after: nil, limit: 10).entries.isEmpty)
+        #expect(try audit.closeUnfinished(reason: "failed", detail: "x", at: t0).isEmpty)
+    }
+
+    @Test func filtersMatchEveryFieldThatIsSet() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        let minute = 60.0
+        try audit.opened(entry("h1", front: "http", output: "hall", queued: t0))
+        try audit.finished(id: "h1", reason: "completed", detail: nil, at: t0)
+        try audit.opened(entry("m1", front: "mqtt", output: "yard", queued: t0 + minute))
+        try audit.finished(id: "m1", reason: "output_unavailable", detail: nil, at: t0 + minute)
+        try audit.opened(entry("s1", front: "ssip", output: "hall", queued: t0 + 2 * minute))
+        try audit.finished(id: "s1", reason: "cancelled", detail: nil, at: t0 + 2 * minute)
+        try audit.refused(
+            AuditEntry(
+                front: "mqtt", origin: "mqtt client=k", output: "yard", queued: t0 + 3 * minute,
+                error: "output_unavailable"))
+        try audit.opened(entry("h2", front: "http", output: "hall", queued: t0 + 4 * minute))
+
+        func ids(_ filter: AuditFilter) throws -> [String] {
+            try audit.entries(filter, after: nil, limit: 100).entries.map { $0.id ?? "refused" }
+        }
+        #expect(try ids(AuditFilter()) == ["h1", "m1", "s1", "refused", "h2"])
+        // since ≤ queued < until
+        #expect(try ids(AuditFilter(since: t0 + minute, until: t0 + 3 * minute)) == ["m1", "s1"])
+        #expect(try ids(AuditFilter(since: t0 + 3 * minute)) == ["refused", "h2"])
+        #expect(try ids(AuditFilter(until: t0 + minute)) == ["h1"])
+        #expect(try ids(AuditFilter(output: "hall")) == ["h1", "s1", "h2"])
+        #expect(try ids(AuditFilter(front: "mqtt")) == ["m1", "refused"])
+        // A reason matches outcomes and refusals alike.
+        #expect(try ids(AuditFilter(reason: "output_unavailable")) == ["m1", "refused"])
+        #expect(try ids(AuditFilter(reason: "cancelled")) == ["s1"])
+        #expect(try ids(AuditFilter(output: "hall", reason: "completed", front: "http")) == ["h1"])
+        #expect(try ids(AuditFilter(output: "nowhere")) == [])
+    }
+
+    @Test func cursorPagesThroughThreePages() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        for n in 0..<25 {
+            try audit.opened(entry("a\(n)", front: n % 2 == 0 ? "http" : "mqtt"))
+        }
+        var seen: [String] = []
+        var cursor: Int64?
+        var pages = 0
+        repeat {
+            let page = try audit.entries(AuditFilter(front: "http"), after: cursor, limit: 5)
+            seen += page.entries.compactMap(\.id)
+            cursor = page.next
+            pages += 1
+            if cursor != nil { #expect(page.entries.count == 5) }
+        } while cursor != nil
+        #expect(pages == 3)
+        #expect(seen == stride(from: 0, to: 25, by: 2).map { "a\($0)" })
+
+        // A page that ends exactly at the last row says so.
+        let exact = try audit.entries(AuditFilter(), after: nil, limit: 25)
+        #expect(exact.entries.count == 25)
+        #expect(exact.next == nil)
+    }
+
+    @Test func pruneByAgeAndByCountKeepsOpenRows() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        let day = 86_400.0
+        for n in 0..<10 {
+            try audit.opened(entry("old\(n)", queued: t0 - Double(100 + n) * day))
+            try audit.finished(id: "old\(n)", reason: "completed", detail: nil, at: t0)
+        }
+        try audit.opened(entry("old-open", queued: t0 - 100 * day))
+        for n in 0..<20 {
+            try audit.opened(entry("new\(n)", queued: t0 - Double(n) * 3600))
+            try audit.finished(id: "new\(n)", reason: "completed", detail: nil, at: t0)
+        }
+        #expect(try audit.prune(AuditRetention(), now: t0) == 10)
+        var left = try audit.entries(AuditFilter(), after: nil, limit: 100).entries.compactMap(\.id)
+        #expect(left.count == 21)
+        #expect(left.first == "old-open")
+
+        #expect(try audit.prune(AuditRetention(maxAge: nil, maxEntries: 5), now: t0) == 15)
+        left = try audit.entries(AuditFilter(), after: nil, limit: 100).entries.compactMap(\.id)
+        #expect(left == ["old-open", "new15", "new16", "new17", "new18", "new19"])
+        #expect(try audit.prune(AuditRetention(maxAge: .seconds(1), maxEntries: 100), now: t0) == 5)
+
+        // seq is never reused after a prune, so a cursor held across it stays valid.
+        let before = try audit.entries(AuditFilter(), after: nil, limit: 100).entries.last?.seq ?? 0
+        try audit.prune(AuditRetention(maxAge: nil, maxEntries: 0), now: t0)
+        let seq = try audit.opened(entry("next"))
+        #expect(seq > before)
+    }
+
+    /// `finished` runs before the `finished` event goes out; this prints how long it takes on this disk.
+    @Test func finishedTiming() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        for n in 0..<2000 { try audit.refused(entry("filler\(n)")) }
+        var samples: [Duration] = []
+        let clock = ContinuousClock()
+        for n in 0..<200 {
+            try audit.opened(entry("t\(n)"))
+            samples.append(
+                try clock.measure {
+                    try audit.finished(id: "t\(n)", reason: "completed", detail: nil, at: t0)
+                })
+        }
+        samples.sort()
+        func ms(_ d: Duration) -> String {
+            String(format: "%.3f ms", Double(d.components.attoseconds) / 1e15 + Double(d.components.seconds) * 1e3)
+        }
+        print(
+            "AuditLog.finished with synchronous=FULL: median \(ms(samples[100])), p95 \(ms(samples[190])), "
+                + "max \(ms(samples[199])) over 200 calls")
+    }
+}

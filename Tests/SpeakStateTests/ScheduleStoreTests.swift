@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+@testable import SpeakState
+
+@Suite struct ScheduleStoreTests {
+    @Test func insertGetUpdateDelete() throws {
+        let dir = TemporaryDirectory()
+        let schedules = try StateDatabase(directory: dir.state).schedules
+        let first = try schedules.insert(definition: Data(#"{"every":"1h"}"#.utf8), now: t0)
+        let second = try schedules.insert(definition: Data(#"{"at":"08:00"}"#.utf8), now: t0 + 1)
+        #expect(first.id.count == 12)
+        #expect(first.id.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) })
+        #expect(first.id != second.id)
+        #expect(first.created == t0 && first.updated == t0 && first.lastSlot == nil)
+        #expect(try schedules.get(id: first.id) == first)
+        #expect(try schedules.all() == [first, second])
+        #expect(try schedules.get(id: "missing") == nil)
+
+        try schedules.markSlot(id: first.id, slot: t0 + 3600)
+        let updated = try #require(
+            try schedules.update(id: first.id, definition: Data(#"{"every":"2h"}"#.utf8), now: t0 + 10))
+        #expect(updated.definition == Data(#"{"every":"2h"}"#.utf8))
+        #expect(updated.created == t0)
+        #expect(updated.updated == t0 + 10)
+        #expect(updated.lastSlot == t0 + 3600)
+        #expect(try schedules.update(id: "missing", definition: Data(), now: t0) == nil)
+
+        #expect(try schedules.delete(id: first.id))
+        #expect(try !schedules.delete(id: first.id))
+        #expect(try schedules.all() == [second])
+    }
+
+    @Test func lastSlotNeverGoesBack() throws {
+        let dir = TemporaryDirectory()
+        let id: String
+        do {
+            let schedules = try StateDatabase(directory: dir.state).schedules
+            id = try schedules.insert(definition: Data("{}".utf8), now: t0).id
+            try schedules.markSlot(id: id, slot: t0 + 120)
+            try schedules.markSlot(id: id, slot: t0 + 60)
+            #expect(try schedules.get(id: id)?.lastSlot == t0 + 120)
+            try schedules.markSlot(id: id, slot: t0 + 180)
+            #expect(try !schedules.markSlot(id: "missing", slot: t0))
+        }
+        let schedules = try StateDatabase(directory: dir.state).schedules
+        #expect(try schedules.get(id: id)?.lastSlot == t0 + 180)
+    }
+
+    @Test func idsAreShortAndRandom() {
+        let ids = Set((0..<1000).map { _ in ScheduleStore.newID() })
+        #expect(ids.count == 1000)
+        #expect(ids.allSatisfy { $0.count == 12 })
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import SpeakState
+
+@Suite struct StateDatabaseTests {
+    @Test func newFileIsMigratedDurableAndPrivate() throws {
+        let dir = TemporaryDirectory()
+        let db = try StateDatabase(directory: dir.state)
+        #expect(db.path == dir.state + "/speakd.sqlite")
+        #expect(FileManager.default.fileExists(atPath: db.path))
+        #expect(try db.appliedMigrations() == ["v1"])
+        #expect(try db.scalar("PRAGMA synchronous") == 2)  // FULL
+        #expect(try db.scalar("PRAGMA secure_delete") == 1)
+        #expect(FileManager.default.fileExists(atPath: db.path + "-wal"))
+        let mode = try FileManager.default.attributesOfItem(atPath: dir.state)[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+    }
+
+    @Test func reopeningKeepsData() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let db = try StateDatabase(directory: dir.state)
+            try db.audit.opened(entry("a1"))
+            _ = try db.schedules.insert(definition: Data("{}".utf8), now: t0)
+            #expect(try db.fleetRequests.claim("r1", at: t0) == nil)
+            try db.close()
+        }
+        let db = try StateDatabase(directory: dir.state + "/")
+        #expect(try db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
+        #expect(try db.schedules.all().count == 1)
+        #expect(try db.fleetRequests.claim("r1", at: t0) != nil)
+        #expect(try db.appliedMigrations() == ["v1"])
+    }
+
+    @Test func laterSchemaVersionKeepsRowsAndOlderCodeRefusesIt() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let db = try StateDatabase(directory: dir.state)
+            try db.audit.opened(entry("a1"))
+            try db.close()
+        }
+        let v2 = SchemaMigration(
+            identifier: "v2", sql: "ALTER TABLE audit ADD COLUMN voice TEXT; CREATE INDEX audit_voice ON audit(voice)")
+        do {
+            let db = try StateDatabase(directory: dir.state, schema: SchemaMigration.all + [v2])
+            #expect(try db.appliedMigrations() == ["v1", "v2"])
+            #expect(try db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
+            #expect(try db.scalar("SELECT count(*) FROM pragma_table_info('audit') WHERE name = 'voice'") == 1)
+            try db.close()
+        }
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .newerSchema)
+        #expect(error?.isUnusable == true)
+        #expect(error?.description.contains(dir.state + "/speakd.sqlite") == true)
+        #expect(error?.description.contains("newer speakd") == true)
+    }
+
+    @Test func garbageFileIsRefusedByName() throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.state, withIntermediateDirectories: false)
+        let path = dir.state + "/speakd.sqlite"
+        let garbage = Data(String(repeating: "this is not a database, only words. ", count: 300).utf8)
+        #expect(FileManager.default.createFile(atPath: path, contents: garbage))
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.path == path)
+        #expect(
+            error?.description
+                == "the state database \(path) cannot be used (file is not a database): move it aside and speakd "
+                + "starts with a new one, or restore it from a backup")
+        // Never moved aside or replaced.
+        #expect(FileManager.default.contents(atPath: path) == garbage)
+    }
+
+    /// A database with enough rows to span many pages, closed so everything is in the main file.
+    private func filledDatabase(_ dir: TemporaryDirectory) throws -> String {
+        let db = try StateDatabase(directory: dir.state)
+        for n in 0..<400 {
+            try db.audit.opened(entry("a\(n)", text: String(repeating: "words \(n) ", count: 40)))
+        }
+        try db.close()
+        #expect(!FileManager.default.fileExists(atPath: db.path + "-wal"))
+        return db.path
+    }
+
+    @Test func truncatedDatabaseIsRefusedByName() throws {
+        let dir = TemporaryDirectory()
+        let path = try filledDatabase(dir)
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        let size = try handle.seekToEnd()
+        try handle.truncate(atOffset: size / 2)
+        try handle.close()
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.description.contains(path) == true)
+        #expect(error?.description.contains("move it aside") == true)
+    }
+
+    @Test func overwrittenPagesAreRefusedByName() throws {
+        let dir = TemporaryDirectory()
+        let path = try filledDatabase(dir)
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        let size = try handle.seekToEnd()
+        // Keep the header (page 1) intact, so SQLite sees a database and has to look inside.
+        for offset in stride(from: UInt64(4096), to: size, by: 3 * 4096) {
+            try handle.seek(toOffset: offset + 100)
+            try handle.write(contentsOf: Data(repeating: 0xA5, count: 600))
+        }
+        try handle.close()
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.description.contains(path) == true)
+    }
+
+    @Test func missingParentIsNotCreated() throws {
+        let dir = TemporaryDirectory()
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.path + "/no/such") }
+        #expect(error?.kind == .inaccessible)
+        #expect(error?.path == dir.path + "/no/such")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/no"))
+    }
+
+    @Test func stateDirectoryThatIsAFileIsRefused() throws {
+        let dir = TemporaryDirectory()
+        #expect(FileManager.default.createFile(atPath: dir.state, contents: Data("x".utf8)))
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .inaccessible)
+        #expect(error?.message == "not a directory")
+    }
+
+    /// A power cut leaves the database file and its WAL as they are on disk: opening copies of them
+    /// taken while the pool is open, in the middle of an uncommitted transaction that has already
+    /// spilled pages to the WAL, must show every committed row and none of the uncommitted ones.
+    @Test func committedRowsSurviveACrash() throws {
+        let dir = TemporaryDirectory()
+        let crash = TemporaryDirectory()
+        let db = try StateDatabase(directory: dir.state)
+        for n in 0..<250 {
+            try db.audit.opened(entry("committed-\(n)"))
+            if n % 50 == 0 { try db.audit.finished(id: "committed-\(n)", reason: "completed", detail: nil, at: t0) }
+        }
+        try FileManager.default.createDirectory(atPath: crash.state, withIntermediateDirectories: false)
+        try db.storage.pool.writeWithoutTransaction { conn in
+            // A tiny page cache makes SQLite write the open transaction's pages to the WAL before commit.
+            try conn.execute(sql: "PRAGMA cache_size = 10")
+            try conn.inTransaction {
+                for n in 0..<300 {
+                    try conn.execute(
+                        sql: "INSERT INTO audit (id, front, origin, queued, text) VALUES (?, 'http', 'x', 0, ?)",
+                        arguments: ["uncommitted-\(n)", String(repeating: "u", count: 2000)])
+                }
+                for name in ["speakd.sqlite", "speakd.sqlite-wal"] {
+                    try FileManager.default.copyItem(atPath: dir.state + "/" + name, toPath: crash.state + "/" + name)
+                }
+                return .rollback
+            }
+            try conn.execute(sql: "PRAGMA cache_size = -2000")
+        }
+        #expect(crash.bytes("speakd.sqlite-wal").contains("uncommitted-10"))
+
+        let recovered = try StateDatabase(directory: crash.state)
+        let rows = try recovered.audit.entries(AuditFilter(), after: nil, limit: 1000).entries
+        #expect(rows.count == 250)
+        #expect(rows.allSatisfy { $0.id?.hasPrefix("committed-") == true })
+        #expect(rows.filter { $0.reason == "completed" }.count == 5)
+    }
+
+    @Test func fullDiskIsAnErrorTheCallerCanRead() throws {
+        let dir = TemporaryDirectory()
+        let db = try StateDatabase(directory: dir.state)
+        let pages = try db.scalar("PRAGMA page_count")
+        // What a full file system does to SQLite: no page past this one can be allocated.
+        _ = try db.scalar("PRAGMA max_page_count = \(pages + 3)")
+        var caught: StateError?
+        for n in 0..<200 {
+            do {
+                try db.audit.opened(entry("a\(n)", text: String(repeating: "x", count: 3000)))
+            } catch {
+                caught = error
+                break
+            }
+        }
+        let error = try #require(caught)
+        #expect(error.isDiskFull)
+        #expect(error.kind == .diskFull)
+        #expect(error.resultCode == 13)
+        #expect(!error.isUnusable)
+        #expect(error.description.contains(db.path))
+        #expect(error.description.contains("disk is full"))
+        #expect(StateError.Kind.diskFull ~= error)
+
+        // Once space is back, writes work again on the same pool.
+        _ = try db.scalar("PRAGMA max_page_count = 1073741823")
+        try db.audit.opened(entry("after"))
+        #expect(try db.audit.entries(AuditFilter(id: "after"), after: nil, limit: 1).entries.count == 1)
+    }
+}
