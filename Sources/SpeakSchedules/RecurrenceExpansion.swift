@@ -289,7 +289,9 @@ extension RecurrenceExpansion {
             if rule.isArithmetic {
                 arithmeticIndex = after.map(expansion.arithmeticIndex(after:)) ?? 0
             } else if rule.count == nil, let after {
-                period = expansion.isSubDaily ? expansion.subDailyPeriod(after: after) : expansion.calendarPeriod(after: after)
+                period =
+                    expansion.isSubDaily
+                    ? expansion.subDailyPeriod(after: after) : expansion.calendarPeriod(after: after)
             }
             nextPeriod = period
         }
@@ -338,7 +340,9 @@ extension RecurrenceExpansion {
             bufferIndex = 0
             if expansion.isSubDaily {
                 guard emptyPeriods < RecurrenceExpansion.maxEmptyPeriods else { return false }
-                if let limit = expansion.untilLimit, expansion.base + nextPeriod * expansion.step > limit { return false }
+                let origin = expansion.base + nextPeriod * expansion.step
+                guard origin < RecurrenceExpansion.horizon else { return false }
+                if let limit = expansion.untilLimit, origin > limit { return false }
                 period = nextPeriod
                 (buffer, nextPeriod) = expansion.subDailySlots(inPeriod: period)
                 emptyPeriods = buffer.isEmpty ? emptyPeriods + 1 : 0
@@ -348,9 +352,10 @@ extension RecurrenceExpansion {
                 guard emptyPeriods < RecurrenceExpansion.maxEmptyPeriods else { return false }
                 period = nextPeriod
                 nextPeriod += 1
-                if let limit = expansion.untilLimit, (expansion.firstDay(ofPeriod: period) - 2) * 86_400 > limit {
-                    return false
-                }
+                // Past UNTIL, or past the horizon (a large INTERVAL over many empty periods).
+                let firstDay = expansion.firstDay(ofPeriod: period)
+                guard firstDay < RecurrenceExpansion.horizon / 86_400 else { return false }
+                if let limit = expansion.untilLimit, (firstDay - 2) * 86_400 > limit { return false }
                 days = expansion.days(inPeriod: period)
                 emptyPeriods = days.isEmpty ? emptyPeriods + 1 : 0
                 // Days wholly before the point asked about need not be placed on the time line

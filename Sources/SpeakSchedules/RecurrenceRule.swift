@@ -95,29 +95,36 @@ public struct RecurrenceRule: Sendable, Hashable, CustomStringConvertible {
         }
         guard let freq = values["FREQ"] else { throw .rule("FREQ is required, e.g. FREQ=DAILY") }
         guard let frequency = Frequency(rawValue: String(freq)) else {
-            throw .rule(
-                "FREQ '\(freq)' is not one of \(Frequency.allCases.map(\.rawValue).joined(separator: ", ")) (upper case)"
-            )
+            let names = Frequency.allCases.map(\.rawValue).joined(separator: ", ")
+            throw .rule("FREQ '\(freq)' is not one of \(names) (upper case)")
         }
         self.frequency = frequency
-        interval = try values["INTERVAL"].map { v throws(ScheduleError) in
-            try Self.number(v, part: "INTERVAL", in: 1...Self.maxInterval)
-        } ?? 1
-        count = try values["COUNT"].map { v throws(ScheduleError) in try Self.number(v, part: "COUNT", in: 1...Int(Int32.max)) }
-        until = try values["UNTIL"].map { v throws(ScheduleError) in try Self.until(v) }
-        byHour = try values["BYHOUR"].map { v throws(ScheduleError) in try Self.numbers(v, part: "BYHOUR", in: 0...23) } ?? []
-        byMinute = try values["BYMINUTE"].map { v throws(ScheduleError) in try Self.numbers(v, part: "BYMINUTE", in: 0...59) } ?? []
-        bySecond = try values["BYSECOND"].map { v throws(ScheduleError) in
-            try Self.numbers(v, part: "BYSECOND", in: 0...59, note: " (leap seconds are not scheduled)")
-        } ?? []
-        byDay = try values["BYDAY"].map { v throws(ScheduleError) in try Self.weekdays(v, frequency: frequency) } ?? []
+        func list(_ part: String, _ range: ClosedRange<Int>, note: String = "") throws(ScheduleError) -> [Int] {
+            guard let text = values[part] else { return [] }
+            return try Self.numbers(text, part: part, in: range, note: note)
+        }
+        byHour = try list("BYHOUR", 0...23)
+        byMinute = try list("BYMINUTE", 0...59)
+        bySecond = try list("BYSECOND", 0...59, note: " (leap seconds are not scheduled)")
+        byDay =
+            try values["BYDAY"].map { text throws(ScheduleError) in try Self.weekdays(text, frequency: frequency) }
+            ?? []
+        interval =
+            try values["INTERVAL"].map { text throws(ScheduleError) in
+                try Self.number(text, part: "INTERVAL", in: 1...Self.maxInterval)
+            } ?? 1
+        count = try values["COUNT"].map { text throws(ScheduleError) in
+            try Self.number(text, part: "COUNT", in: 1...Int(Int32.max))
+        }
+        until = try values["UNTIL"].map { text throws(ScheduleError) in try Self.until(text) }
         if count != nil && until != nil {
             throw .rule("COUNT and UNTIL together; give one (RFC 5545 does not allow both)")
         }
         if let count, count > Self.maxEnumeratedCount, !isArithmetic {
             throw .rule(
-                "COUNT=\(count) is over \(Self.maxEnumeratedCount), speakd's limit for a rule whose slots are counted one by one "
-                    + "(higher counts need FREQ=SECONDLY, MINUTELY or HOURLY without BYDAY and without BY parts that limit it)")
+                "COUNT=\(count) is over \(Self.maxEnumeratedCount), speakd's limit for a rule whose slots are "
+                    + "counted one by one (higher counts need FREQ=SECONDLY, MINUTELY or HOURLY without BYDAY "
+                    + "and without BY parts that limit it)")
         }
     }
 
@@ -151,7 +158,8 @@ extension RecurrenceRule {
     private static func number(_ text: Substring, part: String, in range: ClosedRange<Int>, note: String = "")
         throws(ScheduleError) -> Int
     {
-        guard !text.isEmpty, text.utf8.count <= 10, text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text)
+        guard !text.isEmpty, text.utf8.count <= 10, text.allSatisfy({ $0.isASCII && $0.isNumber }),
+            let value = Int(text)
         else { throw .rule("\(part) '\(text)' is not a whole number") }
         guard range.contains(value) else {
             throw .rule("\(part) \(value) is out of range \(range.lowerBound)…\(range.upperBound)\(note)")

@@ -62,7 +62,8 @@ extension ScheduleDefinition {
     private static func timing(_ object: [String: Any]) throws(ScheduleError) -> Timing {
         switch (object["at"], object["rrule"]) {
         case (nil, nil):
-            throw .invalid("at", "give 'at' for one announcement or 'rrule' with 'start' and 'timeZone' for a recurring one")
+            throw .invalid(
+                "at", "give 'at' for one announcement or 'rrule' with 'start' and 'timeZone' for a recurring one")
         case (_?, _?):
             throw .invalid(
                 "at", "give either 'at' or 'rrule', not both (to switch in a PATCH, set the other one to null)")
@@ -77,7 +78,8 @@ extension ScheduleDefinition {
             }
             let rule = try RecurrenceRule(parsing: text)
             guard let start = object["start"] else {
-                throw .invalid("start", "is required with 'rrule': when the rule begins, e.g. 2026-12-01T00:00:00+01:00")
+                throw .invalid(
+                    "start", "is required with 'rrule': when the rule begins, e.g. 2026-12-01T00:00:00+01:00")
             }
             guard let zoneValue = object["timeZone"] else {
                 throw .invalid("timeZone", "is required with 'rrule': the zone its times are in, e.g. Europe/Lisbon")

@@ -56,7 +56,8 @@ public struct ScheduleDefinition: Sendable, Hashable {
 
     init(announcementObject: Any, timing: Timing, missed: MissedPolicy, name: String?) throws(ScheduleError) {
         guard let object = announcementObject as? [String: Any],
-            let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { throw .invalid("announcement", "must be a JSON object (the announcement to speak)") }
         if let name {
             guard !name.isEmpty else { throw .invalid("name", "is empty; leave it out instead") }

@@ -53,7 +53,8 @@ public struct SchedulePlanner: Sendable {
         let latest = timeline.latest(atOrBefore: nowSeconds.wholeSeconds, after: floor) ?? next
         var window = lateness.seconds
         if reason == .start, case .speakWithin(let seconds) = missed { window = max(window, Double(seconds)) }
-        return nowSeconds - Double(latest) <= window ? .fire(slot: Self.date(latest)) : .skip(through: Self.date(latest))
+        return nowSeconds - Double(latest) <= window
+            ? .fire(slot: Self.date(latest)) : .skip(through: Self.date(latest))
     }
 
     /// How long the runner sleeps on the monotonic clock before asking again: until `slot`, but

@@ -82,34 +82,45 @@ public struct ScheduleTimeline: Sendable {
 
     /// The first slot after `seconds` (the first of all when nil).
     func next(after seconds: Int?) -> Int? {
-        var iterator = sequence(after: seconds)
-        return iterator.next()
+        sequence(after: seconds).next()
     }
 
     /// The last slot at or before `time` and after `floor`.
     ///
-    /// Walks forward from ever earlier points (1 s, 2 s, 4 s… back) rather than backward, so it
-    /// shares the forward walk's skipping; a window is only walked once the half after it held
-    /// nothing.
+    /// A rule counted one by one is walked once from the start. Any other finds a window with a
+    /// slot by looking ever further back (1 s, 2 s, 4 s…) and then bisects it, so it needs a
+    /// few dozen forward searches, each of which jumps to its period, however dense the slots.
     func latest(atOrBefore time: Int, after floor: Int?) -> Int? {
         let lowest: Int
         switch kind {
         case .once(let at):
             return at <= time && at > (floor ?? .min) ? at : nil
         case .recurring(let expansion):
+            if expansion.rule.count != nil && !expansion.rule.isArithmetic {
+                var found: Int?
+                for slot in sequence(after: floor) {
+                    guard slot <= time else { break }
+                    found = slot
+                }
+                return found
+            }
             lowest = Swift.max(floor ?? .min, expansion.start - 1)
         }
         guard time > lowest else { return nil }
+        func hasSlot(after point: Int) -> Bool { next(after: point).map { $0 <= time } ?? false }
         var window = 1
-        while true {
-            let from = Swift.max(time - window, lowest)
-            var found: Int?
-            for slot in sequence(after: from) {
-                guard slot <= time else { break }
-                found = slot
-            }
-            if found != nil || from == lowest { return found }
-            window = window > RecurrenceExpansion.horizon ? window : window * 2
+        var from = Swift.max(time - window, lowest)
+        while !hasSlot(after: from) {
+            guard from > lowest else { return nil }
+            window = Swift.min(window * 2, RecurrenceExpansion.horizon * 2)
+            from = Swift.max(time - window, lowest)
         }
+        // A slot follows `low` by `time`, none follows `high`: close in on the last one.
+        var (low, high) = (from, time)
+        while high - low > 1 {
+            let middle = low + (high - low) / 2
+            if hasSlot(after: middle) { low = middle } else { high = middle }
+        }
+        return next(after: low)
     }
 }
