@@ -267,6 +267,7 @@ let package = Package(
         .target(
             name: "SpeakFleet",
             dependencies: [
+                "SpeakState",
                 "SpeakMQTT", "SpeakAPI", "AnnouncementIntake", "AnnouncementQueue",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -202,7 +202,8 @@ public func buildDaemon(
     intake.privateOutputs = Set(named.filter(\.isPrivate).map(\.name))
     intake.refusals = records?.audit
     let schedules = records.map { ScheduleService(store: $0.database.schedules, intake: intake, logger: logger) }
-    let fleet = try makeFleetLink(configuration, intake: intake, logger: logger)
+    let fleet = try makeFleetLink(
+        configuration, intake: intake, memory: records?.database.fleetRequests, logger: logger)
     if let fleet { health.fleet = fleet }
     var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
     server.schedules = schedules
@@ -323,11 +324,11 @@ private func openRecords(
 
 /// The fleet link `--mqtt` asks for, or nil.
 private func makeFleetLink(
-    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, logger: Logger
+    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, memory: FleetRequestMemory?, logger: Logger
 ) throws -> FleetLink? {
     do {
         guard let settings = try configuration.fleetSettings else { return nil }
-        return try FleetLink(settings: settings, intake: intake, logger: logger)
+        return try FleetLink(settings: settings, intake: intake, logger: logger, memory: memory)
     } catch {
         throw DaemonStartError(description: "--mqtt: \(error)")
     }

@@ -5,6 +5,7 @@ import Logging
 import ServiceLifecycle
 import SpeakAPI
 import SpeakMQTT
+import SpeakState
 import Synchronization
 
 #if canImport(Glibc)
@@ -54,6 +55,9 @@ public final class FleetLink: Service, Sendable {
     private let logger: Logger
     private let state: Mutex<HealthReport.MQTT>
     private let book = FleetBook(capacity: FleetLink.recentCapacity)
+    /// The request ids and outcomes kept in the database (`--state-dir`), so a message the broker
+    /// redelivers after a restart is answered with its first outcome and not spoken again.
+    private let memory: FleetRequestMemory?
     /// The retained status last handed to the broker: one that did not change is not sent again
     /// (a `queued` and a `started` often find the same queue). Cleared on each connect.
     private let lastStatus = Mutex<Data?>(nil)
@@ -62,9 +66,13 @@ public final class FleetLink: Service, Sendable {
     ///   - settings: broker, device id, site, groups, credentials.
     ///   - intake: the daemon's way in, whose decoding, preparing and submitting this link uses.
     ///   - logger: where connection changes and refusals are logged.
+    ///   - memory: the request ids kept across restarts, or nil to keep them in memory only.
     /// - Throws: `MQTTError` for a password file or TLS option that cannot be used.
-    public init(settings: FleetSettings, intake: AnnouncementIntake, logger: Logger) throws {
+    public init(
+        settings: FleetSettings, intake: AnnouncementIntake, logger: Logger, memory: FleetRequestMemory? = nil
+    ) throws {
         self.settings = settings
+        self.memory = memory
         self.intake = intake
         self.logger = logger
         let offline = FleetStatus(state: .offline, device: settings.device, site: settings.site)
@@ -169,6 +177,11 @@ public final class FleetLink: Service, Sendable {
             logger.debug("MQTT message delivered again; not spoken twice", metadata: ["speakd.request": "\(requestId)"])
             return
         }
+        // Seen before this run: answered with what became of it then.
+        if let requestId, let memory, let seen = Self.claim(requestId, in: memory, logger: logger) {
+            answerRedelivery(message, requestId: requestId, seen: seen, memory: memory)
+            return
+        }
         request.expiresAfter = Self.expiresAfter(body: request.expiresAfter, messageExpiry: message.messageExpiry)
         await book.beginSubmission()
         let accepted: AnnouncementAccepted
@@ -179,25 +192,71 @@ public final class FleetLink: Service, Sendable {
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.
-            if let requestId { await book.forget(requestId) }
+            if let requestId {
+                await book.forget(requestId)
+                _ = try? memory?.forget(requestId)
+            }
             await flush(await book.endSubmission(id: nil, requestId: nil))
             refuse(message, requestId: requestId, error)
             return
         }
         await flush(await book.endSubmission(id: accepted.id, requestId: requestId))
-        guard let responseTopic = message.responseTopic else { return }
+        if let requestId { _ = try? memory?.accepted(requestId, announcement: accepted.id) }
+        let remembers = requestId != nil && memory != nil
+        guard message.responseTopic != nil || remembers else { return }
         let outputs = intake.outputs
         let settings = settings
+        let memory = memory
         Task {
             // The queue's own record, not the event stream: a kiosk that fell behind on the
             // stream still answers the sender exactly once.
             guard let finished = await outputs.finished(id: accepted.id) else { return }
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: finished)
+            if let requestId { _ = try? memory?.outcome(requestId, report: Self.encode(report)) }
+            guard let responseTopic = message.responseTopic else { return }
             self.publish(
                 MQTTOutgoing(
                     topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
         }
+    }
+
+    /// The record of `requestId` when it was seen before (by an earlier run), else nil, having
+    /// claimed it. A database that cannot be read is logged, and the request taken as new.
+    private static func claim(_ requestId: String, in memory: FleetRequestMemory, logger: Logger) -> FleetRequestRecord?
+    {
+        do {
+            return try memory.claim(requestId, at: Date())
+        } catch {
+            logger.warning(
+                "the fleet's request ids cannot be read; the request is taken as new",
+                metadata: ["speakd.request": "\(requestId)", "speakd.error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Answers a message seen before a restart with its outcome then, without speaking it: the
+    /// `finished` or `refused` report it had, or, when speakd stopped before it finished, a
+    /// `finished` `failed` one (kept as its outcome from then on).
+    private func answerRedelivery(
+        _ message: MQTTMessage, requestId: String, seen: FleetRequestRecord, memory: FleetRequestMemory
+    ) {
+        logger.info(
+            "MQTT message seen before the restart; answered with its outcome, not spoken again",
+            metadata: ["speakd.request": "\(requestId)"])
+        var payload = seen.report
+        if payload == nil {
+            var event = AnnouncementEvent(
+                type: .finished, id: seen.announcement ?? "", text: "", priority: .default, timestamp: Date(),
+                success: false, reason: .failed, detail: "speakd stopped before it finished")
+            event.output = nil
+            let report = FleetReport(
+                type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: event)
+            payload = Self.encode(report)
+            _ = try? memory.outcome(requestId, report: payload!)
+        }
+        guard let responseTopic = message.responseTopic, let payload else { return }
+        publish(MQTTOutgoing(topic: responseTopic, payload: payload, correlationData: message.correlationData))
     }
 
     /// Starts, changes or ends a session as `PUT`/`DELETE /v1/session` would; the answer (a

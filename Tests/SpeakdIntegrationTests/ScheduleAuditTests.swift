@@ -169,6 +169,38 @@ extension SpeakdIntegration {
             #expect(all.range(of: Data("The first train leaves at nine.".utf8)) != nil, "the search finds texts")
         }
 
+        @Test(
+            "A fleet message the broker delivers again after a kill -9 is answered with its first outcome, not spoken again"
+        )
+        func fleetRedeliveryAfterRestart() async throws {
+            let state = try Self.stateDirectory()
+            defer { try? FileManager.default.removeItem(at: state) }
+            let broker = try await MosquittoBroker.start(settings: Fleet.documentedLimits)
+            let arguments = ["--state-dir", state.path]
+            var kiosk = try await Kiosk.start(id: "k1", groups: [], broker: broker, arguments: arguments)
+            try await kiosk.connected(by: .now + .seconds(15))
+            let observer = try await Observer.start(broker, topics: ["speakd/\(FleetTests.site)/replies/#"])
+            let topic = FleetTopics(site: FleetTests.site).device("k1")
+            let body = #"{"text": "Spoken once", "requestId": "once-1"}"#
+            let first = try #require(
+                try await observer.outcomes(for: try await observer.ask(topic, body), count: 1).first)
+            #expect(first.type == .finished && first.event?.reason == .completed, "\(first)")
+            #expect(try WAVReader.soundingDurationIfAny(kiosk.wav) > 0.3)
+            await kiosk.daemon.stop(signal: SIGKILL)
+
+            kiosk = try await Kiosk.start(id: "k1", groups: [], broker: broker, arguments: arguments)
+            try await kiosk.connected(by: .now + .seconds(15))
+            let again = try #require(
+                try await observer.outcomes(for: try await observer.ask(topic, body), count: 1).first)
+            #expect(again.type == .finished && again.event?.reason == .completed, "\(again)")
+            #expect(again.event?.id == first.event?.id)
+            let rows = try await Self.audit(kiosk.daemon.unixClient, "&front=mqtt")
+            #expect(rows.count == 1 && rows.first?.origin.contains("requestId=once-1") == true, "\(rows)")
+            let (status, _) = await kiosk.daemon.stop()
+            #expect(status == 0)
+            #expect(try WAVReader.soundingDurationIfAny(kiosk.wav) == 0, "the redelivery was spoken again")
+        }
+
         @Test("A bad schedule is 422 naming its field; a corrupt database stops the start naming the file")
         func badInput() async throws {
             let state = try Self.stateDirectory()
