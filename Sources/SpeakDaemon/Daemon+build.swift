@@ -314,7 +314,8 @@ private func openRecords(
         settings: AuditRecorder.Settings(
             storesText: configuration.auditText,
             retention: AuditRetention(
-                maxAge: .seconds(configuration.auditMaxDays * 86_400), maxEntries: configuration.auditMaxEntries)),
+                maxAge: .seconds(configuration.auditMaxDays * 86_400), maxEntries: configuration.auditMaxEntries,
+                maxBytes: configuration.auditMaxMiB << 20)),
         logger: logger)
     let closed = audit.recover()
     logger.info(

@@ -131,6 +131,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var auditMaxDays: Int
     /// Most rows the audit log keeps.
     public var auditMaxEntries: Int
+    /// Most MiB the database may take.
+    public var auditMaxMiB: Int
 
     /// The built-in defaults, each setting's own; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
@@ -181,6 +183,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         auditText = true
         auditMaxDays = 0
         auditMaxEntries = 0
+        auditMaxMiB = 0
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

@@ -154,6 +154,9 @@ extension DaemonConfiguration {
         .integer(
             "audit-max-entries", \.auditMaxEntries, default: 100_000, in: 100...100_000_000,
             help: "Most rows the audit log keeps; the oldest go first."),
+        .integer(
+            "audit-max-mib", \.auditMaxMiB, default: 64, in: 1...65_536,
+            help: "Most MiB the database may take; the oldest audit rows go first."),
     ]
 
     /// The state directory systemd made for the unit (`StateDirectory=speakd` sets

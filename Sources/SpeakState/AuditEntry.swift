@@ -107,10 +107,14 @@ public struct AuditRetention: Sendable, Equatable {
     public var maxAge: Duration?
     /// Only the newest this many entries are kept.
     public var maxEntries: Int
+    /// The most bytes the database's pages in use may take (the audit log is what grows); the
+    /// oldest entries go first until it fits. Nil sets no bound but the count.
+    public var maxBytes: Int?
 
-    /// Creates a retention policy: 90 days and 100,000 entries unless told otherwise.
-    public init(maxAge: Duration? = .seconds(90 * 86_400), maxEntries: Int = 100_000) {
+    /// Creates a retention policy: 90 days, 100,000 entries and 64 MiB unless told otherwise.
+    public init(maxAge: Duration? = .seconds(90 * 86_400), maxEntries: Int = 100_000, maxBytes: Int? = 64 << 20) {
         self.maxAge = maxAge
         self.maxEntries = maxEntries
+        self.maxBytes = maxBytes
     }
 }

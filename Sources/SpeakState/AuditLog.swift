@@ -149,8 +149,30 @@ public final class AuditLog: Sendable {
                     """,
                 arguments: [max(0, retention.maxEntries)])
             removed += db.changesCount
+            if let maxBytes = retention.maxBytes {
+                // Freed pages are reused, not returned: what counts is the pages in use. A tenth of
+                // what is left goes per round, oldest first, until it fits or only open rows remain.
+                while try Self.bytesInUse(db) > maxBytes {
+                    let closed =
+                        try Int.fetchOne(db, sql: "SELECT count(*) FROM audit WHERE NOT (\(Self.isOpen))") ?? 0
+                    guard closed > 0 else { break }
+                    try db.execute(
+                        sql: "DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE NOT (\(Self.isOpen)) "
+                            + "ORDER BY seq LIMIT ?)",
+                        arguments: [max(1, closed / 10)])
+                    removed += db.changesCount
+                }
+            }
             return removed
         }
+    }
+
+    /// The bytes of the database's pages in use (not on the free list).
+    static func bytesInUse(_ db: Database) throws -> Int {
+        let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+        let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+        let size = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+        return (pages - free) * size
     }
 
     private static func insert(_ entry: AuditEntry, _ db: Database) throws -> Int64 {

@@ -177,6 +177,27 @@ import Testing
         #expect(seq > before)
     }
 
+    @Test func pruneBySizeRemovesTheOldestUntilItFits() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        let text = String(repeating: "A long announcement text. ", count: 40)
+        for n in 0..<2_000 {
+            var row = entry("r\(n)")
+            row.text = text
+            try audit.opened(row)
+            try audit.finished(id: "r\(n)", reason: "completed", detail: nil, at: t0)
+        }
+        try audit.opened(entry("still-open"))
+        let limit = 512 << 10
+        let removed = try audit.prune(AuditRetention(maxAge: nil, maxEntries: 100_000, maxBytes: limit), now: t0)
+        let left = try audit.entries(AuditFilter(), after: nil, limit: 5_000).entries.compactMap(\.id)
+        #expect(removed > 1_000 && removed + left.count == 2_001, "removed \(removed), left \(left.count)")
+        #expect(left.first == "still-open" || left.contains("still-open"))
+        #expect(left.contains("r1999"), "the newest stay")
+        // What is left fits: another prune removes nothing.
+        #expect(try audit.prune(AuditRetention(maxAge: nil, maxEntries: 100_000, maxBytes: limit), now: t0) == 0)
+    }
+
     /// `finished` runs before the `finished` event goes out; this prints how long it takes on this disk.
     @Test func finishedTiming() throws {
         let dir = TemporaryDirectory()
