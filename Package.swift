@@ -267,7 +267,7 @@ let package = Package(
         .target(
             name: "SpeakFleet",
             dependencies: [
-                "SpeakState",
+                "SpeakState", "AnnouncementRecords",
                 "SpeakMQTT", "SpeakAPI", "AnnouncementIntake", "AnnouncementQueue",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

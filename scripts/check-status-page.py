@@ -7,7 +7,8 @@ The page loads and asks for the token; with it, the event stream goes live. A lo
 is posted through the page's form and its words show as heard; it is paused and resumed with its
 buttons; then a short one is posted, which shows as queued behind it; the long one is cancelled
 with its Cancel button (cancelled), and the short one then speaks and finishes (completed). A
-session started over the API shows in the Sessions table, and leaves it when it ends.
+session started over the API shows in the Sessions table, and leaves it when it ends; a schedule made
+over the API shows in the Schedules table with its next slot, and leaves it when deleted.
 Health must read ok and list the default output and speakd's version. The browser's console must have no errors. A screenshot is
 saved. Prints one line per step; exits 1 naming the step that failed.
 """
@@ -149,6 +150,28 @@ def main() -> int:
         print("session:", row)
         session_call("DELETE", "?output=default")
         wait.until(lambda d: text_of("#sessions tr[data-output='default']") is None)
+
+        step = "see a schedule made elsewhere listed with its next slot, and gone once deleted"
+        def schedules_call(method, path="", body=None):
+            request = urllib.request.Request(
+                base_url + "/v1/schedules" + path, method=method,
+                data=json.dumps(body).encode() if body is not None else None,
+                headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.load(response) if response.status != 204 else None
+        schedule = schedules_call("POST", body={
+            "announcement": {"text": "The museum closes in fifteen minutes."}, "name": "closing",
+            "rrule": "FREQ=DAILY;BYHOUR=17;BYMINUTE=45", "start": "2026-01-01T00:00:00+00:00",
+            "timeZone": "Europe/Lisbon"})
+        selector = "#schedules tr[data-id='" + schedule["id"] + "']"
+        wait.until(lambda d: text_of(selector) is not None)
+        row = text_of(selector)
+        if "closing" not in row or "FREQ=DAILY" not in row or schedule["next"] not in row:
+            print("schedule row:", row, "next:", schedule["next"])
+            return 1
+        print("schedule:", row)
+        schedules_call("DELETE", "/" + schedule["id"])
+        wait.until(lambda d: text_of(selector) is None)
 
         step = "keep a screenshot"
         driver.save_screenshot(screenshot)

@@ -13,6 +13,8 @@ public struct RecordsError: Error, Sendable, CustomStringConvertible {
         case malformed
         /// No schedule with that id (404).
         case notFound
+        /// The id is in use (409).
+        case conflict
         /// The database cannot be written or read now (503), or there is none (`--state-dir none`).
         case unavailable
     }

@@ -54,13 +54,21 @@ public actor ScheduleService: Service {
 
     /// Makes a schedule from a `POST /v1/schedules` body; it is in the database when this returns.
     /// - Returns: the schedule as `GET` shows it.
+    ///
+    /// The body may name the schedule's `id` (1 to 64 letters, digits, `.`, `_` or `-`), as a
+    /// fleet does so that every kiosk knows it by one id; an id in use is refused (409).
     public func create(_ body: Data) async throws(RecordsError) -> ScheduleResource {
-        let definition = try await checked(try Self.decode(body))
-        let stored: StoredSchedule
+        let (id, rest) = try Self.takeID(from: body)
+        let definition = try await checked(try Self.decode(rest))
+        let inserted: StoredSchedule?
         do {
-            stored = try store.insert(definition: definition.encoded(), now: now())
+            inserted = try store.insert(definition: definition.encoded(), now: now(), id: id)
         } catch {
             throw RecordsError(state: error)
+        }
+        guard let stored = inserted else {
+            throw RecordsError(
+                .conflict, code: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
         }
         _ = try loaded()
         entries?[stored.id] = Entry(stored: stored, definition: definition)
@@ -121,6 +129,24 @@ public actor ScheduleService: Service {
         entries?[id] = nil
         publish(id, ScheduleChange(change: .deleted))
         wake()
+    }
+
+    /// The `id` a body names, checked, and the body without it.
+    static func takeID(from body: Data) throws(RecordsError) -> (id: String?, rest: Data) {
+        guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let value = object["id"]
+        else { return (nil, body) }
+        guard let id = value as? String, (1...64).contains(id.utf8.count),
+            id.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("._-".utf8).contains(byte)
+            })
+        else {
+            throw RecordsError(
+                .invalid, code: "invalidValue", "id must be 1 to 64 letters, digits, '.', '_' or '-'", field: "id")
+        }
+        object["id"] = nil
+        return (id, (try? JSONSerialization.data(withJSONObject: object)) ?? body)
     }
 
     private static func decode(_ body: Data) throws(RecordsError) -> ScheduleDefinition {

@@ -133,6 +133,14 @@ public struct FleetTopics: Sendable, Hashable {
     public func sessionEnd(_ device: String) -> String { "speakd/\(site)/device/\(device)/session/end" }
     /// A kiosk's retained status.
     public func status(_ device: String) -> String { "speakd/\(site)/device/\(device)/status" }
+    /// Schedule commands to every kiosk of the site: `{"action": "add", "schedule": {…}}` (a
+    /// `POST /v1/schedules` body, best with an `id` so that every kiosk knows it by one),
+    /// `{"action": "update", "id": ID, "patch": {…}}` or `{"action": "delete", "id": ID}`.
+    public var allSchedules: String { "speakd/\(site)/all/schedule" }
+    /// Schedule commands to the kiosks of one group.
+    public func groupSchedules(_ group: String) -> String { "speakd/\(site)/group/\(group)/schedule" }
+    /// Schedule commands to one kiosk.
+    public func deviceSchedules(_ device: String) -> String { "speakd/\(site)/device/\(device)/schedule" }
 
     /// Checks one topic level given by a user (a site, group or device id): not empty, no `/`,
     /// no wildcard, no NUL; returns why not, or nil when it is fine.

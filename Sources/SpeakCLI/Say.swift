@@ -21,48 +21,14 @@ extension Speak {
               echo '{"spans":[{"text":"Next train to "},{"text":"Lisboa","language":"pt-PT"}]}' | speak --json -
             """
 
-        @OptionGroup var speech: SpeechOptions
-
-        @Option(
-            name: .customLong("priority"),
-            help: "How urgent (default: default; with --json, the request's priority).")
-        var priorityOption: AnnouncementPriority?
-
-        /// The priority the flags ask for; a `--json` request's own priority applies when the flag is absent.
-        var priority: AnnouncementPriority { priorityOption ?? .default }
-
-        @Flag(help: "Interrupt a speaking default or low announcement (the wire format's queue: false).")
-        var interrupt = false
+        /// What to say and how: the request body, built as `speak schedule add` builds its announcement.
+        @OptionGroup var announcement: AnnouncementOptions
 
         @Flag(help: "Wait until it finished; print its finished event; exit 1 unless it was spoken to the end.")
         var wait = false
 
         @Flag(help: "With --wait, through the daemon: print each word on its own line as it is heard.")
         var progress = false
-
-        @Option(
-            parsing: .unconditional,
-            help: ArgumentHelp(
-                "Seconds it may wait in the daemon's queue before it is dropped as expired.", valueName: "seconds"))
-        var expiresAfter: Double?
-
-        @Option(
-            help: ArgumentHelp(
-                "The daemon's chime to play before the speech (GET /v1/chimes lists them), or none.", valueName: "name")
-        )
-        var chime: String?
-
-        @Option(
-            help: ArgumentHelp("The daemon's chime to play after the speech, or none.", valueName: "name"))
-        var chimeAfter: String?
-
-        @Option(
-            name: .customLong("repeat"),
-            help: ArgumentHelp("Speak it this many times (1-10) as one announcement.", valueName: "n"))
-        var repeatCount: Int?
-
-        @Option(help: ArgumentHelp("Seconds of silence between repeats (0-10, default 1).", valueName: "seconds"))
-        var repeatGap: Double?
 
         @Option(help: ArgumentHelp("Write the speech to a WAV file instead of playing it.", valueName: "file.wav"))
         var output: String?
@@ -75,28 +41,6 @@ extension Speak {
                     + "or off; default -16, as speakd's.",
                 valueName: "LUFS"))
         var loudness: String?
-
-        @Option(
-            help: ArgumentHelp(
-                "The daemon's named output to speak on (its --output NAME=SINK), e.g. headset; default: default.",
-                valueName: "name"))
-        var to: String?
-
-        @Flag(
-            name: .customLong("private"),
-            help: ArgumentHelp(
-                "Speak it only on the daemon's private output (--output NAME=SINK,private), never aloud, and keep "
-                    + "its text out of logs and events."))
-        var isPrivate = false
-
-        @Option(
-            help: ArgumentHelp(
-                "Read a request body in the wire format (JSON) from FILE, or - for standard input; the flags given override its values.",
-                valueName: "file"))
-        var json: String?
-
-        @Flag(help: "TEXT is SSML (speak, voice, prosody, say-as characters, break, s, p).")
-        var ssml = false
 
         @Flag(help: "Speak in-process even when a daemon is running.")
         var local = false
@@ -111,44 +55,17 @@ extension Speak {
 
         @OptionGroup(title: "Fleet options") var fleet: FleetOptions
 
-        @Argument(help: "The text to speak; standard input when none is given.")
-        var text: [String] = []
-
         func validate() throws {
             if progress, !wait {
                 throw ValidationError("--progress prints words while waiting; give --wait with it")
-            }
-            if json != nil, !text.isEmpty {
-                throw ValidationError("--json reads the request from a file; give no TEXT with it")
-            }
-            if json != nil, ssml {
-                throw ValidationError("--json and --ssml are two input formats; give one")
-            }
-            if let expiresAfter, !(expiresAfter > 0 && expiresAfter.isFinite) {
-                throw ValidationError("--expires-after \(expiresAfter): must be a positive number of seconds")
             }
             if let output, !output.lowercased().hasSuffix(".wav") {
                 throw ValidationError("--output \(output): the file name must end in .wav")
             }
             if let audio { _ = try LocalSpeech.sinkSpec(audio, flag: "--audio") }
-            if to != nil, local || output != nil {
+            if announcement.to != nil, local || output != nil {
                 throw ValidationError("--to names one of the daemon's outputs; it cannot go with --local or --output")
             }
-            if repeatGap != nil, repeatCount == nil {
-                throw ValidationError("--repeat-gap needs --repeat N")
-            }
-            if let repetition = repetition {
-                do {
-                    try repetition.validate()
-                } catch {
-                    throw ValidationError("--repeat: \(error.message)")
-                }
-            }
-        }
-
-        /// The repeat the flags ask for.
-        var repetition: AnnouncementRepeat? {
-            repeatCount.map { AnnouncementRepeat(count: $0, gap: repeatGap ?? 1) }
         }
 
         func run() async throws {
@@ -163,8 +80,8 @@ extension Speak {
             }
             // Chimes and repeats are the daemon's: in-process speech and WAV output have neither.
             let daemonOnly = [
-                chime.map { _ in "--chime" }, chimeAfter.map { _ in "--chime-after" },
-                repeatCount.map { _ in "--repeat" }, isPrivate ? "--private" : nil,
+                announcement.chime.map { _ in "--chime" }, announcement.chimeAfter.map { _ in "--chime-after" },
+                announcement.repeatCount.map { _ in "--repeat" }, announcement.isPrivate ? "--private" : nil,
             ].compactMap { $0 }
             if let flag = daemonOnly.first, output != nil || local {
                 throw SpeakFailure.invalidInput(
@@ -183,7 +100,7 @@ extension Speak {
                 try await speakThroughDaemon(daemon, request)
                 return
             }
-            if let to, to != "default" {
+            if let to = announcement.to, to != "default" {
                 throw SpeakFailure.daemonUnreachable("--to \(to) needs the daemon, and no speakd answers")
             }
             if !local, connection.isExplicit() {
@@ -274,77 +191,9 @@ extension Speak {
             try readRequest().utterance
         }
 
-        /// The announcement to make: a `--json` request body decoded as the daemon decodes it
-        /// (strict JSON, unknown keys refused with the daemon's message), or `--ssml` or plain
-        /// text; the flags given override the body's values. Checked against the limits the
-        /// daemon applies by default, so what passes here is not refused there for its size.
+        /// The announcement to make (`AnnouncementOptions.readRequest()`).
         func readRequest() throws -> AnnouncementRequest {
-            let defaults = try speech.attributes()
-            var request: AnnouncementRequest
-            if let json {
-                let data = try Self.read(json == "-" ? nil : json, what: "--json")
-                do {
-                    request = try AnnouncementRequest.decode(json: data)
-                } catch {
-                    throw SpeakFailure.invalidInput("--json \(json): \(error)")
-                }
-                request.utterance.defaults = defaults.inheriting(from: request.utterance.defaults)
-                if let priorityOption { request.priority = priorityOption }
-                if interrupt { request.queue = false }
-                if let expiresAfter { request.expiresAfter = expiresAfter }
-                if let to { request.output = to }
-            } else {
-                request = AnnouncementRequest(
-                    utterance: try plainOrSSMLUtterance(defaults: defaults), priority: priority, queue: !interrupt,
-                    expiresAfter: expiresAfter, output: to)
-            }
-            if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
-            if let chimeAfter {
-                request.chimeAfter = ["none", "off"].contains(chimeAfter.lowercased()) ? .none : .named(chimeAfter)
-            }
-            if let repetition { request.repeat = repetition }
-            if isPrivate { request.isPrivate = true }
-            do {
-                try request.utterance.validate(limits: .default)
-            } catch {
-                throw SpeakFailure.invalidInput("\(error)")
-            }
-            return request
-        }
-
-        /// TEXT, or standard input without the whitespace and newline at its end (`echo` and
-        /// editors end a file with one; the text the events report should not).
-        private func plainOrSSMLUtterance(defaults: SpeechAttributes) throws -> Utterance {
-            var source: String
-            if text.isEmpty {
-                source = String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)
-                while source.last?.isWhitespace == true { source.removeLast() }
-            } else {
-                source = text.joined(separator: " ")
-            }
-            guard !source.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-                throw SpeakFailure.invalidInput("nothing to speak: give TEXT or write it to standard input")
-            }
-            guard ssml else { return Utterance(source, defaults: defaults) }
-            var utterance: Utterance
-            do {
-                utterance = try Utterance(ssml: source)
-            } catch {
-                throw SpeakFailure.invalidInput("--ssml: \(error)")
-            }
-            utterance.defaults = defaults.inheriting(from: utterance.defaults)
-            return utterance
-        }
-
-        private static func read(_ path: String?, what: String) throws -> Data {
-            do {
-                if let path { return try Data(contentsOf: URL(fileURLWithPath: path)) }
-                return FileHandle.standardInput.readDataToEndOfFile()
-            } catch {
-                throw SpeakFailure.invalidInput("\(what) \(path ?? "-"): cannot read: \(error.localizedDescription)")
-            }
+            try announcement.readRequest()
         }
     }
 }
-
-extension AnnouncementPriority: ExpressibleByArgument {}

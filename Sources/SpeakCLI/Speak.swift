@@ -19,7 +19,7 @@ public struct Speak: AsyncParsableCommand {
         version: SpeakdVersion.current,
         subcommands: [
             Say.self, Voices.self, Events.self, Cancel.self, Pause.self, Resume.self, Status.self, Session.self,
-            Again.self,
+            Again.self, Schedule.self, Audit.self,
         ],
         defaultSubcommand: Say.self
     )

@@ -203,7 +203,8 @@ public func buildDaemon(
     intake.refusals = records?.audit
     let schedules = records.map { ScheduleService(store: $0.database.schedules, intake: intake, logger: logger) }
     let fleet = try makeFleetLink(
-        configuration, intake: intake, memory: records?.database.fleetRequests, logger: logger)
+        configuration, intake: intake, memory: records?.database.fleetRequests,
+        schedules: schedules, logger: logger)
     if let fleet { health.fleet = fleet }
     var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
     server.schedules = schedules
@@ -325,11 +326,13 @@ private func openRecords(
 
 /// The fleet link `--mqtt` asks for, or nil.
 private func makeFleetLink(
-    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, memory: FleetRequestMemory?, logger: Logger
+    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, memory: FleetRequestMemory?,
+    schedules: ScheduleService?, logger: Logger
 ) throws -> FleetLink? {
     do {
         guard let settings = try configuration.fleetSettings else { return nil }
-        return try FleetLink(settings: settings, intake: intake, logger: logger, memory: memory)
+        return try FleetLink(
+            settings: settings, intake: intake, logger: logger, memory: memory, schedules: schedules)
     } catch {
         throw DaemonStartError(description: "--mqtt: \(error)")
     }

@@ -1,5 +1,6 @@
 import AnnouncementIntake
 import AnnouncementQueue
+import AnnouncementRecords
 import FoundationEssentials
 import Logging
 import ServiceLifecycle
@@ -58,6 +59,8 @@ public final class FleetLink: Service, Sendable {
     /// The request ids and outcomes kept in the database (`--state-dir`), so a message the broker
     /// redelivers after a restart is answered with its first outcome and not spoken again.
     private let memory: FleetRequestMemory?
+    /// The schedules the fleet's schedule commands change, when the kiosk keeps state.
+    private let schedules: ScheduleService?
     /// The retained status last handed to the broker: one that did not change is not sent again
     /// (a `queued` and a `started` often find the same queue). Cleared on each connect.
     private let lastStatus = Mutex<Data?>(nil)
@@ -67,12 +70,15 @@ public final class FleetLink: Service, Sendable {
     ///   - intake: the daemon's way in, whose decoding, preparing and submitting this link uses.
     ///   - logger: where connection changes and refusals are logged.
     ///   - memory: the request ids kept across restarts, or nil to keep them in memory only.
+    ///   - schedules: the kiosk's schedules, for the fleet's schedule commands; nil takes none.
     /// - Throws: `MQTTError` for a password file or TLS option that cannot be used.
     public init(
-        settings: FleetSettings, intake: AnnouncementIntake, logger: Logger, memory: FleetRequestMemory? = nil
+        settings: FleetSettings, intake: AnnouncementIntake, logger: Logger, memory: FleetRequestMemory? = nil,
+        schedules: ScheduleService? = nil
     ) throws {
         self.settings = settings
         self.memory = memory
+        self.schedules = schedules
         self.intake = intake
         self.logger = logger
         let offline = FleetStatus(state: .offline, device: settings.device, site: settings.site)
@@ -128,6 +134,7 @@ public final class FleetLink: Service, Sendable {
                     ])
                 // Also with a session present: a broker restarted without persistence forgot it.
                 for topic in settings.subscriptions { client.subscribe(topic) }
+                if schedules != nil { for topic in settings.scheduleSubscriptions { client.subscribe(topic) } }
                 lastStatus.withLock { $0 = nil }
                 await publishStatus()
             case .disconnected(let reason):
@@ -158,6 +165,9 @@ public final class FleetLink: Service, Sendable {
     /// Decodes, deduplicates and submits one announcement; a refusal is reported, never thrown.
     func handle(_ message: MQTTMessage) async {
         let topics = settings.topics
+        if let schedules, settings.scheduleSubscriptions.contains(message.topic) {
+            return await handleSchedule(message, schedules: schedules)
+        }
         if message.topic == topics.session(settings.device) || message.topic == topics.sessionEnd(settings.device) {
             return await handleSession(message, end: message.topic == topics.sessionEnd(settings.device))
         }
@@ -291,9 +301,42 @@ public final class FleetLink: Service, Sendable {
             front: "mqtt", detail: "topic=\(message.topic)" + (requestId.map { " requestId=\($0)" } ?? ""))
     }
 
+    /// Adds, changes or deletes a schedule as `POST`/`PATCH`/`DELETE /v1/schedules` would; the
+    /// answer (a `schedule` report or a refusal) goes to the response topic, and the `schedule`
+    /// event reaches the events topic with every other event.
+    private func handleSchedule(_ message: MQTTMessage, schedules: ScheduleService) async {
+        let correlation = message.correlationData.map(\.lowercaseHex)
+        let change: (id: String, change: ScheduleChange.Kind)
+        do {
+            try intake.checkBodySize(message.payloadSize)
+            let command = try ScheduleCommand(json: Data(message.payload))
+            switch command {
+            case .add(let body):
+                change = (try await schedules.create(body).id, .created)
+            case .update(let id, let patch):
+                change = (try await schedules.update(id: id, patch: patch).id, .updated)
+            case .delete(let id):
+                try await schedules.delete(id: id)
+                change = (id, .deleted)
+            }
+        } catch {
+            refuse(message, requestId: correlation, error)
+            return
+        }
+        guard let responseTopic = message.responseTopic else { return }
+        var event = AnnouncementEvent(type: .schedule, id: change.id, text: "", priority: .default, timestamp: Date())
+        event.schedule = ScheduleChange(change: change.change)
+        let report = FleetReport(
+            type: .schedule, device: settings.device, site: settings.site, requestId: correlation, event: event)
+        publish(
+            MQTTOutgoing(topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
+    }
+
     private func refuse(_ message: MQTTMessage, requestId: String?, _ error: any Error) {
         let body: ErrorResponse
-        if let error = error as? IntakeError {
+        if let error = error as? RecordsError {
+            body = error.response
+        } else if let error = error as? IntakeError {
             body = error.errorResponse
             intake.countRefusal(error, origin: Self.origin(of: message, requestId: requestId))
         } else {

@@ -47,6 +47,11 @@ public struct FleetSettings: Sendable, Hashable {
             + [topics.session(device), topics.sessionEnd(device)]
     }
 
+    /// The schedule command topics this kiosk takes: all, its groups', its own.
+    public var scheduleSubscriptions: [String] {
+        [topics.allSchedules] + groups.map { topics.groupSchedules($0) } + [topics.deviceSchedules(device)]
+    }
+
     /// Reads the password file: its first line, without the line break.
     /// - Throws: `MQTTError` naming the file.
     public func password() throws -> String? {

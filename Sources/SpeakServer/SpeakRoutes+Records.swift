@@ -182,6 +182,7 @@ extension SpeakRoutes {
                 case .invalid: .unprocessableContent
                 case .malformed: .badRequest
                 case .notFound: .notFound
+                case .conflict: .conflict
                 case .unavailable: .serviceUnavailable
                 }
             throw APIError(

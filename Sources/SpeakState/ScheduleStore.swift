@@ -36,12 +36,21 @@ public final class ScheduleStore: Sendable {
 
     /// Stores a new schedule under a fresh id.
     public func insert(definition: Data, now: Date) throws(StateError) -> StoredSchedule {
+        try insert(definition: definition, now: now, id: nil)!
+    }
+
+    /// Stores a new schedule under `id` (one a fleet names, so that every kiosk knows it by the
+    /// same id), or under a new random one when `id` is nil.
+    /// - Returns: the schedule as stored; nil when `id` is taken.
+    public func insert(definition: Data, now: Date, id given: String?) throws(StateError) -> StoredSchedule? {
         try storage.write("store a schedule") { db in
-            // 60 random bits make a clash unlikely; a clash draws again rather than overwrite.
-            var id = Self.newID()
-            while try Bool.fetchOne(db, sql: "SELECT 1 FROM schedule WHERE id = ?", arguments: [id]) == true {
-                id = Self.newID()
+            func taken(_ id: String) throws -> Bool {
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM schedule WHERE id = ?", arguments: [id]) == true
             }
+            if let given, try taken(given) { return nil }
+            // 60 random bits make a clash unlikely; a clash draws again rather than overwrite.
+            var id = given ?? Self.newID()
+            while given == nil, try taken(id) { id = Self.newID() }
             try db.execute(
                 sql: "INSERT INTO schedule (id, definition, created, updated) VALUES (?, ?, ?, ?)",
                 arguments: [id, definition, now.storedMilliseconds, now.storedMilliseconds])

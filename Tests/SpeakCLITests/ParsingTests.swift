@@ -34,8 +34,8 @@ import Testing
         #expect(utterance.defaults.pitch == 1.4)
         #expect(utterance.defaults.language?.canonical == "pt-PT")
         #expect(utterance.defaults.punctuation == false)
-        #expect(say.priority == .default)
-        #expect(!say.interrupt)
+        #expect(say.announcement.priority == .default)
+        #expect(!say.announcement.interrupt)
     }
 
     @Test func flagsBecomeUtteranceDefaultsAndRequestFields() throws {
@@ -49,10 +49,10 @@ import Testing
         #expect(defaults.spellOut == true)
         #expect(defaults.rate == 1.5)
         #expect(defaults.volume == 0.5)
-        #expect(say.priority == .high)
-        #expect(say.interrupt)
+        #expect(say.announcement.priority == .high)
+        #expect(say.announcement.interrupt)
         #expect(say.wait)
-        #expect(say.expiresAfter == 10)
+        #expect(say.announcement.expiresAfter == 10)
     }
 
     @Test func privateBecomesTheRequestField() throws {

@@ -201,6 +201,65 @@ extension SpeakdIntegration {
             #expect(try WAVReader.soundingDurationIfAny(kiosk.wav) == 0, "the redelivery was spoken again")
         }
 
+        @Test(
+            "A fleet's schedule command to a group adds one schedule by one id on each kiosk; each says it at its slot")
+        func fleetScheduleCommands() async throws {
+            let states = try [Self.stateDirectory(), Self.stateDirectory()]
+            defer { for state in states { try? FileManager.default.removeItem(at: state) } }
+            let broker = try await MosquittoBroker.start(settings: Fleet.documentedLimits)
+            var kiosks: [Kiosk] = []
+            for (index, state) in states.enumerated() {
+                kiosks.append(
+                    try await Kiosk.start(
+                        id: "k\(index + 1)", groups: ["a"], broker: broker, arguments: ["--state-dir", state.path]))
+            }
+            for kiosk in kiosks { try await kiosk.connected(by: .now + .seconds(15)) }
+            let observer = try await Observer.start(broker, topics: ["speakd/\(FleetTests.site)/replies/#"])
+            let topics = FleetTopics(site: FleetTests.site)
+            let slot = Self.rfc3339((Date().timeIntervalSince1970 + 3).rounded(.up))
+            let add = try JSONSerialization.data(withJSONObject: [
+                "action": "add",
+                "schedule": ["id": "closing", "announcement": ["text": "The museum closes soon."], "at": slot],
+            ])
+            let added = try await observer.outcomes(
+                for: try await observer.ask(topics.groupSchedules("a"), String(decoding: add, as: UTF8.self)), count: 2)
+            #expect(Set(added.map(\.device)) == ["k1", "k2"], "\(added)")
+            #expect(
+                added.allSatisfy {
+                    $0.type == .schedule && $0.event?.id == "closing" && $0.event?.schedule?.change == .created
+                },
+                "\(added)")
+            // The same id again is refused by each, naming the field.
+            let again = try await observer.outcomes(
+                for: try await observer.ask(topics.deviceSchedules("k1"), String(decoding: add, as: UTF8.self)),
+                count: 1)
+            #expect(again.first?.type == .refused && again.first?.error?.field == "id", "\(again)")
+            let bad = try await observer.outcomes(
+                for: try await observer.ask(topics.deviceSchedules("k1"), #"{"action": "move", "id": "closing"}"#),
+                count: 1)
+            #expect(bad.first?.type == .refused && bad.first?.error?.field == "action", "\(bad)")
+
+            // Each says it at its slot, from its own database.
+            let deadline = ContinuousClock.now + .seconds(10)
+            for kiosk in kiosks {
+                while try await Self.audit(kiosk.daemon.unixClient, "&front=schedule").first?.reason != "completed" {
+                    guard ContinuousClock.now < deadline else {
+                        Issue.record("\(kiosk.id) did not speak the schedule:\n\(kiosk.daemon.log)")
+                        return
+                    }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                #expect(try WAVReader.soundingDurationIfAny(kiosk.wav) > 0.3)
+            }
+            let deleted = try await observer.outcomes(
+                for: try await observer.ask(topics.allSchedules, #"{"action": "delete", "id": "closing"}"#), count: 2)
+            #expect(deleted.allSatisfy { $0.event?.schedule?.change == .deleted }, "\(deleted)")
+            for kiosk in kiosks {
+                #expect(try await kiosk.daemon.unixClient.send("GET", "/v1/schedules/closing").status == 404)
+                await kiosk.daemon.stop()
+            }
+        }
+
         @Test("A bad schedule is 422 naming its field; a corrupt database stops the start naming the file")
         func badInput() async throws {
             let state = try Self.stateDirectory()

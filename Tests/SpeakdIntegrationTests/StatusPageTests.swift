@@ -15,12 +15,15 @@ extension SpeakdIntegration {
                 ?? PythonTools.root.appendingPathComponent(".build/test-artifacts").path)
 
         @Test(
-            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, lists a session, with no console errors; opened at 127.0.0.1 and at localhost",
+            "the page asks for the token, shows health and outputs, words as heard, pauses, resumes and cancels one, lists a session and a schedule, with no console errors; opened at 127.0.0.1 and at localhost",
             arguments: ["127.0.0.1", "localhost"]
         )
         func pageInChromium(_ name: String) async throws {
             // The null sink plays in real time, so an announcement is seen waiting and speaking.
-            let daemon = try await SpeakdProcess.start(audio: "null")
+            // With a state directory, so it has schedules to list.
+            let state = URL(fileURLWithPath: "/tmp/speakd-page-state-\(UUID().uuidString.prefix(8))")
+            defer { try? FileManager.default.removeItem(at: state) }
+            let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--state-dir", state.path])
             try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
             let screenshot = Self.artifacts.appendingPathComponent(
                 name == "127.0.0.1" ? "status-page.png" : "status-page-\(name).png")

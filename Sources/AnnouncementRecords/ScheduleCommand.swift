@@ -1,0 +1,57 @@
+import Foundation
+import SpeakAPI
+
+/// A fleet's schedule command (`speakd/{site}/…/schedule`), decoded strictly:
+/// `{"action": "add", "schedule": {…}}`, `{"action": "update", "id": ID, "patch": {…}}` or
+/// `{"action": "delete", "id": ID}`. Any other key, or a missing one, is refused by name.
+public enum ScheduleCommand: Sendable, Equatable {
+    /// A `POST /v1/schedules` body.
+    case add(Data)
+    /// A `PATCH /v1/schedules/{id}` body.
+    case update(id: String, patch: Data)
+    case delete(id: String)
+
+    /// - Throws: `RecordsError` naming the field.
+    public init(json: Data) throws(RecordsError) {
+        guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else {
+            throw RecordsError(.malformed, code: "malformedRequest", "the command is not a JSON object", field: "body")
+        }
+        guard let action = object["action"] as? String else {
+            throw RecordsError(.invalid, code: "invalidValue", "action must be add, update or delete", field: "action")
+        }
+        let allowed: Set<String>
+        switch action {
+        case "add": allowed = ["action", "schedule"]
+        case "update": allowed = ["action", "id", "patch"]
+        case "delete": allowed = ["action", "id"]
+        default:
+            throw RecordsError(
+                .invalid, code: "invalidValue", "action must be add, update or delete, not '\(action)'",
+                field: "action")
+        }
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw RecordsError(
+                .invalid, code: "invalidValue", "\(action) takes \(allowed.sorted().joined(separator: ", "))",
+                field: unknown)
+        }
+        func body(_ key: String) throws(RecordsError) -> Data {
+            guard let value = object[key] as? [String: Any],
+                let data = try? JSONSerialization.data(withJSONObject: value)
+            else {
+                throw RecordsError(.invalid, code: "invalidValue", "\(key) must be a JSON object", field: key)
+            }
+            return data
+        }
+        func id() throws(RecordsError) -> String {
+            guard let id = object["id"] as? String, !id.isEmpty else {
+                throw RecordsError(.invalid, code: "invalidValue", "id must be a schedule's id", field: "id")
+            }
+            return id
+        }
+        switch action {
+        case "add": self = .add(try body("schedule"))
+        case "update": self = .update(id: try id(), patch: try body("patch"))
+        default: self = .delete(id: try id())
+        }
+    }
+}
