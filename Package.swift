@@ -461,6 +461,12 @@ let package = Package(
         ),
         .testTarget(name: "SpeakSchedulesTests", dependencies: ["SpeakSchedules"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "AnnouncementRecordsTests",
+            dependencies: [
+                "AnnouncementRecords", "SpeakState", "SpeakAPI", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "SpeakCLITests",
             dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport", "AudioOutput", "SpeechRendering"],
             swiftSettings: swiftSettings

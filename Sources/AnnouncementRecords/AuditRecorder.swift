@@ -13,8 +13,9 @@ import Synchronization
 /// Every write goes through one serial queue, so the rows change in the order the events came.
 /// `queued`, `started`, `repeat` and refusals are handed over without waiting; a `finished`
 /// waits until its row is on disk, so no client learns an outcome that a `kill -9` right after
-/// could lose. A write that fails (a full disk) is logged and makes `problem` say so; speaking
-/// goes on, and the next write that succeeds clears it.
+/// could lose. A write that fails (a full disk) is logged once and makes `problem` say so;
+/// speaking goes on. The next new row that is written clears it: an update of a row can succeed
+/// in the space a full disk still has, and says nothing of whether rows can be added.
 public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendable {
     /// What goes into the log.
     public struct Settings: Sendable {
@@ -73,7 +74,9 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
         switch event.type {
         case .queued:
             let entry = entry(queued: event)
-            writes.async { [self] in _ = attempt("record a queued announcement") { try log.opened(entry) } }
+            writes.async { [self] in
+                _ = attempt("record a queued announcement", addsRow: true) { try log.opened(entry) }
+            }
         case .started:
             writes.async { [self] in
                 _ = attempt("record a start") { try log.started(id: event.id, at: event.timestamp) }
@@ -102,7 +105,7 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
             queued: Date(), started: nil, finished: nil, reason: nil,
             detail: response.field.map { "\($0): \(response.message)" } ?? response.message, error: response.code,
             repeats: 0, schedule: origin.schedule, text: nil, isPrivate: false)
-        writes.async { [self] in _ = attempt("record a refusal") { try log.refused(entry) } }
+        writes.async { [self] in _ = attempt("record a refusal", addsRow: true) { try log.refused(entry) } }
     }
 
     /// The row of an announcement just queued.
@@ -116,11 +119,12 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
     }
 
     /// Runs one write on the writer queue; a failure is logged and kept in `problem`.
-    private func attempt<Result>(_ what: String, _ write: () throws -> Result) -> Result? {
+    /// - Parameter addsRow: whether it inserts a row, and so its success clears `problem`.
+    private func attempt<Result>(_ what: String, addsRow: Bool = false, _ write: () throws -> Result) -> Result? {
         do {
             let result = try write()
             let prune = state.withLock { state -> Bool in
-                state.problem = nil
+                if addsRow { state.problem = nil }
                 state.writesSincePrune += 1
                 guard state.writesSincePrune >= settings.pruneEvery else { return false }
                 state.writesSincePrune = 0

@@ -20,7 +20,8 @@ public struct ScheduleResource: Sendable {
         object["updated"] = ScheduleService.text(updated)
         object["lastSlot"] = lastSlot.map(ScheduleService.text) ?? NSNull()
         object["next"] = next.map(ScheduleService.text) ?? NSNull()
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
     }
 
     /// `{"schedules": [...]}`.

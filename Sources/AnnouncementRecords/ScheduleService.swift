@@ -99,7 +99,9 @@ public actor ScheduleService: Service {
         } catch {
             throw RecordsError(error)
         }
-        let definition = try await checked(merged)
+        // A schedule whose slots have passed may still be renamed: its time is checked only
+        // when the patch changes it.
+        let definition = try await checked(merged, checkingTime: merged.timing != entry.definition.timing)
         let stored: StoredSchedule?
         do {
             stored = try store.update(id: id, definition: definition.encoded(), now: now())
@@ -135,7 +137,10 @@ public actor ScheduleService: Service {
     static func takeID(from body: Data) throws(RecordsError) -> (id: String?, rest: Data) {
         guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let value = object["id"]
         else { return (nil, body) }
+        // The first a letter or digit: "." and ".." would be paths no client reaches.
         guard let id = value as? String, (1...64).contains(id.utf8.count),
+            let first = id.unicodeScalars.first, first.isASCII,
+            first.properties.isAlphabetic || ("0"..."9").contains(first),
             id.utf8.allSatisfy({ byte in
                 (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
                     || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
@@ -143,7 +148,8 @@ public actor ScheduleService: Service {
             })
         else {
             throw RecordsError(
-                .invalid, code: "invalidValue", "id must be 1 to 64 letters, digits, '.', '_' or '-'", field: "id")
+                .invalid, code: "invalidValue",
+                "id must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", field: "id")
         }
         object["id"] = nil
         return (id, (try? JSONSerialization.data(withJSONObject: object)) ?? body)
@@ -160,9 +166,11 @@ public actor ScheduleService: Service {
     /// Checks a definition as of now, and its announcement as the intake checks a posted one
     /// (its output, chimes, text and spans); a private announcement is refused, since its text
     /// would be stored.
-    private func checked(_ definition: ScheduleDefinition) async throws(RecordsError) -> ScheduleDefinition {
+    private func checked(
+        _ definition: ScheduleDefinition, checkingTime: Bool = true
+    ) async throws(RecordsError) -> ScheduleDefinition {
         do {
-            try definition.check(now: now())
+            if checkingTime { try definition.check(now: now()) }
         } catch {
             throw RecordsError(error)
         }

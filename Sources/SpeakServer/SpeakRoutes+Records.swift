@@ -36,7 +36,7 @@ extension SpeakRoutes {
     @Sendable func patchSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let schedules = try requireSchedules()
         let id = try context.parameters.require("id")
-        let body = try await readBody(request)
+        let body = try await readBody(request, mergePatch: true)
         let resource = try await records { () async throws(RecordsError) in
             try await schedules.update(id: id, patch: body)
         }
@@ -77,7 +77,7 @@ extension SpeakRoutes {
         filter.front = query["front"].map(String.init)
         var cursor: Int64?
         if let text = query["after"] {
-            guard let value = Int64(text), value >= 0 else {
+            guard text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else {
                 throw APIError(
                     status: .unprocessableContent, code: "invalidValue",
                     message: "'\(text)' is not a cursor: pass the 'next' of the page before", field: "after")
@@ -86,7 +86,7 @@ extension SpeakRoutes {
         }
         var limit = 100
         if let text = query["limit"] {
-            guard let value = Int(text), (1...1_000).contains(value) else {
+            guard text.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...1_000).contains(value) else {
                 throw APIError(
                     status: .unprocessableContent, code: "invalidValue",
                     message: "limit must be a whole number from 1 to 1000, not '\(text)'", field: "limit")
@@ -196,4 +196,8 @@ extension SpeakRoutes {
             status: status, headers: [.contentType: WireFormat.jsonContentType],
             body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isWholeNumber }
 }

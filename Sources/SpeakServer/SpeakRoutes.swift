@@ -400,8 +400,9 @@ struct SpeakRoutes: Sendable {
     }
 
     /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
-    func readBody(_ request: Request) async throws -> Data {
-        try Self.requireJSON(request.headers[.contentType])
+    /// - Parameter mergePatch: whether RFC 7396's `application/merge-patch+json` is taken too (a `PATCH`).
+    func readBody(_ request: Request, mergePatch: Bool = false) async throws -> Data {
+        try Self.requireJSON(request.headers[.contentType], mergePatch: mergePatch)
         let limit = server.intake.limits.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init) {
             do {
@@ -423,12 +424,13 @@ struct SpeakRoutes: Sendable {
 
     /// Refuses a body not declared `application/json` (a `charset` other than UTF-8 included):
     /// browsers post `text/plain` and forms across origins without asking first, but never JSON.
-    static func requireJSON(_ contentType: String?) throws(APIError) {
+    static func requireJSON(_ contentType: String?, mergePatch: Bool = false) throws(APIError) {
         guard let contentType else {
             throw .unsupportedMediaType("the body has no Content-Type; send it as application/json")
         }
         let parts = contentType.split(separator: ";").map { $0.trimmingWhitespace() }
-        guard parts.first?.lowercased() == "application/json" else {
+        let type = parts.first?.lowercased()
+        guard type == "application/json" || (mergePatch && type == "application/merge-patch+json") else {
             throw .unsupportedMediaType("the body is '\(contentType)'; send it as application/json")
         }
         for parameter in parts.dropFirst() {

@@ -63,7 +63,7 @@ struct AuditParsingTests {
         #expect(
             Speak.Audit.line(spoken)
                 == "2026-11-27T08:34:15.002Z  fac2cadaa241  schedule  id=obqtm4j6dn76 slot=2026-11-27T08:34:15Z  "
-                + "default  completed  Doors closing. Mind the gap, and please …")
+                + "default  completed  Doors closing. Mind the gap, and please…")
 
         var refused = AuditRecord(id: nil, front: "http", origin: "unix uid=1000")
         refused.queued = "2026-11-27T08:34:20.713Z"

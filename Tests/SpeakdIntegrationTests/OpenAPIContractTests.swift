@@ -67,11 +67,15 @@ extension SpeakdIntegration {
             // A WAV sink on /dev/null plays at once, so `?wait=true` answers without real-time playback;
             // a pause that nothing resumes ends after a second, not the default five minutes. A
             // private output makes private requests answer with their key and the health with
-            // the output's headset.
+            // the output's headset. A state directory, so the schedules and the audit log answer
+            // for real (without one they are 503, which the document says too).
+            let state = URL(fileURLWithPath: "/tmp/speakd-contract-state-\(UUID().uuidString.prefix(8))")
+            defer { try? FileManager.default.removeItem(at: state) }
             let daemon = try await SpeakdProcess.start(
                 audio: "wav:/dev/null",
                 arguments: [
                     "--event-history", "8192", "--pause-timeout", "1", "--output", "headset=wav:/dev/null,private",
+                    "--state-dir", state.path,
                 ])
             let events = EventStreamRecorder(client: daemon.unixClient)
             try await daemon.waitForEventStreams(1)

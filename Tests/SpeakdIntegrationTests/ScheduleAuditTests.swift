@@ -35,6 +35,17 @@ extension SpeakdIntegration {
             Date(timeIntervalSince1970: seconds).formatted(Date.ISO8601FormatStyle())
         }
 
+        /// Runs a system program to its end; its exit status.
+        static func system(_ path: String, _ arguments: [String]) throws -> Int32 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
         /// Sleeps until the wall clock reads `seconds` since 1970.
         static func sleep(untilWall seconds: Double) async throws {
             let remaining = seconds - Date().timeIntervalSince1970
@@ -258,6 +269,41 @@ extension SpeakdIntegration {
                 #expect(try await kiosk.daemon.unixClient.send("GET", "/v1/schedules/closing").status == 404)
                 await kiosk.daemon.stop()
             }
+        }
+
+        @Test(
+            "A full disk under the database is a degraded health state, not a crash: speaking goes on, and the log heals",
+            .enabled(if: getuid() == 0, "mounts a small tmpfs, which needs root (as CI has)"))
+        func fullDiskDegrades() async throws {
+            let state = try Self.stateDirectory()
+            defer { try? FileManager.default.removeItem(at: state) }
+            try #require(try Self.system("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", state.path]) == 0)
+            defer { _ = try? Self.system("/bin/umount", ["-l", state.path]) }
+            let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--state-dir", state.path])
+            let client = daemon.unixClient
+            // Fill what is left of the disk.
+            let filler = state.appendingPathComponent("filler")
+            _ = try Self.system("/bin/dd", ["if=/dev/zero", "of=\(filler.path)", "bs=4k", "status=none"])
+            // Long texts, so their rows outgrow what the log's files already hold; cancelled at once.
+            let long = String(repeating: "Every row of the audit log holds its text. ", count: 180)
+            for _ in 0..<12 { #expect(try await post(["text": long], via: client).status == 202) }
+            #expect(try await client.send("DELETE", "/v1/announcements").status == 200)
+            let spoken = try await post(["text": "Still speaking."], via: client, wait: true)
+            #expect(try spoken.decode(AnnouncementEvent.self).reason == .completed)
+            let degraded = try await client.send("GET", "/healthz").decode(HealthReport.self)
+            #expect(degraded.database?.state == .degraded, "\(String(describing: degraded.database))")
+            #expect(degraded.status == .degraded)
+            #expect(degraded.database?.detail?.contains("full") == true, "\(String(describing: degraded.database))")
+            #expect(daemon.isRunning)
+
+            try FileManager.default.removeItem(at: filler)
+            let after = try await post(["text": "Room again."], via: client, wait: true)
+            let id = try after.decode(AnnouncementEvent.self).id
+            let healed = try await client.send("GET", "/healthz").decode(HealthReport.self)
+            #expect(healed.database?.state == .ok, "\(String(describing: healed.database))")
+            #expect(try await Self.audit(client).contains { $0.id == id && $0.reason == "completed" })
+            let (status, _) = await daemon.stop()
+            #expect(status == 0, "\(daemon.log)")
         }
 
         @Test("A bad schedule is 422 naming its field; a corrupt database stops the start naming the file")
