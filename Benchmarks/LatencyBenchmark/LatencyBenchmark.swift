@@ -20,7 +20,9 @@ import SpeechModel
 /// `speakd-latency-bench --ssip [--runs N]` times `spd-say -w` through speakd's SSIP front against
 /// speech-dispatcher on the same sink (`SSIPBenchmark`); `speakd-latency-bench --piper [--runs N]
 /// [--seconds S] [--piper-workers N] [--piper-threads N] [--venv PATH]` compares speakd's Piper engine with
-/// `piper.http_server` (`PiperBenchmark`).
+/// `piper.http_server` (`PiperBenchmark`); `speakd-latency-bench --schedules [--slots N]` times scheduled
+/// slots → first audible sample, and `speakd-latency-bench --audit [--pairs N]` last audible sample →
+/// `finished` without and with the audit log (`ScheduleBenchmark`).
 @main
 struct LatencyBenchmark {
     static let shortText = "Platform four"
@@ -70,6 +72,16 @@ struct LatencyBenchmark {
                     workers: positiveCount("--piper-workers", in: arguments, default: 0, minimum: 0),
                     threads: positiveCount("--piper-threads", in: arguments, default: 0, minimum: 0),
                     venv: URL(fileURLWithPath: venv).path))
+            return
+        }
+        if arguments.contains("--schedules") {
+            try await ScheduleBenchmark.schedules(
+                speakdPath: speakdPath, slots: positiveCount("--slots", in: arguments, default: 12))
+            return
+        }
+        if arguments.contains("--audit") {
+            try await ScheduleBenchmark.audit(
+                speakdPath: speakdPath, pairs: positiveCount("--pairs", in: arguments, default: 20))
             return
         }
         if arguments.contains("--public-address") {
