@@ -144,6 +144,36 @@ public struct AnnouncementIntake: Sendable {
         return (personal, accepted)
     }
 
+    /// Decodes, checks, personalizes and prepares a body now, to be submitted later with
+    /// `submit(ahead:original:)`: a schedule's announcement, rendered before its slot in between.
+    /// A refusal here is not counted or recorded: the caller tries `accept` at the slot instead,
+    /// which does both.
+    /// - Returns: the request before its output's session changed it, and the announcement prepared.
+    public func prepare(
+        ahead body: Data, origin: AnnouncementOrigin
+    ) async throws(IntakeError) -> (request: AnnouncementRequest, prepared: PreparedAnnouncement) {
+        var request = try decode(body)
+        if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
+        let personal = await sessions.personalize(request)
+        var prepared = try await prepare(personal)
+        prepared.origin = origin
+        return (request, prepared)
+    }
+
+    /// Submits what `prepare(ahead:origin:)` made, and has it remembered for repeats once heard.
+    /// - Parameter original: the request before its session changed it.
+    public func submit(
+        ahead prepared: PreparedAnnouncement, original: AnnouncementRequest
+    ) async throws(IntakeError) -> AnnouncementAccepted {
+        try await countingRefusal(origin: prepared.origin ?? .local, output: { original.output }) {
+            () async throws(IntakeError) in
+            let accepted = try await submit(prepared)
+            await sessions.accepted(
+                id: accepted.id, original: original, output: try queue(for: prepared.request).output)
+            return accepted
+        }
+    }
+
     /// Counts and records a refusal that a front met outside `accept` (one step at a time, as
     /// MQTT does).
     public func countRefusal(_ error: IntakeError, origin: AnnouncementOrigin = .local, output: String? = nil) {

@@ -28,6 +28,8 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     public var isPrivate = false
     /// Where it came from (`AnnouncementOrigin`): its lifecycle events carry it.
     public var origin: AnnouncementOrigin?
+    /// Its speech rendered ahead of time (`PreparedAnnouncement.prerendered`), or nil.
+    public var prerendered: [PCMChunk]?
 
     public init(
         id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,

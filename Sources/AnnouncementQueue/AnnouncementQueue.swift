@@ -250,6 +250,7 @@ public actor AnnouncementQueue {
         announcement.replaceGroup = request.replaceGroup
         announcement.isPrivate = request.isPrivate
         announcement.origin = prepared.origin
+        announcement.prerendered = prepared.prerendered
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.yieldsPlace = prepared.yieldsPlace
         publish(.queued, pending)

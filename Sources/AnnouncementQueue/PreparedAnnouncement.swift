@@ -18,6 +18,9 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     public var yieldsPlace = false
     /// Where it came from: its front and sender, as the audit log records them.
     public var origin: AnnouncementOrigin?
+    /// Its speech rendered ahead of time (a scheduled announcement, before its slot): the first
+    /// time it is spoken plays these chunks instead of rendering; a repeat renders again.
+    public var prerendered: [PCMChunk]?
 
     /// Checks the values of `request` that a queue interprets, and pairs it with its prepared speech.
     /// - Parameters:

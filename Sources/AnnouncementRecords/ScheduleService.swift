@@ -6,6 +6,7 @@ import ServiceLifecycle
 import SpeakAPI
 import SpeakSchedules
 import SpeakState
+import SpeechRendering
 
 /// The schedules: kept in the database, checked like any announcement when they are made, and
 /// turned into announcements through the intake when their slots come.
@@ -16,9 +17,16 @@ import SpeakState
 /// sleeps on the monotonic clock, in steps of at most `maxSleep`, and plans again from the
 /// wall clock after each: a clock step neither fires a burst of passed slots nor skips the next
 /// one (`SchedulePlanner`).
+///
+/// `renderAhead` before a slot, its announcement is checked, prepared and rendered (an espeak-ng
+/// render takes milliseconds, a Piper one can take a second), and at the slot the rendered audio
+/// is queued: its first audible sample comes as soon after the slot as the output allows. A
+/// render that fails then is left to the slot, where the announcement is tried as any other.
 public actor ScheduleService: Service {
     /// The longest it sleeps before it reads the wall clock again.
     public static let maxSleep: Duration = .seconds(5)
+    /// How long before its slot an announcement is prepared and rendered.
+    public static let renderAhead: Duration = .seconds(2)
 
     private struct Entry {
         var stored: StoredSchedule
@@ -30,6 +38,15 @@ public actor ScheduleService: Service {
     private let logger: Logger
     private let now: @Sendable () -> Date
     private var entries: [String: Entry]?
+    /// The announcements rendered ahead of their slots, by schedule.
+    private var ahead: [String: Ahead] = [:]
+
+    private struct Ahead {
+        let slot: Date
+        /// The request before its session changed it, as the intake remembers it for repeats.
+        let request: AnnouncementRequest
+        let prepared: PreparedAnnouncement
+    }
     /// Whether the next plan is the first since speakd started (the `missed` policy applies).
     private var starting = true
     private var waiter: CheckedContinuation<Void, Never>?
@@ -111,6 +128,7 @@ public actor ScheduleService: Service {
         guard let stored else { throw .unknownSchedule(id) }
         let updated = Entry(stored: stored, definition: definition)
         entries?[id] = updated
+        ahead[id] = nil
         publish(id, ScheduleChange(change: .updated))
         wake()
         return resource(updated)
@@ -129,6 +147,7 @@ public actor ScheduleService: Service {
             throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
         }
         entries?[id] = nil
+        ahead[id] = nil
         publish(id, ScheduleChange(change: .deleted))
         wake()
     }
@@ -269,7 +288,12 @@ public actor ScheduleService: Service {
                         entry.stored.id, ScheduleChange(change: .skipped, slot: Self.text(through), detail: "missed"))
                     continue
                 case .wait(let until):
-                    earliest = min(earliest ?? until, until)
+                    if ahead[id]?.slot != until, until.timeIntervalSince(at) <= Self.renderAheadSeconds {
+                        await render(entry, slot: until)
+                    }
+                    // Woken to render ahead, then at the slot itself.
+                    let wake = ahead[id]?.slot == until ? until : until.addingTimeInterval(-Self.renderAheadSeconds)
+                    earliest = min(earliest ?? wake, wake)
                 case .finished:
                     break
                 }
@@ -280,13 +304,48 @@ public actor ScheduleService: Service {
         return SchedulePlanner.sleepDuration(until: earliest, now: now(), maxChunk: Self.maxSleep)
     }
 
-    /// Marks the slot, then queues its announcement through the intake.
+    private static var renderAheadSeconds: Double {
+        Double(renderAhead.components.seconds) + Double(renderAhead.components.attoseconds) / 1e18
+    }
+
+    private static func origin(_ id: String, slot: Date) -> AnnouncementOrigin {
+        AnnouncementOrigin(front: "schedule", detail: "id=\(id) slot=\(text(slot))", schedule: id)
+    }
+
+    /// Checks, prepares and renders the announcement of `slot` now, keeping it for the slot.
+    private func render(_ entry: Entry, slot: Date) async {
+        let id = entry.stored.id
+        ahead[id] = nil
+        do {
+            var (request, prepared) = try await intake.prepare(
+                ahead: entry.definition.announcement, origin: Self.origin(id, slot: slot))
+            var chunks: [PCMChunk] = []
+            for try await chunk in intake.renderer.render(prepared.speech) { chunks.append(chunk) }
+            prepared.prerendered = chunks
+            // Changed or deleted meanwhile: not kept.
+            guard entries?[id]?.definition == entry.definition else { return }
+            ahead[id] = Ahead(slot: slot, request: request, prepared: prepared)
+        } catch {
+            logger.debug(
+                "a scheduled announcement could not be rendered ahead; it is tried at its slot",
+                metadata: ["speakd.schedule": "\(id)", "speakd.error": "\(error)"])
+        }
+    }
+
+    /// Marks the slot, then queues its announcement through the intake: the one rendered ahead
+    /// when there is one for this slot.
     private func fire(_ entry: Entry, slot: Date) async {
         let id = entry.stored.id
+        let early = ahead.removeValue(forKey: id).flatMap { $0.slot == slot ? $0 : nil }
         guard mark(entry, slot: slot) else { return }
-        let origin = AnnouncementOrigin(front: "schedule", detail: "id=\(id) slot=\(Self.text(slot))", schedule: id)
         do {
-            let (_, accepted) = try await intake.accept(entry.definition.announcement, origin: origin)
+            let accepted: AnnouncementAccepted
+            if let early {
+                accepted = try await intake.submit(ahead: early.prepared, original: early.request)
+            } else {
+                accepted = try await intake.accept(entry.definition.announcement, origin: Self.origin(id, slot: slot))
+                    .accepted
+            }
             publish(id, ScheduleChange(change: .fired, slot: Self.text(slot), announcement: accepted.id))
         } catch {
             logger.info(

@@ -286,7 +286,10 @@ extension SpeakdIntegration {
             _ = try Self.system("/bin/dd", ["if=/dev/zero", "of=\(filler.path)", "bs=4k", "status=none"])
             // Long texts, so their rows outgrow what the log's files already hold; cancelled at once.
             let long = String(repeating: "Every row of the audit log holds its text. ", count: 180)
-            for _ in 0..<12 { #expect(try await post(["text": long], via: client).status == 202) }
+            for _ in 0..<12 {
+                let response = try await post(["text": long], via: client)
+                #expect(response.status == 202, "\(String(decoding: response.body, as: UTF8.self))")
+            }
             #expect(try await client.send("DELETE", "/v1/announcements").status == 200)
             let spoken = try await post(["text": "Still speaking."], via: client, wait: true)
             #expect(try spoken.decode(AnnouncementEvent.self).reason == .completed)
