@@ -15,6 +15,7 @@ import SpeakFleet
 import SpeakSSIP
 import SpeakServer
 import SpeakState
+import SpeakdVersion
 import SpeechModel
 import SpeechRendering
 import UnixSignals
@@ -130,12 +131,22 @@ public func buildDaemon(
             description: "--default-voice: no Piper voice is called '\(voice)'"
                 + (piper == nil ? " (Piper is off: --piper)" : " (voices: \(known))"))
     }
-    let renderer = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
+    let engines = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
+    // The render cache in front of the engines: what the engines are is part of every key.
+    let cache = configuration.renderCacheMiB > 0 ? RenderCache(capacity: configuration.renderCacheMiB << 20) : nil
+    let renderer: any SpeechRenderer =
+        cache.map {
+            CachingRenderer(
+                base: engines, cache: $0,
+                identity: "speakd \(SpeakdVersion.current); \(engines.engineName); piper voices "
+                    + (piper?.voicesByName.keys.sorted().joined(separator: ",") ?? "none"))
+        } ?? engines
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
     var limits = configuration.intakeLimits
     limits.chimes = sound.chimes.names
     let format = renderer.format
     let metrics = SpeakMetrics()
+    if let cache { metrics.observe(renderCache: cache) }
     // `--audio` is the output called `default`; each `--output` adds one. Each has its own
     // supervisor, speaker and queue, so one failing or busy leaves the others speaking; the engine
     // workers, the chimes, the event stream and the id space are shared.

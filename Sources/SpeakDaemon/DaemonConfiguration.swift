@@ -133,6 +133,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var auditMaxEntries: Int
     /// Most MiB the database may take.
     public var auditMaxMiB: Int
+    /// MiB of rendered speech kept in memory; 0 for no render cache.
+    public var renderCacheMiB: Int
 
     /// The built-in defaults, each setting's own; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
@@ -184,6 +186,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         auditMaxDays = 0
         auditMaxEntries = 0
         auditMaxMiB = 0
+        renderCacheMiB = 0
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

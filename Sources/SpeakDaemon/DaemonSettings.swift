@@ -157,6 +157,9 @@ extension DaemonConfiguration {
         .integer(
             "audit-max-mib", \.auditMaxMiB, default: 64, in: 1...65_536,
             help: "Most MiB the database may take; the oldest audit rows go first."),
+        .integer(
+            "render-cache-mib", \.renderCacheMiB, default: 16, in: 0...4_096,
+            help: "MiB of rendered speech kept in memory, so a text said again starts at once; 0 keeps none."),
     ]
 
     /// The state directory systemd made for the unit (`StateDirectory=speakd` sets

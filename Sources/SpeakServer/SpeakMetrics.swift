@@ -5,6 +5,7 @@ import FoundationEssentials
 import Prometheus
 import SpeakAPI
 import SpeechModel
+import SpeechRendering
 import Synchronization
 
 #if canImport(Glibc)
@@ -62,6 +63,11 @@ public final class SpeakMetrics: Sendable {
     /// Worker restarts as the pool counted them at the last exposition.
     private let restarts: Counter
     private let restartsCounted = Mutex(0)
+    /// The render cache, when there is one, and its counts at the last exposition.
+    private let renderCache = Mutex<(cache: RenderCache?, counted: RenderCache.Statistics)>((nil, .init()))
+    private let cacheHits: Counter
+    private let cacheMisses: Counter
+    private let cacheEvictions: Counter
 
     /// Why a request to queue an announcement was refused.
     static let refusalReasons = ["queue_full", "shutting_down", "audio_unavailable", "invalid", "too_large"]
@@ -121,6 +127,9 @@ public final class SpeakMetrics: Sendable {
         firstSample = Timer(label: "speakd_first_sample_seconds", factory: factory)
         finishedDelay = Timer(label: "speakd_finished_delay_seconds", factory: factory)
         restarts = Counter(label: "speakd_engine_worker_restarts_total", factory: factory)
+        cacheHits = Counter(label: "speakd_render_cache_hits_total", factory: factory)
+        cacheMisses = Counter(label: "speakd_render_cache_misses_total", factory: factory)
+        cacheEvictions = Counter(label: "speakd_render_cache_evictions_total", factory: factory)
         speakingTime = Dictionary(
             uniqueKeysWithValues: FinishReason.allCases.map {
                 ($0, Timer(label: "speakd_speaking_seconds", dimensions: [("reason", $0.rawValue)], factory: factory))
@@ -249,8 +258,26 @@ public final class SpeakMetrics: Sendable {
         }
     }
 
+    /// Has `/metrics` count the hits, misses, evictions and bytes of `cache`.
+    public func observe(renderCache cache: RenderCache) {
+        renderCache.withLock { $0.cache = cache }
+    }
+
     /// The exposition page, with the gauges given.
     func exposition(health: HealthGauges) -> String {
+        // The cache counts for itself; the counters catch up with it.
+        let cache = renderCache.withLock { state -> (RenderCache.Statistics, RenderCache.Statistics)? in
+            guard let now = state.cache?.statistics else { return nil }
+            defer { state.counted = now }
+            return (now, state.counted)
+        }
+        if let (now, before) = cache {
+            if now.hits > before.hits { cacheHits.increment(by: now.hits - before.hits) }
+            if now.misses > before.misses { cacheMisses.increment(by: now.misses - before.misses) }
+            if now.evictions > before.evictions { cacheEvictions.increment(by: now.evictions - before.evictions) }
+            Gauge(label: "speakd_render_cache_bytes", factory: factory).record(now.bytes)
+            Gauge(label: "speakd_render_cache_entries", factory: factory).record(now.entries)
+        }
         Gauge(label: "speakd_queue_waiting", factory: factory).record(health.waiting)
         Gauge(label: "speakd_queue_speaking", factory: factory).record(health.speaking ? 1 : 0)
         Gauge(label: "speakd_queue_capacity", factory: factory).record(health.capacity)
