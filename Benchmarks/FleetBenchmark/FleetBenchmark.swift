@@ -40,7 +40,7 @@ struct FleetBenchmark {
                 executable: speakd, audio: "pulse",
                 arguments: [
                     "--mqtt", broker.url, "--mqtt-id", "k\(index)", "--mqtt-site", site, "--max-queue",
-                    "\(count + 10)", "--log-level", "warning",
+                    "\(count + 10)", "--log-level", "warning", "--render-cache-mib", "0",
                 ], environment: pulse.environment)
             kiosks.append(("k\(index)", pulse, recorder, daemon))
         }

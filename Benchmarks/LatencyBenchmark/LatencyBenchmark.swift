@@ -93,8 +93,10 @@ struct LatencyBenchmark {
 
         let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")
         let recorder = try await MonitorRecorder.start(pulse)
+        // The render cache off: every announcement is rendered, as the figures compare engines.
         let daemon = try await SpeakdProcess.start(
-            executable: speakdPath, audio: "pulse", environment: pulse.environment)
+            executable: speakdPath, audio: "pulse", arguments: ["--render-cache-mib", "0"],
+            environment: pulse.environment)
         let events = EventStreamRecorder(client: daemon.unixClient)
         try await daemon.waitForEventStreams(1)
         let bench = LatencyBenchmark(
@@ -135,7 +137,7 @@ struct LatencyBenchmark {
 
         // The same stops with a sink that buffers more ahead (`--audio-latency 0.05`, the earlier default).
         let longerDaemon = try await SpeakdProcess.start(
-            executable: speakdPath, audio: "pulse", arguments: ["--audio-latency", "0.05"],
+            executable: speakdPath, audio: "pulse", arguments: ["--audio-latency", "0.05", "--render-cache-mib", "0"],
             environment: pulse.environment)
         let longerEvents = EventStreamRecorder(client: longerDaemon.unixClient)
         try await longerDaemon.waitForEventStreams(1)

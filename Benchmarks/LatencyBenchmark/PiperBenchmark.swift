@@ -97,7 +97,7 @@ struct PiperBenchmark {
             executable: speakdPath, audio: "pulse",
             arguments: [
                 "--piper", options.venv, "--piper-workers", "\(options.workers)", "--piper-threads",
-                "\(options.threads)",
+                "\(options.threads)", "--render-cache-mib", "0",
             ],
             environment: pulse.environment)
         let peerPort = try SpeakdProcess.freeLoopbackPort()

@@ -71,7 +71,7 @@ struct PublicAddressBenchmark {
         do {
             for variant in [neutral, shipped] {
                 let daemon = try await SpeakdProcess.start(
-                    executable: speakdPath, audio: "pulse", arguments: variant.arguments,
+                    executable: speakdPath, audio: "pulse", arguments: variant.arguments + ["--render-cache-mib", "0"],
                     environment: pulse.environment)
                 let events = EventStreamRecorder(client: daemon.unixClient)
                 try await daemon.waitForEventStreams(1)

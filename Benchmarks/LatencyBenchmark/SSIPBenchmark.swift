@@ -44,7 +44,8 @@ struct SSIPBenchmark {
         let speakdSocket = directory.appendingPathComponent("speakd-ssip.sock").path
         let peerSocket = directory.appendingPathComponent("speech-dispatcher.sock").path
         let daemon = try await SpeakdProcess.start(
-            executable: speakdPath, audio: "pulse", arguments: ["--ssip", speakdSocket], environment: pulse.environment)
+            executable: speakdPath, audio: "pulse", arguments: ["--ssip", speakdSocket, "--render-cache-mib", "0"],
+            environment: pulse.environment)
         let peer = try ChildProcess(
             "/usr/bin/speech-dispatcher", ["-s", "-t", "0", "-c", "unix_socket", "-S", peerSocket, "-l", "1"],
             environment: pulse.clientProcessEnvironment,

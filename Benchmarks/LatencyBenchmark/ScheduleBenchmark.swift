@@ -68,7 +68,8 @@ struct ScheduleBenchmark {
         let rule = "FREQ=SECONDLY;INTERVAL=\(interval);COUNT=\(count)"
         do {
             let daemon = try await SpeakdProcess.start(
-                executable: speakdPath, audio: "pulse", arguments: ["--state-dir", state.path],
+                executable: speakdPath, audio: "pulse",
+                arguments: ["--state-dir", state.path, "--render-cache-mib", "0"],
                 environment: pulse.environment)
             started = daemon
             let events = EventStreamRecorder(client: daemon.unixClient)
@@ -288,7 +289,8 @@ struct ScheduleBenchmark {
         do {
             for arguments in [[], ["--state-dir", state.path]] {
                 let daemon = try await SpeakdProcess.start(
-                    executable: speakdPath, audio: "pulse", arguments: arguments, environment: pulse.environment)
+                    executable: speakdPath, audio: "pulse", arguments: arguments + ["--render-cache-mib", "0"],
+                    environment: pulse.environment)
                 let events = EventStreamRecorder(client: daemon.unixClient)
                 try await daemon.waitForEventStreams(1)
                 subjects.append(AuditSubject(daemon: daemon, events: events, recorder: recorder))

@@ -54,7 +54,9 @@ struct RenderBenchmark {
         // of the run is idle settling.
         let phase = max(seconds * 0.4 / Double(rounds), 2)
 
-        let daemon = try await SpeakdProcess.start(executable: speakdPath, audio: "null", arguments: extra)
+        // The render cache off: the same text is rendered each time, as raw libespeak-ng renders it.
+        let daemon = try await SpeakdProcess.start(
+            executable: speakdPath, audio: "null", arguments: extra + ["--render-cache-mib", "0"])
         // Idle as a kiosk starts: workers started, nothing rendered yet.
         try await Task.sleep(for: .seconds(3))
         let startedPSS = try processTreePSS(root: daemon.pid)
