@@ -160,6 +160,25 @@ public struct AnnouncementIntake: Sendable {
         return (request, prepared)
     }
 
+    /// Decodes, checks and prepares a body as its output's session would have it spoken, for
+    /// `POST /v1/prerender`: the render cache keeps its audio once rendered. Counted and
+    /// recorded as a refusal when refused; a private announcement is refused (`private`), since
+    /// its audio would be kept.
+    public func prepare(
+        prerender body: Data, origin: AnnouncementOrigin
+    ) async throws(IntakeError) -> PreparedAnnouncement {
+        var output: String?
+        return try await countingRefusal(origin: origin, output: { output }) { () async throws(IntakeError) in
+            let request = try decode(body)
+            output = request.output
+            guard !request.isPrivate else {
+                throw .invalidValue(
+                    field: "private", "a private announcement is never rendered ahead: its audio would be kept")
+            }
+            return try await prepare(ahead: body, origin: origin).prepared
+        }
+    }
+
     /// Submits what `prepare(ahead:origin:)` made, and has it remembered for repeats once heard.
     /// - Parameter original: the request before its session changed it.
     public func submit(

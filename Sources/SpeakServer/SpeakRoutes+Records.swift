@@ -1,3 +1,5 @@
+import AnnouncementIntake
+import AnnouncementQueue
 import AnnouncementRecords
 import FoundationEssentials
 import HTTPTypes
@@ -49,6 +51,25 @@ extension SpeakRoutes {
         let id = try context.parameters.require("id")
         try await records { () async throws(RecordsError) in try await schedules.delete(id: id) }
         return Response(status: .noContent)
+    }
+
+    // MARK: Render ahead
+
+    /// `POST /v1/prerender`: renders an announcement body as its output's session would have it
+    /// spoken, without queueing or playing it, so that the render cache holds it when it is
+    /// posted: 200 `{"samples", "seconds"}`.
+    @Sendable func prerender(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let body = try await readBody(request)
+        let prepared: PreparedAnnouncement
+        do {
+            prepared = try await server.intake.prepare(prerender: body, origin: access.origin(of: request))
+        } catch {
+            throw APIError(error)
+        }
+        var samples = 0
+        for try await chunk in server.intake.renderer.render(prepared.speech) { samples += chunk.samples.count }
+        let rate = server.intake.renderer.format.sampleRate
+        return try json(Prerendered(samples: samples, seconds: Double(samples) / Double(rate)))
     }
 
     // MARK: Audit

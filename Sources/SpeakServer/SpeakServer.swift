@@ -211,6 +211,7 @@ public struct SpeakServer: Sendable {
         router.post("/v1/announcements/:id/repeat", use: routes.repeatOne)
         router.post("/v1/repeat", use: routes.repeatLast)
         router.post("/v1/speech", use: routes.speech)
+        router.post("/v1/prerender", use: routes.prerender)
         router.get("/v1/voices", use: routes.voices)
         router.get("/v1/chimes", use: routes.chimes)
         router.post("/v1/schedules", use: routes.createSchedule)
