@@ -154,12 +154,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         let (decoded, topLevelKeys) = try RequestBodyError.decodeStrictly(AnnouncementRequest.self, from: json)
         // The limits name the field the client wrote: an SSML document becomes spans.
         let usedSSML = topLevelKeys.contains("ssml")
+        let usedSequence = topLevelKeys.contains("sequence")
         let spans = decoded.utterance.spans.count
         if spans > limits.maxSpans {
             throw .tooLarge(
-                "\(spans) spans is more than the limit of \(limits.maxSpans)", field: usedSSML ? "ssml" : "spans")
+                "\(spans) spans is more than the limit of \(limits.maxSpans)",
+                field: usedSequence ? "sequence" : usedSSML ? "ssml" : "spans")
         }
-        let textField = usedSSML ? "ssml" : spans == 1 ? "text" : "spans"
+        let textField = usedSequence ? "sequence" : usedSSML ? "ssml" : spans == 1 ? "text" : "spans"
         let length = decoded.utterance.text.count
         if length > limits.maxTextLength {
             throw .tooLarge(
@@ -176,8 +178,8 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
 
     /// Every key a request body may have: the utterance's and the queue's.
     public static let keys: Set<String> = [
-        "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "voice",
-        "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
+        "text", "spans", "ssml", "sequence", "sequenceGap", "language", "pitch", "rate", "volume", "punctuation",
+        "spellOut", "voice", "sentenceStarts", "paragraphStarts", "priority", "queue", "expiresAfter",
         "chime", "chimeAfter", "repeat", "requestId", "output", "replaceGroup", "dropIfBusy",
         "private",
         "replaces",

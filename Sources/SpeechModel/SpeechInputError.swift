@@ -25,6 +25,13 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
     /// A stable, machine-readable name for the kind of problem.
     public var kind: String { code.rawValue }
 
+    /// The same error with its field under `prefix` (`sequence[1].` + `spans[0].pitch`): for a
+    /// part checked as a whole of its own and then named where it stands.
+    func prefixingField(_ prefix: String) -> SpeechInputError {
+        guard !prefix.isEmpty else { return self }
+        return SpeechInputError(code, field: prefix + (field ?? "text"), message: message)
+    }
+
     public var description: String {
         if let field { return "\(field): \(message)" }
         return message

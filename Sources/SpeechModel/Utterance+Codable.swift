@@ -65,16 +65,118 @@ extension Utterance: Codable {
         do {
             container = try decoder.container(keyedBy: WireKey.self)
         } catch {
-            throw .malformed(field: nil, "expected a JSON object with 'text', 'spans' or 'ssml'")
+            throw .malformed(field: nil, "expected a JSON object with 'text', 'spans', 'ssml' or 'sequence'")
         }
         let top = WireReader(container: container, prefix: "")
+        guard top.isPresent("sequence") else {
+            if top.isPresent("sequenceGap") {
+                throw .malformed(field: "sequenceGap", "is the gap between a sequence's parts; give it with 'sequence'")
+            }
+            return try decodeBody(container, prefix: "")
+        }
+        if let other = ["text", "spans", "ssml"].first(where: { top.isPresent($0) }) {
+            throw .malformed(
+                field: other, "'sequence' and '\(other)' cannot be given together: a sequence's parts carry the text")
+        }
+        if let boundary = Boundary.allCases.map(\.wireKey).first(where: { top.isPresent($0) }) {
+            throw .malformed(
+                field: boundary, "a sequence's parts start paragraphs of their own; give '\(boundary)' in a part's SSML"
+            )
+        }
+        var utterance = try decodeSequence(container, gap: try top.double("sequenceGap") ?? Self.defaultSequenceGap)
+        utterance.defaults = try attributes(from: top, includingIPA: false)
+        try utterance.validate()
+        return utterance
+    }
+
+    /// The silence between a sequence's parts when `sequenceGap` does not say.
+    public static let defaultSequenceGap = 0.6
+
+    /// The keys a sequence's part may have.
+    static let partKeys: [String] = [
+        "text", "spans", "ssml", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "voice",
+    ]
+
+    /// `sequence`: one message in several languages, spoken part after part with `gap` seconds
+    /// between them, as one utterance. Each part is decoded as a body of its own (`text`,
+    /// `spans` or `ssml` with its own `language`, `voice` and the other defaults, which its spans
+    /// inherit), starts a paragraph, and ends with the gap (added to a pause it asked for).
+    private static func decodeSequence(
+        _ container: KeyedDecodingContainer<WireKey>, gap: Double
+    ) throws(SpeechInputError) -> Utterance {
+        guard gap.isFinite, Span.pauseAfterRange.contains(gap) else {
+            throw .outOfRange(field: "sequenceGap", value: gap, range: Span.pauseAfterRange)
+        }
+        var list: any UnkeyedDecodingContainer
+        do {
+            list = try container.nestedUnkeyedContainer(forKey: "sequence")
+        } catch {
+            throw .malformed(
+                field: "sequence", "expected an array of parts, such as [{\"language\": \"en\", \"text\": …}]")
+        }
+        var spans: [Span] = []
+        var boundaries: [Int: Boundary] = [:]
+        var offset = 0
+        var index = 0
+        while !list.isAtEnd {
+            let field = "sequence[\(index)]"
+            let partContainer: KeyedDecodingContainer<WireKey>
+            do {
+                partContainer = try list.nestedContainer(keyedBy: WireKey.self)
+            } catch {
+                throw .malformed(field: field, "expected an object with 'text', 'spans' or 'ssml'")
+            }
+            let unknown = partContainer.allKeys.map(\.stringValue).filter { !partKeys.contains($0) }.sorted()
+            if let key = unknown.first {
+                throw .malformed(
+                    field: StrictJSON.memberPath(field, key),
+                    "unknown key '\(key)' in a part; a part has \(partKeys.joined(separator: ", "))")
+            }
+            let part = try decodeBody(partContainer, prefix: "\(field).")
+            if index > 0 {
+                // Apart from the part before: a space in the text, a paragraph for the engine.
+                spans[spans.count - 1].text += " "
+                offset += 1
+                boundaries[offset] = .paragraph
+                spans[spans.count - 1].pauseAfter = (spans[spans.count - 1].pauseAfter ?? 0) + gap
+            }
+            for (start, kind) in part.boundaries { boundaries[offset + start] = kind }
+            for span in part.spans {
+                var span = span
+                span.attributes = span.attributes.inheriting(from: part.defaults)
+                spans.append(span)
+                offset += span.text.count
+            }
+            index += 1
+        }
+        guard !spans.isEmpty else { throw .malformed(field: "sequence", "must contain at least one part") }
+        for (index, span) in spans.enumerated()
+        where span.pauseAfter.map({ !Span.pauseAfterRange.contains($0) }) ?? false {
+            throw .outOfRange(
+                field: "sequenceGap",
+                "the gap and the pause of span \(index) make \(span.pauseAfter ?? 0) s, over \(Span.pauseAfterRange.upperBound) s"
+            )
+        }
+        return Utterance(spans: spans, boundaries: boundaries)
+    }
+
+    /// One body: `text`, `spans` or `ssml` with the utterance's defaults and boundaries, its fields
+    /// named under `prefix` (`sequence[1].`, or nothing at the top level).
+    private static func decodeBody(
+        _ container: KeyedDecodingContainer<WireKey>, prefix: String
+    ) throws(SpeechInputError) -> Utterance {
+        let top = WireReader(container: container, prefix: prefix)
         let given = ["text", "spans", "ssml"].filter { top.isPresent($0) }
         guard given.count == 1 else {
             guard given.count > 1 else {
-                throw .malformed(field: "text", "one of 'text', 'spans' or 'ssml' is required")
+                throw .malformed(
+                    field: prefix + "text",
+                    prefix.isEmpty
+                        ? "one of 'text', 'spans', 'ssml' or 'sequence' is required"
+                        : "one of 'text', 'spans' or 'ssml' is required")
             }
             throw .malformed(
-                field: given[1],
+                field: prefix + given[1],
                 "'\(given[0])' and '\(given[1])' cannot be given together; give exactly one of 'text', 'spans' or 'ssml'"
             )
         }
@@ -84,11 +186,11 @@ extension Utterance: Codable {
         case "text":
             let text = try top.string("text") ?? ""
             guard hasSpeech(text) else {
-                throw .malformed(field: "text", "there is no text to speak")
+                throw .malformed(field: prefix + "text", "there is no text to speak")
             }
             utterance = Utterance(text)
         case "spans":
-            utterance = Utterance(spans: try decodeSpans(from: container))
+            utterance = Utterance(spans: try decodeSpans(from: container, prefix: prefix))
         default:
             utterance = try Utterance(ssml: try top.string("ssml") ?? "")
         }
@@ -101,21 +203,26 @@ extension Utterance: Codable {
                 utterance.boundaries[offset] = utterance.boundaries[offset].map { .stronger($0, kind) } ?? kind
             }
         }
-        try utterance.validate()
+        do {
+            try utterance.validate()
+        } catch {
+            throw error.prefixingField(prefix)
+        }
         return utterance
     }
 
-    private static func decodeSpans(from container: KeyedDecodingContainer<WireKey>) throws(SpeechInputError) -> [Span]
-    {
+    private static func decodeSpans(
+        from container: KeyedDecodingContainer<WireKey>, prefix: String
+    ) throws(SpeechInputError) -> [Span] {
         var list: any UnkeyedDecodingContainer
         do {
             list = try container.nestedUnkeyedContainer(forKey: "spans")
         } catch {
-            throw .malformed(field: "spans", "expected an array of spans")
+            throw .malformed(field: prefix + "spans", "expected an array of spans")
         }
         var spans: [Span] = []
         while !list.isAtEnd {
-            let field = "spans[\(spans.count)]"
+            let field = "\(prefix)spans[\(spans.count)]"
             let spanContainer: KeyedDecodingContainer<WireKey>
             do {
                 spanContainer = try list.nestedContainer(keyedBy: WireKey.self)
@@ -143,9 +250,9 @@ extension Utterance: Codable {
                     text, attributes: try attributes(from: reader, includingIPA: true), pauseAfter: pauseAfter,
                     mark: mark))
         }
-        guard !spans.isEmpty else { throw .malformed(field: "spans", "must contain at least one span") }
+        guard !spans.isEmpty else { throw .malformed(field: prefix + "spans", "must contain at least one span") }
         guard spans.contains(where: { hasSpeech($0.text) }) else {
-            throw .malformed(field: "spans", "there is no text to speak")
+            throw .malformed(field: prefix + "spans", "there is no text to speak")
         }
         return spans
     }

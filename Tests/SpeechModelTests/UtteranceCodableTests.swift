@@ -98,8 +98,11 @@ import Testing
             #"{"ssml": "<speak>&#x7;<s>&#x9f;</s></speak>"}"#, "malformed", "ssml",
             "the SSML document has no text to speak"
         ),
-        (#"{}"#, "malformed", "text", "one of 'text', 'spans' or 'ssml' is required"),
-        (#"{"priority": "high", "text": null}"#, "malformed", "text", "one of 'text', 'spans' or 'ssml' is required"),
+        (#"{}"#, "malformed", "text", "one of 'text', 'spans', 'ssml' or 'sequence' is required"),
+        (
+            #"{"priority": "high", "text": null}"#, "malformed", "text",
+            "one of 'text', 'spans', 'ssml' or 'sequence' is required"
+        ),
         (
             #"{"text": "a", "spans": [{"text": "b"}]}"#, "malformed", "spans",
             "'text' and 'spans' cannot be given together; give exactly one of 'text', 'spans' or 'ssml'"
