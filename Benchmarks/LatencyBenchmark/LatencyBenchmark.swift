@@ -22,7 +22,9 @@ import SpeechModel
 /// [--seconds S] [--piper-workers N] [--piper-threads N] [--venv PATH]` compares speakd's Piper engine with
 /// `piper.http_server` (`PiperBenchmark`); `speakd-latency-bench --schedules [--slots N]` times scheduled
 /// slots → first audible sample, and `speakd-latency-bench --audit [--pairs N]` last audible sample →
-/// `finished` without and with the audit log (`ScheduleBenchmark`).
+/// `finished` without and with the audit log (`ScheduleBenchmark`); `speakd-latency-bench --cache [--texts N]
+/// [--venv PATH]` times request → first audible sample of texts said uncached and again from the render cache,
+/// with espeak-ng and Piper (`CacheBenchmark`).
 @main
 struct LatencyBenchmark {
     static let shortText = "Platform four"
@@ -43,6 +45,19 @@ struct LatencyBenchmark {
         return value
     }
 
+    /// The Piper venv's absolute path: after `--venv`, else `.build-piper` in the current
+    /// directory; exits with status 2 and says so when the value is missing.
+    static func piperVenv(in arguments: [String]) -> String {
+        var venv = ".build-piper"
+        if let index = arguments.firstIndex(of: "--venv") {
+            guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else {
+                exitSaying("--venv: expected the Piper venv's directory", status: 2)
+            }
+            venv = arguments[index + 1]
+        }
+        return URL(fileURLWithPath: venv).path
+    }
+
     static func main() async throws {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let repetitions = positiveCount("--repetitions", in: arguments, default: 20)
@@ -56,14 +71,14 @@ struct LatencyBenchmark {
                 speakdPath: speakdPath, runs: positiveCount("--runs", in: arguments, default: 9))
             return
         }
+        if arguments.contains("--cache") {
+            try await CacheBenchmark.run(
+                speakdPath: speakdPath, texts: positiveCount("--texts", in: arguments, default: 10),
+                venv: piperVenv(in: arguments))
+            return
+        }
         if arguments.contains("--piper") {
-            var venv = ".build-piper"
-            if let index = arguments.firstIndex(of: "--venv") {
-                guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") else {
-                    exitSaying("--venv: expected the Piper venv's directory", status: 2)
-                }
-                venv = arguments[index + 1]
-            }
+            let venv = piperVenv(in: arguments)
             try await PiperBenchmark.run(
                 speakdPath: speakdPath,
                 options: PiperBenchmark.Options(
@@ -71,7 +86,7 @@ struct LatencyBenchmark {
                     seconds: positiveCount("--seconds", in: arguments, default: 10),
                     workers: positiveCount("--piper-workers", in: arguments, default: 0, minimum: 0),
                     threads: positiveCount("--piper-threads", in: arguments, default: 0, minimum: 0),
-                    venv: URL(fileURLWithPath: venv).path))
+                    venv: venv))
             return
         }
         if arguments.contains("--schedules") {
@@ -287,6 +302,18 @@ struct LatencyBenchmark {
         var finishedAt: ContinuousClock.Instant
     }
 
+    /// Posts `body` as an announcement and expects 202; returns its id.
+    static func post(_ body: [String: String], to daemon: SpeakdProcess) async throws -> String {
+        let response = try await daemon.unixClient.send(
+            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
+            body: Array(try JSONSerialization.data(withJSONObject: body)))
+        guard response.status == 202 else {
+            throw SpeakdProcess.Failure(
+                description: "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return try response.decode(AnnouncementAccepted.self).id
+    }
+
     /// Once the sink has been silent and idle, posts `body`, waits for it to complete, and finds
     /// its first and last audible frames in the recording.
     func record(_ body: [String: String], timeout: Duration = .seconds(10)) async throws -> Recorded {
@@ -295,14 +322,7 @@ struct LatencyBenchmark {
         try await Task.sleep(for: .milliseconds(300))
         let fromFrame = recorder.recordedFrames
         let sent = ContinuousClock.now
-        let response = try await daemon.unixClient.send(
-            "POST", "/v1/announcements", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: body)))
-        guard response.status == 202 else {
-            throw SpeakdProcess.Failure(
-                description: "POST answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
-        }
-        let id = try response.decode(AnnouncementAccepted.self).id
+        let id = try await Self.post(body, to: daemon)
         guard let finished = await events.waitFor(.finished, of: id, timeout: timeout),
             finished.event.reason == .completed
         else { throw SpeakdProcess.Failure(description: "\(id) did not complete") }
