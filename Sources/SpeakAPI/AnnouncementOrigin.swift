@@ -8,11 +8,15 @@ public struct AnnouncementOrigin: Sendable, Hashable, Codable, CustomStringConve
     public var detail: String
     /// The schedule whose slot it is, for `front` `schedule`.
     public var schedule: String?
+    /// The request's id (`requestId`, or an MQTT message's correlation data), for `front` `mqtt`:
+    /// the fleet link names each event's request by it.
+    public var requestId: String?
 
-    public init(front: String, detail: String, schedule: String? = nil) {
+    public init(front: String, detail: String, schedule: String? = nil, requestId: String? = nil) {
         self.front = front
         self.detail = detail
         self.schedule = schedule
+        self.requestId = requestId
     }
 
     public var description: String { "\(front) \(detail)" }

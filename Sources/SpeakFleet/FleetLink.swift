@@ -193,7 +193,6 @@ public final class FleetLink: Service, Sendable {
             return
         }
         request.expiresAfter = Self.expiresAfter(body: request.expiresAfter, messageExpiry: message.messageExpiry)
-        await book.beginSubmission()
         let accepted: AnnouncementAccepted
         do {
             accepted = try await intake.submitPersonalized(
@@ -206,11 +205,9 @@ public final class FleetLink: Service, Sendable {
                 await book.forget(requestId)
                 _ = try? memory?.forget(requestId)
             }
-            await flush(await book.endSubmission(id: nil, requestId: nil))
             refuse(message, requestId: requestId, error)
             return
         }
-        await flush(await book.endSubmission(id: accepted.id, requestId: requestId))
         if let requestId { _ = try? memory?.accepted(requestId, announcement: accepted.id) }
         let remembers = requestId != nil && memory != nil
         guard message.responseTopic != nil || remembers else { return }
@@ -294,11 +291,19 @@ public final class FleetLink: Service, Sendable {
             MQTTOutgoing(topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
     }
 
+    /// The request an event is of, as its origin names it: an MQTT message's `requestId` (or
+    /// correlation data); nil for an announcement from another front. So no event is held back to
+    /// wait for the submission that names its request.
+    static func requestId(of event: AnnouncementEvent) -> String? {
+        event.origin?.front == "mqtt" ? event.origin?.requestId : nil
+    }
+
     /// An MQTT announcement's origin: its topic and request id (a subscriber is not told which
     /// client published a message).
     static func origin(of message: MQTTMessage, requestId: String?) -> AnnouncementOrigin {
         AnnouncementOrigin(
-            front: "mqtt", detail: "topic=\(message.topic)" + (requestId.map { " requestId=\($0)" } ?? ""))
+            front: "mqtt", detail: "topic=\(message.topic)" + (requestId.map { " requestId=\($0)" } ?? ""),
+            requestId: requestId)
     }
 
     /// Adds, changes or deletes a schedule as `POST`/`PATCH`/`DELETE /v1/schedules` would; the
@@ -363,7 +368,7 @@ public final class FleetLink: Service, Sendable {
         while !Task.isCancelled {
             for await sequenced in intake.outputs.events(after: last) {
                 last = sequenced.sequence
-                await flush(await book.arrived(sequenced.event))
+                await flush([(sequenced.event, Self.requestId(of: sequenced.event))])
             }
             // The stream ends at shutdown, or when this reader fell too far behind.
             guard await intake.outputs.defaultQueue.isRunning, !Task.isCancelled else { return }
@@ -438,13 +443,10 @@ public final class FleetLink: Service, Sendable {
     }
 }
 
-/// The link's memory: recent request ids, which announcement came from which request, and events
-/// held back while a submission that may have caused them is still under way.
+/// The link's memory: recent request ids, and the languages of the voices for its status. Which
+/// request an event is of, its origin says.
 actor FleetBook {
     private var recent: RecentRequests
-    private var requests: [String: String] = [:]
-    private var submitting = 0
-    private var held: [AnnouncementEvent] = []
     private var voiceLanguages: [String]?
 
     init(capacity: Int) {
@@ -456,32 +458,6 @@ actor FleetBook {
 
     /// Forgets `requestId`, remembered for a request that was then refused.
     func forget(_ requestId: String) { recent.remove(requestId) }
-
-    func beginSubmission() { submitting += 1 }
-
-    /// Ends a submission; returns the held events that may go now, with their request ids.
-    func endSubmission(id: String?, requestId: String?) -> [(AnnouncementEvent, String?)] {
-        submitting -= 1
-        if let id, let requestId { requests[id] = requestId }
-        guard submitting == 0 else { return [] }
-        let release = held
-        held = []
-        return release.map { ($0, lookUp($0)) }
-    }
-
-    /// An event from the queue: returned to publish now, or held while a submission is under way
-    /// (its `queued` event comes before `submit` returns the id that names its request).
-    func arrived(_ event: AnnouncementEvent) -> [(AnnouncementEvent, String?)] {
-        if submitting > 0 && (requests[event.id] == nil || !held.isEmpty) {
-            held.append(event)
-            return []
-        }
-        return [(event, lookUp(event))]
-    }
-
-    private func lookUp(_ event: AnnouncementEvent) -> String? {
-        event.type == .finished ? requests.removeValue(forKey: event.id) : requests[event.id]
-    }
 
     /// The languages of the renderer's voices, asked once.
     func voices(from intake: AnnouncementIntake) async -> [String] {

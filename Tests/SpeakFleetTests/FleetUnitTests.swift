@@ -88,22 +88,24 @@ struct FleetUnitTests {
         #expect(FleetLink.expiresAfter(body: nil, messageExpiry: nil) == nil)
     }
 
-    /// An event of an announcement whose submission is under way waits for its request id;
-    /// events keep their order.
-    @Test func eventsWaitForTheSubmissionThatCausedThem() async {
-        let book = FleetBook(capacity: 8)
-        func event(_ type: AnnouncementEvent.Kind, _ id: String) -> AnnouncementEvent {
-            AnnouncementEvent(type: type, id: id, text: id, priority: .default, timestamp: Date())
+    /// Each event names its request through its origin, the moment it is published: the
+    /// `queued` event that comes before `submit` returns as well.
+    @Test func eventsNameTheirRequestThroughTheirOrigin() {
+        func event(_ type: AnnouncementEvent.Kind, origin: AnnouncementOrigin?) -> AnnouncementEvent {
+            var event = AnnouncementEvent(type: type, id: "a1", text: "a1", priority: .default, timestamp: Date())
+            event.origin = origin
+            return event
         }
-        #expect(await book.arrived(event(.queued, "local")).map(\.1) == [nil])
-        await book.beginSubmission()
-        #expect(await book.arrived(event(.queued, "m1")).isEmpty)
-        #expect(await book.arrived(event(.started, "m1")).isEmpty)
-        let released = await book.endSubmission(id: "m1", requestId: "r1")
-        #expect(released.map(\.0.type) == [.queued, .started])
-        #expect(released.map(\.1) == ["r1", "r1"])
-        #expect(await book.arrived(event(.finished, "m1")).map(\.1) == ["r1"])
-        // Forgotten once finished.
-        #expect(await book.arrived(event(.finished, "m1")).map(\.1) == [nil])
+        let message = MQTTMessage(topic: "speakd/museum/device/k1/announce", payload: Data())
+        let origin = FleetLink.origin(of: message, requestId: "r1")
+        #expect(origin.front == "mqtt" && origin.requestId == "r1")
+        #expect(origin.detail == "topic=speakd/museum/device/k1/announce requestId=r1")
+        for type in [AnnouncementEvent.Kind.queued, .started, .finished] {
+            #expect(FleetLink.requestId(of: event(type, origin: origin)) == "r1")
+        }
+        #expect(
+            FleetLink.requestId(of: event(.queued, origin: AnnouncementOrigin(front: "http", detail: "tcp token")))
+                == nil)
+        #expect(FleetLink.requestId(of: event(.queued, origin: nil)) == nil)
     }
 }
