@@ -144,9 +144,11 @@ extension DaemonConfiguration {
                 + "user unit), else none"
         ) { value in try value.isNone ? nil : value.path() }
         .inFiles("/var/lib/speakd"),
+        // One value, not a toggle: the default is on, and `--audit-text off` turns it off.
         DaemonSetting(
-            "audit-text", \.auditText, kind: .toggle, valueName: "bool",
-            help: "Store each announcement's text in the audit log (a private text never is).", default: true
+            "audit-text", \.auditText, valueName: "on|off",
+            help: "Store each announcement's text in the audit log (a private text never is).", default: true,
+            shown: "on"
         ) { value in try value.boolean() },
         .integer(
             "audit-max-days", \.auditMaxDays, default: 90, in: 1...36_500,

@@ -314,8 +314,9 @@ struct ExampleConfigTests {
         #expect(fromExample == defaults)
     }
 
-    /// The system unit's environment, which the examples' socket and token file assume.
-    static let environment = ["RUNTIME_DIRECTORY": "/run/speakd"]
+    /// The system unit's environment, which the examples' socket, token file and state directory
+    /// assume.
+    static let environment = ["RUNTIME_DIRECTORY": "/run/speakd", "STATE_DIRECTORY": "/var/lib/speakd"]
 
     /// The `#key = value` lines of an example config file, uncommented: their keys, in order, and
     /// the configuration they give under `environment`.
@@ -476,6 +477,12 @@ struct ConfigurationSettingsTests {
         "mqtt-username": ("kiosk", "kiosk user"),
         "mqtt-password-file": ("/etc/speakd/mqtt-password", "mqtt-password"),
         "mqtt-ca-file": ("/etc/speakd/broker-ca.pem", "broker-ca.pem"),
+        "state-dir": ("/srv/kiosk/state", "state"),
+        "audit-text": ("off", "sometimes"),
+        "audit-max-days": ("30", "0"),
+        "audit-max-entries": ("5000", "10"),
+        "audit-max-mib": ("8", "0"),
+        "render-cache-mib": ("0", "-1"),
     ]
 
     @Test func everySettingHasSamples() {
@@ -573,7 +580,7 @@ struct ConfigurationSettingsTests {
         #expect(
             described == [
                 "socket", "voices", "engine-workers", "engine-worker", "piper-voices", "chimes", "token-file",
-                "fallback-language",
+                "fallback-language", "state-dir",
             ])
     }
 
