@@ -28,7 +28,7 @@ public actor ScheduleService: Service {
     /// How long before its slot an announcement is prepared and rendered.
     public static let renderAhead: Duration = .seconds(2)
 
-    private struct Entry {
+    struct Entry {
         var stored: StoredSchedule
         var definition: ScheduleDefinition
     }
@@ -235,8 +235,16 @@ public actor ScheduleService: Service {
         ScheduleResource(
             id: entry.stored.id, definition: entry.definition, created: entry.stored.created,
             updated: entry.stored.updated, lastSlot: entry.stored.lastSlot,
-            next: entry.stored.lastSlot.map { entry.definition.timeline.nextSlot(after: $0) }
-                ?? entry.definition.timeline.firstSlot)
+            next: Self.next(entry, now: now()))
+    }
+
+    /// The next slot to come: the first at or after now and after the last that came (slots
+    /// passed while the service had not yet planned are not next, whatever `lastSlot` says yet).
+    static func next(_ entry: Entry, now: Date) -> Date? {
+        let timeline = entry.definition.timeline
+        guard let next = timeline.firstSlot(atOrAfter: now) else { return nil }
+        guard let last = entry.stored.lastSlot, next <= last else { return next }
+        return timeline.nextSlot(after: last)
     }
 
     private func publish(_ id: String, _ change: ScheduleChange) {
