@@ -97,7 +97,7 @@ public final class RenderCache: Sendable {
 /// A miss is rendered by the engine behind it and handed on chunk by chunk as it is pulled, so
 /// the engine's own pace and its bound on audio ahead stay as they were; a render that ends
 /// whole is kept. One cancelled, failed or over a quarter of the cache is not. A private
-/// utterance is never kept, nor looked up.
+/// utterance is never kept, nor looked up, and only renders for playback (`.streaming`) are.
 public struct CachingRenderer: SpeechRenderer {
     public let base: any SpeechRenderer
     public let cache: RenderCache
@@ -128,7 +128,11 @@ public struct CachingRenderer: SpeechRenderer {
     public func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<
         PCMChunk, any Error
     > {
-        guard !prepared.isPrivate, cache.capacity > 0 else { return base.render(prepared, chunking: chunking) }
+        // Playback only (`.streaming`): a whole render is a measurement (the loudness calibration)
+        // or a file (`POST /v1/speech`), which nothing plays again from memory.
+        guard !prepared.isPrivate, chunking == .streaming, cache.capacity > 0 else {
+            return base.render(prepared, chunking: chunking)
+        }
         let key = RenderCache.Key(prepared: prepared, chunking: chunking, identity: "\(identity) \(format)")
         if let chunks = cache.chunks(for: key) {
             return AsyncThrowingStream { continuation in
