@@ -131,17 +131,32 @@ public struct AnnouncementIntake: Sendable {
     public func submitPersonalized(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local, yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        var request = request
-        // A private announcement that names no output addresses the private one, and that
-        // output's session is the one that applies.
-        if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
-        let personal = await sessions.personalize(request)
-        var prepared = try await prepare(personal)
+        var (original, prepared) = try await personalizeAndPrepare(request, origin: origin)
         prepared.yieldsPlace = yieldsPlace
+        return (prepared.request, try await submitRemembered(prepared, original: original))
+    }
+
+    /// Addresses `request` (a private one that names no output to the private output, whose
+    /// session is then the one that applies), applies that output's session and prepares it.
+    /// - Returns: the request as addressed, before the session changed it, and the announcement
+    ///   prepared from the session's version of it.
+    private func personalizeAndPrepare(
+        _ request: AnnouncementRequest, origin: AnnouncementOrigin
+    ) async throws(IntakeError) -> (original: AnnouncementRequest, prepared: PreparedAnnouncement) {
+        var request = request
+        if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
+        var prepared = try await prepare(await sessions.personalize(request))
         prepared.origin = origin
+        return (request, prepared)
+    }
+
+    /// Submits `prepared` and has it remembered for repeats, as `original`, once heard.
+    private func submitRemembered(
+        _ prepared: PreparedAnnouncement, original: AnnouncementRequest
+    ) async throws(IntakeError) -> AnnouncementAccepted {
         let accepted = try await submit(prepared)
-        await sessions.accepted(id: accepted.id, original: request, output: try queue(for: personal).output)
-        return (personal, accepted)
+        await sessions.accepted(id: accepted.id, original: original, output: try queue(for: prepared.request).output)
+        return accepted
     }
 
     /// Decodes, checks, personalizes and prepares a body now, to be submitted later with
@@ -152,12 +167,8 @@ public struct AnnouncementIntake: Sendable {
     public func prepare(
         ahead body: Data, origin: AnnouncementOrigin
     ) async throws(IntakeError) -> (request: AnnouncementRequest, prepared: PreparedAnnouncement) {
-        var request = try decode(body)
-        if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
-        let personal = await sessions.personalize(request)
-        var prepared = try await prepare(personal)
-        prepared.origin = origin
-        return (request, prepared)
+        let (original, prepared) = try await personalizeAndPrepare(try decode(body), origin: origin)
+        return (original, prepared)
     }
 
     /// Decodes, checks and prepares a body as its output's session would have it spoken, for
@@ -175,7 +186,7 @@ public struct AnnouncementIntake: Sendable {
                 throw .invalidValue(
                     field: "private", "a private announcement is never rendered ahead: its audio would be kept")
             }
-            return try await prepare(ahead: body, origin: origin).prepared
+            return try await personalizeAndPrepare(request, origin: origin).prepared
         }
     }
 
@@ -186,10 +197,7 @@ public struct AnnouncementIntake: Sendable {
     ) async throws(IntakeError) -> AnnouncementAccepted {
         try await countingRefusal(origin: prepared.origin ?? .local, output: { original.output }) {
             () async throws(IntakeError) in
-            let accepted = try await submit(prepared)
-            await sessions.accepted(
-                id: accepted.id, original: original, output: try queue(for: prepared.request).output)
-            return accepted
+            try await submitRemembered(prepared, original: original)
         }
     }
 

@@ -137,15 +137,13 @@ public actor ScheduleService: Service {
     /// Deletes a schedule; a slot of it already queued is not cancelled.
     public func delete(id: String) throws(RecordsError) {
         guard try loaded()[id] != nil else { throw .unknownSchedule(id) }
+        let deleted: Bool
         do {
-            guard try store.delete(id: id) else { throw RecordsError.unknownSchedule(id) }
-        } catch let error as StateError {
-            throw RecordsError(state: error)
-        } catch let error as RecordsError {
-            throw error
+            deleted = try store.delete(id: id)
         } catch {
-            throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
+            throw RecordsError(state: error)
         }
+        guard deleted else { throw .unknownSchedule(id) }
         entries?[id] = nil
         ahead[id] = nil
         publish(id, ScheduleChange(change: .deleted))

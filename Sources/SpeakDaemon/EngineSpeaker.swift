@@ -76,7 +76,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                 // Rendered ahead (a scheduled announcement) the first time; a repeat renders again.
                 let speech =
                     index == 0
-                    ? announcement.prerendered.map(Self.stream) ?? renderer.render(announcement.speech)
+                    ? announcement.prerendered.map(AsyncThrowingStream.replaying)
+                        ?? renderer.render(announcement.speech)
                     : renderer.render(announcement.speech)
                 let limiter = gain.map { PeakLimiter(gain: $0, sampleRate: renderer.format.sampleRate) }
                 try await playback.play(
@@ -97,14 +98,6 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         }
         audio.checkSink(of: lease)
         return SpeechOutcome(voice: announcement.speech.voice)
-    }
-
-    /// Chunks rendered ahead, as the stream a render yields.
-    static func stream(_ chunks: [PCMChunk]) -> AsyncThrowingStream<PCMChunk, any Error> {
-        AsyncThrowingStream { continuation in
-            for chunk in chunks { continuation.yield(chunk) }
-            continuation.finish()
-        }
     }
 
     /// Waits for the audio supervisor to have a working sink.

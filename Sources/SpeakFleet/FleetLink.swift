@@ -253,10 +253,9 @@ public final class FleetLink: Service, Sendable {
             metadata: ["speakd.request": "\(requestId)"])
         var payload = seen.report
         if payload == nil {
-            var event = AnnouncementEvent(
+            let event = AnnouncementEvent(
                 type: .finished, id: seen.announcement ?? "", text: "", priority: .default, timestamp: Date(),
                 success: false, reason: .failed, detail: "speakd stopped before it finished")
-            event.output = nil
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: event)
             payload = Self.encode(report)

@@ -134,12 +134,7 @@ public struct CachingRenderer: SpeechRenderer {
             return base.render(prepared, chunking: chunking)
         }
         let key = RenderCache.Key(prepared: prepared, chunking: chunking, identity: "\(identity) \(format)")
-        if let chunks = cache.chunks(for: key) {
-            return AsyncThrowingStream { continuation in
-                for chunk in chunks { continuation.yield(chunk) }
-                continuation.finish()
-            }
-        }
+        if let chunks = cache.chunks(for: key) { return .replaying(chunks) }
         let tee = Tee(base.render(prepared, chunking: chunking), cache: cache, key: key)
         return AsyncThrowingStream(unfolding: { try await tee.next() })
     }

@@ -102,6 +102,17 @@ extension SpeechRenderer {
     }
 }
 
+extension AsyncThrowingStream where Element == PCMChunk, Failure == any Error {
+    /// A render made before (the render cache's, a schedule's rendered ahead of its slot),
+    /// played again as the stream a render yields.
+    public static func replaying(_ chunks: [PCMChunk]) -> Self {
+        Self { continuation in
+            for chunk in chunks { continuation.yield(chunk) }
+            continuation.finish()
+        }
+    }
+}
+
 /// An utterance a renderer has validated and compiled: what the engine is given, the voices it
 /// resolved, and the utterance itself, carried together from the edge to the engine so nothing
 /// on the way validates or compiles it again.
