@@ -42,14 +42,7 @@ struct AuditParsingTests {
         (["audit", "--colour", "red"], "--colour"),
     ])
     func invalidAuditInputNamesTheFlag(arguments: [String], expected: String) {
-        do {
-            _ = try Speak.parseAsRoot(arguments)
-            Issue.record("\(arguments) parsed")
-        } catch {
-            let message = Speak.fullMessage(for: error)
-            #expect(message.contains(expected), "\(arguments): \(message)")
-            #expect(Speak.exitCode(for: error) == .validationFailure)
-        }
+        expectRefused(arguments, naming: expected)
     }
 
     /// One line per row: queued, id or `refused`, front, origin, output, reason or error, text.

@@ -133,14 +133,7 @@ import Testing
         (["--expires-after", "-5", "hi"], "--expires-after -5"),
     ])
     func invalidInputNamesTheFlagAndValue(arguments: [String], expected: String) {
-        #expect(throws: (any Error).self) { try Speak.parseAsRoot(arguments) }
-        do {
-            _ = try Speak.parseAsRoot(arguments)
-        } catch {
-            let message = Speak.fullMessage(for: error)
-            #expect(message.contains(expected), "\(arguments): \(message)")
-            #expect(Speak.exitCode(for: error) == .validationFailure)
-        }
+        expectRefused(arguments, naming: expected)
     }
 
     @Test func invalidInputExitsTwo() async {

@@ -100,14 +100,7 @@ struct ScheduleParsingTests {
         (["schedule", "list", "--http", "localhost"], "--http localhost"),
     ])
     func invalidScheduleInputNamesTheFlag(arguments: [String], expected: String) {
-        do {
-            _ = try Speak.parseAsRoot(arguments)
-            Issue.record("\(arguments) parsed")
-        } catch {
-            let message = Speak.fullMessage(for: error)
-            #expect(message.contains(expected), "\(arguments): \(message)")
-            #expect(Speak.exitCode(for: error) == .validationFailure)
-        }
+        expectRefused(arguments, naming: expected)
     }
 
     /// Daemon options stand before `schedule`, between it and its subcommand, or after.

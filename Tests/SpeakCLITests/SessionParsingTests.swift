@@ -41,14 +41,7 @@ struct SessionParsingTests {
         (["again", "--count", "17"], "--count 17: must be 1 to 16"),
     ])
     func invalidSessionInputNamesTheFlag(arguments: [String], expected: String) {
-        do {
-            _ = try Speak.parseAsRoot(arguments)
-            Issue.record("\(arguments) parsed")
-        } catch {
-            let message = Speak.fullMessage(for: error)
-            #expect(message.contains(expected), "\(arguments): \(message)")
-            #expect(Speak.exitCode(for: error) == .validationFailure)
-        }
+        expectRefused(arguments, naming: expected)
     }
 
     @Test func helpListsSessionAndAgain() {
