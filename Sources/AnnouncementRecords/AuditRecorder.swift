@@ -11,9 +11,10 @@ import Synchronization
 /// finishes, and one per refusal (`AuditLog`).
 ///
 /// Every write goes through one serial queue, so the rows change in the order the events came.
-/// `queued`, `started`, `repeat` and refusals are handed over without waiting; a `finished`
-/// waits until its row is on disk, so no client learns an outcome that a `kill -9` right after
-/// could lose. A write that fails (a full disk) is logged once and makes `problem` say so;
+/// A `queued` waits until its row is on disk, so an announcement is accepted (and its id
+/// answered) only once a `kill -9` right after cannot lose it; a `finished` waits too, so no
+/// client learns an outcome that a crash could lose. `started`, `repeat` and refusals are handed
+/// over without waiting. A write that fails (a full disk) is logged once and makes `problem` say so;
 /// speaking goes on. The next new row that is written clears it: an update of a row can succeed
 /// in the space a full disk still has, and says nothing of whether rows can be added.
 public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendable {
@@ -74,7 +75,8 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
         switch event.type {
         case .queued:
             let entry = entry(queued: event)
-            writes.async { [self] in
+            // Waits: the announcement is accepted only once its row is durable.
+            writes.sync {
                 _ = attempt("record a queued announcement", addsRow: true) { try log.opened(entry) }
             }
         case .started:
