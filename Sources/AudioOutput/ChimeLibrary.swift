@@ -1,5 +1,3 @@
-import CSamplerate
-import CSndfile
 import FoundationEssentials
 import PosixSupport
 import SpeechModel
@@ -65,83 +63,21 @@ public struct ChimeLibrary: Sendable {
 
     /// Decodes, mixes, resamples and normalises one file.
     static func load(_ url: URL, format: AudioFormat, loudness: Double?) throws(Failure) -> [Int16] {
-        var info = SF_INFO()
-        guard let file = sf_open(url.path, Int32(SFM_READ), &info) else {
-            throw Failure(description: "chime \(url.path): \(String(cString: sf_strerror(nil)))")
+        let sound: RecordedSound
+        do {
+            sound = try RecordedSound(decoding: url.path, sampleRate: format.sampleRate, maximumDuration: maximumDuration)
+        } catch {
+            throw Failure(description: "chime \(url.path): \(error.reason)")
         }
-        defer { sf_close(file) }
-        let channels = Int(info.channels)
-        let frames = Int(info.frames)
-        guard channels > 0, info.samplerate > 0, frames > 0 else {
-            throw Failure(description: "chime \(url.path): no audio in it")
-        }
-        let seconds = Double(frames) / Double(info.samplerate)
-        guard seconds <= maximumDuration else {
-            throw Failure(
-                description:
-                    "chime \(url.path): \(cFormat("%.1f", seconds)) s long; the most is \(Int(maximumDuration)) s"
-            )
-        }
-        var interleaved = [Float](repeating: 0, count: frames * channels)
-        let read = interleaved.withUnsafeMutableBufferPointer {
-            sf_readf_float(file, $0.baseAddress, sf_count_t(frames))
-        }
-        guard read > 0 else {
-            throw Failure(description: "chime \(url.path): cannot decode it")
-        }
-        // Mixed down to mono, then spread to the engine's channels (espeak-ng renders mono).
-        var mono = [Float](repeating: 0, count: Int(read))
-        for frame in 0..<Int(read) {
-            var sum: Float = 0
-            for channel in 0..<channels { sum += interleaved[frame * channels + channel] }
-            mono[frame] = sum / Float(channels)
-        }
-        if Int(info.samplerate) != format.sampleRate {
-            mono = try resample(mono, from: Int(info.samplerate), to: format.sampleRate, url: url)
-        }
-        var gain: Float = 1
+        var gain = 1.0
         if let loudness {
-            let samples = mono.map { Int16(max(-32767, min(32767, ($0 * 32767).rounded()))) }
-            guard let measured = LoudnessMeter.loudness(of: samples, format: AudioFormat(sampleRate: format.sampleRate))
-            else {
+            guard let measured = sound.loudness else {
                 throw Failure(
                     description:
                         "chime \(url.path): too short or too quiet to measure its loudness (at least 0.4 s of sound)")
             }
-            gain = Float(loudnessGain(from: measured, to: loudness))
+            gain = loudnessGain(from: measured, to: loudness)
         }
-        // A chime is short and known in advance: scaled down as a whole if its peak would clip.
-        let peak = mono.reduce(0) { max($0, abs($1)) } * gain
-        if peak > 0.891 { gain *= 0.891 / peak }
-        var output = [Int16]()
-        output.reserveCapacity(mono.count * format.channels)
-        for sample in mono {
-            let value = Int16((sample * gain * 32767).rounded())
-            for _ in 0..<format.channels { output.append(value) }
-        }
-        return output
-    }
-
-    private static func resample(_ samples: [Float], from rate: Int, to target: Int, url: URL) throws(Failure)
-        -> [Float]
-    {
-        let ratio = Double(target) / Double(rate)
-        var output = [Float](repeating: 0, count: Int(Double(samples.count) * ratio) + 64)
-        var data = SRC_DATA()
-        let status = samples.withUnsafeBufferPointer { input in
-            output.withUnsafeMutableBufferPointer { out in
-                data.data_in = input.baseAddress
-                data.input_frames = samples.count
-                data.data_out = out.baseAddress
-                data.output_frames = out.count
-                data.src_ratio = ratio
-                return src_simple(&data, Int32(SRC_SINC_BEST_QUALITY), 1)
-            }
-        }
-        guard status == 0 else {
-            throw Failure(
-                description: "chime \(url.path): cannot resample it: \(String(cString: src_strerror(status)))")
-        }
-        return Array(output.prefix(Int(data.output_frames_gen)))
+        return sound.samples(gain: gain, format: format)
     }
 }

@@ -105,6 +105,13 @@ public struct PeakLimiter: Sendable {
         self.release = Float(exp(-1.0 / (0.025 * Double(max(sampleRate, 1)))))
     }
 
+    /// Applies the gain to `chunk`'s samples and limits their peaks, in place; a chunk already
+    /// at the output's loudness (`isLevelled`, a clip) is left as it is.
+    public mutating func process(_ chunk: inout PCMChunk) {
+        guard !chunk.isLevelled else { return }
+        process(&chunk.samples)
+    }
+
     /// Applies the gain to `samples` and limits their peaks, in place.
     public mutating func process(_ samples: inout [Int16]) {
         guard gain != 1 || reduction < 1 else { return }
@@ -278,7 +285,7 @@ where Speech.Element == PCMChunk {
 
         public mutating func next() async throws -> PCMChunk? {
             guard var chunk = try await speech.next() else { return nil }
-            limiter?.process(&chunk.samples)
+            limiter?.process(&chunk)
             return chunk
         }
     }

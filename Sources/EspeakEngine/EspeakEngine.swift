@@ -165,6 +165,7 @@ public final class EspeakEngine: SpeechRenderer {
     public func prepare(_ utterance: Utterance) throws(SpeechInputError) -> PreparedUtterance {
         // A voice by name is one of espeak-ng's by its identifier (`roa/pt`), or refused by name:
         // never silently replaced by the language's voice.
+        try utterance.checkHasNoClips()
         let (input, voices, textMap) = try compile(utterance)
         return PreparedUtterance(utterance: utterance, voices: voices, engineInput: input, textMap: textMap)
     }

@@ -128,6 +128,7 @@ public final class PiperRenderer: SpeechRenderer {
 
     public func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
         try utterance.validate()
+        try utterance.checkHasNoClips()
         var segments: [PiperInput.Segment] = []
         var voiceName: String?
         var position = 1

@@ -70,6 +70,8 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         case sentence
         /// A mark (SSML `<mark name>`, a span's `mark`) is reached; `name` says which.
         case mark
+        /// A recorded clip (a `{"clip": "NAME"}` span) starts being heard; `name` says which.
+        case clip
         /// Headphones were plugged into (`present` true) or pulled out of (false) the private
         /// `output`; no announcement's: `id` and `text` are empty (docs/privacy.md).
         case headset
@@ -83,7 +85,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
         case schedule
 
         /// Whether it reports progress through the speech rather than a change of state.
-        public var isProgress: Bool { self == .word || self == .sentence || self == .mark }
+        public var isProgress: Bool { self == .word || self == .sentence || self == .mark || self == .clip }
 
         /// Apple's name (`AVSpeechSynthesizerDelegate`) for `paused`.
         public static var didPause: Self { .paused }
@@ -109,7 +111,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var range: TextRange?
     /// `word` events: the word, `text` at `range`.
     public var word: String?
-    /// `mark` events: the mark's name.
+    /// `mark` and `clip` events: the mark's or the clip's name.
     public var name: String?
     /// The named output whose queue holds the announcement (`default` unless the request named another).
     public var output: String?

@@ -75,3 +75,36 @@ public struct ChimeList: Sendable, Hashable, Codable {
         self.chimes = chimes
     }
 }
+
+/// The body of `GET /v1/clips`: the recorded clips a span may play (`{"clip": "NAME"}`).
+public struct ClipList: Sendable, Hashable, Codable {
+    /// The clips, by name; empty when the daemon has no clip library (`--clips`).
+    public var clips: [ClipInfo]
+
+    /// - Parameter clips: the clips, by name.
+    public init(clips: [ClipInfo]) {
+        self.clips = clips
+    }
+}
+
+/// One recorded clip of the library.
+public struct ClipInfo: Sendable, Hashable, Codable {
+    /// What a span names it by.
+    public var name: String
+    /// Its file's name in the clip directory.
+    public var file: String
+    /// Its length in seconds, as recorded.
+    public var duration: Double
+    /// Its recorded sample rate and channels (it is played at the engine's).
+    public var sampleRate: Int
+    public var channels: Int
+
+    /// - Parameters: see the properties of the same names.
+    public init(name: String, file: String, duration: Double, sampleRate: Int, channels: Int) {
+        self.name = name
+        self.file = file
+        self.duration = duration
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+}

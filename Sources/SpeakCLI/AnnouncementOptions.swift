@@ -62,8 +62,16 @@ struct AnnouncementOptions: ParsableArguments {
             valueName: "file"))
     var json: String?
 
-    @Flag(help: "TEXT is SSML (speak, voice, prosody, say-as characters, break, s, p).")
+    @Flag(help: "TEXT is SSML (speak, voice, prosody, say-as characters, break, s, p, audio src=\"clip:NAME\").")
     var ssml = false
+
+    @Option(
+        name: .customLong("clip"),
+        help: ArgumentHelp(
+            "Play the daemon's recorded clip NAME before the text (GET /v1/clips lists them); give it again for more, "
+                + "in order. With no TEXT only the clips are played.",
+            valueName: "name"))
+    var clips: [String] = []
 
     @Argument(help: "The text to speak; standard input when none is given.")
     var text: [String] = []
@@ -74,6 +82,13 @@ struct AnnouncementOptions: ParsableArguments {
         }
         if json != nil, ssml {
             throw ValidationError("--json and --ssml are two input formats; give one")
+        }
+        if json != nil, !clips.isEmpty {
+            throw ValidationError("--json reads the whole request: put the clips in its spans ({\"clip\": \"NAME\"})")
+        }
+        if let clip = clips.first(where: { !Span.isValidClipName($0) }) {
+            throw ValidationError(
+                "--clip \(clip): not a clip name (letters, digits, '.', '-', '_', starting with a letter or digit)")
         }
         if let expiresAfter, !(expiresAfter > 0 && expiresAfter.isFinite) {
             throw ValidationError("--expires-after \(expiresAfter): must be a positive number of seconds")
@@ -136,6 +151,16 @@ struct AnnouncementOptions: ParsableArguments {
     /// TEXT, or standard input without the whitespace and newline at its end (`echo` and
     /// editors end a file with one; the text the events report should not).
     private func plainOrSSMLUtterance(defaults: SpeechAttributes) throws -> Utterance {
+        if !clips.isEmpty, text.isEmpty {
+            return Utterance(spans: clips.map { Span.clip($0) }, defaults: defaults)
+        }
+        var utterance = try textUtterance(defaults: defaults)
+        // Clips have no text: the boundaries' offsets stay as they are.
+        utterance.spans.insert(contentsOf: clips.map { Span.clip($0) }, at: 0)
+        return utterance
+    }
+
+    private func textUtterance(defaults: SpeechAttributes) throws -> Utterance {
         var source: String
         if text.isEmpty {
             source = String(decoding: try Self.read(nil, what: "standard input"), as: UTF8.self)

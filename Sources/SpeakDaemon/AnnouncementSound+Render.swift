@@ -86,7 +86,7 @@ private struct HallSoundIterator: AsyncIteratorProtocol {
                     TrailingSilenceTrimmer(format: format))
             case .speaking(let index, var chunks, var limiter, var trimmer):
                 if var chunk = try await chunks.next() {
-                    limiter?.process(&chunk.samples)
+                    limiter?.process(&chunk)
                     if let kept = trimmer.push(chunk) { ready.append(kept) }
                     step = .speaking(index, chunks, limiter, trimmer)
                 } else {

@@ -131,7 +131,16 @@ public func buildDaemon(
             description: "--default-voice: no Piper voice is called '\(voice)'"
                 + (piper == nil ? " (Piper is off: --piper)" : " (voices: \(known))"))
     }
-    let engines = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
+    let router = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
+    // Recorded clips between the engines' speech, behind the seam like another engine.
+    let clips = try configuration.clipsDirectory.map { directory in
+        do {
+            return try ClipLibrary(directory: URL(fileURLWithPath: directory))
+        } catch {
+            throw DaemonStartError(description: "--clips: \(error)")
+        }
+    }
+    let engines = ClipRenderer(base: router, library: clips, loudness: configuration.loudness)
     // The render cache in front of the engines: what the engines are is part of every key.
     let cache = configuration.renderCacheMiB > 0 ? RenderCache(capacity: configuration.renderCacheMiB << 20) : nil
     let renderer: any SpeechRenderer =
@@ -220,6 +229,15 @@ public func buildDaemon(
     var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
     server.schedules = schedules
     server.audit = records?.database.audit
+    server.clips = clips.map { library in
+        { @Sendable () throws -> [ClipInfo] in
+            try library.list().map {
+                ClipInfo(
+                    name: $0.name, file: $0.file, duration: $0.duration, sampleRate: $0.sampleRate,
+                    channels: $0.channels)
+            }
+        }
+    }
     server.hallSound = sound.hallSound(renderer: renderer)
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)

@@ -89,6 +89,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var logLevel: Logger.Level
     /// The chimes directory; nil for the project's `Voices/chimes`, found like the voices.
     public var chimesDirectory: String?
+    /// The directory of recorded clips that spans play (`{"clip": "NAME"}`); nil for none.
+    public var clipsDirectory: String?
     /// The chime of high-priority announcements that name none; nil for none.
     public var chimeHigh: String?
     /// The chime of default-priority announcements that name none; nil for none.

@@ -14,6 +14,12 @@ extension DaemonConfiguration {
             default: nil, shown: "the project's Voices/chimes, found like --voices"
         ) { value in try value.isNone ? nil : value.path() }
         .inFiles("/usr/share/speakd/voices/chimes"),
+        DaemonSetting(
+            "clips", \.clipsDirectory, valueName: "dir",
+            help: "Directory of recorded clips (WAV, FLAC, Ogg) that spans play by name ({\"clip\": \"NAME\"} plays NAME.wav), "
+                + "or none.",
+            default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.path() },
         chime("high", \.chimeHigh),
         chime("default", \.chimeDefault),
         chime("low", \.chimeLow),

@@ -55,18 +55,9 @@ struct EngineRouter: SpeechRenderer {
             if !defaultIsPiper { return try await primary.prepare(utterance) }
         }
         var parts: [MixedInput.Part] = []
-        var map = TextOffsetMap(textLength: utterance.text.utf16.count)
-        var voices: [VoiceInfo] = []
-        var characters = 0
-        var utf16 = 0
+        var gathered = PreparedParts(of: utterance)
         for run in runs {
-            let spans = Array(utterance.spans[run.spans])
-            let length = spans.reduce(0) { $0 + $1.text.count }
-            let range = characters..<(characters + length)
-            var part = Utterance(
-                spans: spans, defaults: utterance.defaults,
-                boundaries: utterance.boundaries.filter { range.contains($0.key) && $0.key > range.lowerBound }
-                    .reduce(into: [:]) { $0[$1.key - range.lowerBound] = $1.value })
+            var part = utterance.part(spans: run.spans)
             if run.engine == .espeak, defaultIsPiper {
                 // Its spans are spoken by espeak-ng: the Piper voice they inherit is not theirs.
                 part.defaults.voice = nil
@@ -78,15 +69,11 @@ struct EngineRouter: SpeechRenderer {
                 throw error.reindexed(spansFrom: run.spans.lowerBound)
             }
             parts.append(
-                MixedInput.Part(
-                    engine: run.engine, prepared: prepared, positionOffset: map.count))
-            if let partMap = prepared.textMap { map.append(partMap, at: utf16) }
-            voices += prepared.voices
-            characters += length
-            utf16 += spans.reduce(0) { $0 + $1.text.utf16.count }
+                MixedInput.Part(engine: run.engine, prepared: prepared, positionOffset: gathered.append(prepared)))
         }
         return PreparedUtterance(
-            utterance: utterance, voices: voices, engineInput: MixedInput(parts: parts), textMap: map)
+            utterance: utterance, voices: gathered.voices, engineInput: MixedInput(parts: parts),
+            textMap: gathered.textMap)
     }
 
     func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
@@ -126,35 +113,15 @@ struct EngineRouter: SpeechRenderer {
         return runs
     }
 
-    /// The parts one after another: each part's events move by the samples before it and by
-    /// the engine input of the parts before it, so they stay events of the whole utterance.
+    /// The parts one after another, each by its engine.
     private func render(_ mixed: MixedInput, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self, throwing: (any Error).self)
-        let channels = format.channels
-        let task = Task {
-            do {
-                var samplesBefore = 0
-                for part in mixed.parts {
-                    let renderer: any SpeechRenderer = part.engine == .espeak ? primary : piper!
-                    for try await chunk in renderer.render(part.prepared, chunking: chunking) {
-                        var moved = chunk
-                        moved.events = chunk.events.map { event in
-                            var event = event
-                            event.sample += samplesBefore
-                            if event.textPosition > 0 { event.textPosition += part.positionOffset }
-                            return event
-                        }
-                        samplesBefore += chunk.samples.count / channels
-                        continuation.yield(moved)
-                    }
+        .concatenating(
+            mixed.parts.map { part in
+                let renderer: any SpeechRenderer = part.engine == .espeak ? primary : piper!
+                return RenderedPart(positionOffset: part.positionOffset) {
+                    renderer.render(part.prepared, chunking: chunking)
                 }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+            }, channels: format.channels)
     }
 }
 
@@ -174,16 +141,4 @@ struct MixedInput: Sendable, Hashable {
     }
 
     var parts: [Part]
-}
-
-extension SpeechInputError {
-    /// The same error for a part of an utterance whose first span is span `first` of the whole:
-    /// `spans[0].pitch` becomes `spans[first].pitch`.
-    fileprivate func reindexed(spansFrom first: Int) -> SpeechInputError {
-        guard first > 0, let field, field.hasPrefix("spans["),
-            let close = field.firstIndex(of: "]"),
-            let index = Int(field[field.index(field.startIndex, offsetBy: 6)..<close])
-        else { return self }
-        return renamed(field: "spans[\(index + first)]" + field[field.index(after: close)...])
-    }
 }

@@ -153,7 +153,7 @@ struct SoundStream<Speech: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
                 defer { chimeAfter = nil }
                 return chimeAfter.map { PCMChunk(samples: $0) }
             }
-            limiter?.process(&chunk.samples)
+            limiter?.process(&chunk)
             chunk.moveEventsToSound(at: speechPosition, threshold: silenceThreshold)
             speechPosition += chunk.samples.count
             if offset > 0 {
@@ -211,6 +211,8 @@ extension PreparedUtterance {
                 kind: .sentence, range: TextRange(location: sentence.lowerBound, length: sentence.count))
         case .mark:
             return event.clientMarkName.map { SpeechProgress(kind: .mark, name: $0) }
+        case .clip:
+            return SpeechProgress(kind: .clip, name: event.name)
         }
     }
 

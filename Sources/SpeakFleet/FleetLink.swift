@@ -387,7 +387,7 @@ public final class FleetLink: Service, Sendable {
                 // Pauses are the kiosk's own business; the fleet hears the outcome.
                 case .paused, .resumed: nil
                 // The fleet's stream is subscribed without progress events.
-                case .word, .sentence, .mark: nil
+                case .word, .sentence, .mark, .clip: nil
                 case .headset: .headset
                 case .schedule: .schedule
                 }

@@ -156,7 +156,7 @@ actor SSIPHub {
     private func deliver(_ event: AnnouncementEvent) async {
         guard var message = messages[event.id] else { return }
         switch event.type {
-        case .word, .sentence, .mark:
+        case .word, .sentence, .mark, .clip:
             if !message.begun {
                 message.begun = true
                 send(.begin, message)

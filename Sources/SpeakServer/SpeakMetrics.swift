@@ -223,7 +223,7 @@ public final class SpeakMetrics: Sendable {
             }
             if let started { speakingTime[reason]?.recordSeconds(event.timestamp.timeIntervalSince(started)) }
             if let soundEnded { finishedDelay.recordSeconds(max(0, event.timestamp.timeIntervalSince(soundEnded))) }
-        case .word, .sentence, .mark, .session, .repeat, .schedule:
+        case .word, .sentence, .mark, .clip, .session, .repeat, .schedule:
             break
         }
     }

@@ -337,6 +337,15 @@ struct SpeakRoutes: Sendable {
         try json(VoiceList(voices: try await server.renderer.voices()))
     }
 
+    @Sendable func clips(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        do {
+            return try json(ClipList(clips: try server.clips?() ?? []))
+        } catch {
+            // The directory went away or became unreadable after the start.
+            throw APIError(status: .serviceUnavailable, code: "clipsUnavailable", message: "\(error)", field: nil)
+        }
+    }
+
     @Sendable func chimes(_ request: Request, context: BasicRequestContext) async throws -> Response {
         try json(ChimeList(chimes: server.intake.limits.chimes))
     }

@@ -29,6 +29,7 @@ import Glibc
 /// | `POST /v1/speech` | `audio/wav`, rendered without queueing or playing |
 /// | `GET /v1/voices` | `VoiceList` |
 /// | `GET /v1/chimes` | `ChimeList` |
+/// | `GET /v1/clips` | `ClipList` |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
 /// | `GET /openapi.json` | the OpenAPI 3.1 document of these routes (`OpenAPIDocument`) |
@@ -85,6 +86,8 @@ public struct SpeakServer: Sendable {
     public var schedules: ScheduleService?
     /// The audit log (`/v1/audit`), when the daemon keeps state.
     public var audit: AuditLog?
+    /// The clips of the library as they are now (`/v1/clips`), when the daemon has one (`--clips`).
+    public var clips: (@Sendable () throws -> [ClipInfo])?
 
     /// - Parameters:
     ///   - queue: the announcement queue.
@@ -213,6 +216,7 @@ public struct SpeakServer: Sendable {
         router.post("/v1/speech", use: routes.speech)
         router.post("/v1/prerender", use: routes.prerender)
         router.get("/v1/voices", use: routes.voices)
+        router.get("/v1/clips", use: routes.clips)
         router.get("/v1/chimes", use: routes.chimes)
         router.post("/v1/schedules", use: routes.createSchedule)
         router.get("/v1/schedules", use: routes.listSchedules)

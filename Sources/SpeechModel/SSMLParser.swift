@@ -12,7 +12,8 @@ extension Utterance {
     /// `rate` and `volume`, `say-as interpret-as="characters"`, `break` (`time`, `strength`),
     /// `mark name` (an NMTOKEN), `s` and `p` (each with optional `xml:lang`), comments, CDATA,
     /// the XML declaration, the five predefined entities and numeric character references.
-    /// Everything else (`audio`, `voice name`, processing instructions, DOCTYPE) is
+    /// `audio src="clip:NAME"` (empty) plays a clip of the library, as a `{"clip": "NAME"}` span.
+    /// Everything else (another `audio` source, `voice name`, processing instructions, DOCTYPE) is
     /// `unsupported`; XML that does not parse is `malformed` naming the line and column. Both
     /// errors are in the field `ssml`.
     ///
@@ -64,6 +65,8 @@ struct SSMLParser {
         case pause(Double)
         /// `<mark name="…"/>`.
         case mark(String)
+        /// `<audio src="clip:NAME"/>`.
+        case clip(String)
     }
 
     private var stack: [Frame] = []
@@ -188,6 +191,16 @@ struct SSMLParser {
             frame.attributes.spellOut = true
         case "break":
             allowed = ["time", "strength"]
+        case "audio":
+            allowed = ["src"]
+            guard let source = attributes.first(where: { $0.name == "src" }) else {
+                throw malformed("<audio> needs src", at: start)
+            }
+            guard source.value.hasPrefix("clip:"), Span.isValidClipName(String(source.value.dropFirst(5))) else {
+                throw unsupported(
+                    "audio src=\"\(source.value)\" is not supported: only a clip of the library, src=\"clip:NAME\"",
+                    at: source.at)
+            }
         case "mark":
             allowed = ["name"]
             guard let markName = attributes.first(where: { $0.name == "name" }) else {
@@ -247,9 +260,11 @@ struct SSMLParser {
             }
         }
 
-        if name == "break" || name == "mark" {
+        if name == "break" || name == "mark" || name == "audio" {
             if name == "break" {
                 pieces.append(.pause(pause ?? Self.breakStrengths["medium"]!))
+            } else if name == "audio", let source = attributes.first(where: { $0.name == "src" }) {
+                pieces.append(.clip(String(source.value.dropFirst(5))))
             } else if let markName = attributes.first(where: { $0.name == "name" }) {
                 pieces.append(.mark(markName.value))
             }
@@ -359,19 +374,28 @@ struct SSMLParser {
         var boundaries: [Int: Utterance.Boundary] = [:]
 
         func append(_ character: Character, _ attributes: SpeechAttributes) {
-            if pendingMark == nil, let last = spans.last, last.attributes == attributes, last.pauseAfter == nil {
+            if pendingMark == nil, let last = spans.last, last.clip == nil, last.attributes == attributes,
+                last.pauseAfter == nil
+            {
                 spans[spans.count - 1].text.append(character)
             } else {
                 spans.append(Span(String(character), attributes: attributes, mark: pendingMark))
                 pendingMark = nil
             }
         }
+        /// Whitespace goes with the text before it; a clip has no text, so whitespace after one
+        /// goes to the text before the clip, unless that ends with some already.
+        func appendSeparator(_ pending: String) {
+            guard let last = spans.lastIndex(where: { $0.clip == nil }) else { return }
+            if last < spans.count - 1, spans[last].text.last?.isXMLWhitespace ?? true { return }
+            spans[last].text += pending
+        }
         /// A mark with no text of its own before what follows: an empty span keeps its place.
         func placePendingMark(pauseAfter: Double? = nil) {
             guard let mark = pendingMark else { return }
             // Whitespace before the mark stays with the text before it, as between words.
             if let pending = separator, spans.contains(where: { !$0.text.isEmpty }) {
-                spans[spans.count - 1].text += pending
+                appendSeparator(pending)
                 separator = nil
             }
             spans.append(
@@ -390,7 +414,7 @@ struct SSMLParser {
                     let hasText = !spans.isEmpty && !spans.allSatisfy(\.text.isEmpty)
                     // Whitespace goes with the text before it, so a span starts with its own words.
                     if let pending = separator, hasText {
-                        spans[spans.count - 1].text += pending
+                        appendSeparator(pending)
                     }
                     let boundary = hasText ? pendingBoundary : nil
                     separator = nil
@@ -411,6 +435,14 @@ struct SSMLParser {
             case .mark(let name):
                 placePendingMark()
                 pendingMark = name
+            case .clip(let name):
+                // Whitespace before the clip stays with the text before it, as before a mark.
+                if let pending = separator, spans.contains(where: { !$0.text.isEmpty }) {
+                    appendSeparator(pending)
+                }
+                separator = nil
+                spans.append(.clip(name, mark: pendingMark))
+                pendingMark = nil
             case .pause(let seconds) where pendingMark != nil:
                 placePendingMark(pauseAfter: seconds)
             case .pause(let seconds):
@@ -422,8 +454,8 @@ struct SSMLParser {
             }
         }
         placePendingMark()
-        guard spans.contains(where: { Utterance.hasSpeech($0.text) }) else {
-            throw .malformed(field: "ssml", "the SSML document has no text to speak")
+        guard spans.contains(where: { Utterance.hasSpeech($0.text) || $0.clip != nil }) else {
+            throw .malformed(field: "ssml", "the SSML document has no text to speak and no clip to play")
         }
         var utterance = Utterance(spans: spans, boundaries: boundaries)
         utterance.defaults.language = defaultLanguage

@@ -73,6 +73,16 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
         SpeechInputError(code, field: field.map { "\(prefix).\($0)" } ?? prefix, message: message)
     }
 
+    /// The same error for a part of an utterance whose first span is span `first` of the whole
+    /// (`Utterance.part(spans:)`): `spans[0].pitch` becomes `spans[first].pitch`. Other fields
+    /// are kept.
+    public func reindexed(spansFrom first: Int) -> SpeechInputError {
+        guard first > 0, let field, field.hasPrefix("spans["), let close = field.firstIndex(of: "]"),
+            let index = Int(field[field.index(field.startIndex, offsetBy: 6)..<close])
+        else { return self }
+        return SpeechInputError(code, field: "spans[\(index + first)" + field[close...], message: message)
+    }
+
     /// The same error about another field (a part of an utterance reported as the whole's).
     public func renamed(field: String) -> SpeechInputError {
         SpeechInputError(code, field: field, message: message)

@@ -27,14 +27,19 @@ extension Utterance: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: WireKey.self)
-        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil, spans[0].mark == nil
+        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil, spans[0].mark == nil,
+            spans[0].clip == nil
         {
             try container.encode(spans[0].text, forKey: "text")
         } else {
             var list = container.nestedUnkeyedContainer(forKey: "spans")
             for span in spans {
                 var spanContainer = list.nestedContainer(keyedBy: WireKey.self)
-                try spanContainer.encode(span.text, forKey: "text")
+                if let clip = span.clip {
+                    try spanContainer.encode(clip, forKey: "clip")
+                } else {
+                    try spanContainer.encode(span.text, forKey: "text")
+                }
                 try Self.encode(span.attributes, includingIPA: true, to: &spanContainer)
                 try spanContainer.encodeIfPresent(span.pauseAfter, forKey: "pauseAfter")
                 try spanContainer.encodeIfPresent(span.mark, forKey: "mark")
@@ -58,7 +63,11 @@ extension Utterance: Codable {
     /// The keys a span may have.
     static let spanKeys: [String] = [
         "text", "language", "pitch", "rate", "volume", "punctuation", "spellOut", "ipa", "voice", "pauseAfter", "mark",
+        "clip",
     ]
+
+    /// The keys a clip span may have: it plays a recording, so no speech attribute applies.
+    static let clipSpanKeys: [String] = ["clip", "pauseAfter", "mark"]
 
     private static func decodeWire(from decoder: any Decoder) throws(SpeechInputError) -> Utterance {
         let container: KeyedDecodingContainer<WireKey>
@@ -134,16 +143,20 @@ extension Utterance: Codable {
             }
             let part = try decodeBody(partContainer, prefix: "\(field).")
             if index > 0 {
-                // Apart from the part before: a space in the text, a paragraph for the engine.
-                spans[spans.count - 1].text += " "
-                offset += 1
-                boundaries[offset] = .paragraph
+                // Apart from the part before: a space in the text, a paragraph for the engine
+                // (a clip has no text: the next part's speech is apart from it already).
+                if spans[spans.count - 1].clip == nil {
+                    spans[spans.count - 1].text += " "
+                    offset += 1
+                }
+                if offset > 0 { boundaries[offset] = .paragraph }
                 spans[spans.count - 1].pauseAfter = (spans[spans.count - 1].pauseAfter ?? 0) + gap
             }
             for (start, kind) in part.boundaries { boundaries[offset + start] = kind }
             for span in part.spans {
                 var span = span
-                span.attributes = span.attributes.inheriting(from: part.defaults)
+                // A clip is a recording: the part's language and voice are not its.
+                if span.clip == nil { span.attributes = span.attributes.inheriting(from: part.defaults) }
                 spans.append(span)
                 offset += span.text.count
             }
@@ -236,6 +249,10 @@ extension Utterance: Codable {
                     "unknown key '\(key)' in a span; a span has \(spanKeys.joined(separator: ", "))")
             }
             let reader = WireReader(container: spanContainer, prefix: "\(field).")
+            if let clip = try reader.string("clip") {
+                spans.append(try clipSpan(clip, keys: spanContainer.allKeys.map(\.stringValue), reader: reader))
+                continue
+            }
             guard let text = try reader.string("text") else {
                 throw .malformed(field: "\(field).text", "a span needs 'text'")
             }
@@ -251,10 +268,25 @@ extension Utterance: Codable {
                     mark: mark))
         }
         guard !spans.isEmpty else { throw .malformed(field: prefix + "spans", "must contain at least one span") }
-        guard spans.contains(where: { hasSpeech($0.text) }) else {
-            throw .malformed(field: prefix + "spans", "there is no text to speak")
+        guard spans.contains(where: { hasSpeech($0.text) || $0.clip != nil }) else {
+            throw .malformed(field: prefix + "spans", "there is no text to speak and no clip to play")
         }
         return spans
+    }
+
+    /// A `{"clip": "NAME"}` span: its name checked, and any key a clip cannot honour refused.
+    private static func clipSpan(_ clip: String, keys: [String], reader: WireReader) throws(SpeechInputError) -> Span {
+        if let key = keys.filter({ !clipSpanKeys.contains($0) && reader.isPresent($0) }).sorted().first {
+            throw .malformed(
+                field: reader.field(key),
+                "a clip span plays a recording and takes no '\(key)'; it has \(clipSpanKeys.joined(separator: ", "))")
+        }
+        guard Span.isValidClipName(clip) else {
+            throw .malformed(
+                field: reader.field("clip"),
+                "'\(clip)' is not a clip name (1 to 128 letters, digits, '.', '-', '_', starting with a letter or digit)")
+        }
+        return .clip(clip, pauseAfter: try reader.double("pauseAfter"), mark: try reader.string("mark"))
     }
 
     private static func attributes(

@@ -38,7 +38,7 @@ extension Utterance {
                 field: spans.count == 1 ? "text" : "spans",
                 "\(length) characters of text is more than the limit of \(limits.maxTextLength)")
         }
-        guard spans.contains(where: { Self.hasSpeech($0.text) }) else {
+        guard spans.contains(where: { Self.hasSpeech($0.text) || $0.clip != nil }) else {
             throw .malformed(field: spans.count == 1 ? "text" : "spans", "there is no text to speak")
         }
     }
@@ -47,7 +47,7 @@ extension Utterance {
     /// format character (`U+0001`, `U+200B`, `U+FEFF`) or otherwise invisible (a variation
     /// selector alone). The engine turns control characters into spaces, so text made only of
     /// them is accepted and silent unless it is refused here.
-    static func hasSpeech<S: StringProtocol>(_ text: S) -> Bool {
+    public static func hasSpeech<S: StringProtocol>(_ text: S) -> Bool {
         text.unicodeScalars.contains { scalar in
             let properties = scalar.properties
             return !properties.isWhitespace && !properties.isDefaultIgnorableCodePoint

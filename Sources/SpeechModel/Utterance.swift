@@ -6,15 +6,38 @@ public struct Span: Sendable, Hashable {
     public var pauseAfter: Double?
     /// A mark reached as the span starts being heard (reported as a `mark` event); an XML NMTOKEN.
     public var mark: String?
+    /// The recorded clip played in place of speech (`{"clip": "NAME"}`, SSML
+    /// `<audio src="clip:NAME"/>`); a clip span has no text and no speech attributes.
+    public var clip: String?
 
     public init(
         _ text: String, attributes: SpeechAttributes = SpeechAttributes(), pauseAfter: Double? = nil,
-        mark: String? = nil
+        mark: String? = nil, clip: String? = nil
     ) {
         self.text = text
         self.attributes = attributes
         self.pauseAfter = pauseAfter
         self.mark = mark
+        self.clip = clip
+    }
+
+    /// A span that plays the clip `name`.
+    public static func clip(_ name: String, pauseAfter: Double? = nil, mark: String? = nil) -> Span {
+        Span("", pauseAfter: pauseAfter, mark: mark, clip: name)
+    }
+
+    /// Whether `name` can name a clip: 1 to 128 letters, digits, `.`, `-` and `_`, starting with a
+    /// letter or digit. It is a file name in the clip directory without its extension, so
+    /// nothing that leaves the directory (`/`, `..`) or hides a file (a leading `.`) passes.
+    public static func isValidClipName(_ name: String) -> Bool {
+        func isAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
+            ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+        }
+        guard let first = name.unicodeScalars.first, isAlphanumeric(first), name.unicodeScalars.count <= 128 else {
+            return false
+        }
+        return !name.contains("..")
+            && name.unicodeScalars.allSatisfy { isAlphanumeric($0) || "._-".unicodeScalars.contains($0) }
     }
 
     /// Whether `name` is an XML NMTOKEN (letters, digits, `.`, `-`, `_`, `:`), as a mark's name must be.
@@ -60,11 +83,37 @@ public struct Utterance: Sendable, Hashable {
     /// The plain string, as UIAccessibilityAnnouncementKeyStringValue carries it.
     public var text: String { spans.map(\.text).joined() }
 
+    /// The spans `range` as an utterance of their own, rendered apart from the rest: the same
+    /// defaults, and the boundaries inside it counted from its own start. A part's error names
+    /// its spans from 0: `SpeechInputError.reindexed(spansFrom:)` names them in the whole.
+    public func part(spans range: Range<Int>) -> Utterance {
+        let start = spans[..<range.lowerBound].reduce(0) { $0 + $1.text.count }
+        let end = start + spans[range].reduce(0) { $0 + $1.text.count }
+        return Utterance(
+            spans: Array(spans[range]), defaults: defaults,
+            boundaries: boundaries.filter { $0.key > start && $0.key < end }
+                .reduce(into: [:]) { $0[$1.key - start] = $1.value })
+    }
+
+    /// Whether any span plays a recorded clip.
+    public var hasClips: Bool { spans.contains { $0.clip != nil } }
+
+    /// Refuses a clip span, naming it (`spans[2].clip`): for an engine, which speaks text only.
+    /// Clips are played by the renderer in front of the engines (speakd's clip library), which
+    /// never passes one on; an utterance that reaches an engine with one would lose it silently.
+    public func checkHasNoClips() throws(SpeechInputError) {
+        if let index = spans.firstIndex(where: { $0.clip != nil }) {
+            throw .unsupported(
+                field: "spans[\(index)].clip", "clips are played by speakd from its clip library (--clips), not by an engine")
+        }
+    }
+
     /// Each span with its attributes after inheriting the utterance defaults.
     public var resolvedSpans: [Span] {
         spans.map {
             Span(
-                $0.text, attributes: $0.attributes.inheriting(from: defaults), pauseAfter: $0.pauseAfter, mark: $0.mark)
+                $0.text, attributes: $0.attributes.inheriting(from: defaults), pauseAfter: $0.pauseAfter, mark: $0.mark,
+                clip: $0.clip)
         }
     }
 
@@ -82,6 +131,17 @@ public struct Utterance: Sendable, Hashable {
             }
             if let pause = span.pauseAfter, !(pause.isFinite && Span.pauseAfterRange.contains(pause)) {
                 throw .outOfRange(field: "spans[\(index)].pauseAfter", value: pause, range: Span.pauseAfterRange)
+            }
+            if let clip = span.clip {
+                guard Span.isValidClipName(clip) else {
+                    throw .malformed(
+                        field: "spans[\(index)].clip",
+                        "'\(clip)' is not a clip name (1 to 128 letters, digits, '.', '-', '_', starting with a letter or digit)"
+                    )
+                }
+                guard span.text.isEmpty, span.attributes == SpeechAttributes() else {
+                    throw .malformed(field: "spans[\(index)].clip", "a clip span has no text and no speech attributes")
+                }
             }
             if let mark = span.mark, !Span.isValidMark(mark) {
                 throw .malformed(

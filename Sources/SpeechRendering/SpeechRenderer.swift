@@ -21,10 +21,14 @@ public struct PCMChunk: Sendable, Hashable {
     public var samples: [Int16]
     /// Words, sentences and marks the engine reported up to the end of these samples, in order.
     public var events: [EngineEvent]
+    /// Whether the samples are already at the output's loudness (a recorded clip, brought there
+    /// when it was decoded): the gain that brings the engine's speech there is not applied to them.
+    public var isLevelled: Bool
 
-    public init(samples: [Int16], events: [EngineEvent] = []) {
+    public init(samples: [Int16], events: [EngineEvent] = [], isLevelled: Bool = false) {
         self.samples = samples
         self.events = events
+        self.isLevelled = isLevelled
     }
 }
 
@@ -35,6 +39,9 @@ public struct PCMChunk: Sendable, Hashable {
 public struct EngineEvent: Sendable, Hashable {
     public enum Kind: UInt8, Sendable, Hashable {
         case word = 1, sentence = 2, mark = 3
+        /// A recorded clip starts: `name` is the clip's. Engines never report it; the renderer
+        /// that plays clips between the engine's speech does.
+        case clip = 4
     }
 
     public var kind: Kind
@@ -44,7 +51,7 @@ public struct EngineEvent: Sendable, Hashable {
     public var textPosition: Int
     /// Its length in characters of the engine's input (words); 0 when the engine gives none.
     public var length: Int
-    /// A mark's name; nil for words and sentences.
+    /// A mark's or a clip's name; nil for words and sentences.
     public var name: String?
 
     public init(kind: Kind, sample: Int, textPosition: Int, length: Int = 0, name: String? = nil) {

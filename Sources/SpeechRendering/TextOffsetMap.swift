@@ -83,7 +83,7 @@ public struct TextOffsetMap: Sendable, Hashable {
             return wordCovers(position: event.textPosition, length: event.length) ? range : nil
         case .sentence:
             return range(position: event.textPosition, length: 0).map { sentence(containing: $0.lowerBound) }
-        case .mark:
+        case .mark, .clip:
             return nil
         }
     }

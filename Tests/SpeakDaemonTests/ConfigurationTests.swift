@@ -462,6 +462,7 @@ struct ConfigurationSettingsTests {
         "send-timeout": ("0.5", "inf"),
         "log-level": ("debug", "loud"),
         "chimes": ("/usr/local/share/speakd/chimes", "chimes"),
+        "clips": ("/srv/kiosk/clips", "clips"),
         "chime-high": ("two-tone", "two tone"),
         "chime-default": ("ding", "ding!"),
         "chime-low": ("soft_bell", "bell/soft"),

@@ -93,10 +93,10 @@ import Testing
         // Control and format characters are not spoken: text made only of them is silent.
         (#"{"text": "\u0001\u0007\u001b"}"#, "malformed", "text", "there is no text to speak"),
         (#"{"text": " \u0085\u200b\u00ad\ufeff "}"#, "malformed", "text", "there is no text to speak"),
-        (#"{"spans": [{"text": "\u0002"}, {"text": "\u007f"}]}"#, "malformed", "spans", "there is no text to speak"),
+        (#"{"spans": [{"text": "\u0002"}, {"text": "\u007f"}]}"#, "malformed", "spans", "there is no text to speak and no clip to play"),
         (
             #"{"ssml": "<speak>&#x7;<s>&#x9f;</s></speak>"}"#, "malformed", "ssml",
-            "the SSML document has no text to speak"
+            "the SSML document has no text to speak and no clip to play"
         ),
         (#"{}"#, "malformed", "text", "one of 'text', 'spans', 'ssml' or 'sequence' is required"),
         (
@@ -117,7 +117,7 @@ import Testing
             #"{"spans": [{"text": " "}, {"text": ""}, {"text": "\t"}]}"#, "malformed", "spans[1].text",
             "must not be empty (only a span with a pauseAfter or a mark may be)"
         ),
-        (#"{"spans": [{"text": " "}, {"text": "\t"}]}"#, "malformed", "spans", "there is no text to speak"),
+        (#"{"spans": [{"text": " "}, {"text": "\t"}]}"#, "malformed", "spans", "there is no text to speak and no clip to play"),
         (#"{"spans": [{"text": "a"}, "b"]}"#, "malformed", "spans[1]", "expected an object with 'text'"),
         (#"{"spans": [{"text": "a"}, {"language": "de"}]}"#, "malformed", "spans[1].text", "a span needs 'text'"),
         (
@@ -139,12 +139,12 @@ import Testing
         (#"{"spans": [{"text": "a", "ipa": ""}]}"#, "malformed", "spans[0].ipa", "must not be empty"),
         (
             #"{"spans": [{"text": "a", "colour": "red", "Pitch": 1}]}"#, "malformed", "spans[0].Pitch",
-            "unknown key 'Pitch' in a span; a span has text, language, pitch, rate, volume, punctuation, spellOut, ipa, voice, pauseAfter, mark"
+            "unknown key 'Pitch' in a span; a span has text, language, pitch, rate, volume, punctuation, spellOut, ipa, voice, pauseAfter, mark, clip"
         ),
         (#"{"ssml": 3}"#, "malformed", "ssml", "expected a string"),
         (
-            #"{"ssml": "<speak><audio/></speak>"}"#, "unsupported", "ssml",
-            "unsupported element <audio> at line 1, column 8"
+            #"{"ssml": "<speak><audio src='x.wav'/></speak>"}"#, "unsupported", "ssml",
+            #"audio src="x.wav" is not supported: only a clip of the library, src="clip:NAME" at line 1, column 15"#
         ),
         (#"{"ssml": "<speak>a</speak>", "pitch": 9}"#, "outOfRange", "pitch", "9.0 is out of range 0.0–2.0"),
     ])

@@ -1,0 +1,201 @@
+import AudioOutput
+import Foundation
+import SpeakTestSupport
+import SpeechModel
+import SpeechRendering
+import Synchronization
+import Testing
+
+/// A clip library directory made with sox, removed at the end.
+struct ClipDirectory: ~Copyable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("clips-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// Makes `file` with sox: a sine tone of `frequency` Hz for `seconds` at `gain` dB, at `rate` Hz
+    /// with `channels` channels.
+    func tone(
+        _ file: String, seconds: Double = 1, frequency: Int = 1000, gain: Double = -20, rate: Int = 44_100,
+        channels: Int = 2
+    ) async throws {
+        let sox = try ChildProcess(
+            "/usr/bin/sox",
+            [
+                "-n", "-r", "\(rate)", "-c", "\(channels)", url.appendingPathComponent(file).path, "synth", "\(seconds)",
+                "sine", "\(frequency)", "gain", "\(gain)",
+            ],
+            environment: ProcessInfo.processInfo.environment)
+        #expect(await sox.wait(timeout: .seconds(20)) == 0)
+    }
+}
+
+/// Speech made up for the clip renderer: each utterance is a constant level, 0.2 s per
+/// character, with one word event at sample 100 covering the whole text.
+struct LevelRenderer: SpeechRenderer {
+    let format = AudioFormat(sampleRate: 22_050)
+    static let level: Int16 = 3_000
+
+    func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
+        try utterance.checkHasNoClips()
+        if let index = utterance.spans.firstIndex(where: { $0.text.contains("BAD") }) {
+            throw .malformed(field: "spans[\(index)].text", "BAD is not spoken here")
+        }
+        let text = utterance.text
+        var map = TextOffsetMap(textLength: text.utf16.count)
+        var offset = 0
+        for character in text {
+            let length = String(character).utf16.count
+            map.append(scalars: character.unicodeScalars.count, from: offset..<(offset + length))
+            offset += length
+        }
+        return PreparedUtterance(
+            utterance: utterance, voices: [VoiceInfo(identifier: "level", name: "level", languages: [])],
+            engineInput: text, textMap: map)
+    }
+
+    func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
+        let text = (try? prepared.input(as: String.self)) ?? ""
+        let frames = text.count * format.sampleRate / 5
+        return .replaying([
+            PCMChunk(
+                samples: [Int16](repeating: Self.level, count: frames),
+                events: [EngineEvent(kind: .word, sample: 100, textPosition: 1, length: text.unicodeScalars.count)])
+        ])
+    }
+
+    func voices() async throws -> [VoiceInfo] { [] }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ClipLibraryTests {
+    static let format = AudioFormat(sampleRate: 22_050)
+
+    @Test func clipsAreFoundByNameInEachFormatAndListed() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav", seconds: 1.5)
+        try await directory.tone("brand.flac", seconds: 0.8, rate: 48_000, channels: 1)
+        try await directory.tone("line.ogg", seconds: 2)
+        try Data("not a clip".utf8).write(to: directory.url.appendingPathComponent("notes.txt"))
+        let library = try ClipLibrary(directory: directory.url)
+        for name in ["gong", "brand", "line"] { #expect(library.file(of: name) != nil, "\(name)") }
+        #expect(library.file(of: "notes") == nil)
+        #expect(library.file(of: "missing") == nil)
+        #expect(library.file(of: "../\(directory.url.lastPathComponent)/gong") == nil)
+        let listed = try library.list()
+        #expect(listed.map(\.name) == ["brand", "gong", "line"])
+        #expect(listed.map(\.file) == ["brand.flac", "gong.wav", "line.ogg"])
+        #expect(abs(listed[1].duration - 1.5) < 0.01 && listed[1].sampleRate == 44_100 && listed[1].channels == 2)
+        // Decoded at the engine's rate, one channel, whatever they were recorded in.
+        let brand = try library.samples(of: try #require(library.file(of: "brand")), format: Self.format, loudness: nil)
+        #expect(abs(Double(brand.count) / 22_050 - 0.8) < 0.01, "\(brand.count) samples")
+        let line = try library.samples(of: try #require(library.file(of: "line")), format: Self.format, loudness: nil)
+        #expect(abs(Double(line.count) / 22_050 - 2) < 0.02, "\(line.count) samples")
+    }
+
+    @Test func aClipIsBroughtToTheTargetLoudness() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("quiet.wav", gain: -35)
+        try await directory.tone("loud.wav", gain: -3)
+        let library = try ClipLibrary(directory: directory.url)
+        for name in ["quiet", "loud"] {
+            let samples = try library.samples(of: try #require(library.file(of: name)), format: Self.format, loudness: -20)
+            let loudness = try #require(LoudnessMeter.loudness(of: samples, format: Self.format))
+            #expect(abs(loudness - -20) < 0.5, "\(name): \(loudness) LUFS")
+        }
+    }
+
+    @Test func aCorruptOrVanishedClipFailsNamingIt() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav")
+        let library = try ClipLibrary(directory: directory.url)
+        let gong = try #require(library.file(of: "gong"))
+        try Data("RIFF nonsense".utf8).write(to: directory.url.appendingPathComponent("gong.wav"))
+        #expect { _ = try library.samples(of: gong, format: Self.format, loudness: -20) } throws: { error in
+            "\(error)".contains("clip 'gong'") && "\(error)".contains("gong.wav")
+        }
+        try FileManager.default.removeItem(at: directory.url.appendingPathComponent("gong.wav"))
+        #expect { _ = try library.samples(of: gong, format: Self.format, loudness: -20) } throws: { error in
+            "\(error)".contains("clip 'gong'") && "\(error)".contains("gone")
+        }
+        #expect(throws: ClipLibrary.Failure.self) {
+            _ = try ClipLibrary(directory: directory.url.appendingPathComponent("missing"))
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct ClipRendererTests {
+    static func render(_ renderer: ClipRenderer, _ utterance: Utterance) async throws -> (PreparedUtterance, [PCMChunk]) {
+        let prepared = try await renderer.prepare(utterance)
+        var chunks: [PCMChunk] = []
+        for try await chunk in renderer.render(prepared) { chunks.append(chunk) }
+        return (prepared, chunks)
+    }
+
+    @Test func clipsArePlayedInPlaceBetweenTheSpeech() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav", seconds: 1)
+        let renderer = ClipRenderer(
+            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+        let utterance = Utterance(spans: [.clip("gong"), Span("Lisboa", pauseAfter: 0.5), .clip("gong", mark: "end")])
+        let (prepared, chunks) = try await Self.render(renderer, utterance)
+        let speechFrames = 6 * 22_050 / 5
+        let samples = chunks.flatMap(\.samples)
+        #expect(samples.count == 22_050 + speechFrames + 22_050)
+        // The clips are at the target already, so the speech's gain passes them by.
+        #expect(chunks.prefix { $0.isLevelled }.reduce(0) { $0 + $1.samples.count } == 22_050)
+        #expect(chunks.filter { !$0.isLevelled }.allSatisfy { $0.samples.allSatisfy { $0 == LevelRenderer.level } })
+        let clip = Array(samples[0..<22_050])
+        let loudness = try #require(LoudnessMeter.loudness(of: clip, format: renderer.format))
+        #expect(abs(loudness - -20) < 0.5, "\(loudness) LUFS")
+        // Events where each part starts, in the whole utterance's terms.
+        let events = chunks.flatMap(\.events)
+        #expect(events.map(\.kind) == [.clip, .word, .clip, .mark])
+        #expect(events.map(\.sample) == [0, 22_050 + 100, 22_050 + speechFrames, 22_050 + speechFrames])
+        #expect(events[0].name == "gong" && events[2].name == "gong" && events[3].clientMarkName == "end")
+        #expect(prepared.textMap?.range(of: events[1]) == 0..<6)
+    }
+
+    @Test func unknownClipsAndEngineErrorsAreNamedInTheWhole() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav")
+        let library = try ClipLibrary(directory: directory.url)
+        let renderer = ClipRenderer(base: LevelRenderer(), library: library, loudness: nil)
+        func field(_ spans: [Span], renderer: ClipRenderer = renderer) async -> String? {
+            do {
+                _ = try await renderer.prepare(Utterance(spans: spans))
+                return nil
+            } catch {
+                return error.field
+            }
+        }
+        #expect(await field([Span("Platform "), .clip("gong"), .clip("bell")]) == "spans[2].clip")
+        #expect(await field([.clip("gong"), Span("fine "), Span("BAD")]) == "spans[2].text")
+        let none = ClipRenderer(base: LevelRenderer(), library: nil, loudness: nil)
+        #expect(await field([Span("Platform "), .clip("gong")], renderer: none) == "spans[1].clip")
+        // Without clips the engines prepare it as they always did.
+        let plain = try await renderer.prepare(Utterance("Platform four"))
+        #expect((try? plain.input(as: String.self)) == "Platform four")
+        // An engine given a clip refuses it rather than drop it.
+        await #expect(throws: SpeechInputError.self) {
+            _ = try await LevelRenderer().prepare(Utterance(spans: [.clip("gong")]))
+        }
+    }
+
+    @Test func aClipThatBreaksAfterItWasAcceptedFailsTheRender() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav")
+        let renderer = ClipRenderer(
+            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+        let prepared = try await renderer.prepare(Utterance(spans: [Span("Platform"), .clip("gong")]))
+        try Data("RIFF nonsense".utf8).write(to: directory.url.appendingPathComponent("gong.wav"))
+        var frames = 0
+        await #expect { for try await chunk in renderer.render(prepared) { frames += chunk.samples.count } } throws: {
+            "\($0)".contains("clip 'gong'")
+        }
+        #expect(frames == 8 * 22_050 / 5, "the speech before it was played")
+    }
+}
