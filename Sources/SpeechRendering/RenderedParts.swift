@@ -54,11 +54,13 @@ extension AsyncThrowingStream where Element == PCMChunk, Failure == any Error {
             do {
                 var framesBefore = 0
                 for part in parts {
+                    // A part's event positions count from its own first frame.
+                    let partStart = framesBefore
                     for try await chunk in part.render() {
                         var moved = chunk
                         moved.events = chunk.events.map { event in
                             var event = event
-                            event.sample += framesBefore
+                            event.sample += partStart
                             if event.textPosition > 0 { event.textPosition += part.positionOffset }
                             return event
                         }

@@ -61,11 +61,18 @@ struct LevelRenderer: SpeechRenderer {
     func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
         let text = (try? prepared.input(as: String.self)) ?? ""
         let frames = text.count * format.sampleRate / 5
-        return .replaying([
-            PCMChunk(
-                samples: [Int16](repeating: Self.level, count: frames),
-                events: [EngineEvent(kind: .word, sample: 100, textPosition: 1, length: text.unicodeScalars.count)])
-        ])
+        // In chunks of 0.1 s as an engine streams, with a sentence event in the second: its
+        // position counts from the utterance's first frame, not from its chunk's.
+        let events = [
+            EngineEvent(kind: .word, sample: 100, textPosition: 1, length: text.unicodeScalars.count),
+            EngineEvent(kind: .sentence, sample: 3_000, textPosition: 1),
+        ]
+        return .replaying(
+            stride(from: 0, to: frames, by: 2_205).map { start in
+                PCMChunk(
+                    samples: [Int16](repeating: Self.level, count: min(2_205, frames - start)),
+                    events: events.filter { (start..<(start + 2_205)).contains($0.sample) })
+            })
     }
 
     func voices() async throws -> [VoiceInfo] { [] }
@@ -153,9 +160,10 @@ struct LevelRenderer: SpeechRenderer {
         #expect(abs(loudness - -20) < 0.5, "\(loudness) LUFS")
         // Events where each part starts, in the whole utterance's terms.
         let events = chunks.flatMap(\.events)
-        #expect(events.map(\.kind) == [.clip, .word, .clip, .mark])
-        #expect(events.map(\.sample) == [0, 22_050 + 100, 22_050 + speechFrames, 22_050 + speechFrames])
-        #expect(events[0].name == "gong" && events[2].name == "gong" && events[3].clientMarkName == "end")
+        #expect(events.map(\.kind) == [.clip, .word, .sentence, .clip, .mark])
+        #expect(
+            events.map(\.sample) == [0, 22_050 + 100, 22_050 + 3_000, 22_050 + speechFrames, 22_050 + speechFrames])
+        #expect(events[0].name == "gong" && events[3].name == "gong" && events[4].clientMarkName == "end")
         #expect(prepared.textMap?.range(of: events[1]) == 0..<6)
     }
 
