@@ -91,6 +91,22 @@ import Testing
         #expect(decoded.chimeAfter == .named("ding"))
     }
 
+    /// `--clip NAME` plays the daemon's clips before the text, in order; alone it plays only them.
+    @Test func clipsComeBeforeTheText() throws {
+        let say = try #require(
+            try Speak.parseAsRoot(["--clip", "next-train", "--clip", "gong", "--lang", "pt-PT", "Lisboa"]) as? Speak.Say)
+        let request = try say.readRequest()
+        #expect(request.utterance.spans.map(\.clip) == ["next-train", "gong", nil])
+        #expect(request.utterance.text == "Lisboa")
+        #expect(request.utterance.defaults.language?.canonical == "pt-PT")
+        let only = try #require(try Speak.parseAsRoot(["--clip", "gong"]) as? Speak.Say)
+        #expect(try only.readRequest().utterance.spans == [.clip("gong")])
+        let body = try JSONSerialization.jsonObject(with: JSONEncoder().encode(request)) as? [String: Any]
+        #expect((body?["spans"] as? [[String: Any]])?.first?["clip"] as? String == "next-train")
+        expectRefused(["--clip", "../secret", "hi"], naming: "--clip ../secret")
+        expectRefused(["--clip", "gong", "--json", "-"], naming: "--json")
+    }
+
     /// `--to NAME` names the daemon's output in the request; `cancel --all --to NAME` cancels only there.
     @Test func toNamesTheOutput() throws {
         let say = try #require(try Speak.parseAsRoot(["--to", "headset", "Your ticket"]) as? Speak.Say)
