@@ -45,15 +45,11 @@ actor SSIPHub {
     private var nextMessage = 1
     /// Tracked messages by announcement id, until they finish.
     private var messages: [String: Message] = [:]
-    /// Submissions under way: the queue sends an announcement's first events before `submit`
-    /// returns the id that names it.
-    private var submitting = 0
-    /// Events of announcements not known yet, held while a submission is under way.
-    private var held: [AnnouncementEvent] = []
-    private static let maxHeld = 4_096
-    /// Events were dropped from a full `held`: settle from the queues' records once no
-    /// submission is under way.
-    private var droppedHeld = false
+    /// Messages handed to the intake whose announcement id is not known yet, by message number.
+    /// The queue sends an announcement's first events before the intake returns its id; each
+    /// event carries the message number in its origin (`requestId` `ssip:N`), so the first one
+    /// binds the message to its id and no event is held back.
+    private var pending: [Int: Message] = [:]
 
     init(intake: AnnouncementIntake) {
         self.intake = intake
@@ -65,49 +61,44 @@ actor SSIPHub {
         return nextClient
     }
 
-    /// Call before handing an announcement to the intake.
-    func beginSubmission() {
-        submitting += 1
-    }
-
-    /// Ends a submission; for an accepted one, returns its SSIP message id.
-    func endSubmission(
-        accepted id: String?, client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: SSIPRequest,
-        priority: String
-    ) async -> Int? {
-        guard let id else {
-            await endSubmission(nil)
-            return nil
-        }
+    /// Numbers a message about to be handed to the intake and tracks it; returns its number and
+    /// its request with the origin that names it, to submit. Call `accepted` or `refused` after.
+    func register(
+        client: Int, notify: Set<SSIPEvent>, outbox: SSIPOutbox, body: SSIPRequest, priority: String
+    ) -> (number: Int, body: SSIPRequest) {
         let number = nextMessage
         nextMessage += 1
-        let message = Message(
+        var body = body
+        body.origin.requestId = Self.requestId(number)
+        pending[number] = Message(
             id: number, client: client, notify: notify, outbox: outbox, body: body, priority: priority)
-        await endSubmission((id, message))
-        await stopSpeaking(below: id, priority: priority)
-        return number
+        return (number, body)
     }
 
-    /// Ends a submission: tracks the accepted message and delivers the events held for it.
-    private func endSubmission(_ accepted: (id: String, message: Message)?) async {
-        submitting -= 1
-        if let accepted {
-            let id = accepted.id
-            messages[id] = accepted.message
-            let mine = held.filter { $0.id == id }
-            held.removeAll { $0.id == id }
-            for event in mine { await deliver(event) }
+    /// The intake accepted message `number` as announcement `id`.
+    func accepted(_ number: Int, id: String) async {
+        guard let message = pending.removeValue(forKey: number) else {
+            // Its first event bound it already.
+            if let message = messages[id] { await stopSpeaking(below: id, priority: message.priority) }
+            return
         }
-        if submitting == 0 {
-            // The rest: other submissions' events held behind them, and speakd's own.
-            let rest = held
-            held = []
-            for event in rest { await deliver(event) }
-            if droppedHeld {
-                droppedHeld = false
-                await reconcile()
-            }
-        }
+        messages[id] = message
+        await stopSpeaking(below: id, priority: message.priority)
+    }
+
+    /// The intake refused message `number`.
+    func refused(_ number: Int) {
+        pending[number] = nil
+    }
+
+    /// The origin's request id of message `number`.
+    private static func requestId(_ number: Int) -> String { "ssip:\(number)" }
+
+    /// The message number an event's origin names, for an SSIP announcement.
+    private static func messageNumber(of event: AnnouncementEvent) -> Int? {
+        guard event.origin?.front == "ssip", let requestId = event.origin?.requestId, requestId.hasPrefix("ssip:")
+        else { return nil }
+        return Int(requestId.dropFirst(5))
     }
 
     /// speech-dispatcher's `important` stops a speaking message of another priority (which
@@ -146,9 +137,10 @@ actor SSIPHub {
     }
 
     private func arrived(_ event: AnnouncementEvent) async {
-        if submitting > 0, messages[event.id] == nil || held.contains(where: { $0.id == event.id }) {
-            if held.count < Self.maxHeld { held.append(event) } else { droppedHeld = true }
-            return
+        if messages[event.id] == nil, let number = Self.messageNumber(of: event),
+            let message = pending.removeValue(forKey: number)
+        {
+            messages[event.id] = message
         }
         await deliver(event)
     }
@@ -198,13 +190,13 @@ actor SSIPHub {
             message.body.request.utterance = Utterance(rest, defaults: message.body.request.utterance.defaults)
         }
         message.heardFrom = 0
-        submitting += 1
+        pending[message.id] = message
         do {
             let (_, accepted) = try await intake.accept(
                 message.body.request, origin: message.body.origin, yieldsPlace: true)
-            await endSubmission((accepted.id, message))
+            await self.accepted(message.id, id: accepted.id)
         } catch {
-            await endSubmission(nil)
+            refused(message.id)
             finish(message, completed: false)
         }
     }

@@ -173,23 +173,19 @@ final class SSIPSession {
         }
         message.origin = AnnouncementOrigin(
             front: "ssip", detail: "client=\(settings.clientName) connection=\(client)")
-        await hub.beginSubmission()
+        let (number, body) = await hub.register(
+            client: client, notify: settings.notifications, outbox: outbox, body: message, priority: settings.priority)
         do {
             // An assistive client's messages give up their places to the platform's when the
             // queue is full (docs/ssip.md).
-            let (_, accepted) = try await intake.accept(message.request, origin: message.origin, yieldsPlace: true)
-            guard
-                let number = await hub.endSubmission(
-                    accepted: accepted.id, client: client, notify: settings.notifications, outbox: outbox,
-                    body: message, priority: settings.priority)
-            else { return .internalError }
+            let (_, accepted) = try await intake.accept(body.request, origin: body.origin, yieldsPlace: true)
+            await hub.accepted(number, id: accepted.id)
             logger.debug(
                 "SSIP message queued",
                 metadata: ["speakd.ssip.client": "\(client)", "announcement.id": "\(accepted.id)"])
             return .messageQueued(number)
         } catch {
-            _ = await hub.endSubmission(
-                accepted: nil, client: client, notify: [], outbox: outbox, body: message, priority: settings.priority)
+            await hub.refused(number)
             logger.info(
                 "SSIP message refused", metadata: ["speakd.ssip.client": "\(client)", "speakd.error": "\(error)"])
             let reply: SSIPReply = error.isQueueFull || error.isUnavailable ? .internalError : .parameterInvalid
