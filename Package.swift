@@ -115,8 +115,6 @@ let package = Package(
         // daemon and its workers would otherwise load Foundation for.
         .target(name: "PosixSupport", dependencies: ["CPosixSupport"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CPosixSupport"),
-        // The engine seam: the renderer protocol, prepared utterances, PCM chunks and their
-        // format, engine events, the WAV header.
         .target(
             name: "PiperEngine",
             dependencies: [
@@ -124,7 +122,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
-        .target(name: "SpeechRendering", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
+        // The engine seam: the renderer protocol, prepared utterances, PCM chunks and their
+        // format, engine events, the WAV header; the render cache in front of the engines, in
+        // memory and in a directory on disk.
+        .target(
+            name: "SpeechRendering",
+            dependencies: ["PosixSupport", "SpeechModel", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings),
         // The only module that imports CEspeakNG.
         .target(
             name: "EspeakEngine",
