@@ -68,6 +68,8 @@ public final class SpeakMetrics: Sendable {
     private let cacheHits: Counter
     private let cacheMisses: Counter
     private let cacheEvictions: Counter
+    private let cacheDiskHits: Counter
+    private let cacheDiskEvictions: Counter
 
     /// Why a request to queue an announcement was refused.
     static let refusalReasons = ["queue_full", "shutting_down", "audio_unavailable", "invalid", "too_large"]
@@ -130,6 +132,8 @@ public final class SpeakMetrics: Sendable {
         cacheHits = Counter(label: "speakd_render_cache_hits_total", factory: factory)
         cacheMisses = Counter(label: "speakd_render_cache_misses_total", factory: factory)
         cacheEvictions = Counter(label: "speakd_render_cache_evictions_total", factory: factory)
+        cacheDiskHits = Counter(label: "speakd_render_cache_disk_hits_total", factory: factory)
+        cacheDiskEvictions = Counter(label: "speakd_render_cache_disk_evictions_total", factory: factory)
         speakingTime = Dictionary(
             uniqueKeysWithValues: FinishReason.allCases.map {
                 ($0, Timer(label: "speakd_speaking_seconds", dimensions: [("reason", $0.rawValue)], factory: factory))
@@ -258,7 +262,7 @@ public final class SpeakMetrics: Sendable {
         }
     }
 
-    /// Has `/metrics` count the hits, misses, evictions and bytes of `cache`.
+    /// Has `/metrics` count the hits, misses, evictions and bytes of `cache`, in memory and on disk.
     public func observe(renderCache cache: RenderCache) {
         renderCache.withLock { $0.cache = cache }
     }
@@ -266,17 +270,26 @@ public final class SpeakMetrics: Sendable {
     /// The exposition page, with the gauges given.
     func exposition(health: HealthGauges) -> String {
         // The cache counts for itself; the counters catch up with it.
-        let cache = renderCache.withLock { state -> (RenderCache.Statistics, RenderCache.Statistics)? in
-            guard let now = state.cache?.statistics else { return nil }
+        let cache = renderCache.withLock { state -> (RenderCache.Statistics, RenderCache.Statistics, Bool)? in
+            guard let cache = state.cache else { return nil }
+            let now = cache.statistics
             defer { state.counted = now }
-            return (now, state.counted)
+            return (now, state.counted, cache.keepsRendersOnDisk)
         }
-        if let (now, before) = cache {
+        if let (now, before, onDisk) = cache {
             if now.hits > before.hits { cacheHits.increment(by: now.hits - before.hits) }
             if now.misses > before.misses { cacheMisses.increment(by: now.misses - before.misses) }
             if now.evictions > before.evictions { cacheEvictions.increment(by: now.evictions - before.evictions) }
             Gauge(label: "speakd_render_cache_bytes", factory: factory).record(now.bytes)
             Gauge(label: "speakd_render_cache_entries", factory: factory).record(now.entries)
+            if now.diskHits > before.diskHits { cacheDiskHits.increment(by: now.diskHits - before.diskHits) }
+            if now.diskEvictions > before.diskEvictions {
+                cacheDiskEvictions.increment(by: now.diskEvictions - before.diskEvictions)
+            }
+            if onDisk {
+                Gauge(label: "speakd_render_cache_disk_bytes", factory: factory).record(now.diskBytes)
+                Gauge(label: "speakd_render_cache_disk_entries", factory: factory).record(now.diskEntries)
+            }
         }
         Gauge(label: "speakd_queue_waiting", factory: factory).record(health.waiting)
         Gauge(label: "speakd_queue_speaking", factory: factory).record(health.speaking ? 1 : 0)

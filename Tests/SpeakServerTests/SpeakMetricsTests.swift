@@ -1,6 +1,7 @@
 import Foundation
 import SpeakAPI
 import SpeechModel
+import SpeechRendering
 import Testing
 
 @testable import SpeakServer
@@ -65,5 +66,34 @@ struct SpeakMetricsTests {
         // Every label value exists from the start, at zero.
         #expect(page.contains(#"speakd_announcements_refused_total{reason="too_large"} 0"#))
         #expect(page.contains(#"speakd_announcements_accepted_total{priority="high"} 0"#))
+    }
+
+    /// Hits from memory and from disk, misses, and what each tier holds; a cache in memory only
+    /// shows no disk gauges.
+    @Test func theRenderCacheIsCountedInMemoryAndOnDisk() async throws {
+        try await RenderCacheDiskTests.withDirectory { directory in
+            let engine = RenderCacheTests.CountingRenderer()
+            let before = RenderCache(capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20)
+            _ = try await RenderCacheDiskTests.say(
+                "Gate", with: CachingRenderer(base: engine, cache: before, identity: "test"))
+            // After a restart: "Gate" from disk, then from memory; "Platform" rendered.
+            let cache = RenderCache(capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20)
+            let metrics = SpeakMetrics()
+            metrics.observe(renderCache: cache)
+            let renderer = CachingRenderer(base: engine, cache: cache, identity: "test")
+            for text in ["Gate", "Gate", "Platform"] { _ = try await RenderCacheDiskTests.say(text, with: renderer) }
+            let page = metrics.exposition(health: Self.gauges)
+            #expect(page.contains("speakd_render_cache_hits_total 1\n"))
+            #expect(page.contains("speakd_render_cache_misses_total 1\n"))
+            #expect(page.contains("speakd_render_cache_disk_hits_total 1\n"))
+            #expect(page.contains("speakd_render_cache_disk_evictions_total 0\n"))
+            #expect(page.contains("speakd_render_cache_entries 2.0\n"))
+            #expect(page.contains("speakd_render_cache_disk_entries 2.0\n"))
+            #expect(page.contains("speakd_render_cache_disk_bytes \(Double(cache.statistics.diskBytes))\n"))
+
+            let inMemory = SpeakMetrics()
+            inMemory.observe(renderCache: RenderCache(capacity: 1 << 20))
+            #expect(!inMemory.exposition(health: Self.gauges).contains("speakd_render_cache_disk_bytes"))
+        }
     }
 }
