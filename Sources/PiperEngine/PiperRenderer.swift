@@ -101,6 +101,8 @@ public final class PiperRenderer: SpeechRenderer {
     public let format: AudioFormat
     public var engineName: String { Self.engine }
     public let voicesByName: [String: PiperVoice]
+    /// How its workers are started.
+    public let launch: Launch
     private let workers: [String: [PiperWorkerSlot]]
 
     /// - Parameters:
@@ -111,6 +113,7 @@ public final class PiperRenderer: SpeechRenderer {
     ///     workers per voice, started now (in the background) and kept running.
     public init(voices: [PiperVoice], launch: Launch, format: AudioFormat, warmWorkers: Int = 0, logger: Logger) {
         self.format = format
+        self.launch = launch
         voicesByName = Dictionary(voices.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         workers = voicesByName.mapValues { voice in
             (0..<max(1, warmWorkers)).map { _ in

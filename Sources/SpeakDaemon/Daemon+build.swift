@@ -15,7 +15,6 @@ import SpeakFleet
 import SpeakSSIP
 import SpeakServer
 import SpeakState
-import SpeakdVersion
 import SpeechModel
 import SpeechRendering
 import UnixSignals
@@ -142,14 +141,10 @@ public func buildDaemon(
     }
     let engines = ClipRenderer(base: router, library: clips, loudness: configuration.loudness)
     // The render cache in front of the engines: what the engines are is part of every key.
-    let cache = configuration.renderCacheMiB > 0 ? RenderCache(capacity: configuration.renderCacheMiB << 20) : nil
+    let caching = makeRenderCache(configuration, engines: engines, pool: pool, piper: piper, logger: logger)
+    let cache = caching?.cache
     let renderer: any SpeechRenderer =
-        cache.map {
-            CachingRenderer(
-                base: engines, cache: $0,
-                identity: "speakd \(SpeakdVersion.current); \(engines.engineName); piper voices "
-                    + (piper?.voicesByName.keys.sorted().joined(separator: ",") ?? "none"))
-        } ?? engines
+        caching.map { CachingRenderer(base: engines, cache: $0.cache, identity: $0.identity) } ?? engines
     let sound = try await makeSound(configuration, renderer: renderer, environment: environment, logger: logger)
     var limits = configuration.intakeLimits
     limits.chimes = sound.chimes.names

@@ -135,8 +135,11 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var auditMaxEntries: Int
     /// Most MiB the database may take.
     public var auditMaxMiB: Int
-    /// MiB of rendered speech kept in memory; 0 for no render cache.
+    /// MiB of rendered speech kept in memory; 0 for no render cache, in memory or on disk.
     public var renderCacheMiB: Int
+    /// MiB of rendered speech also kept on disk, in `render-cache/` of the state directory; 0, or
+    /// no state directory, for none.
+    public var renderCacheDiskMiB: Int
 
     /// The built-in defaults, each setting's own; `environment` decides the default socket path.
     public static func defaults(environment: [String: String] = ProcessInfo.processInfo.environment)
@@ -189,6 +192,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         auditMaxEntries = 0
         auditMaxMiB = 0
         renderCacheMiB = 0
+        renderCacheDiskMiB = 0
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

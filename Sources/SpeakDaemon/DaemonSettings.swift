@@ -137,8 +137,8 @@ extension DaemonConfiguration {
     private static let state: [DaemonSetting] = [
         DaemonSetting(
             "state-dir", \.stateDirectory, valueName: "dir",
-            help: "Directory of the database (schedules, the audit log, the fleet's request ids), or 'none' for no "
-                + "state: no schedules and no audit log.",
+            help: "Directory of the database (schedules, the audit log, the fleet's request ids) and of the render "
+                + "cache on disk, or 'none' for no state: no schedules, no audit log, renders kept in memory only.",
             environmentDefault: { defaultStateDirectory(environment: $0) },
             shown: "$STATE_DIRECTORY (the units' StateDirectory=: /var/lib/speakd, or $XDG_STATE_HOME/speakd for the "
                 + "user unit), else none"
@@ -161,7 +161,12 @@ extension DaemonConfiguration {
             help: "Most MiB the database may take; the oldest audit rows go first."),
         .integer(
             "render-cache-mib", \.renderCacheMiB, default: 16, in: 0...4_096,
-            help: "MiB of rendered speech kept in memory, so a text said again starts at once; 0 keeps none."),
+            help: "MiB of rendered speech kept in memory, so a text said again starts at once; 0 keeps none, in "
+                + "memory or on disk."),
+        .integer(
+            "render-cache-disk-mib", \.renderCacheDiskMiB, default: 64, in: 0...65_536,
+            help: "MiB of rendered speech also kept on disk, in render-cache/ of the state directory, so a text "
+                + "said again starts at once after a restart too; 0 keeps none there, nor does a daemon without state."),
     ]
 
     /// The state directory systemd made for the unit (`StateDirectory=speakd` sets

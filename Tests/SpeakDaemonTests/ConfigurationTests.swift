@@ -484,6 +484,7 @@ struct ConfigurationSettingsTests {
         "audit-max-entries": ("5000", "10"),
         "audit-max-mib": ("8", "0"),
         "render-cache-mib": ("0", "-1"),
+        "render-cache-disk-mib": ("8", "a lot"),
     ]
 
     @Test func everySettingHasSamples() {

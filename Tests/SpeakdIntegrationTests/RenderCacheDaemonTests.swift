@@ -6,7 +6,8 @@ import Testing
 
 extension SpeakdIntegration {
     /// The render cache through the real daemon: `POST /v1/prerender` fills it, an announcement
-    /// of the same text then plays from it, with the same word events as a fresh render.
+    /// of the same text then plays from it, with the same word events as a fresh render; kept on
+    /// disk, it plays so after a restart too.
     @Suite(.serialized, .timeLimit(.minutes(2)))
     struct RenderCacheDaemonTests {
         /// A counter or gauge of `/metrics`.
@@ -72,6 +73,53 @@ extension SpeakdIntegration {
                     try JSONSerialization.data(withJSONObject: ["text": "Your code is 4711.", "private": true])))
             #expect(secret.status == 422)
             #expect(secret.error?.error.field == "private")
+            events.stop()
+            await daemon.stop()
+        }
+
+        @Test("After a restart a render plays from disk with the same words; a private one leaves no file")
+        func aRestartPlaysFromDisk() async throws {
+            let state = URL(fileURLWithPath: "/tmp").appendingPathComponent(
+                "speakd-state-\(UUID().uuidString.prefix(8))")
+            defer { try? FileManager.default.removeItem(at: state) }
+            let arguments = ["--state-dir", state.path]
+            let text = "The next train to Porto departs from platform four."
+            func files() -> [String] {
+                (try? FileManager.default.contentsOfDirectory(atPath: state.appendingPathComponent("render-cache").path))
+                    ?? []
+            }
+
+            var daemon = try await SpeakdProcess.start(audio: "null", arguments: arguments)
+            var events = EventStreamRecorder(client: daemon.unixClient, path: "/v1/events?progress=true")
+            try await daemon.waitForEventStreams(1)
+            let fresh = try await post(["text": text], via: daemon.unixClient, wait: true)
+            let freshID = try fresh.decode(AnnouncementEvent.self).id
+            _ = await events.waitForFinished([freshID])
+            let freshWords = events.events(for: freshID).filter { $0.type == .word }.map {
+                "\($0.word ?? "")@\($0.range?.location ?? -1)"
+            }
+            #expect(try await Self.metric("speakd_render_cache_disk_entries", daemon.unixClient) == 1)
+            #expect(try await Self.metric("speakd_render_cache_disk_bytes", daemon.unixClient) > 10_000)
+            _ = try await post(["text": "Your code is 4711.", "private": true], via: daemon.unixClient, wait: true)
+            #expect(files().count == 1, "\(files())")
+            events.stop()
+            await daemon.stop()
+
+            daemon = try await SpeakdProcess.start(audio: "null", arguments: arguments)
+            events = EventStreamRecorder(client: daemon.unixClient, path: "/v1/events?progress=true")
+            try await daemon.waitForEventStreams(1)
+            let misses = try await Self.metric("speakd_render_cache_misses_total", daemon.unixClient)
+            let again = try await post(["text": text], via: daemon.unixClient, wait: true)
+            let againID = try again.decode(AnnouncementEvent.self).id
+            #expect(try again.decode(AnnouncementEvent.self).reason == .completed)
+            #expect(try await Self.metric("speakd_render_cache_disk_hits_total", daemon.unixClient) == 1)
+            #expect(try await Self.metric("speakd_render_cache_misses_total", daemon.unixClient) == misses)
+            _ = await events.waitForFinished([againID])
+            let againWords = events.events(for: againID).filter { $0.type == .word }.map {
+                "\($0.word ?? "")@\($0.range?.location ?? -1)"
+            }
+            #expect(!freshWords.isEmpty)
+            #expect(againWords == freshWords)
             events.stop()
             await daemon.stop()
         }

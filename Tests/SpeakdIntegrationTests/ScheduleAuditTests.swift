@@ -171,11 +171,19 @@ extension SpeakdIntegration {
             #expect(status == 0, "\(daemon.log)")
             await pulse.stop()
 
-            // The private text is in none of the database's files, also not in a freed page.
-            let files = try FileManager.default.contentsOfDirectory(atPath: state.path)
+            // The private text is in none of the state directory's files (the database's, also not in
+            // a freed page, and the render cache's), while the others' are.
+            let files = try FileManager.default.subpathsOfDirectory(atPath: state.path)
             #expect(files.contains("speakd.sqlite"), "\(files)")
+            #expect(files.contains { $0.hasPrefix("render-cache/") && $0.hasSuffix(".render") }, "\(files)")
             var all = Data()
-            for file in files { all.append(try Data(contentsOf: state.appendingPathComponent(file))) }
+            for file in files {
+                var isDirectory: ObjCBool = false
+                let path = state.appendingPathComponent(file).path
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
+                else { continue }
+                all.append(try Data(contentsOf: URL(fileURLWithPath: path)))
+            }
             #expect(all.range(of: Data(secret.utf8)) == nil, "the private text is in the state directory")
             #expect(all.range(of: Data("The first train leaves at nine.".utf8)) != nil, "the search finds texts")
         }
