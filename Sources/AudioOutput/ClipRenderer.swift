@@ -166,3 +166,31 @@ struct ClipInput: Sendable, Hashable {
 
     var parts: [Part]
 }
+
+extension ClipInput: RenderKeyEncodable {
+    /// Each part: the speech as its engine prepared it, a clip by its name, path, size and time
+    /// of change (a file replaced since is another key), a silence by its length and marks.
+    func write(to key: inout RenderKeyWriter) {
+        key.write(parts.count)
+        for part in parts {
+            switch part {
+            case .speech(let prepared, let offset):
+                key.write("speech")
+                key.write(prepared)
+                key.write(offset)
+            case .clip(let file, let mark, let pause):
+                key.write("clip")
+                key.write(file.name)
+                key.write(file.path)
+                key.write(file.bytes)
+                key.write(Int(file.modified))
+                key.write(mark)
+                key.write(pause)
+            case .silence(let seconds, let marks):
+                key.write("silence")
+                key.write(seconds)
+                key.write(marks)
+            }
+        }
+    }
+}

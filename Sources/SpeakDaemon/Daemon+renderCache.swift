@@ -16,7 +16,7 @@ import SpeechRendering
 /// espeak-ng's data with the variants, and Piper's worker, voices and installed packages. An
 /// upgrade of any of them misses every render made before it.
 func makeRenderCache(
-    _ configuration: DaemonConfiguration, engines: EngineRouter, pool: EngineWorkerPool?, piper: PiperRenderer?,
+    _ configuration: DaemonConfiguration, engines: any SpeechRenderer, pool: EngineWorkerPool?, piper: PiperRenderer?,
     logger: Logger
 ) -> (cache: RenderCache, identity: String)? {
     guard configuration.renderCacheMiB > 0 else { return nil }

@@ -1,11 +1,12 @@
 /// One render on disk: the render cache's own file format, written and read by hand.
 ///
-/// Version 1, every integer little-endian:
+/// Version 2, every integer little-endian:
 ///
 ///     magic     8 bytes  "speakdRC"
-///     version   u16      1
+///     version   u16      2
 ///     key       u32 length, then the key's bytes (`RenderKeyWriter`)
 ///     chunks    u32 count, then for each chunk:
+///       flags   u8: 1 when its samples are at the output's loudness already (`isLevelled`, a clip)
 ///       samples u32 count, then each sample as an i16
 ///       events  u32 count, then for each event: kind u8 (`EngineEvent.Kind`), sample i64,
 ///               textPosition i64, length i64, and its name: u8 0 for none, or 1, a u32
@@ -18,7 +19,7 @@
 /// version is refused as `Damage`, never trusted and never a crash.
 enum RenderCacheFile {
     static let magic = Array("speakdRC".utf8)
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
 
     /// Why a file cannot be read.
     struct Damage: Error, CustomStringConvertible {
@@ -29,13 +30,14 @@ enum RenderCacheFile {
     static func encode(_ chunks: [PCMChunk], key: [UInt8]) -> [UInt8] {
         let samples = chunks.reduce(0) { $0 + $1.samples.count }
         var out = Output()
-        out.bytes.reserveCapacity(magic.count + 2 + 4 + key.count + 4 + chunks.count * 8 + samples * 2 + 8)
+        out.bytes.reserveCapacity(magic.count + 2 + 4 + key.count + 4 + chunks.count * 9 + samples * 2 + 8)
         out.bytes += magic
         out.append(version)
         out.append(UInt32(key.count))
         out.bytes += key
         out.append(UInt32(chunks.count))
         for chunk in chunks {
+            out.bytes.append(chunk.isLevelled ? 1 : 0)
             out.append(UInt32(chunk.samples.count))
             #if _endian(little)
             chunk.samples.withUnsafeBytes { out.bytes.append(contentsOf: $0) }
@@ -83,11 +85,13 @@ enum RenderCacheFile {
         let keyLength = try input.count(width: 1)
         guard try input.take(keyLength).elementsEqual(key) else { return nil }
         var chunks: [PCMChunk] = []
-        for _ in 0..<(try input.count(width: 8)) {
+        for _ in 0..<(try input.count(width: 9)) {
+            let flags = try input.take(1)[0]
+            guard flags <= 1 else { throw Damage(description: "chunk flags \(flags)") }
             let samples = try input.samples(try input.count(width: 2))
             var events: [EngineEvent] = []
             for _ in 0..<(try input.count(width: 26)) { events.append(try input.event()) }
-            chunks.append(PCMChunk(samples: samples, events: events))
+            chunks.append(PCMChunk(samples: samples, events: events, isLevelled: flags == 1))
         }
         guard input.offset == body.count else { throw Damage(description: "bytes after its last chunk") }
         return chunks

@@ -20,6 +20,7 @@ extension Span: RenderKeyEncodable {
         key.write(attributes)
         key.write(pauseAfter)
         key.write(mark)
+        key.write(clip)
     }
 }
 

@@ -193,6 +193,26 @@ struct LevelRenderer: SpeechRenderer {
         }
     }
 
+    /// A render with clips can be kept on disk, and a clip file replaced is another key: the
+    /// cache never plays the sound of a file since changed.
+    @Test func aReplacedClipIsAnotherRenderKey() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav", seconds: 1)
+        let renderer = ClipRenderer(
+            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+        func key() async throws -> RenderKeyWriter {
+            var key = RenderKeyWriter()
+            key.write(try await renderer.prepare(Utterance(spans: [.clip("gong"), Span("Platform")])))
+            return key
+        }
+        let before = try await key()
+        #expect(before.isComplete)
+        #expect(try await key().bytes == before.bytes)
+        try await directory.tone("gong.wav", seconds: 1.2)
+        let after = try await key()
+        #expect(after.isComplete && after.bytes != before.bytes)
+    }
+
     @Test func aClipThatBreaksAfterItWasAcceptedFailsTheRender() async throws {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav")

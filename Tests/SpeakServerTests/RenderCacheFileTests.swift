@@ -18,6 +18,10 @@ struct RenderCacheFileTests {
         PCMChunk(
             samples: Array(repeating: -7, count: 1_000),
             events: [EngineEvent(kind: .word, sample: 9_000, textPosition: 10)]),
+        // A clip's: at the output's loudness already, so its gain must not be applied again.
+        PCMChunk(
+            samples: Array(repeating: 300, count: 50),
+            events: [EngineEvent(kind: .clip, sample: 10_000, textPosition: 0, name: "gong")], isLevelled: true),
     ]
 
     @Test func theFileFormatKeepsSamplesAndEvents() throws {
@@ -27,6 +31,7 @@ struct RenderCacheFileTests {
         let read = try RenderCacheFile.decode(bytes, key: key)
         #expect(read == Self.chunks)
         #expect(read?.flatMap(\.events) == Self.chunks.flatMap(\.events))
+        #expect(read?.map(\.isLevelled) == [false, false, false, true])
         #expect(try RenderCacheFile.decode(bytes, key: Array("another key".utf8)) == nil, "another key is not served")
         #expect(try RenderCacheFile.decode(RenderCacheFile.encode([], key: []), key: []) == [])
     }
