@@ -11,9 +11,12 @@ extension SpeakdIntegration.PiperTests {
     }
 
     /// The target process has become `sleep`, run as `uid`.
+    /// Whether `pid` is `sleep` as `uid`, asleep in its wait: just after its exec it may still be
+    /// running (state `R`), and the state compared before and after the probe must be settled.
     static func isSleeping(_ pid: pid_t, as uid: uid_t) -> Bool {
         let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
         return command.hasPrefix("sleep") && ProcessTable.status(of: pid)["Uid"] == "\(uid)"
+            && observable(pid).first == "S"
     }
 
     /// What the probe could have changed about `pid`: its state, nice value, scheduling policy
