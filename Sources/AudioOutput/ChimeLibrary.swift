@@ -65,7 +65,8 @@ public struct ChimeLibrary: Sendable {
     static func load(_ url: URL, format: AudioFormat, loudness: Double?) throws(Failure) -> [Int16] {
         let sound: RecordedSound
         do {
-            sound = try RecordedSound(decoding: url.path, sampleRate: format.sampleRate, maximumDuration: maximumDuration)
+            sound = try RecordedSound(
+                decoding: url.path, sampleRate: format.sampleRate, maximumDuration: maximumDuration)
         } catch {
             throw Failure(description: "chime \(url.path): \(error.reason)")
         }

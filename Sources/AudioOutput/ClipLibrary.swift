@@ -57,7 +57,8 @@ public struct ClipLibrary: Sendable {
     public init(directory: URL) throws(Failure) {
         var status = stat()
         guard stat(directory.path, &status) == 0 else {
-            throw Failure(description: "cannot read the clips directory \(directory.path): \(String(cString: strerror(errno)))")
+            throw Failure(
+                description: "cannot read the clips directory \(directory.path): \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
             throw Failure(description: "the clips directory \(directory.path) is not a directory")
@@ -112,7 +113,9 @@ public struct ClipLibrary: Sendable {
         }
         guard Int(status.st_size) <= Self.maximumFileBytes else {
             throw Failure(
-                description: "clip '\(file.name)': \(file.path) is \(Int(status.st_size) >> 20) MiB, over the \(Self.maximumFileBytes >> 20) MiB a clip may be")
+                description:
+                    "clip '\(file.name)': \(file.path) is \(Int(status.st_size) >> 20) MiB, over the \(Self.maximumFileBytes >> 20) MiB a clip may be"
+            )
         }
         let sound: RecordedSound
         do {

@@ -45,7 +45,8 @@ public struct ClipRenderer: SpeechRenderer {
             if let clip = utterance.spans[run.lowerBound].clip, run.count == 1 {
                 let field = "spans[\(run.lowerBound)].clip"
                 guard let library else {
-                    throw .notFound(field: field, "no clip library: speakd plays clips from the directory --clips names")
+                    throw .notFound(
+                        field: field, "no clip library: speakd plays clips from the directory --clips names")
                 }
                 guard let file = library.file(of: clip) else {
                     throw .notFound(
@@ -127,14 +128,17 @@ public struct ClipRenderer: SpeechRenderer {
                     var events = [EngineEvent(kind: .clip, sample: 0, textPosition: 0, name: file.name)]
                     if let mark {
                         events.append(
-                            EngineEvent(kind: .mark, sample: 0, textPosition: 0, name: EngineEvent.clientMarkPrefix + mark))
+                            EngineEvent(
+                                kind: .mark, sample: 0, textPosition: 0, name: EngineEvent.clientMarkPrefix + mark))
                     }
                     let step = format.sampleRate / 2 * format.channels
                     var start = 0
                     while start < samples.count, !Task.isCancelled {
                         let end = min(samples.count, start + step)
                         continuation.yield(
-                            PCMChunk(samples: Array(samples[start..<end]), events: start == 0 ? events : [], isLevelled: true))
+                            PCMChunk(
+                                samples: Array(samples[start..<end]), events: start == 0 ? events : [], isLevelled: true
+                            ))
                         start = end
                     }
                     if let pauseAfter, pauseAfter > 0 { continuation.yield(Self.silence(pauseAfter, format: format)) }

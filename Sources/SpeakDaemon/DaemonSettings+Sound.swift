@@ -16,7 +16,8 @@ extension DaemonConfiguration {
         .inFiles("/usr/share/speakd/voices/chimes"),
         DaemonSetting(
             "clips", \.clipsDirectory, valueName: "dir",
-            help: "Directory of recorded clips (WAV, FLAC, Ogg) that spans play by name ({\"clip\": \"NAME\"} plays NAME.wav), "
+            help:
+                "Directory of recorded clips (WAV, FLAC, Ogg) that spans play by name ({\"clip\": \"NAME\"} plays NAME.wav), "
                 + "or none.",
             default: nil, shown: "none"
         ) { value in try value.isNone ? nil : value.path() },

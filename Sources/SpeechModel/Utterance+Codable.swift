@@ -27,7 +27,8 @@ extension Utterance: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: WireKey.self)
-        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil, spans[0].mark == nil,
+        if spans.count == 1, spans[0].attributes == SpeechAttributes(), spans[0].pauseAfter == nil,
+            spans[0].mark == nil,
             spans[0].clip == nil
         {
             try container.encode(spans[0].text, forKey: "text")
@@ -284,7 +285,8 @@ extension Utterance: Codable {
         guard Span.isValidClipName(clip) else {
             throw .malformed(
                 field: reader.field("clip"),
-                "'\(clip)' is not a clip name (1 to 128 letters, digits, '.', '-', '_', starting with a letter or digit)")
+                "'\(clip)' is not a clip name (1 to 128 letters, digits, '.', '-', '_', starting with a letter or digit)"
+            )
         }
         return .clip(clip, pauseAfter: try reader.double("pauseAfter"), mark: try reader.string("mark"))
     }

@@ -104,7 +104,8 @@ public struct Utterance: Sendable, Hashable {
     public func checkHasNoClips() throws(SpeechInputError) {
         if let index = spans.firstIndex(where: { $0.clip != nil }) {
             throw .unsupported(
-                field: "spans[\(index)].clip", "clips are played by speakd from its clip library (--clips), not by an engine")
+                field: "spans[\(index)].clip",
+                "clips are played by speakd from its clip library (--clips), not by an engine")
         }
     }
 

@@ -26,7 +26,8 @@ struct ClipDirectory: ~Copyable {
         let sox = try ChildProcess(
             "/usr/bin/sox",
             [
-                "-n", "-r", "\(rate)", "-c", "\(channels)", url.appendingPathComponent(file).path, "synth", "\(seconds)",
+                "-n", "-r", "\(rate)", "-c", "\(channels)", url.appendingPathComponent(file).path, "synth",
+                "\(seconds)",
                 "sine", "\(frequency)", "gain", "\(gain)",
             ],
             environment: ProcessInfo.processInfo.environment)
@@ -109,7 +110,8 @@ struct LevelRenderer: SpeechRenderer {
         try await directory.tone("loud.wav", gain: -3)
         let library = try ClipLibrary(directory: directory.url)
         for name in ["quiet", "loud"] {
-            let samples = try library.samples(of: try #require(library.file(of: name)), format: Self.format, loudness: -20)
+            let samples = try library.samples(
+                of: try #require(library.file(of: name)), format: Self.format, loudness: -20)
             let loudness = try #require(LoudnessMeter.loudness(of: samples, format: Self.format))
             #expect(abs(loudness - -20) < 0.5, "\(name): \(loudness) LUFS")
         }
@@ -135,7 +137,8 @@ struct LevelRenderer: SpeechRenderer {
 }
 
 @Suite(.timeLimit(.minutes(1))) struct ClipRendererTests {
-    static func render(_ renderer: ClipRenderer, _ utterance: Utterance) async throws -> (PreparedUtterance, [PCMChunk]) {
+    static func render(_ renderer: ClipRenderer, _ utterance: Utterance) async throws -> (PreparedUtterance, [PCMChunk])
+    {
         let prepared = try await renderer.prepare(utterance)
         var chunks: [PCMChunk] = []
         for try await chunk in renderer.render(prepared) { chunks.append(chunk) }

@@ -94,7 +94,8 @@ import Testing
     /// `--clip NAME` plays the daemon's clips before the text, in order; alone it plays only them.
     @Test func clipsComeBeforeTheText() throws {
         let say = try #require(
-            try Speak.parseAsRoot(["--clip", "next-train", "--clip", "gong", "--lang", "pt-PT", "Lisboa"]) as? Speak.Say)
+            try Speak.parseAsRoot(["--clip", "next-train", "--clip", "gong", "--lang", "pt-PT", "Lisboa"]) as? Speak.Say
+        )
         let request = try say.readRequest()
         #expect(request.utterance.spans.map(\.clip) == ["next-train", "gong", nil])
         #expect(request.utterance.text == "Lisboa")

@@ -45,7 +45,9 @@ extension SpeakdIntegration {
             return energy > 0 ? power / (energy * Double(samples.count) / 2) : 0
         }
 
-        @Test("[clip][speech][clip]: the clip's tone is heard in its places, as loud as the speech, with a clip event at each")
+        @Test(
+            "[clip][speech][clip]: the clip's tone is heard in its places, as loud as the speech, with a clip event at each"
+        )
         func heardInPlace() async throws {
             let clips = try await Self.library()
             defer { try? FileManager.default.removeItem(at: clips) }
@@ -88,14 +90,20 @@ extension SpeakdIntegration {
             #expect(progress.first?.event.type == .clip && progress.last?.event.type == .clip)
             #expect(progress.filter { $0.event.type == .clip }.map(\.event.name) == ["tone", "tone"])
             #expect(progress.contains { $0.event.type == .word && $0.event.word == "Lisboa" })
-            print("sound \(sound); events:", progress.map { "\($0.event.type) \($0.event.name ?? $0.event.word ?? "") \(recording.time(of: $0.receivedAt) ?? -1)" })
+            print(
+                "sound \(sound); events:",
+                progress.map {
+                    "\($0.event.type) \($0.event.name ?? $0.event.word ?? "") \(recording.time(of: $0.receivedAt) ?? -1)"
+                })
             let lastClip = try #require(progress.last)
             let heard = try #require(recording.playedAt(analysis.duration(ofFrames: end - rate)))
             let early = (heard - lastClip.receivedAt).seconds
             #expect(abs(early) < 0.1, "the second clip event came \(early) s before its sound")
         }
 
-        @Test("An unknown clip is 422 naming it; a broken one fails its announcement with a detail; a cancel stops a clip")
+        @Test(
+            "An unknown clip is 422 naming it; a broken one fails its announcement with a detail; a cancel stops a clip"
+        )
         func badClipsAndCancel() async throws {
             let clips = try await Self.library()
             defer { try? FileManager.default.removeItem(at: clips) }
@@ -127,7 +135,8 @@ extension SpeakdIntegration {
             var frame = analysis.index(at: try #require(recording.time(of: clipHeard.receivedAt)))
             let onset = frame
             while frame + window <= analysis.samples.count,
-                Self.toneShare(analysis.samples[frame..<(frame + window)], frequency: 1000, sampleRate: analysis.sampleRate)
+                Self.toneShare(
+                    analysis.samples[frame..<(frame + window)], frequency: 1000, sampleRate: analysis.sampleRate)
                     > 0.9
             {
                 frame += window

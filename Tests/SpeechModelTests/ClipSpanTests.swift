@@ -57,15 +57,17 @@ import Testing
 
     @Test func clipNames() {
         for good in ["gong", "Next_Train-2", "brand.line", "0800"] { #expect(Span.isValidClipName(good), "\(good)") }
-        for bad in ["", ".", "..", "a..b", "-a", "_a", ".a", "a/b", "a\\b", "ação", "a b", String(repeating: "a", count: 129)]
-        {
+        for bad in [
+            "", ".", "..", "a..b", "-a", "_a", ".a", "a/b", "a\\b", "ação", "a b", String(repeating: "a", count: 129),
+        ] {
             #expect(!Span.isValidClipName(bad), "\(bad)")
         }
     }
 
     @Test func ssmlAudioIsAClipSpan() throws {
         let utterance = try Utterance(
-            ssml: #"<speak><audio src="clip:next-train"/> Lisboa <mark name="m1"/><audio src="clip:platform"></audio> four</speak>"#
+            ssml:
+                #"<speak><audio src="clip:next-train"/> Lisboa <mark name="m1"/><audio src="clip:platform"></audio> four</speak>"#
         )
         #expect(utterance.spans.map(\.clip) == ["next-train", nil, "platform", nil])
         #expect(utterance.spans[2].mark == "m1")
@@ -73,7 +75,9 @@ import Testing
         #expect(throws: SpeechInputError.self) { try Utterance(ssml: #"<speak><audio src="http://x/a.wav"/></speak>"#) }
         #expect(throws: SpeechInputError.self) { try Utterance(ssml: #"<speak><audio src="clip:../x"/></speak>"#) }
         #expect(throws: SpeechInputError.self) { try Utterance(ssml: #"<speak><audio/></speak>"#) }
-        #expect(throws: SpeechInputError.self) { try Utterance(ssml: #"<speak><audio src="clip:a">alt</audio></speak>"#) }
+        #expect(throws: SpeechInputError.self) {
+            try Utterance(ssml: #"<speak><audio src="clip:a">alt</audio></speak>"#)
+        }
         let only = try Utterance(ssml: #"<speak><audio src="clip:gong"/></speak>"#)
         #expect(only.spans == [.clip("gong")])
     }
@@ -95,6 +99,7 @@ import Testing
         let part = utterance.part(spans: 2..<3)
         #expect(part.text == "Two. Three.")
         #expect(part.boundaries == [5: .sentence])
-        #expect(SpeechInputError.malformed(field: "spans[0].pitch", "x").reindexed(spansFrom: 2).field == "spans[2].pitch")
+        #expect(
+            SpeechInputError.malformed(field: "spans[0].pitch", "x").reindexed(spansFrom: 2).field == "spans[2].pitch")
     }
 }

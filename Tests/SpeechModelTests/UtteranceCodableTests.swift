@@ -93,7 +93,10 @@ import Testing
         // Control and format characters are not spoken: text made only of them is silent.
         (#"{"text": "\u0001\u0007\u001b"}"#, "malformed", "text", "there is no text to speak"),
         (#"{"text": " \u0085\u200b\u00ad\ufeff "}"#, "malformed", "text", "there is no text to speak"),
-        (#"{"spans": [{"text": "\u0002"}, {"text": "\u007f"}]}"#, "malformed", "spans", "there is no text to speak and no clip to play"),
+        (
+            #"{"spans": [{"text": "\u0002"}, {"text": "\u007f"}]}"#, "malformed", "spans",
+            "there is no text to speak and no clip to play"
+        ),
         (
             #"{"ssml": "<speak>&#x7;<s>&#x9f;</s></speak>"}"#, "malformed", "ssml",
             "the SSML document has no text to speak and no clip to play"
@@ -117,7 +120,10 @@ import Testing
             #"{"spans": [{"text": " "}, {"text": ""}, {"text": "\t"}]}"#, "malformed", "spans[1].text",
             "must not be empty (only a span with a pauseAfter or a mark may be)"
         ),
-        (#"{"spans": [{"text": " "}, {"text": "\t"}]}"#, "malformed", "spans", "there is no text to speak and no clip to play"),
+        (
+            #"{"spans": [{"text": " "}, {"text": "\t"}]}"#, "malformed", "spans",
+            "there is no text to speak and no clip to play"
+        ),
         (#"{"spans": [{"text": "a"}, "b"]}"#, "malformed", "spans[1]", "expected an object with 'text'"),
         (#"{"spans": [{"text": "a"}, {"language": "de"}]}"#, "malformed", "spans[1].text", "a span needs 'text'"),
         (
