@@ -144,6 +144,30 @@ extension SpeakdIntegration {
             let heard = Double(frame - onset) / Double(analysis.sampleRate)
             #expect(heard > 0.5 && heard < 2, "the clip was heard for \(heard) s of 4")
         }
+
+        @Test("A paused clip falls silent and, resumed, plays the rest: heard once in full, one finished")
+        func pauseAndResumeAClip() async throws {
+            let clips = try await Self.library()
+            defer { try? FileManager.default.removeItem(at: clips) }
+            let speakd = try await AudibleDaemon.start(arguments: ["--clips", clips.path])
+            let id = try await speakd.accept(["spans": [["clip": "long"]], "chime": NSNull()])
+            #expect(await speakd.events.waitFor(.clip, of: id) != nil)
+            try await Task.sleep(for: .seconds(1))
+            let pause = try await speakd.unix.send("POST", "/v1/announcements/\(id)/pause")
+            #expect(pause.status == 200, "pause answered \(String(decoding: pause.body, as: UTF8.self))")
+            try await Task.sleep(for: .milliseconds(1500))
+            let resume = try await speakd.unix.send("POST", "/v1/announcements/\(id)/resume")
+            #expect(resume.status == 200, "resume answered \(String(decoding: resume.body, as: UTF8.self))")
+            #expect(await speakd.events.waitForFinished([id]))
+            let recording = await speakd.stop()
+            #expect(speakd.events.finished(id).map(\.reason) == [.completed])
+            // Two stretches of the tone with the pause between them, together the clip's 4 s.
+            let heard = recording.segments(minimumSilence: 1.0)
+            #expect(heard.count == 2, "\(heard)")
+            let total = heard.reduce(0) { $0 + $1.duration }
+            #expect(abs(total - 4) < 0.1, "heard \(total) s of the 4 s clip")
+            if heard.count == 2 { #expect(heard[1].start - heard[0].end > 1.2, "\(heard)") }
+        }
     }
 }
 
