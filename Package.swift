@@ -272,7 +272,7 @@ let package = Package(
             name: "SpeakFleet",
             dependencies: [
                 "SpeakState", "AnnouncementRecords",
-                "SpeakMQTT", "SpeakAPI", "AnnouncementIntake", "AnnouncementQueue",
+                "SpeakMQTT", "SpeakAPI", "AnnouncementIntake",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -289,7 +289,7 @@ let package = Package(
         .target(
             name: "SpeakSSIP",
             dependencies: [
-                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeechModel",
+                "AnnouncementIntake", "SpeakAPI", "SpeechModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,5 +1,4 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import AnnouncementRecords
 import FoundationEssentials
 import Logging
@@ -211,13 +210,13 @@ public final class FleetLink: Service, Sendable {
         if let requestId { _ = try? memory?.accepted(requestId, announcement: accepted.id) }
         let remembers = requestId != nil && memory != nil
         guard message.responseTopic != nil || remembers else { return }
-        let outputs = intake.outputs
+        let intake = intake
         let settings = settings
         let memory = memory
         Task {
             // The queue's own record, not the event stream: a kiosk that fell behind on the
             // stream still answers the sender exactly once.
-            guard let finished = await outputs.finished(id: accepted.id) else { return }
+            guard let finished = try? await intake.finished(id: accepted.id) else { return }
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: finished)
             if let requestId { _ = try? memory?.outcome(requestId, report: Self.encode(report)) }
@@ -363,14 +362,9 @@ public final class FleetLink: Service, Sendable {
     /// Publishes every event of every output's queue to the events topic, resubscribing after
     /// falling behind.
     private func forwardEvents() async {
-        var last = intake.outputs.lastEventSequence
-        while !Task.isCancelled {
-            for await sequenced in intake.outputs.events(after: last) {
-                last = sequenced.sequence
-                await flush([(sequenced.event, Self.requestId(of: sequenced.event))])
-            }
-            // The stream ends at shutdown, or when this reader fell too far behind.
-            guard await intake.outputs.defaultQueue.isRunning, !Task.isCancelled else { return }
+        // What a reader that fell behind missed is in each request's own answer (`finished(id:)`).
+        for await case .event(let event) in intake.followEvents(after: intake.lastEventSequence) {
+            await flush([(event, Self.requestId(of: event))])
         }
     }
 
@@ -401,16 +395,13 @@ public final class FleetLink: Service, Sendable {
 
     private func publishStatus() async {
         let health = await intake.health.health()
-        let snapshot = await intake.outputs.defaultQueue.snapshot()
-        let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
+        let queue = await intake.occupancy() ?? HealthReport.Queue(waiting: 0, speaking: false, capacity: 0)
         let voices = await book.voices(from: intake)
         let status = FleetStatus(
             state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
             outputs: health.outputs.map { $0.map { "\($0.name)=\($0.sink)" } } ?? [health.audio.sink],
             audio: health.audio.state,
-            queue: .init(
-                waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking,
-                capacity: intake.outputs.defaultQueue.capacity))
+            queue: .init(waiting: queue.waiting, speaking: queue.speaking, capacity: queue.capacity))
         let payload = Self.encode(status)
         let changed = lastStatus.withLock { last in
             defer { last = payload }

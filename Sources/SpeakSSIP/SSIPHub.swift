@@ -1,5 +1,4 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
 import SpeechModel
@@ -40,7 +39,6 @@ actor SSIPHub {
     static let maxRequeues = 3
 
     private let intake: AnnouncementIntake
-    private var outputs: AnnouncementOutputs { intake.outputs }
     private var nextClient = 1
     private var nextMessage = 1
     /// Tracked messages by announcement id, until they finish.
@@ -106,7 +104,7 @@ actor SSIPHub {
     private func stopSpeaking(below id: String, priority: String) async {
         for (other, message) in messages
         where other != id && SSIPMapping.stops(priority, speaking: message.priority) {
-            let state = await outputs.status(id: other)?.state
+            let state = await intake.status(id: other)?.state
             if state == .speaking || state == .paused { _ = try? await intake.cancel(id: other) }
         }
     }
@@ -118,15 +116,11 @@ actor SSIPHub {
 
     /// Follows every output's events from `after` until the queues shut down.
     func follow(after start: UInt64) async {
-        var last = start
-        while !Task.isCancelled {
-            for await sequenced in outputs.events(after: last, progress: true) {
-                last = sequenced.sequence
-                await arrived(sequenced.event)
+        for await item in intake.followEvents(after: start, progress: true) {
+            switch item {
+            case .event(let event): await arrived(event)
+            case .fellBehind: await reconcile()
             }
-            // The stream ends at shutdown, or when this reader fell too far behind.
-            guard await outputs.defaultQueue.isRunning, !Task.isCancelled else { break }
-            await reconcile()
         }
         // Every queue has finished its announcements: none should be left; a message that is
         // still tracked gets its one CANCELED all the same.
@@ -219,7 +213,7 @@ actor SSIPHub {
     /// After falling behind the event stream: closes the messages whose end was missed.
     private func reconcile() async {
         for (id, message) in messages {
-            let status = await outputs.status(id: id)
+            let status = await intake.status(id: id)
             guard status == nil || status?.state == .finished else { continue }
             guard messages[id] != nil else { continue }
             finish(message, completed: status?.reason == .completed)

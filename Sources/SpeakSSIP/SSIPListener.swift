@@ -77,9 +77,8 @@ public final class SSIPListener: Service, Sendable {
 
     public func run() async throws {
         let hub = hub
-        let outputs = intake.outputs
         // Subscribed before the socket exists, so no accepted message's events can be missed.
-        let start = outputs.lastEventSequence
+        let start = intake.lastEventSequence
         let follower = Task { await hub.follow(after: start) }
         defer { follower.cancel() }
         let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>

@@ -389,23 +389,14 @@ struct SpeakRoutes: Sendable {
 
     private func currentHealth() async -> HealthReport {
         var report = await server.health.health()
-        report.queue = await occupancy(of: queue)
+        report.queue = await server.intake.occupancy()
         if var outputs = report.outputs {
             for index in outputs.indices {
-                if let queue = self.outputs.queue(named: outputs[index].name) {
-                    outputs[index].queue = await occupancy(of: queue)
-                }
+                outputs[index].queue = await server.intake.occupancy(of: outputs[index].name)
             }
             report.outputs = outputs
         }
         return report
-    }
-
-    private func occupancy(of queue: AnnouncementQueue) async -> HealthReport.Queue {
-        let snapshot = await queue.snapshot()
-        let speaking = snapshot.contains { $0.state == .speaking || $0.state == .paused }
-        return HealthReport.Queue(
-            waiting: snapshot.count - (speaking ? 1 : 0), speaking: speaking, capacity: queue.capacity)
     }
 
     /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
