@@ -1,0 +1,77 @@
+import AnnouncementIntake
+import AnnouncementRecords
+import Logging
+import SpeakAPI
+import SpeakFleet
+import SpeakSSIP
+import SpeakServer
+import SpeakState
+
+/// The ways in: the HTTP routes and their listeners, SSIP, the fleet link and the schedules.
+struct Fronts {
+    let server: SpeakServer
+    let listeners: SpeakFront
+    let ssip: SSIPListener?
+    let fleet: FleetLink?
+    let schedules: ScheduleService?
+}
+
+/// Every front over the one intake; `health` is what `/healthz` reports, the fleet link added.
+func makeFronts(
+    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, health: DaemonHealth, settings: ServerSettings,
+    metrics: SpeakMetrics, records: (database: StateDatabase, audit: AuditRecorder)?, engines: EngineParts,
+    sound: AnnouncementSound, activatedSSIP: Int32?, logger: Logger
+) throws -> Fronts {
+    let schedules = records.map { ScheduleService(store: $0.database.schedules, intake: intake, logger: logger) }
+    let fleet = try makeFleetLink(
+        configuration, intake: intake, memory: records?.database.fleetRequests, schedules: schedules, logger: logger)
+    var health = health
+    if let fleet { health.fleet = fleet }
+    var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
+    server.schedules = schedules
+    server.audit = records?.database.audit
+    server.clips = engines.clips.map { library in
+        { @Sendable () throws -> [ClipInfo] in
+            try library.list().map {
+                ClipInfo(
+                    name: $0.name, file: $0.file, duration: $0.duration, sampleRate: $0.sampleRate,
+                    channels: $0.channels)
+            }
+        }
+    }
+    server.hallSound = sound.hallSound(renderer: engines.renderer)
+    let listeners = configuration.listenAddresses.map {
+        server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
+    }
+    // A socket unit passing `ssip` turns SSIP on by itself (the system unit's is off until
+    // enabled); `--ssip` then only names it in the logs.
+    let ssipPath = configuration.ssipPath ?? activatedSSIP.map { _ in "systemd's socket 'ssip'" }
+    let ssip = ssipPath.map {
+        var limits = SSIPListener.Limits()
+        limits.maxConnections = configuration.connectionLimits.maxConnections
+        return SSIPListener(
+            path: $0, activatedDescriptor: activatedSSIP, intake: intake, limits: limits, logger: logger)
+    }
+    let outputs = intake.outputs
+    let front = SpeakFront(listeners: listeners) {
+        logger.info("listeners closed; finishing announcements")
+        await outputs.shutdown()
+        engines.pool?.shutdown()
+        await engines.piper?.shutdown()
+    }
+    return Fronts(server: server, listeners: front, ssip: ssip, fleet: fleet, schedules: schedules)
+}
+
+/// The fleet link `--mqtt` asks for, or nil.
+private func makeFleetLink(
+    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, memory: FleetRequestMemory?,
+    schedules: ScheduleService?, logger: Logger
+) throws -> FleetLink? {
+    do {
+        guard let settings = try configuration.fleetSettings else { return nil }
+        return try FleetLink(
+            settings: settings, intake: intake, logger: logger, memory: memory, schedules: schedules)
+    } catch {
+        throw DaemonStartError(description: "--mqtt: \(error)")
+    }
+}
