@@ -223,7 +223,8 @@ public final class PipeWireServer: Sendable {
 
     /// The repository's `contrib/wireplumber`: the ducking script and the policy file that loads it.
     static let contribDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("contrib/wireplumber")
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("contrib/wireplumber")
 
     /// Writes the client configuration and WirePlumber's: no device monitors, and the ducking
     /// script when `ducking`.
