@@ -471,6 +471,8 @@ struct ConfigurationSettingsTests {
         "chime-after-low": ("soft_bell", "bell/soft"),
         "loudness": ("-23", "-3"),
         "media-role": ("music", "a role"),
+        "duck": ("music,movie,game", "music movie"),
+        "duck-level": ("0.3", "1.5"),
         "mqtt": ("mqtts://broker.local:8883", "broker.local:1883"),
         "mqtt-id": ("hall-2", "hall/2"),
         "mqtt-site": ("museum", "museum/hall"),

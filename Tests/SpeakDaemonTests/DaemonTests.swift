@@ -234,6 +234,18 @@ struct DaemonVoicesTests {
         }
     }
 
+    /// speakd's own ducking lowers streams through a sound server: with no output on one it has
+    /// nothing to act on, and says so rather than start and do nothing.
+    @Test func duckingWithoutASoundServerIsAStartError() async throws {
+        var configuration = testConfiguration(URL(fileURLWithPath: "/tmp"), audio: "null")
+        configuration.duckRoles = ["music"]
+        await #expect {
+            _ = try await buildDaemon(configuration, environment: [:], gracefulShutdownSignals: [])
+        } throws: { error in
+            "\(error)".contains("--duck: no output plays through a sound server")
+        }
+    }
+
     @Test func missingVoicesDirectoryIsAStartError() async throws {
         var configuration = testConfiguration(URL(fileURLWithPath: "/tmp"))
         configuration.voicesDirectory = "/nonexistent/voices"

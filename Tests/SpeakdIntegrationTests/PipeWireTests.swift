@@ -131,15 +131,23 @@ extension SpeakdIntegration {
             expectExactlyOneFinished([hall, headset], in: speakd.events.events)
         }
 
+        /// Who ducks: WirePlumber with `contrib/wireplumber`'s script, speakd itself (`--duck`), or
+        /// nobody.
+        enum Ducking: String, CaseIterable, Sendable {
+            case script, speakd, none
+        }
+
         /// pipewire-pulse has no module-role-ducking and WirePlumber 0.4 ducks nothing by default
         /// (checked without the script); `contrib/wireplumber/scripts/speakd-ducking.lua` lowers
-        /// `music` to 0.2 while a stream with media.role=announcement exists. speakd closes its
-        /// stream 0.5 s after speaking.
+        /// `music` to 0.2 while a stream with media.role=announcement exists, and speakd's own
+        /// `--duck music` lowers it to 0.2 through pipewire-pulse, whatever WirePlumber does. speakd
+        /// closes its stream, and puts the music back, 0.5 s after speaking.
         @Test(
-            "a music stream is ducked by contrib/wireplumber's script while speakd speaks and restored after; not without it",
-            arguments: [true, false])
-        func ducking(script: Bool) async throws {
-            let speakd = try await Daemon.start(ducking: script)
+            "a music stream is ducked while speakd speaks and restored after, by contrib/wireplumber's script or by --duck; not without either",
+            arguments: Ducking.allCases)
+        func ducking(_ ducking: Ducking) async throws {
+            let speakd = try await Daemon.start(
+                ducking: ducking == .script, arguments: ducking == .speakd ? ["--duck", "music"] : [])
             let recorder = try #require(speakd.recorders["speakd_test"])
             let tone = speakd.pipewire.directory.appendingPathComponent("music.wav")
             let sox = try ChildProcess(
@@ -178,14 +186,14 @@ extension SpeakdIntegration {
             }
             let after = rms(samples[(samples.count - Int(0.5 * rate))..<samples.count])
             print(
-                "measured: PipeWire ducking (script \(script)): music RMS \(before) before, \(quietest) while speaking, \(after) after"
+                "measured: PipeWire ducking (\(ducking)): music RMS \(before) before, \(quietest) while speaking, \(after) after"
             )
             #expect(before > 0.05, "the music was not heard before: RMS \(before)")
-            if script {
+            if ducking != .none {
                 #expect(quietest < before * 0.3, "not ducked: music \(before), quietest while speaking \(quietest)")
                 #expect(quietest > before * 0.1, "music silenced, not ducked: \(before) → \(quietest)")
             } else {
-                #expect(quietest > before * 0.85, "lowered without the script: \(before) → \(quietest)")
+                #expect(quietest > before * 0.85, "lowered without ducking: \(before) → \(quietest)")
             }
             #expect(abs(after - before) < before * 0.15, "not restored: before \(before), after \(after)")
         }

@@ -88,6 +88,7 @@ public func buildDaemon(
 ) async throws -> Daemon {
     // Before anything slow starts, so a second instance or an unusable path fails at once.
     let activatedSSIP = try checkSocketPaths(configuration, environment: environment)
+    try checkDucking(configuration)
     // Then the token, so a token file that cannot be used stops the start before the engine loads.
     let settings = try accessSettings(configuration, logger: logger)
     // And the database: one that cannot be used stops the start, naming its file.
@@ -116,7 +117,7 @@ public func buildDaemon(
     intake.refusals = records?.audit
     let fronts = try makeFronts(
         configuration, intake: intake, health: health, settings: settings, metrics: metrics, records: records,
-        engines: engines, sound: sound, activatedSSIP: activatedSSIP, logger: logger)
+        engines: engines, sound: sound, ducker: outputs.ducker, activatedSSIP: activatedSSIP, logger: logger)
     let group = makeServiceGroup(
         configuration, outputs: outputs, fronts: fronts, intake: intake, environment: environment,
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)

@@ -1,5 +1,6 @@
 import AnnouncementIntake
 import AnnouncementRecords
+import AudioOutput
 import Logging
 import SpeakAPI
 import SpeakFleet
@@ -20,7 +21,7 @@ struct Fronts {
 func makeFronts(
     _ configuration: DaemonConfiguration, intake: AnnouncementIntake, health: DaemonHealth, settings: ServerSettings,
     metrics: SpeakMetrics, records: (database: StateDatabase, audit: AuditRecorder)?, engines: EngineParts,
-    sound: AnnouncementSound, activatedSSIP: Int32?, logger: Logger
+    sound: AnnouncementSound, ducker: PulseAudioDucker?, activatedSSIP: Int32?, logger: Logger
 ) throws -> Fronts {
     let schedules = records.map { ScheduleService(store: $0.database.schedules, intake: intake, logger: logger) }
     let fleet = try makeFleetLink(
@@ -58,6 +59,8 @@ func makeFronts(
         await outputs.shutdown()
         engines.pool?.shutdown()
         await engines.piper?.shutdown()
+        // The other streams back at their volume before the process ends.
+        ducker?.stop()
     }
     return Fronts(server: server, listeners: front, ssip: ssip, fleet: fleet, schedules: schedules)
 }

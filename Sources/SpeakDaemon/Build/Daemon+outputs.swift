@@ -21,6 +21,8 @@ struct OutputSet {
     let queues: AnnouncementOutputs
     /// The names of the private outputs (`NAME=SINK,private`).
     let privateNames: Set<String>
+    /// Lowers other streams while any output speaks (`--duck`); nil for none.
+    let ducker: PulseAudioDucker?
 
     /// Whether headphones are plugged into each private output, by name.
     var headsets: [String: HeadsetPresence] {
@@ -43,24 +45,61 @@ func makeOutputs(
         [NamedOutput(name: AnnouncementOutputs.defaultName, sink: configuration.audio)] + configuration.outputs
     let shared = SharedQueueState(
         eventHistory: configuration.eventHistory, subscriberBuffer: 256, queues: named.count, recorder: recorder)
+    let ducker = try makeDucker(configuration, outputs: named, environment: environment, logger: logger)
     var parts: [OutputParts] = []
     for output in named {
         let makeSink = output.name == AnnouncementOutputs.defaultName ? sinks.0 : sinks.1?(output.name)
         parts.append(
             try await makeOutput(
                 output, configuration, renderer: renderer, sound: sound, metrics: metrics, shared: shared,
-                makeSink: makeSink, environment: environment, logger: logger))
+                ducker: ducker, makeSink: makeSink, environment: environment, logger: logger))
     }
     return OutputSet(
         parts: parts, queues: AnnouncementOutputs(parts.map(\.queue), shared: shared),
-        privateNames: Set(named.filter(\.isPrivate).map(\.name)))
+        privateNames: Set(named.filter(\.isPrivate).map(\.name)), ducker: ducker)
+}
+
+/// Checks that `--duck` has a sound server to act through: an output on `pulse` or `auto`. Called
+/// before the engines start, so a start that cannot work fails at once.
+func checkDucking(_ configuration: DaemonConfiguration) throws {
+    guard !configuration.duckRoles.isEmpty else { return }
+    let outputs = [configuration.audio] + configuration.outputs.map(\.sink)
+    let throughServer = outputs.contains { sink in
+        switch try? AudioSinkSpec(parsing: sink) {
+        case .auto, .pulse, .pulseSink: true
+        default: false
+        }
+    }
+    guard throughServer else {
+        throw DaemonStartError(
+            description: "--duck: no output plays through a sound server (pulse or auto); ducking lowers the other "
+                + "streams of PulseAudio or PipeWire")
+    }
+}
+
+/// speakd's own ducking (`--duck ROLES`), through the sound server the outputs play to; nil when
+/// it is off.
+private func makeDucker(
+    _ configuration: DaemonConfiguration, outputs: [NamedOutput], environment: [String: String], logger: Logger
+) throws -> PulseAudioDucker? {
+    guard !configuration.duckRoles.isEmpty else { return nil }
+    logger.info(
+        "ducking other streams while speaking",
+        metadata: [
+            "speakd.duck": "\(configuration.duckRoles.joined(separator: ","))",
+            "speakd.duck-level": "\(configuration.duckLevel)",
+        ])
+    return PulseAudioDucker(
+        roles: configuration.duckRoles, level: configuration.duckLevel, server: environment["PULSE_SERVER"],
+        logger: logger)
 }
 
 /// One output: its audio supervisor (connected now, or retrying in the background), its
 /// playback and speaker, and its queue.
 private func makeOutput(
     _ output: NamedOutput, _ configuration: DaemonConfiguration, renderer: any SpeechRenderer,
-    sound: AnnouncementSound, metrics: SpeakMetrics, shared: SharedQueueState, makeSink: AudioSupervisor.MakeSink?,
+    sound: AnnouncementSound, metrics: SpeakMetrics, shared: SharedQueueState, ducker: PulseAudioDucker?,
+    makeSink: AudioSupervisor.MakeSink?,
     environment: [String: String], logger: Logger
 ) async throws -> OutputParts {
     let spec = try AudioSinkSpec(parsing: output.sink)
@@ -92,8 +131,9 @@ private func makeOutput(
     let playback = AudioPlayback(
         leadIn: .milliseconds(Int(configuration.leadInSeconds * 1000)),
         gap: .milliseconds(Int((configuration.gapSeconds * 1000).rounded())))
-    let speaker = EngineSpeaker(
+    var speaker = EngineSpeaker(
         renderer: renderer, audio: audio, playback: playback, sound: sound, logger: outputLogger)
+    speaker.ducker = ducker
     // A private output fails a private announcement at once while its headphones are out.
     let headset = output.isPrivate ? HeadsetPresence(output: output.name) : nil
     let queue = AnnouncementQueue(

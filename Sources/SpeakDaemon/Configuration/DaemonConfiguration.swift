@@ -105,6 +105,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var chimeAfterLow: String?
     /// The loudness announcements and chimes are brought to, in LUFS; nil leaves the engine's.
     public var loudness: Double?
+    /// The media roles of other streams speakd lowers while it speaks (`--duck`); empty for none.
+    public var duckRoles: [String]
+    /// The factor `--duck` lowers them by.
+    public var duckLevel: Double
     /// The `media.role` of the sound server's stream, for its ducking; nil for none.
     public var mediaRole: String?
     /// Connections per listener and their timeouts (`max-connections`, `idle-timeout`,
@@ -193,6 +197,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
         auditMaxMiB = 0
         renderCacheMiB = 0
         renderCacheDiskMiB = 0
+        duckRoles = []
+        duckLevel = 0.2
     }
 
     /// The default number of engine workers (`engine-workers = auto`): one per core.

@@ -39,6 +39,33 @@ extension DaemonConfiguration {
             return lufs
         },
         DaemonSetting(
+            "duck", \.duckRoles, valueName: "roles",
+            help: "While speakd speaks, lower the other streams of these media roles (music,movie,game) through the "
+                + "sound server, for a server that does not duck by itself (PipeWire with WirePlumber 0.5); none for none.",
+            default: [], shown: "none"
+        ) { value in
+            if value.isNone { return [] }
+            let roles = value.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !roles.isEmpty,
+                roles.allSatisfy({
+                    !$0.isEmpty && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
+                })
+            else {
+                throw value.invalid("expected media roles separated by commas, such as music,movie,game, or none")
+            }
+            return roles
+        },
+        DaemonSetting(
+            "duck-level", \.duckLevel, valueName: "factor",
+            help: "How far --duck lowers the other streams: a linear factor of their volume, 0 to 1 (0.2 is -14 dB).",
+            default: 0.2, shown: "0.2"
+        ) { value in
+            guard let level = Double(value.value), level.isFinite, (0.0...1.0).contains(level) else {
+                throw value.invalid("expected a factor from 0 to 1")
+            }
+            return level
+        },
+        DaemonSetting(
             "media-role", \.mediaRole, valueName: "role",
             help: "PulseAudio/PipeWire media.role of speakd's stream (audio pulse or auto), for the server's ducking; "
                 + "none for no role. With a role the stream is closed 0.5 s after the last announcement, so ducking ends.",

@@ -16,6 +16,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
     let playback: AudioPlayback
     let sound: AnnouncementSound
     let logger: Logger
+    /// Lowers other streams while an announcement is heard (`--duck`); nil for none.
+    var ducker: PulseAudioDucker? = nil
 
     /// - Parameters:
     ///   - renderer: the engine that prepared the announcements.
@@ -69,6 +71,8 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                 },
                 firstSample: listener.firstSample, lastSound: listener.lastSound, firstSound: listener.firstSound)
         }
+        ducker?.begin()
+        defer { ducker?.end() }
         do {
             // Every repeat, with its chime, is part of this one call: cancelling the task stops
             // whichever is playing and the ones not yet begun.
