@@ -82,16 +82,24 @@ extension SpeakdIntegration {
         }
 
         /// `auto` finds the private server first: its stream is tagged and released like `pulse`'s.
-        @Test("a music stream is ducked while speakd speaks and restored after", arguments: ["pulse", "auto"])
-        func ducking(audio: String) async throws {
-            let speakd = try await AudibleDaemon.start(audio: audio)
-            let status = try await speakd.pulse.run(
-                "/usr/bin/pactl",
-                [
-                    "load-module", "module-role-ducking", "trigger_roles=announcement", "ducking_roles=music",
-                    "volume=10%",
-                ])
-            try #require(status == 0)
+        /// With `--duck music` speakd lowers the music itself, without the server's module.
+        @Test(
+            "a music stream is ducked while speakd speaks and restored after, by module-role-ducking or by speakd's own --duck",
+            arguments: ["pulse", "auto", "pulse --duck"])
+        func ducking(mode: String) async throws {
+            let ownDucking = mode.hasSuffix("--duck")
+            let speakd = try await AudibleDaemon.start(
+                audio: String(mode.prefix { $0 != " " }),
+                arguments: ownDucking ? ["--duck", "music", "--duck-level", "0.1"] : [])
+            if !ownDucking {
+                let status = try await speakd.pulse.run(
+                    "/usr/bin/pactl",
+                    [
+                        "load-module", "module-role-ducking", "trigger_roles=announcement", "ducking_roles=music",
+                        "volume=10%",
+                    ])
+                try #require(status == 0)
+            }
             let tone = speakd.daemon.directory.appendingPathComponent("music.wav")
             let sox = try ChildProcess(
                 "/usr/bin/sox",
