@@ -216,6 +216,20 @@ struct LevelRenderer: SpeechRenderer {
         #expect(after.isComplete && after.bytes != before.bytes)
     }
 
+    /// The speech's gain is the speech's own, when a clip comes first: its volume above 1.0 (a
+    /// gain under the limiter) is the first spoken span's, not the clip's none.
+    @Test func theGainIsTheSpeechsWhenAClipComesFirst() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav")
+        let renderer = ClipRenderer(
+            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: nil)
+        var loud = SpeechAttributes()
+        loud.volume = 1.5
+        let prepared = try await renderer.prepare(
+            Utterance(spans: [.clip("gong"), Span("Platform", attributes: loud)]))
+        #expect(await LoudnessCalibration.playbackGain(for: prepared, calibration: nil) == 1.5)
+    }
+
     @Test func aClipThatBreaksAfterItWasAcceptedFailsTheRender() async throws {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav")

@@ -184,7 +184,7 @@ public actor LoudnessCalibration {
 
     /// The gain for `speech`: measured the first time its voice, pitch and rate are heard.
     public func gain(for speech: PreparedUtterance) async -> Double {
-        let attributes = speech.utterance.resolvedSpans.first?.attributes ?? SpeechAttributes()
+        let attributes = speech.utterance.firstSpokenSpan?.attributes ?? SpeechAttributes()
         let key = Key(
             voice: speech.voice ?? "", pitch: attributes.pitch, rate: attributes.rate, language: attributes.language)
         if let gain = gains[key] { return gain }
@@ -257,7 +257,7 @@ extension LoudnessCalibration {
     public static func playbackGain(for speech: PreparedUtterance, calibration: LoudnessCalibration?) async
         -> Double?
     {
-        let boost = max(1, speech.utterance.resolvedSpans.first?.attributes.volume ?? 1)
+        let boost = max(1, speech.utterance.firstSpokenSpan?.attributes.volume ?? 1)
         let loudnessGain = await calibration?.gain(for: speech)
         return loudnessGain == nil && boost == 1 ? nil : (loudnessGain ?? 1) * boost
     }
@@ -292,5 +292,14 @@ where Speech.Element == PCMChunk {
 
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(speech: speech.makeAsyncIterator(), limiter: limiter)
+    }
+}
+
+extension Utterance {
+    /// The first span that is speech, not a recorded clip, with the defaults applied: its voice,
+    /// pitch, rate and volume are the speech's, which the loudness gain is calibrated for (a clip
+    /// is brought to the target by itself).
+    fileprivate var firstSpokenSpan: Span? {
+        resolvedSpans.first { $0.clip == nil }
     }
 }
