@@ -85,17 +85,12 @@ public final class PulseAudioDucker: Sendable {
         return lowered == "video" ? "movie" : lowered
     }
 
-    // @unchecked Sendable: `context`, `ducking`, `lowered` and `stopped` are touched only on the
-    // main loop's thread (its callbacks) or with `pa_threaded_mainloop_lock` held.
     /// The C side: everything here runs on the main loop's thread or under its lock.
-    fileprivate final class Client: @unchecked Sendable {
+    // @unchecked Sendable: as its superclass's, `ducking`, `lowered` and `pending` are touched only
+    // on the main loop's thread or with its lock held.
+    fileprivate final class Client: PulseAudioServerClient, @unchecked Sendable {
         let roles: Set<String>
         let level: pa_volume_t
-        let server: String?
-        let logger: Logger
-        let mainloop: OpaquePointer?
-        var context: OpaquePointer?
-        var stopped = false
         /// Whether streams of the roles are to be lowered now.
         var ducking = false
         /// The streams lowered, by index, with the volume each had before.
@@ -103,12 +98,17 @@ public final class PulseAudioDucker: Sendable {
         /// Volume changes sent and not yet confirmed by the server.
         private var pending = 0
 
+        init(roles: Set<String>, level: Double, server: String?, logger: Logger) {
+            self.roles = roles
+            self.level = pa_sw_volume_from_linear(max(0, min(1, level)))
+            super.init(
+                name: "speakd ducking", server: server,
+                subscription: pa_subscription_mask_t(PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue), logger: logger)
+        }
+
         /// Volume changes sent and not yet confirmed.
         var pendingChanges: Int {
-            guard let mainloop else { return 0 }
-            pa_threaded_mainloop_lock(mainloop)
-            defer { pa_threaded_mainloop_unlock(mainloop) }
-            return context == nil ? 0 : pending
+            locked { context == nil ? 0 : pending }
         }
 
         /// On the loop's thread: the server confirmed (or refused) one volume change.
@@ -116,60 +116,28 @@ public final class PulseAudioDucker: Sendable {
             pending = max(0, pending - 1)
         }
 
-        init(roles: Set<String>, level: Double, server: String?, logger: Logger) {
-            self.roles = roles
-            self.level = pa_sw_volume_from_linear(max(0, min(1, level)))
-            self.server = server
-            self.logger = logger
-            mainloop = pa_threaded_mainloop_new()
-            if let mainloop { pa_threaded_mainloop_start(mainloop) }
+        override func ready() {
+            if ducking { queryStreams() }
         }
 
-        var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
-
-        /// Makes a context and connects it; the state callback does the rest.
-        func connect() {
-            guard let mainloop else { return }
-            pa_threaded_mainloop_lock(mainloop)
-            defer { pa_threaded_mainloop_unlock(mainloop) }
-            guard !stopped, context == nil,
-                let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), "speakd ducking")
-            else { return }
-            self.context = context
-            pa_context_set_state_callback(context, duckerStateChanged, userdata)
-            pa_context_set_subscribe_callback(context, duckerStreamsChanged, userdata)
-            if pa_context_connect(context, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-                contextFailed()
-            }
+        /// The streams went with the server.
+        override func disconnected() {
+            lowered = [:]
+            pending = 0
+            logger.info("ducking: the sound server went away; connecting again in 2 s")
         }
 
         /// Lowers the streams of the roles now and while `on` stays true, or puts them back.
         func setDucking(_ on: Bool) {
-            guard let mainloop else { return }
-            pa_threaded_mainloop_lock(mainloop)
-            defer { pa_threaded_mainloop_unlock(mainloop) }
-            guard on != ducking else { return }
-            ducking = on
-            if on {
-                queryStreams()
-            } else {
-                for (index, volume) in lowered { setVolume(index, volume) }
-                lowered = [:]
-            }
-        }
-
-        /// On the loop's thread: the connection is ready, or failed.
-        func stateChanged() {
-            guard let context else { return }
-            switch pa_context_get_state(context) {
-            case PA_CONTEXT_READY:
-                let mask = pa_subscription_mask_t(PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue)
-                if let operation = pa_context_subscribe(context, mask, nil, nil) { pa_operation_unref(operation) }
-                if ducking { queryStreams() }
-            case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
-                contextFailed()
-            default:
-                break
+            locked {
+                guard on != ducking else { return }
+                ducking = on
+                if on {
+                    queryStreams()
+                } else {
+                    for (index, volume) in lowered { setVolume(index, volume) }
+                    lowered = [:]
+                }
             }
         }
 
@@ -181,7 +149,7 @@ public final class PulseAudioDucker: Sendable {
         }
 
         /// On the loop's thread: a stream came or went.
-        func streamChanged(_ event: pa_subscription_event_type_t, index: UInt32) {
+        override func changed(_ event: pa_subscription_event_type_t, index: UInt32) {
             guard let context else { return }
             switch event.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue {
             case PA_SUBSCRIPTION_EVENT_NEW.rawValue where ducking:
@@ -216,65 +184,12 @@ public final class PulseAudioDucker: Sendable {
                 pa_operation_unref(operation)
             }
         }
-
-        /// On the loop's thread or under its lock: the connection is gone, and the streams with
-        /// it; try again later.
-        private func contextFailed() {
-            lowered = [:]
-            pending = 0
-            dropContext()
-            guard !stopped else { return }
-            logger.info("ducking: the sound server went away; connecting again in 2 s")
-            // Not from inside the loop's callback: `connect` takes the loop's lock.
-            Task { [self] in
-                try? await Task.sleep(for: .seconds(2))
-                connect()
-            }
-        }
-
-        /// Under the loop's lock: disconnects and lets the context go, its callbacks first.
-        private func dropContext() {
-            guard let context else { return }
-            pa_context_set_state_callback(context, nil, nil)
-            pa_context_set_subscribe_callback(context, nil, nil)
-            pa_context_disconnect(context)
-            pa_context_unref(context)
-            self.context = nil
-        }
-
-        func stop() {
-            guard let mainloop else { return }
-            pa_threaded_mainloop_lock(mainloop)
-            stopped = true
-            dropContext()
-            pa_threaded_mainloop_unlock(mainloop)
-            pa_threaded_mainloop_stop(mainloop)
-        }
-
-        deinit {
-            if let mainloop {
-                if !stopped { pa_threaded_mainloop_stop(mainloop) }
-                pa_threaded_mainloop_free(mainloop)
-            }
-        }
     }
 }
 
-// The callbacks are plain functions: libpulse calls them on its main loop's thread with the
-// client as userdata, which the ducker keeps alive for as long as the context exists.
-
-private func duckerStateChanged(_ context: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?) {
-    guard let userdata else { return }
-    duckerClient(userdata).stateChanged()
-}
-
-private func duckerStreamsChanged(
-    _ context: OpaquePointer?, _ event: pa_subscription_event_type_t, _ index: UInt32,
-    _ userdata: UnsafeMutableRawPointer?
-) {
-    guard let userdata else { return }
-    duckerClient(userdata).streamChanged(event, index: index)
-}
+// Streams' descriptions and volume changes come to plain functions: libpulse calls them on its
+// main loop's thread with the client as userdata, which the ducker keeps alive for as long as the
+// context exists.
 
 private func duckerStreamInfo(
     _ context: OpaquePointer?, _ info: UnsafePointer<pa_sink_input_info>?, _ eol: Int32,

@@ -26,62 +26,28 @@ public final class PulseAudioHeadsetMonitor: Sendable {
         watcher.stop()
     }
 
-    // @unchecked Sendable: `mainloop` and `context` are touched only on the main loop's thread
-    // (its callbacks) or with `pa_threaded_mainloop_lock` held; `stopped` is read and written
-    // under that lock too.
     /// The C side: everything here runs on the main loop's thread or under its lock.
-    fileprivate final class Watcher: @unchecked Sendable {
+    // @unchecked Sendable: as its superclass's, `presence` is reported from the loop's thread only.
+    fileprivate final class Watcher: PulseAudioServerClient, @unchecked Sendable {
         let sinkName: String?
-        let server: String?
         let presence: HeadsetPresence
-        let logger: Logger
-        let mainloop: OpaquePointer?
-        var context: OpaquePointer?
-        var stopped = false
 
         init(sinkName: String?, server: String?, presence: HeadsetPresence, logger: Logger) {
             self.sinkName = sinkName
-            self.server = server
             self.presence = presence
-            self.logger = logger
-            mainloop = pa_threaded_mainloop_new()
-            if let mainloop { pa_threaded_mainloop_start(mainloop) }
+            super.init(
+                name: "speakd headset monitor", server: server,
+                subscription: pa_subscription_mask_t(
+                    PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_CARD.rawValue),
+                logger: logger)
         }
 
-        var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+        override func ready() { query() }
 
-        /// Makes a context and connects it; the state callback does the rest.
-        func connect() {
-            guard let mainloop else { return }
-            pa_threaded_mainloop_lock(mainloop)
-            defer { pa_threaded_mainloop_unlock(mainloop) }
-            guard !stopped, context == nil,
-                let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), "speakd headset monitor")
-            else { return }
-            self.context = context
-            pa_context_set_state_callback(context, contextStateChanged, userdata)
-            pa_context_set_subscribe_callback(context, serverChanged, userdata)
-            if pa_context_connect(context, server, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
-                contextFailed()
-            }
-        }
+        override func changed(_ event: pa_subscription_event_type_t, index: UInt32) { query() }
 
-        /// On the loop's thread: the connection is ready, or failed.
-        func stateChanged() {
-            guard let context else { return }
-            switch pa_context_get_state(context) {
-            case PA_CONTEXT_READY:
-                let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_CARD.rawValue
-                if let operation = pa_context_subscribe(context, pa_subscription_mask_t(mask), nil, nil) {
-                    pa_operation_unref(operation)
-                }
-                query()
-            case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED:
-                contextFailed()
-            default:
-                break
-            }
-        }
+        /// Presence is unknown until the server is back.
+        override func disconnected() { report(nil) }
 
         /// On the loop's thread: asks for the sink's ports.
         func query() {
@@ -131,62 +97,11 @@ public final class PulseAudioHeadsetMonitor: Sendable {
                 ])
             presence.update(present)
         }
-
-        /// On the loop's thread or under its lock: the connection is gone; try again later.
-        private func contextFailed() {
-            report(nil)
-            dropContext()
-            guard !stopped else { return }
-            // Not from inside the loop's callback: `connect` takes the loop's lock.
-            Task { [self] in
-                try? await Task.sleep(for: .seconds(2))
-                connect()
-            }
-        }
-
-        /// Under the loop's lock: disconnects and lets the context go, its callbacks first.
-        private func dropContext() {
-            guard let context else { return }
-            pa_context_set_state_callback(context, nil, nil)
-            pa_context_set_subscribe_callback(context, nil, nil)
-            pa_context_disconnect(context)
-            pa_context_unref(context)
-            self.context = nil
-        }
-
-        func stop() {
-            guard let mainloop else { return }
-            pa_threaded_mainloop_lock(mainloop)
-            stopped = true
-            dropContext()
-            pa_threaded_mainloop_unlock(mainloop)
-            pa_threaded_mainloop_stop(mainloop)
-        }
-
-        deinit {
-            if let mainloop {
-                if !stopped { pa_threaded_mainloop_stop(mainloop) }
-                pa_threaded_mainloop_free(mainloop)
-            }
-        }
     }
 }
 
-// The callbacks are plain functions: libpulse calls them on its main loop's thread with the
-// watcher as userdata, which the monitor keeps alive for as long as the context exists.
-
-private func contextStateChanged(_ context: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?) {
-    guard let userdata else { return }
-    watcher(userdata).stateChanged()
-}
-
-private func serverChanged(
-    _ context: OpaquePointer?, _ event: pa_subscription_event_type_t, _ index: UInt32,
-    _ userdata: UnsafeMutableRawPointer?
-) {
-    guard let userdata else { return }
-    watcher(userdata).query()
-}
+// The sink's description comes to a plain function: libpulse calls it on its main loop's thread
+// with the watcher as userdata, which the monitor keeps alive for as long as the context exists.
 
 private func sinkInfo(
     _ context: OpaquePointer?, _ info: UnsafePointer<pa_sink_info>?, _ eol: Int32, _ userdata: UnsafeMutableRawPointer?
