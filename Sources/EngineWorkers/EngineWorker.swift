@@ -73,6 +73,10 @@ final class EngineWorker: Sendable {
     /// Whether the worker was ever given a job.
     var tookJob: Bool { state.withLock { $0.tookJob } }
 
+    /// Whether its process is gone: its reader saw the end, and may still be waiting for the
+    /// template to say how it ended before the pool forgets it.
+    var isDead: Bool { state.withLock { $0.dead } }
+
     /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
     /// out, before this call): the job was not taken and belongs on another worker. Once this
     /// returns true the job ends through this worker, with its frames or with its death.

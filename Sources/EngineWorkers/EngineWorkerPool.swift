@@ -249,8 +249,11 @@ public final class EngineWorkerPool: SpeechRenderer {
     public var status: Status {
         let (status, template, startFailure) = state.withLock {
             (
+                // A dead worker is not running, even while its exit is still being asked of a
+                // template that does not answer.
                 Status(
-                    running: $0.workers.count, configured: launch.count, restarts: $0.restarts, sandbox: $0.sandbox),
+                    running: $0.workers.values.count { !$0.isDead }, configured: launch.count,
+                    restarts: $0.restarts, sandbox: $0.sandbox),
                 $0.readyTemplate, $0.startFailure
             )
         }
