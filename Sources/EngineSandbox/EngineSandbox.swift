@@ -67,6 +67,35 @@ public enum EngineSandbox {
     /// The user a worker runs as when the daemon runs as root, unless configured otherwise.
     public static let defaultUser = "nobody"
 
+    /// Which layers to enter. All of them, unless the environment variable `SPEAKD_ENGINE_SANDBOX`
+    /// is `without-seccomp`: the system-call filter is then left out, for an emulator that cannot
+    /// filter system calls (qemu-user, where the arm64 package is tested, answers every seccomp
+    /// request with an error, and a filter would apply to the emulator itself). The report, and so
+    /// `/healthz`, then lacks "seccomp". The daemon and `speak` pass their environment to the
+    /// worker template, which reads it.
+    public enum Layers: String, Sendable, Hashable {
+        case all
+        case withoutSeccomp = "without-seccomp"
+
+        /// The environment variable that chooses.
+        public static let variable = "SPEAKD_ENGINE_SANDBOX"
+
+        /// The layers `value` (the variable's value; nil when unset) asks for.
+        /// - Throws: `SandboxError` naming the variable and the values it takes.
+        public init(environment value: String?) throws(SandboxError) {
+            guard let value, !value.isEmpty else {
+                self = .all
+                return
+            }
+            guard value == Self.withoutSeccomp.rawValue else {
+                throw SandboxError(
+                    description: "\(Self.variable)=\(value): the only value it takes is "
+                        + "'\(Self.withoutSeccomp.rawValue)' (unset: every layer)")
+            }
+            self = .withoutSeccomp
+        }
+    }
+
     /// Enters the sandbox; it cannot be left. Call it before any thread but the caller's exists,
     /// since Landlock confines the calling thread and the threads it starts afterwards, and the
     /// capability sets are per thread.
@@ -78,10 +107,11 @@ public enum EngineSandbox {
     ///   and signals to other processes stay allowed until each forked worker calls
     ///   `confineForkedWorker()`.
     /// - Parameter user: the user to become when the process runs as root.
+    /// - Parameter layers: `.withoutSeccomp` leaves out the system-call filter (see `Layers`).
     /// - Throws: `SandboxError` naming the step that failed; the process must then not go on.
     @discardableResult
     public static func enter(
-        readablePaths: [String], forksWorkers: Bool = false, user: String = defaultUser
+        readablePaths: [String], forksWorkers: Bool = false, user: String = defaultUser, layers: Layers = .all
     ) throws(SandboxError) -> Report {
         // libdispatch reads its worker threads' state in /proc/TID/stat to size its thread pool,
         // and crashes the process when it cannot: /proc stays readable (not writable).
@@ -100,6 +130,7 @@ public enum EngineSandbox {
         report.noNewPrivileges = true
         if case .unavailable(let reason) = landlock { report.landlockUnavailable = reason }
         report.landlockABI = try Landlock.restrict(landlock)
+        guard layers == .all else { return report }
         try SeccompFilter.load(process: !forksWorkers)
         report.seccomp = true
         return report
@@ -115,7 +146,8 @@ public enum EngineSandbox {
 
     /// In a worker forked by a template inside the sandbox: adds what the template's filter left
     /// out, so the worker can start no process, signal none but itself and use no socket.
-    public static func confineForkedWorker() throws(SandboxError) {
+    public static func confineForkedWorker(layers: Layers = .all) throws(SandboxError) {
+        guard layers == .all else { return }
         try SeccompFilter.loadProcessCalls()
     }
 }

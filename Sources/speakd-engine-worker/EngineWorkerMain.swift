@@ -60,9 +60,16 @@ struct EngineWorkerMain {
         // are per thread too.
         let sandbox: EngineSandbox.Report
         do {
+            let layers = try EngineSandbox.Layers(
+                environment: getenv(EngineSandbox.Layers.variable).map { String(cString: $0) })
+            if layers == .withoutSeccomp {
+                complain(
+                    "\(EngineSandbox.Layers.variable)=\(layers.rawValue): the workers run without their "
+                        + "seccomp filter (for an emulator that cannot filter system calls)")
+            }
             sandbox = try EngineSandbox.enter(
                 readablePaths: options.readablePaths(), forksWorkers: true,
-                user: options.user ?? EngineSandbox.defaultUser)
+                user: options.user ?? EngineSandbox.defaultUser, layers: layers)
         } catch {
             complain("cannot enter the sandbox: \(error)")
             exit(1)
@@ -156,7 +163,7 @@ struct EngineWorkerMain {
         _ = speakd_set_parent_death_signal(SIGKILL)
         if getppid() != template { _exit(1) }
         do {
-            try EngineSandbox.confineForkedWorker()
+            try EngineSandbox.confineForkedWorker(layers: sandbox.seccomp ? .all : .withoutSeccomp)
         } catch {
             complain("cannot confine the worker: \(error)")
             _exit(1)

@@ -108,5 +108,43 @@ extension SpeakdIntegration {
             let again = try await speakd.unixClient.send("POST", "/v1/speech", json: ["text": "Still here"])
             #expect(again.status == 200)
         }
+
+        @Test(
+            "SPEAKD_ENGINE_SANDBOX=without-seccomp (for qemu-user) leaves out the filter alone, and says so; another value is refused by name"
+        )
+        func sandboxWithoutSeccomp() async throws {
+            let speakd = try await SpeakdProcess.start(
+                audio: "null", arguments: ["--engine-workers", "1"],
+                environment: ["SPEAKD_ENGINE_SANDBOX": "without-seccomp"])
+            let template = try #require(ProcessTable.children(of: speakd.pid).first)
+            let worker = try #require(try await Self.waitForWorkers(of: template, count: 1).first)
+            let status = ProcessTable.status(of: worker)
+            #expect(status["Seccomp"] == "0" && status["NoNewPrivs"] == "1", "\(status)")
+            #expect(status["CapEff"] == "0000000000000000", "\(status)")
+            let render = try await speakd.unixClient.send("POST", "/v1/speech", json: ["text": "Gate four"])
+            #expect(render.status == 200)
+            let health = try await speakd.unixClient.send("GET", "/healthz")
+            let sandbox = try JSONDecoder().decode(HealthReport.self, from: Data(health.body)).engine.workers?.sandbox
+            #expect(
+                sandbox?.contains("no_new_privs") == true && sandbox?.contains("seccomp") == false, "\(sandbox ?? "")")
+            _ = await speakd.stop()
+            #expect(
+                speakd.log.contains(
+                    "SPEAKD_ENGINE_SANDBOX=without-seccomp: the workers run without their seccomp filter"))
+
+            // Any other value: the template does not start, and says why.
+            do {
+                let refused = try await SpeakdProcess.start(
+                    audio: "null", arguments: ["--engine-workers", "1"], environment: ["SPEAKD_ENGINE_SANDBOX": "off"],
+                    timeout: .seconds(8))
+                _ = await refused.stop()
+                Issue.record("speakd was healthy with SPEAKD_ENGINE_SANDBOX=off")
+            } catch {
+                #expect(
+                    "\(error)".contains(
+                        "SPEAKD_ENGINE_SANDBOX=off: the only value it takes is 'without-seccomp' (unset: every layer)"),
+                    "\(error)")
+            }
+        }
     }
 }
