@@ -35,8 +35,13 @@ enum ALSAErrorLog {
 }
 
 /// libasound's error messages, from the handler in CALSA's shim; called on whichever thread met
-/// the error, it touches only the logger behind its mutex.
+/// the error, it touches only the logger behind its mutex. (Swift 6.2, which builds the arm64
+/// package, has only the underscored spelling of `@c`.)
+#if compiler(>=6.3)
 @c(speakd_alsa_error_received)
+#else
+@_cdecl("speakd_alsa_error_received")
+#endif
 func receiveALSAError(
     file: UnsafePointer<CChar>?, line: Int32, function: UnsafePointer<CChar>?, errno: Int32,
     message: UnsafePointer<CChar>?
