@@ -16,12 +16,63 @@ extension SpeakdIntegration {
             ]
         }
 
+        /// How well `reference` is found in `heard`, both from their first sound: at four places
+        /// through the reference's sound (20, 40, 60 and 80%), the best normalised correlation of a
+        /// 2,048-sample window within 0.15 s either side of the same place in `heard`, averaged.
+        /// espeak-ng renders a text alike each time (its noise aside), so its own language's
+        /// rendering is found near 1 at every place; another language's rules read the same letters
+        /// as other sounds, found at one place perhaps (a name said alike), not at all four.
+        static func similarity(_ heard: AudioAnalysis, _ reference: AudioAnalysis) -> Double {
+            func onset(_ audio: AudioAnalysis) -> Int {
+                let first = audio.soundingSegments(
+                    minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0
+                ).first
+                return Int((first?.start ?? 0) * Double(audio.sampleRate))
+            }
+            let window = 2048
+            let rate = reference.sampleRate
+            let sound = Rendered(analysis: reference).soundingDuration * Double(rate)
+            var total = 0.0
+            let places = [0.2, 0.4, 0.6, 0.8]
+            for place in places {
+                let at = onset(reference) + Int(place * sound)
+                guard at + window <= reference.samples.count else { continue }
+                let pattern = reference.samples[at..<(at + window)].map(Double.init)
+                let patternEnergy = pattern.reduce(0) { $0 + $1 * $1 }
+                let expected = onset(heard) + (at - onset(reference))
+                var best = 0.0
+                for start in max(0, expected - rate * 15 / 100)...(expected + rate * 15 / 100) {
+                    guard start + window <= heard.samples.count else { break }
+                    var dot = 0.0
+                    var energy = 0.0
+                    for index in 0..<window {
+                        let x = Double(heard.samples[start + index])
+                        dot += x * pattern[index]
+                        energy += x * x
+                    }
+                    if energy > 0, patternEnergy > 0 { best = max(best, dot / (energy * patternEnergy).squareRoot()) }
+                }
+                total += best
+            }
+            return total / Double(places.count)
+        }
+
         @Test("A sequence is heard part after part, each as its language renders it alone, with one finished")
         func heardPartAfterPart() async throws {
             let speakd = try await AudibleDaemon.start()
-            // Each part alone, as the engine renders it in its language.
+            // Each part alone, as the engine renders it in its language; and read by the rules of
+            // each other language of the sequence, for the language oracle below.
+            let languages = Self.parts.compactMap { $0["language"] as? String }
             var references: [Double] = []
-            for part in Self.parts { references.append(try await speakd.reference(part).soundingDuration) }
+            var readings: [[String: AudioAnalysis]] = []
+            for part in Self.parts {
+                references.append(try await speakd.reference(part).soundingDuration)
+                var reading: [String: AudioAnalysis] = [:]
+                for language in languages {
+                    reading[language] = try await speakd.reference(part.merging(["language": language]) { $1 }).analysis
+                }
+                readings.append(reading)
+            }
             let id = try await speakd.accept(["sequence": Self.parts, "sequenceGap": 1.2])
             #expect(await speakd.events.waitForFinished([id]))
             let recording = await speakd.stop()
@@ -40,6 +91,17 @@ extension SpeakdIntegration {
             }
             for (before, after) in zip(heard, heard.dropFirst()) {
                 #expect(after.start - before.end > 1.0, "the gap: \(after.start - before.end) s")
+            }
+            // The language oracle: each part heard is its own language's reading of its text, found
+            // sample for sample, and not another language's reading of the same text.
+            for (index, segment) in heard.enumerated() where index < Self.parts.count {
+                let own = try #require(Self.parts[index]["language"] as? String)
+                let part = recording.analysis.slice(from: max(0, segment.start - 0.05), to: segment.end + 0.05)
+                #expect(part.sampleRate == readings[index][own]?.sampleRate)
+                let scores = readings[index].mapValues { Self.similarity(part, $0) }
+                let ownScore = scores[own] ?? 0
+                let others = scores.filter { $0.key != own }.values.max() ?? 0
+                #expect(ownScore > 0.7 && others < ownScore - 0.2, "part \(index) (\(own)): \(scores)")
             }
         }
 
