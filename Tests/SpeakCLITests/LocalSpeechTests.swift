@@ -136,22 +136,8 @@ final class LocalSpeechTests {
         let offset = sampleRate * 13 / 10
         let referenceWindow = (onset(reference) + offset)..<(onset(reference) + offset + window)
         guard referenceWindow.upperBound <= reference.count else { return 0 }
-        let pattern = reference[referenceWindow].map(Double.init)
-        let patternEnergy = pattern.reduce(0) { $0 + $1 * $1 }
-        let expected = onset(recording) + offset
-        var best = 0.0
-        for start in max(0, expected - sampleRate * 4 / 10)...(expected + sampleRate * 4 / 10) {
-            guard start + window <= recording.count else { break }
-            var dot = 0.0
-            var energy = 0.0
-            for index in 0..<window {
-                let x = Double(recording[start + index])
-                dot += x * pattern[index]
-                energy += x * x
-            }
-            if energy > 0, patternEnergy > 0 { best = max(best, dot / (energy * patternEnergy).squareRoot()) }
-        }
-        return best
+        return AudioAnalysis(samples: recording, sampleRate: sampleRate).bestCorrelation(
+            of: reference[referenceWindow], near: onset(recording) + offset, within: sampleRate * 4 / 10)
     }
 
     @Test func readsStandardInputAndWritesWAV() async throws {

@@ -30,29 +30,15 @@ extension SpeakdIntegration {
                 return Int((first?.start ?? 0) * Double(audio.sampleRate))
             }
             let window = 2048
-            let rate = reference.sampleRate
-            let sound = Rendered(analysis: reference).soundingDuration * Double(rate)
+            let sound = Rendered(analysis: reference).soundingDuration * Double(reference.sampleRate)
             var total = 0.0
             let places = [0.2, 0.4, 0.6, 0.8]
             for place in places {
                 let at = onset(reference) + Int(place * sound)
                 guard at + window <= reference.samples.count else { continue }
-                let pattern = reference.samples[at..<(at + window)].map(Double.init)
-                let patternEnergy = pattern.reduce(0) { $0 + $1 * $1 }
-                let expected = onset(heard) + (at - onset(reference))
-                var best = 0.0
-                for start in max(0, expected - rate * 15 / 100)...(expected + rate * 15 / 100) {
-                    guard start + window <= heard.samples.count else { break }
-                    var dot = 0.0
-                    var energy = 0.0
-                    for index in 0..<window {
-                        let x = Double(heard.samples[start + index])
-                        dot += x * pattern[index]
-                        energy += x * x
-                    }
-                    if energy > 0, patternEnergy > 0 { best = max(best, dot / (energy * patternEnergy).squareRoot()) }
-                }
-                total += best
+                total += heard.bestCorrelation(
+                    of: reference.samples[at..<(at + window)], near: onset(heard) + (at - onset(reference)),
+                    within: reference.sampleRate * 15 / 100)
             }
             return total / Double(places.count)
         }
@@ -66,11 +52,13 @@ extension SpeakdIntegration {
             var references: [Double] = []
             var readings: [[String: AudioAnalysis]] = []
             for part in Self.parts {
-                references.append(try await speakd.reference(part).soundingDuration)
                 var reading: [String: AudioAnalysis] = [:]
                 for language in languages {
                     reading[language] = try await speakd.reference(part.merging(["language": language]) { $1 }).analysis
                 }
+                let language = try #require(part["language"] as? String)
+                let own = try #require(reading[language])
+                references.append(Rendered(analysis: own).soundingDuration)
                 readings.append(reading)
             }
             let id = try await speakd.accept(["sequence": Self.parts, "sequenceGap": 1.2])

@@ -65,6 +65,28 @@ public struct AudioAnalysis: Sendable {
     /// Root mean square level relative to full scale (0 silence, 1 a full-scale square wave).
     public var rms: Double { Self.rms(samples[...]) }
 
+    /// Where `pattern` (another rendering's stretch) is found in these samples: the best normalised
+    /// correlation with a stretch of them starting within `search` samples either side of
+    /// `expected`; 1 is the same waveform at any level, 0 nothing like it or no stretch that fits.
+    public func bestCorrelation(of pattern: ArraySlice<Int16>, near expected: Int, within search: Int) -> Double {
+        let pattern = pattern.map(Double.init)
+        let patternEnergy = pattern.reduce(0) { $0 + $1 * $1 }
+        guard patternEnergy > 0 else { return 0 }
+        var best = 0.0
+        for start in max(0, expected - search)...max(0, expected + search) {
+            guard start + pattern.count <= samples.count else { break }
+            var dot = 0.0
+            var energy = 0.0
+            for index in pattern.indices {
+                let x = Double(samples[start + index])
+                dot += x * pattern[index]
+                energy += x * x
+            }
+            if energy > 0 { best = max(best, dot / (energy * patternEnergy).squareRoot()) }
+        }
+        return best
+    }
+
     /// Peak absolute level relative to full scale.
     public var peak: Double {
         Double(samples.lazy.map { abs(Int($0)) }.max() ?? 0) / 32768
