@@ -64,7 +64,7 @@ enum LocalSpeech {
     /// `volume`, under the peak limiter, as speakd plays them.
     ///
     /// The voice's gain is measured here, on the reference sentence speakd measures at its start:
-    /// in a process that speaks once, that is one more rendering of about four seconds of speech
+    /// in a process that speaks once, that is one more rendering of about ten seconds of speech
     /// before the first sample.
     private static func loudSpeech(
         _ speech: PreparedUtterance, on engine: EngineWorkerPool, loudness: Double?

@@ -616,10 +616,15 @@ class Renderer:
             segments = job["segments"]
             for index, segment in enumerate(segments):
                 text, base_position = CONTROLS.sub(" ", segment["text"]), segment["position"]
-                # Streamed, the first sound waits for the first piece only: keep it short.
+                # Streamed, the first sound waits for the first piece only: keep it short. A whole
+                # render's first piece is made the same way, cut and levelled alike, so the
+                # chunking changes how the audio is sent and never its samples: levelled part by
+                # part, a streamed sentence's peaks differ from one levelled at once, and the
+                # daemon's loudness calibration (one gain per voice, through the peak limiter)
+                # holds for both only if they are the same.
                 pieces = [
                     bounded
-                    for offset, piece in split_sentences(text, first=index == 0 and not whole)
+                    for offset, piece in split_sentences(text, first=index == 0)
                     for bounded in self.bounded(offset, piece)
                 ]
                 for offset, piece in pieces:
@@ -631,9 +636,7 @@ class Renderer:
                     # Text words are matched to the phoneme words the model spoke, in order; a
                     # text word spoken as several (a number) starts at the first of them.
                     words, word_starts, spoken_index = self.words_of(piece), [], 0
-                    streamed_start = not whole and produced == 0
-                    parts = self.render_piece(
-                        piece, segment["lengthScale"], FIRST_FRAMES if streamed_start else 0)
+                    parts = self.render_piece(piece, segment["lengthScale"], FIRST_FRAMES if produced == 0 else 0)
                     made, gain = [], None
                     for audio, starts in parts:
                         audio = self.to_output_rate(audio)
