@@ -248,8 +248,8 @@ let package = Package(
         .target(
             name: "SpeakServer",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementQueue", "AnnouncementIntake",
-                "AnnouncementRecords", "SpeakState",
+                "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementIntake", "AnnouncementRecords",
+                "SpeakState",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -28,6 +28,22 @@ extension AnnouncementIntake {
         return AsyncStream(unfolding: { await follower.next() })
     }
 
+    /// Every output's events after sequence number `start` (the whole history when nil), as
+    /// the queues send them: the stream ends when the reader falls too far behind, for a reader
+    /// that resumes by itself from the last sequence number it saw (an event stream's client
+    /// with `Last-Event-ID`). `followEvents` subscribes again instead.
+    public func events(after start: UInt64? = nil, progress: Bool = false) -> AsyncStream<SequencedAnnouncementEvent> {
+        outputs.events(after: start, progress: progress)
+    }
+
+    /// Every announcement waiting, speaking or paused, of every output.
+    public func snapshot() async -> [AnnouncementStatus] {
+        await outputs.snapshot()
+    }
+
+    /// How many announcements the default output's queue holds at most.
+    public var capacity: Int { outputs.defaultQueue.capacity }
+
     /// How full the queue of output `name` (the default output's when nil) is; nil for an output
     /// there is none of.
     public func occupancy(of name: String? = nil) async -> HealthReport.Queue? {

@@ -175,9 +175,10 @@ public struct AnnouncementIntake: Sendable {
     /// `POST /v1/prerender`: the render cache keeps its audio once rendered. Counted and
     /// recorded as a refusal when refused; a private announcement is refused (`private`), since
     /// its audio would be kept.
+    /// - Returns: the speech to render.
     public func prepare(
         prerender body: Data, origin: AnnouncementOrigin
-    ) async throws(IntakeError) -> PreparedAnnouncement {
+    ) async throws(IntakeError) -> PreparedUtterance {
         var output: String?
         return try await countingRefusal(origin: origin, output: { output }) { () async throws(IntakeError) in
             let request = try decode(body)
@@ -186,7 +187,7 @@ public struct AnnouncementIntake: Sendable {
                 throw .invalidValue(
                     field: "private", "a private announcement is never rendered ahead: its audio would be kept")
             }
-            return try await personalizeAndPrepare(request, origin: origin).prepared
+            return try await personalizeAndPrepare(request, origin: origin).prepared.speech
         }
     }
 

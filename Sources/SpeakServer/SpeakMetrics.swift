@@ -1,5 +1,4 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import CoreMetrics
 import FoundationEssentials
 import Prometheus
@@ -232,20 +231,20 @@ public final class SpeakMetrics: Sendable {
         }
     }
 
-    /// Times the queue's announcements at the sink: `speakd_first_sample_seconds` from `queued`
-    /// to the first sample heard, `speakd_finished_delay_seconds` from the end of the last sound
-    /// to `finished`.
-    public var playbackTiming: PlaybackTiming {
-        PlaybackTiming(
-            firstSample: { [self] id, instant in
-                let heard = Self.date(of: instant)
-                let queued = pending.withLock { $0.awaitingSound.removeValue(forKey: id) }
-                if let queued { firstSample.recordSeconds(max(0, heard.timeIntervalSince(queued))) }
-            },
-            lastSound: { [self] id, instant in
-                let ended = Self.date(of: instant)
-                pending.withLock { $0.soundEndedAt[id] = ended }
-            })
+    /// Announcement `id`'s first sample was heard at `instant`: `speakd_first_sample_seconds`
+    /// from its `queued` event to then. With `lastSoundEnded(id:at:)`, the output's queue is
+    /// given these as its playback timing.
+    public func firstSampleHeard(id: String, at instant: ContinuousClock.Instant) {
+        let heard = Self.date(of: instant)
+        let queued = pending.withLock { $0.awaitingSound.removeValue(forKey: id) }
+        if let queued { firstSample.recordSeconds(max(0, heard.timeIntervalSince(queued))) }
+    }
+
+    /// Announcement `id`'s last sound ended at `instant` (it played to the end): its `finished`
+    /// event is timed from then, `speakd_finished_delay_seconds`.
+    public func lastSoundEnded(id: String, at instant: ContinuousClock.Instant) {
+        let ended = Self.date(of: instant)
+        pending.withLock { $0.soundEndedAt[id] = ended }
     }
 
     /// The wall-clock time of a monotonic instant, to compare with event timestamps.

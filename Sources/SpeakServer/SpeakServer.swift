@@ -1,5 +1,4 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import AnnouncementRecords
 import FoundationEssentials
 import HTTPTypes
@@ -61,10 +60,6 @@ import Glibc
 ///   `methodNotAllowed` (a known path under another method, with `Allow`), 429 `queueFull`
 ///   (with `Retry-After: 1`), 429 `tooManyRenders`, 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
-    /// The queue of every named output.
-    public let outputs: AnnouncementOutputs
-    /// The `default` output's queue.
-    public var queue: AnnouncementQueue { outputs.defaultQueue }
     /// The engine.
     public let renderer: any SpeechRenderer
     /// Engine and audio state.
@@ -89,47 +84,6 @@ public struct SpeakServer: Sendable {
     /// The clips of the library as they are now (`/v1/clips`), when the daemon has one (`--clips`).
     public var clips: (@Sendable () throws -> [ClipInfo])?
 
-    /// - Parameters:
-    ///   - queue: the announcement queue.
-    ///   - renderer: the engine, for validation, `/v1/speech` and `/v1/voices`.
-    ///   - health: the state of engine and audio sink.
-    ///   - limits: what an announcement may be (the intake's).
-    ///   - settings: render limits, heartbeat, access and CORS.
-    ///   - metrics: the counters behind `/metrics`.
-    ///   - logger: where request failures are logged.
-    public init(
-        queue: AnnouncementQueue, renderer: any SpeechRenderer, health: any HealthReporting,
-        limits: AnnouncementIntake.Limits = AnnouncementIntake.Limits(),
-        settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
-        logger: Logger = Logger(label: "speakd.server")
-    ) {
-        self.init(
-            outputs: AnnouncementOutputs(single: queue), renderer: renderer, health: health, limits: limits,
-            settings: settings, metrics: metrics, logger: logger)
-    }
-
-    /// A server over several named outputs; a request's `output` picks the queue.
-    /// - Parameters:
-    ///   - outputs: the queue of each output.
-    ///   - renderer: the engine, for validation, `/v1/speech` and `/v1/voices`.
-    ///   - health: the state of engine and audio sinks.
-    ///   - limits: what an announcement may be (the intake's).
-    ///   - settings: render limits, heartbeat, access and CORS.
-    ///   - metrics: the counters behind `/metrics`.
-    ///   - logger: where request failures are logged.
-    public init(
-        outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
-        limits: AnnouncementIntake.Limits = AnnouncementIntake.Limits(),
-        settings: ServerSettings = ServerSettings(), metrics: SpeakMetrics = SpeakMetrics(),
-        logger: Logger = Logger(label: "speakd.server")
-    ) {
-        self.init(
-            intake: AnnouncementIntake(
-                outputs: outputs, renderer: renderer, health: health, limits: limits,
-                counters: metrics.intakeCounters),
-            health: health, settings: settings, metrics: metrics, logger: logger)
-    }
-
     /// A server whose announcements come in through `intake`, which other fronts share.
     /// - Parameters:
     ///   - intake: the way in, with the outputs' queues and the engine.
@@ -143,7 +97,6 @@ public struct SpeakServer: Sendable {
         metrics: SpeakMetrics = SpeakMetrics(), logger: Logger = Logger(label: "speakd.server")
     ) {
         self.intake = intake
-        self.outputs = intake.outputs
         self.renderer = intake.renderer
         self.health = health
         self.settings = settings

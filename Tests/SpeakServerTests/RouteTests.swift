@@ -1,4 +1,5 @@
 import AnnouncementIntake
+import AnnouncementQueue
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -19,8 +20,11 @@ struct Harness {
         settings: ServerSettings = ServerSettings()
     ) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
-        server = SpeakServer(
-            queue: running.queue, renderer: renderer, health: health, limits: limits, settings: settings)
+        let metrics = SpeakMetrics()
+        let intake = AnnouncementIntake(
+            outputs: AnnouncementOutputs(single: running.queue), renderer: renderer, health: health, limits: limits,
+            counters: metrics.intakeCounters)
+        server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics)
     }
 
     var app: some ApplicationProtocol {

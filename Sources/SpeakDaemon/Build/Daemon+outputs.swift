@@ -141,6 +141,7 @@ private func makeOutput(
             as any AnnouncementSpeaker,
         capacity: configuration.maxQueue,
         pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
-        playbackTiming: metrics.playbackTiming, output: output.name, shared: shared, logger: outputLogger)
+        playbackTiming: PlaybackTiming(firstSample: metrics.firstSampleHeard, lastSound: metrics.lastSoundEnded),
+        output: output.name, shared: shared, logger: outputLogger)
     return OutputParts(name: output.name, audio: audio, queue: queue, spec: spec, headset: headset)
 }

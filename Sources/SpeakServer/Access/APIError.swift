@@ -1,5 +1,4 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird

@@ -1,11 +1,11 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import AnnouncementRecords
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import SpeakAPI
 import SpeakState
+import SpeechRendering
 
 extension SpeakRoutes {
     // MARK: Schedules
@@ -60,14 +60,14 @@ extension SpeakRoutes {
     /// posted: 200 `{"samples", "seconds"}`.
     @Sendable func prerender(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let body = try await readBody(request)
-        let prepared: PreparedAnnouncement
+        let speech: PreparedUtterance
         do {
-            prepared = try await server.intake.prepare(prerender: body, origin: access.origin(of: request))
+            speech = try await server.intake.prepare(prerender: body, origin: access.origin(of: request))
         } catch {
             throw APIError(error)
         }
         var samples = 0
-        for try await chunk in server.intake.renderer.render(prepared.speech) { samples += chunk.samples.count }
+        for try await chunk in server.intake.renderer.render(speech) { samples += chunk.samples.count }
         let rate = server.intake.renderer.format.sampleRate
         return try json(Prerendered(samples: samples, seconds: Double(samples) / Double(rate)))
     }

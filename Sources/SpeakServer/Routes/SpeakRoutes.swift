@@ -1,5 +1,4 @@
 import AnnouncementIntake
-import AnnouncementQueue
 import AsyncAlgorithms
 import FoundationEssentials
 import HTTPTypes
@@ -21,8 +20,7 @@ struct SpeakRoutes: Sendable {
     /// never repeat across restarts.
     let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
 
-    private var queue: AnnouncementQueue { server.queue }
-    private var outputs: AnnouncementOutputs { server.outputs }
+    private var intake: AnnouncementIntake { server.intake }
 
     // MARK: Announcements
 
@@ -55,7 +53,7 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let output = try outputQuery(request)
-        var announcements = await outputs.snapshot()
+        var announcements = await intake.snapshot()
         if let output { announcements.removeAll { $0.output != output } }
         return try json(AnnouncementList(announcements: announcements))
     }
@@ -147,7 +145,7 @@ struct SpeakRoutes: Sendable {
         let after = restarted ? 0 : resume?.sequence
         // The queue's own stream, so its per-subscriber bound applies: a reader that falls too far
         // behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
-        let events = outputs.events(after: after, progress: progress)
+        let events = intake.events(after: after, progress: progress)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger
@@ -365,7 +363,7 @@ struct SpeakRoutes: Sendable {
         let report = await currentHealth()
         let gauges = HealthGauges(
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
-            capacity: report.queue?.capacity ?? queue.capacity, sink: report.audio.sink,
+            capacity: report.queue?.capacity ?? intake.capacity, sink: report.audio.sink,
             audioUp: report.audio.state == .ok, engineUp: report.engine.state != .unavailable,
             workers: report.engine.workers, outputs: report.outputs ?? [])
         let text = server.metrics.exposition(health: gauges)
@@ -478,7 +476,7 @@ struct SpeakRoutes: Sendable {
                 message: "'\(given.text)' is not an event id (<epoch>-<sequence> or a sequence number)",
                 field: given.field)
         }
-        let newest = outputs.lastEventSequence
+        let newest = intake.lastEventSequence
         if id.epoch == nil || id.epoch == epoch, id.sequence > newest {
             throw APIError(
                 status: .unprocessableContent, code: "invalidValue",

@@ -1,5 +1,3 @@
-import SpeakAPI
-
 /// An event with its position in the queue's event history, used as the SSE `id:`.
 public struct SequencedAnnouncementEvent: Sendable, Hashable {
     /// Its position in the event history, the SSE `id:`: increases by one with every event the
