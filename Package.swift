@@ -122,7 +122,7 @@ let package = Package(
         .target(
             name: "PiperEngine",
             dependencies: [
-                "EngineWorkers", "PosixSupport", "SpeechModel", "SpeechRendering",
+                "WorkerRuntime", "PosixSupport", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -142,11 +142,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Engine worker processes: the frame protocol, the daemon's pool, and the worker itself.
+        // What every engine's worker process shares, whatever its engine: the one frame protocol
+        // between the daemon and a worker, and the stall watch.
+        .target(
+            name: "WorkerRuntime",
+            dependencies: ["SpeechModel", "SpeechRendering"],
+            swiftSettings: swiftSettings
+        ),
+        // espeak-ng's worker processes: the daemon's pool, the template that forks them, and the
+        // espeak-ng input as its worker reads it.
         .target(
             name: "EngineWorkers",
             dependencies: [
-                "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
+                "WorkerRuntime", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -159,7 +167,8 @@ let package = Package(
         .executableTarget(
             name: "speakd-engine-worker",
             dependencies: [
-                "EngineWorkers", "EngineSandbox", "EspeakEngine", "PosixSupport", "CPosixSupport", "SpeechModel",
+                "EngineWorkers", "WorkerRuntime", "EngineSandbox", "EspeakEngine", "PosixSupport", "CPosixSupport",
+                "SpeechModel",
                 "SpeechRendering", "CNoAudioDevice",
             ],
             swiftSettings: swiftSettings,
@@ -398,7 +407,8 @@ let package = Package(
         .testTarget(
             name: "EngineWorkersTests",
             dependencies: [
-                "EngineWorkers", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering", "SpeakTestSupport",
+                "EngineWorkers", "WorkerRuntime", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
+                "SpeakTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -442,7 +452,7 @@ let package = Package(
             name: "SpeakdIntegrationTests",
             dependencies: [
                 "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
-                "SpeakMQTT", "SpeakFleet", "PiperEngine", "EngineWorkers",
+                "SpeakMQTT", "SpeakFleet", "PiperEngine", "EngineWorkers", "WorkerRuntime",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -6,6 +6,7 @@ import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+import WorkerRuntime
 
 #if canImport(Glibc)
 import Glibc
@@ -91,11 +92,11 @@ final class EngineWorker: Sendable {
         guard taken else { return false }
         guard job.assign(to: self) else {
             // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
-            send(.job(job.input, chunking: job.chunking))
+            send(.job(WorkerJob(job.input, chunking: job.chunking)))
             send(.cancel)
             return true
         }
-        send(.job(job.input, chunking: job.chunking))
+        send(.job(WorkerJob(job.input, chunking: job.chunking)))
         return true
     }
 

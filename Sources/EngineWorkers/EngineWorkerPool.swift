@@ -5,6 +5,7 @@ import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+import WorkerRuntime
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import CPosixSupport
 import FoundationEssentials
 import Logging
 import PosixSupport
+import WorkerRuntime
 
 #if canImport(Glibc)
 import Glibc

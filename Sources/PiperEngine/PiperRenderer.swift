@@ -1,10 +1,10 @@
-import EngineWorkers
 import FoundationEssentials
 import Logging
 import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+import WorkerRuntime
 
 #if canImport(Glibc)
 import Glibc
@@ -529,59 +529,20 @@ actor PiperWorkerSlot {
     }
 }
 
-/// Runs `fire` once if `limit` passes without a `touch`, until it is stopped.
-final class Watchdog: Sendable {
-    private struct State {
-        var last = ContinuousClock.now
-        var stopped = false
-        var fired = false
-    }
-    private let state = Mutex(State())
-
-    init(limit: Duration, fire: @escaping @Sendable () -> Void) {
-        Task { [self] in
-            while true {
-                try? await Task.sleep(for: .milliseconds(200))
-                let due = state.withLock { state -> Bool? in
-                    if state.stopped { return nil }
-                    guard ContinuousClock.now - state.last > limit else { return false }
-                    state.fired = true
-                    state.stopped = true
-                    return true
-                }
-                guard let due else { return }
-                if due {
-                    fire()
-                    return
-                }
-            }
-        }
-    }
-
-    func touch() {
-        state.withLock { $0.last = .now }
-    }
-
-    /// Stops watching; true when it had fired.
-    @discardableResult
-    func stop() -> Bool {
-        state.withLock { state in
-            state.stopped = true
-            return state.fired
-        }
+extension PiperRenderer {
+    /// The `J` frame that hands the worker a job, with the input as JSON with sorted keys.
+    /// `workers/piper/tests` reads the frame this writes.
+    package static func jobFrame(_ input: PiperInput, chunking: RenderChunking) -> [UInt8] {
+        WorkerFrame.job(WorkerJob(chunking: chunking, input: input.workerInput)).encoded()
     }
 }
 
-extension PiperRenderer {
-    /// The `J` frame that hands the worker a job: a kind byte, the payload's length (32 bits,
-    /// little-endian), then `W` (whole) or `S` (streamed), the job version 1, and the input as
-    /// JSON with sorted keys. `workers/piper/tests` reads the frame this writes.
-    package static func jobFrame(_ input: PiperInput, chunking: RenderChunking) -> [UInt8] {
-        var payload: [UInt8] = [chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), 1]
+extension PiperInput {
+    /// The input as the Piper worker reads it from a job frame (`WorkerJob.input`): JSON with
+    /// sorted keys.
+    public var workerInput: [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        payload += (try? encoder.encode(input)).map { Array($0) } ?? []
-        let length = UInt32(payload.count)
-        return [UInt8(ascii: "J")] + (0..<4).map { UInt8(truncatingIfNeeded: length >> (8 * $0)) } + payload
+        return (try? encoder.encode(self)).map { Array($0) } ?? []
     }
 }

@@ -7,6 +7,7 @@ import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
+import WorkerRuntime
 
 #if canImport(Glibc)
 import Glibc
@@ -189,8 +190,15 @@ struct EngineWorkerMain {
             switch frame {
             case nil:
                 return true
-            case .job(let input, let chunking)?:
-                render(input, chunking: chunking, session: session)
+            case .job(let job)?:
+                let input: EspeakInput
+                do {
+                    input = try EspeakInput(workerInput: job.input)
+                } catch {
+                    complain("\(error)")
+                    return false
+                }
+                render(input, chunking: job.chunking, session: session)
             case .cancel?:
                 // For a job that ended before the cancel arrived: its `done` is on its way.
                 continue

@@ -6,6 +6,7 @@ import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
 import Testing
+import WorkerRuntime
 
 @testable import EngineWorkers
 
@@ -291,7 +292,7 @@ struct EngineWorkerPoolTests {
         }
 
         // The daemon's compiled input: the worker renders it as the engine does in-process.
-        try WorkerFrame.job(input, chunking: .whole).write(to: send)
+        try WorkerFrame.job(WorkerJob(input, chunking: .whole)).write(to: send)
         var samples: [Int16] = []
         reading: while let frame = try WorkerFrame.read(from: receive) {
             switch frame {

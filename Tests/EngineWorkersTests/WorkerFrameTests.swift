@@ -4,26 +4,27 @@ import Foundation
 import SpeechModel
 import SpeechRendering
 import Testing
+import WorkerRuntime
 
 @Suite("Engine worker frames")
 struct WorkerFrameTests {
+    static let inputs = [
+        EspeakInput(voice: "gmw/en", rate: 175, volume: 100, text: "Olá", isMarkup: false, switchesVoice: false),
+        EspeakInput(
+            voice: "roa/pt+speakd-kiosk", rate: 350, volume: 200,
+            text: #"<speak><s>Next train to <voice name="gmw/en">Porto</voice></s></speak>"#, isMarkup: true,
+            switchesVoice: true),
+        EspeakInput(voice: "", rate: 0, volume: 0, text: "", isMarkup: true, switchesVoice: false),
+    ]
+
     @Test(
         "Every frame survives encoding, a pipe and decoding",
         arguments: [
             WorkerFrame.ready(sampleRate: 22_050, sandbox: "no_new_privs, seccomp, landlock ABI 7"),
-            .job(
-                EspeakInput(
-                    voice: "gmw/en", rate: 175, volume: 100, text: "Olá", isMarkup: false, switchesVoice: false),
-                chunking: .streaming),
-            .job(
-                EspeakInput(
-                    voice: "roa/pt+speakd-kiosk", rate: 350, volume: 200,
-                    text: #"<speak><s>Next train to <voice name="gmw/en">Porto</voice></s></speak>"#, isMarkup: true,
-                    switchesVoice: true),
-                chunking: .whole),
-            .job(
-                EspeakInput(voice: "", rate: 0, volume: 0, text: "", isMarkup: true, switchesVoice: false),
-                chunking: .whole),
+            .job(WorkerJob(Self.inputs[0], chunking: .streaming)),
+            .job(WorkerJob(Self.inputs[1], chunking: .whole)),
+            .job(WorkerJob(Self.inputs[2], chunking: .whole)),
+            .job(WorkerJob(chunking: .streaming, input: Array(#"{"segments":[],"voice":"en_US-joe-medium"}"#.utf8))),
             .cancel,
             .pcm([0, 1, -1, .max, .min, 12_345]), .pcm([]),
             .events([
@@ -56,11 +57,6 @@ struct WorkerFrameTests {
                 "of version 123; this build reads version 1"
             ),
             ([UInt8(ascii: "J"), 1, 0, 0, 0, UInt8(ascii: "W")], "of version none"),
-            ([UInt8(ascii: "J"), 5, 0, 0, 0, UInt8(ascii: "S"), 1, 0, 175, 0], "not 9 or more"),
-            (
-                [UInt8(ascii: "J"), 10, 0, 0, 0, UInt8(ascii: "S"), 1, 0, 175, 0, 100, 0, 2, 0, UInt8(ascii: "x")],
-                "voice name runs past the frame"
-            ),
             ([UInt8(ascii: "D"), 0, 0], "ended inside a frame"),
             ([UInt8(ascii: "K"), 2, 0, 0, 0, 1, 2], "a forked frame has 2 bytes, not 4"),
             ([UInt8(ascii: "X"), 4, 0, 0, 0, 1, 2, 3, 4], "an exited frame has 4 bytes, not 8"),
@@ -73,6 +69,25 @@ struct WorkerFrameTests {
         try pipe.fileHandleForWriting.close()
         #expect {
             try WorkerFrame.read(from: pipe.fileHandleForReading.fileDescriptor)
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test("espeak-ng's input survives its worker's encoding", arguments: inputs)
+    func espeakInputRoundTrip(_ input: EspeakInput) throws {
+        #expect(try EspeakInput(workerInput: input.workerInput) == input)
+    }
+
+    @Test(
+        "An espeak-ng job's input that does not read as its layout is an error that says what is wrong",
+        arguments: [
+            ([0, 175, 0], "not 7 or more"),
+            ([0, 175, 0, 100, 0, 2, 0, UInt8(ascii: "x")], "voice name runs past the frame"),
+        ])
+    func malformedEspeakInput(_ bytes: [UInt8], message: String) {
+        #expect {
+            try EspeakInput(workerInput: bytes)
         } throws: { error in
             "\(error)".contains(message)
         }

@@ -1,8 +1,8 @@
-import EngineWorkers
 import Foundation
 import PiperEngine
 import SpeechRendering
 import Testing
+import WorkerRuntime
 
 /// The frames between the daemon and the Piper worker, each way, against the files the worker's
 /// own tests check too (`workers/piper/tests/test_frames.py`, run by `scripts/test`): the daemon

@@ -1,4 +1,3 @@
-import EspeakEngine
 import FoundationEssentials
 import SpeechModel
 
@@ -7,26 +6,25 @@ import Glibc
 import SpeechRendering
 #endif
 
-/// One message between the daemon and an engine worker, on the worker's standard input and output.
+/// One message between the daemon and an engine worker, on the worker's standard input and output:
+/// the one protocol every engine's worker speaks (espeak-ng's in Swift, Piper's in Python, whose
+/// tests read and write these frames byte for byte).
 ///
 /// A frame is a one-byte kind, a four-byte little-endian payload length and the payload. The
-/// daemon sends `job` (espeak-ng's input as the daemon compiled it, see `job`) and `cancel`; the
-/// worker answers
-/// `ready` once at start (its sample rate), then for each job `pcm` chunks as espeak-ng makes them
-/// and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
+/// daemon sends `job` (the engine's input as the daemon compiled it, see `WorkerJob`) and `cancel`;
+/// the worker answers `ready` once at start (its sample rate), then for each job `pcm` chunks as
+/// the engine makes them and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
 /// daemon never needs job ids: it waits for the `done` or `failure` of the job it sent.
 public enum WorkerFrame: Sendable, Hashable {
     /// Worker → daemon, once: the engine started; samples are s16 mono at this rate, and the
     /// worker is confined as `sandbox` says.
     case ready(sampleRate: Int, sandbox: String)
     /// Daemon → worker: render this input, which the daemon validated and compiled, cut into
-    /// chunks as `chunking` says. The worker hands it to espeak-ng as it is: it parses no JSON
-    /// and compiles nothing.
+    /// chunks as the job's chunking says.
     ///
-    /// Payload: the chunking mode (`S` or `W`), the job format version (`jobVersion`), flags
-    /// (bit 0: the text is SSML, bit 1: it switches voices), the rate and the volume (2 bytes
-    /// each), the base voice's length (2 bytes) and UTF-8 name, then the text in UTF-8 to the end.
-    case job(EspeakInput, chunking: RenderChunking)
+    /// Payload: the chunking mode (`S` or `W`), the job format version (`jobVersion`), then the
+    /// engine's input as its worker reads it, to the end.
+    case job(WorkerJob)
     /// Daemon → worker: abort the job being rendered.
     case cancel
     /// Worker → daemon: the next chunk of the current job.
@@ -74,15 +72,8 @@ public enum WorkerFrame: Sendable, Hashable {
         switch self {
         case .ready(let sampleRate, let sandbox):
             payload = Self.littleEndian(UInt32(clamping: sampleRate)) + Array(sandbox.utf8)
-        case .job(let input, let chunking):
-            let voice = Array(input.voice.utf8.prefix(Int(UInt16.max)))
-            let flags: UInt8 = (input.isMarkup ? 1 : 0) | (input.switchesVoice ? 2 : 0)
-            payload = [chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), Self.jobVersion, flags]
-            payload += Self.littleEndian16(UInt16(clamping: input.rate))
-            payload += Self.littleEndian16(UInt16(clamping: input.volume))
-            payload += Self.littleEndian16(UInt16(voice.count))
-            payload += voice
-            payload += Array(input.text.utf8)
+        case .job(let job):
+            payload = [job.chunking == .whole ? UInt8(ascii: "W") : UInt8(ascii: "S"), Self.jobVersion] + job.input
         case .cancel, .done:
             break
         case .pcm(let samples):
@@ -123,7 +114,12 @@ public enum WorkerFrame: Sendable, Hashable {
             guard let mode = payload.first, mode == UInt8(ascii: "S") || mode == UInt8(ascii: "W") else {
                 throw .malformed("a job frame starts with S or W, not \(payload.first.map(String.init) ?? "nothing")")
             }
-            return .job(try decodeJob(payload), chunking: mode == UInt8(ascii: "W") ? .whole : .streaming)
+            guard payload.count >= 2, payload[1] == jobVersion else {
+                let found = payload.count >= 2 ? "\(payload[1])" : "none"
+                throw .malformed("a job frame of version \(found); this build reads version \(jobVersion)")
+            }
+            return .job(
+                WorkerJob(chunking: mode == UInt8(ascii: "W") ? .whole : .streaming, input: Array(payload[2...])))
         case UInt8(ascii: "C"):
             return .cancel
         case UInt8(ascii: "P"):
@@ -267,28 +263,6 @@ public enum WorkerFrame: Sendable, Hashable {
         return true
     }
 
-    /// The input of a job payload whose mode byte has been checked.
-    private static func decodeJob(_ payload: [UInt8]) throws(WorkerProtocolError) -> EspeakInput {
-        guard payload.count >= 2, payload[1] == jobVersion else {
-            let found = payload.count >= 2 ? "\(payload[1])" : "none"
-            throw .malformed("a job frame of version \(found); this build reads version \(jobVersion)")
-        }
-        guard payload.count >= 9 else {
-            throw .malformed("a job frame has \(payload.count) bytes, not 9 or more")
-        }
-        let flags = payload[2]
-        let rate = Int(readLittleEndian(payload[3..<5]))
-        let volume = Int(readLittleEndian(payload[5..<7]))
-        let voiceLength = Int(readLittleEndian(payload[7..<9]))
-        guard payload.count - 9 >= voiceLength else {
-            throw .malformed("a job's voice name runs past the frame")
-        }
-        return EspeakInput(
-            voice: String(decoding: payload[9..<(9 + voiceLength)], as: UTF8.self), rate: rate, volume: volume,
-            text: String(decoding: payload[(9 + voiceLength)...], as: UTF8.self), isMarkup: flags & 1 != 0,
-            switchesVoice: flags & 2 != 0)
-    }
-
     private static func decodeEvents(_ payload: [UInt8]) throws(WorkerProtocolError) -> [EngineEvent] {
         var events: [EngineEvent] = []
         var offset = 0
@@ -325,11 +299,13 @@ public enum WorkerFrame: Sendable, Hashable {
         (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
-    private static func littleEndian16(_ value: UInt16) -> [UInt8] {
+    /// `value` in two bytes, little-endian.
+    public static func littleEndian16(_ value: UInt16) -> [UInt8] {
         [UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
     }
 
-    private static func readLittleEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+    /// The unsigned number `bytes` hold, little-endian.
+    public static func readLittleEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {
         bytes.reversed().reduce(0) { $0 << 8 | UInt32($1) }
     }
 }
@@ -343,10 +319,29 @@ public struct WorkerProtocolError: Error, Sendable, Hashable, CustomStringConver
     /// What went wrong.
     public let message: String
 
-    static func malformed(_ message: String) -> WorkerProtocolError { .init(code: .malformed, message: message) }
+    /// A frame, or an engine's input inside a job, that does not read as its layout says.
+    public static func malformed(_ message: String) -> WorkerProtocolError {
+        .init(code: .malformed, message: message)
+    }
     static func closed(_ message: String) -> WorkerProtocolError { .init(code: .closed, message: message) }
 
     public var description: String {
         code == .malformed ? "malformed engine worker frame: \(message)" : "engine worker pipe: \(message)"
+    }
+}
+
+/// A job for an engine worker: how its audio is cut into chunks, and the engine's input as that
+/// engine's worker reads it (espeak-ng's binary layout, `EspeakInput.workerInput`; Piper's JSON,
+/// `PiperInput.workerInput`). The runtime carries the input and never reads it.
+public struct WorkerJob: Sendable, Hashable {
+    /// How the worker cuts the audio into `pcm` frames.
+    public var chunking: RenderChunking
+    /// The engine's input, encoded for its worker.
+    public var input: [UInt8]
+
+    /// - Parameters: see the properties of the same names.
+    public init(chunking: RenderChunking, input: [UInt8]) {
+        self.chunking = chunking
+        self.input = input
     }
 }
