@@ -379,23 +379,29 @@ let package = Package(
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
             name: "SpeakTestSupport",
-            dependencies: ["PosixSupport", "SpeechModel", "SpeakAPI", "SpeakClient"],
+            dependencies: ["PosixSupport", "SpeechModel", "SpeechRendering", "SpeakAPI", "SpeakClient"],
             swiftSettings: swiftSettings
         ),
 
+        // A test target's name says its tier (scripts/test runs them cheapest first): `…AudioTests`
+        // run the real engine, worker processes or a private sound server, one at a time;
+        // `…IntegrationTests` drive the built daemon from outside; `…ExternalTests` run other
+        // programs against it (the fuzz pass, schemathesis, Chromium); any other `…Tests` is the
+        // unit tier, in parallel: pure logic, fakes and in-process servers. A test goes in the
+        // target of its tier.
         .testTarget(
             name: "SpeechModelTests",
             dependencies: ["SpeechModel"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "EspeakEngineTests",
+            name: "EspeakEngineAudioTests",
             dependencies: ["EspeakEngine", "SpeechRendering", "SpeakTestSupport"],
             resources: [],
             swiftSettings: swiftSettings,
             linkerSettings: sharedEspeak
         ),
-        // Enters the worker sandbox and tries what a hijacked worker would; run by EngineWorkersTests.
+        // Enters the worker sandbox and tries what a hijacked worker would; run by EngineWorkersAudioTests.
         .executableTarget(
             name: "speakd-sandbox-probe",
             dependencies: ["EngineSandbox"],
@@ -406,14 +412,24 @@ let package = Package(
         ),
         .testTarget(
             name: "EngineWorkersTests",
+            dependencies: ["EngineWorkers", "WorkerRuntime", "EspeakEngine", "SpeechModel", "SpeechRendering"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EngineWorkersAudioTests",
             dependencies: [
                 "EngineWorkers", "WorkerRuntime", "EspeakEngine", "PosixSupport", "SpeechModel", "SpeechRendering",
-                "SpeakTestSupport",
+                "SpeakTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AudioOutputTests",
+            dependencies: ["AudioOutput", "SpeechRendering", "SpeakTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AudioOutputAudioTests",
             dependencies: ["AudioOutput", "SpeechRendering", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
@@ -438,23 +454,45 @@ let package = Package(
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "AnnouncementQueue",
-                "SpeakTestSupport",
+                "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "SpeakTestSupport",
                 "SpeechModel", "SpeechRendering", "SpeakdVersion",
-                "AudioOutput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakDaemonAudioTests",
+            dependencies: [
+                "SpeakDaemon", "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "SpeakTestSupport",
+                "SpeechModel", "SpeechRendering", "AudioOutput", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What the integration and external tests share to drive the built daemon: the daemon on a
+        // recorded private PulseAudio sink with its event stream, the recording, speakd with an SSIP
+        // socket, and the Python tools of `scripts/install-deps --test`.
+        .target(
+            name: "SpeakdHarness",
+            dependencies: ["SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel"],
+            path: "Tests/SpeakdHarness",
             swiftSettings: swiftSettings
         ),
         // The built speak and speakd executables, heard through a private PulseAudio server.
         .testTarget(
             name: "SpeakdIntegrationTests",
             dependencies: [
-                "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering", "AudioOutput",
+                "SpeakdHarness", "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel", "SpeechRendering",
+                "AudioOutput",
                 "SpeakMQTT", "SpeakFleet", "PiperEngine", "EngineWorkers", "WorkerRuntime",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // Other programs against the built daemon: schemathesis and headless Chromium.
+        .testTarget(
+            name: "SpeakdExternalTests",
+            dependencies: ["SpeakdHarness", "SpeakAPI", "SpeakClient", "SpeakTestSupport", "SpeechModel"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -486,8 +524,18 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SpeakCLITests",
-            dependencies: ["SpeakCLI", "SpeakAPI", "SpeakTestSupport", "AudioOutput", "SpeechRendering"],
+            dependencies: [
+                "SpeakCLI", "SpeakAPI", "SpeechModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "SpeakCLIAudioTests",
+            dependencies: ["SpeakTestSupport", "AudioOutput", "SpeechRendering"],
+            swiftSettings: swiftSettings
+        ),
+        // The ASan fuzz pass (scripts/fuzz): an external tool run from a test.
+        .testTarget(name: "FuzzExternalTests", swiftSettings: swiftSettings),
     ]
 )

@@ -54,19 +54,6 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func autoPicksPulseWhenAServerAnswers() async throws {
-        try await withPulseServer { server in
-            let sink = try await AudioSinkSpec.auto.makeSink(
-                format: TestSignal.format, environment: ["PULSE_SERVER": server.serverString],
-                autoALSADevice: "speakd_no_such_device")
-            #expect(sink is PulseAudioSink)
-            #expect((sink as? PulseAudioSink)?.server == server.serverString)
-            #expect(sink.isAvailable)
-            await sink.close()
-        }
-    }
-
-    @Test(.timeLimit(.minutes(1)))
     func autoFallsBackToALSA() async throws {
         let nowhere = "unix:\(FileManager.default.temporaryDirectory.path)/speakd-nowhere-\(getpid())/native"
         let sink = try await AudioSinkSpec.auto.makeSink(

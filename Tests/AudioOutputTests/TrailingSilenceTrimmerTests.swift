@@ -1,4 +1,5 @@
 import AudioOutput
+import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization

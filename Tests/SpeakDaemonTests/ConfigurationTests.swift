@@ -588,22 +588,6 @@ struct ConfigurationSettingsTests {
             ])
     }
 
-    /// The built executable prints the same help, and exits 0.
-    @Test(.timeLimit(.minutes(1))) func builtSpeakdHelpListsEverySetting() async throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "speakd-help-\(UUID().uuidString.prefix(8)).log"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        let process = try ChildProcess(
-            try speakdExecutable(), ["--help"], environment: ProcessInfo.processInfo.environment, output: log)
-        #expect(await process.wait(timeout: .seconds(30)) == 0)
-        let help = try String(contentsOfFile: log, encoding: .utf8)
-        for setting in DaemonConfiguration.settings {
-            #expect(help.contains("  \(setting.flag)"), "\(setting.flag)")
-        }
-        #expect(help.contains("(default: 32)"))
-    }
-
     /// The command line is read like the other sources: a value that looks like an option is still
     /// a value to check, and every mistake names the flag.
     @Test(arguments: [

@@ -6,15 +6,9 @@ import ServiceLifecycle
 import SpeakAPI
 import SpeakClient
 import SpeakServer
+import SpeakTestSupport
 import SpeechModel
 import Testing
-
-/// A fresh directory for sockets; Unix socket paths must stay under 108 bytes, so it lives in /tmp.
-func temporaryDirectory() throws -> URL {
-    let url = URL(fileURLWithPath: "/tmp/speakd-test-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
 
 /// Runs `front` in a service group until `body` returns, then shuts it down gracefully.
 func withRunningFront<T: Sendable>(

@@ -3,6 +3,7 @@ import SpeakAPI
 import SpeakFleet
 import SpeakMQTT
 import SpeakTestSupport
+import SpeakdHarness
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakTestSupport
+import SpeakdHarness
 import Testing
 
 extension SpeakdIntegration {

@@ -1,5 +1,6 @@
 import Foundation
 import PiperEngine
+import SpeakdHarness
 import SpeechRendering
 import Testing
 import WorkerRuntime

@@ -1,6 +1,7 @@
 import Foundation
 import PiperEngine
 import SpeakTestSupport
+import SpeakdHarness
 import Testing
 
 extension SpeakdIntegration.PiperTests {

@@ -5,6 +5,7 @@ import PiperEngine
 import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
+import SpeakdHarness
 import SpeechModel
 import SpeechRendering
 import Testing

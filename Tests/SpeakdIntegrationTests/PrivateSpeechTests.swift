@@ -2,6 +2,7 @@ import Foundation
 import SpeakAPI
 import SpeakFleet
 import SpeakTestSupport
+import SpeakdHarness
 import SpeechModel
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import SpeakAPI
 import SpeakTestSupport
+import SpeakdHarness
 import SpeechModel
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import SpeakAPI
 import SpeakTestSupport
+import SpeakdHarness
 import Testing
 
 extension SpeakdIntegration {
@@ -11,80 +12,6 @@ extension SpeakdIntegration {
     /// client that cannot connect fails instead of starting a real speech-dispatcher.
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct SSIPTests {
-        /// speakd with an SSIP socket, its audio server and recorder.
-        struct SSIPDaemon {
-            let speakd: AudibleDaemon
-            let path: String
-            let directory: URL
-
-            static func start() async throws -> SSIPDaemon {
-                let directory = URL(fileURLWithPath: "/tmp/speakd-ssip-\(UUID().uuidString.prefix(8))")
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                let path = directory.appendingPathComponent("speechd.sock").path
-                let speakd = try await AudibleDaemon.start(arguments: ["--ssip", path])
-                let deadline = ContinuousClock.now + .seconds(10)
-                while !FileManager.default.fileExists(atPath: path), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-                try #require(FileManager.default.fileExists(atPath: path), "no SSIP socket; log:\n\(speakd.daemon.log)")
-                return SSIPDaemon(speakd: speakd, path: path, directory: directory)
-            }
-
-            /// What a speech-dispatcher client needs to find speakd, and nothing to spawn.
-            var clientEnvironment: [String: String] {
-                var environment = ProcessInfo.processInfo.environment
-                environment["SPEECHD_ADDRESS"] = "unix_socket:\(path)"
-                environment["SPEECHD_CMD"] = "/bin/false"
-                return environment
-            }
-
-            /// Runs a client to its end; its exit status (nil when stopped at `timeout`), output and end.
-            func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(20)) async throws
-                -> (status: Int32?, output: String, exited: ContinuousClock.Instant)
-            {
-                let log = directory.appendingPathComponent("client-\(UUID().uuidString.prefix(6)).log")
-                let process = try ChildProcess(executable, arguments, environment: clientEnvironment, output: log.path)
-                let status = await process.wait(timeout: timeout)
-                let exited = ContinuousClock.now
-                if status == nil { await process.terminate() }
-                return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "", exited)
-            }
-
-            func stop() async -> Recording {
-                let recording = await speakd.stop()
-                try? FileManager.default.removeItem(at: directory)
-                return recording
-            }
-
-            /// Says `text` with spd-say (which closes right after 225, so the message outlives its
-            /// connection), lets it be heard for `listening` after its first word, runs
-            /// `whileSpeaking`, cancels everything with `spd-say -C`, and stops once the
-            /// `finished` event has come and half a second more was recorded.
-            /// - Returns: when `spd-say -C` exited, the finished events, and the recording.
-            func sayThenCancel(
-                _ text: String, listening: Duration, whileSpeaking: () throws -> Void = {}
-            ) async throws -> (cancelled: ContinuousClock.Instant, finished: [AnnouncementEvent], recording: Recording)
-            {
-                let said = try await run("/usr/bin/spd-say", [text])
-                #expect(said.status == 0, "spd-say: \(said.output)")
-                let started = await speakd.events.wait(timeout: .seconds(10)) { events in
-                    events.contains { $0.type == .word }
-                }
-                #expect(started, "the message was never heard")
-                try await Task.sleep(for: listening)
-                try whileSpeaking()
-                let cancel = try await run("/usr/bin/spd-say", ["-C"])
-                #expect(cancel.status == 0, "spd-say -C: \(cancel.output)")
-                let cancelled = await speakd.events.wait(timeout: .seconds(5)) { events in
-                    events.contains { $0.type == .finished }
-                }
-                #expect(cancelled)
-                try await Task.sleep(for: .milliseconds(500))
-                let finished = speakd.events.events.filter { $0.type == .finished }
-                return (cancel.exited, finished, await stop())
-            }
-        }
-
         @Test func spdSayWaitIsHeardAndExitsWhenTheVoiceEnds() async throws {
             let ssip = try await SSIPDaemon.start()
             let start = ContinuousClock.now
@@ -308,64 +235,6 @@ extension SpeakdIntegration {
             await pulse.stop()
             let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
             #expect(recording.segments(minimumSilence: 0.5).count == 1, "not heard once")
-        }
-
-        /// A web page in headless Chromium speaks with the Web Speech API through libspeechd
-        /// (`scripts/check-web-speech.py`): three utterances heard in order with `onstart` and
-        /// `onend` at their sound; a high announcement interrupts the page, whose utterance
-        /// resumes after it; the page's next `speak()` is heard without a `cancel()`.
-        @Test(.timeLimit(.minutes(2))) func chromiumWebSpeechIsHeardInOrderAndSurvivesAnInterruption()
-            async throws
-        {
-            let ssip = try await SSIPDaemon.start()
-            let epoch = (date: Date(), clock: ContinuousClock.now)
-            let result = try await PythonTools.script(
-                "check-web-speech.py", [ssip.path, ssip.speakd.daemon.socketPath], timeout: .seconds(90))
-            try await Task.sleep(for: .milliseconds(300))
-            let finished = ssip.speakd.events.events.filter { $0.type == .finished }
-            let recording = await ssip.stop()
-            try #require(result.status == 0, "check-web-speech.py: \(result.output)")
-            let long = "This long utterance from the page is interrupted by a platform announcement."
-            #expect(
-                finished.map(\.text).prefix(5) == ["One.", "Two.", "Three.", long, "Attention please."],
-                "\(finished.map(\.text))")
-            #expect(finished.last?.text == "After.")
-            // The interrupted utterance resumes from the word it was cut off in.
-            let rest = finished.count == 7 ? finished[5].text : ""
-            #expect(long.hasSuffix(rest) && !rest.isEmpty && rest.count < long.count, "resumed with '\(rest)'")
-            #expect(
-                finished.map(\.reason) == [
-                    .completed, .completed, .completed, .interrupted, .completed, .completed, .completed,
-                ])
-            // The page's events against what the sink played, for the first three utterances.
-            var page: [String: ContinuousClock.Instant] = [:]
-            for line in result.output.split(separator: "\n") {
-                let fields = line.split(separator: " ")
-                guard fields.count == 3, let milliseconds = Double(fields[2]) else { continue }
-                let offset = milliseconds / 1000 - epoch.date.timeIntervalSince1970
-                page["\(fields[0]) \(fields[1])"] = epoch.clock + .milliseconds(Int64((offset * 1000).rounded()))
-            }
-            let segments = recording.segments(minimumSilence: 0.15)
-            try #require(segments.count >= 6, "heard \(segments)")
-            for (index, text) in ["One.", "Two.", "Three."].enumerated() {
-                let started = try #require(page["start \(text)"], "no onstart for \(text): \(result.output)")
-                let ended = try #require(page["end \(text)"], "no onend for \(text): \(result.output)")
-                let soundStart = try #require(recording.playedAt(segments[index].start))
-                let soundEnd = try #require(recording.playedAt(segments[index].end))
-                let startDelay = (started - soundStart).seconds
-                let endDelay = (ended - soundEnd).seconds
-                // speakd's own events (BEGIN is sent at the first word, END at finished) as this
-                // test's event stream received them, to tell speakd's part from the browser's.
-                let id = try #require(finished.first { $0.text == text }?.id)
-                let word = try #require(ssip.speakd.events.first(.word, of: id)?.receivedAt)
-                let end = try #require(ssip.speakd.events.first(.finished, of: id)?.receivedAt)
-                let timing =
-                    "\(text): onstart \(startDelay) s from its first sound (speakd's word event \((word - soundStart).seconds) s), onend \(endDelay) s after its last (speakd's finished \((end - soundEnd).seconds) s)"
-                // The goal, 20 ms; never before the sound, but for the recording's own estimate
-                // of when a frame was played (up to 10 ms early).
-                #expect(abs(startDelay) < 0.02, "\(timing)")
-                #expect(endDelay > -0.01 && endDelay < 0.02, "\(timing)")
-            }
         }
 
         @Test func badInputGetsProtocolErrorsAndTheDaemonGoesOn() async throws {

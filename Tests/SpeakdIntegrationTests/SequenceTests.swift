@@ -2,6 +2,7 @@ import Foundation
 import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
+import SpeakdHarness
 import Testing
 
 extension SpeakdIntegration {

@@ -2,6 +2,7 @@ import AudioOutput
 import Foundation
 import SpeakAPI
 import SpeakTestSupport
+import SpeakdHarness
 import SpeechModel
 import SpeechRendering
 import Testing

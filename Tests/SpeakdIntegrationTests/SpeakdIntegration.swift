@@ -1,3 +1,4 @@
+import SpeakdHarness
 import Testing
 
 /// The real `speak` and `speakd` executables. Every test starts its own audio server and daemon

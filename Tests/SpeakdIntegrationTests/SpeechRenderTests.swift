@@ -3,6 +3,7 @@ import Foundation
 import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
+import SpeakdHarness
 import SpeechRendering
 import Testing
 

@@ -10,14 +10,14 @@ import Testing
 ///
 /// A test that fails early leaves the processes to their owners' deinitialisers, which end them
 /// by PID.
-struct AudibleDaemon {
-    let pulse: PulseAudioServer
-    let recorder: MonitorRecorder
-    let daemon: SpeakdProcess
-    let events: EventStreamRecorder
+package struct AudibleDaemon {
+    package let pulse: PulseAudioServer
+    package let recorder: MonitorRecorder
+    package let daemon: SpeakdProcess
+    package let events: EventStreamRecorder
 
     /// Starts the audio server, the recorder, the daemon (`--audio pulse`) and the event stream.
-    static func start(audio: String = "pulse", arguments: [String] = []) async throws -> AudibleDaemon {
+    package static func start(audio: String = "pulse", arguments: [String] = []) async throws -> AudibleDaemon {
         let pulse = try await PulseAudioServer.start()
         do {
             let recorder = try await MonitorRecorder.start(pulse)
@@ -38,13 +38,13 @@ struct AudibleDaemon {
         }
     }
 
-    var unix: SpeakHTTPClient { daemon.unixClient }
-    var tcp: SpeakHTTPClient { daemon.tcpClient }
+    package var unix: SpeakHTTPClient { daemon.unixClient }
+    package var tcp: SpeakHTTPClient { daemon.tcpClient }
 
     /// Stops the daemon (SIGTERM), then the recorder and the audio server; returns what was
     /// recorded. The event stream is followed until the daemon closes it, so the `shutdown`
     /// events of whatever was still queued are in `events` too.
-    func stop() async -> Recording {
+    package func stop() async -> Recording {
         if daemon.isRunning {
             let (status, _) = await daemon.stop()
             #expect(status == 0, "speakd exited with \(String(describing: status)); log:\n\(daemon.log)")
@@ -58,7 +58,7 @@ struct AudibleDaemon {
     }
 
     /// Posts and expects 202; returns the accepted id.
-    func accept(_ body: [String: Any], via client: SpeakHTTPClient? = nil) async throws -> String {
+    package func accept(_ body: [String: Any], via client: SpeakHTTPClient? = nil) async throws -> String {
         let response = try await post(body, via: client ?? unix)
         #expect(
             response.status == 202,
@@ -69,7 +69,7 @@ struct AudibleDaemon {
     /// Renders the utterance of `body` with `POST /v1/speech?raw=true` (nothing is played) for
     /// reference measurements: the engine's own speech, without chimes, repeats or loudness. The
     /// keys a raw render refuses (the queue's and the sound's) are left out.
-    func reference(_ body: [String: Any]) async throws -> Rendered {
+    package func reference(_ body: [String: Any]) async throws -> Rendered {
         let ignored: Set = [
             "queue", "expiresAfter", "requestId", "chime", "chimeAfter", "repeat", "output", "priority",
         ]
@@ -79,7 +79,9 @@ struct AudibleDaemon {
 }
 
 /// Sends `POST /v1/announcements` with a JSON object body.
-func post(_ body: [String: Any], via client: SpeakHTTPClient, wait: Bool = false) async throws -> SpeakHTTPResponse {
+package func post(_ body: [String: Any], via client: SpeakHTTPClient, wait: Bool = false) async throws
+    -> SpeakHTTPResponse
+{
     try await client.send(
         "POST", wait ? "/v1/announcements?wait=true" : "/v1/announcements",
         headers: [("Content-Type", "application/json")],
@@ -87,7 +89,7 @@ func post(_ body: [String: Any], via client: SpeakHTTPClient, wait: Bool = false
 }
 
 /// One announcement's JSON body.
-func announcement(
+package func announcement(
     _ text: String, pitch: Double? = nil, priority: AnnouncementPriority? = nil, queue: Bool? = nil,
     expiresAfter: Double? = nil
 ) -> [String: Any] {
@@ -100,19 +102,23 @@ func announcement(
 }
 
 /// An utterance as the engine rendered it, without playing it.
-struct Rendered {
-    let analysis: AudioAnalysis
+package struct Rendered {
+    package let analysis: AudioAnalysis
+
+    package init(analysis: AudioAnalysis) {
+        self.analysis = analysis
+    }
 
     /// From the first to the last sounding frame, in seconds.
-    var soundingDuration: Double { analysis.soundingDuration(silenceLevel: Recording.silenceLevel) }
-    var medianF0: Double? { analysis.medianF0() }
+    package var soundingDuration: Double { analysis.soundingDuration(silenceLevel: Recording.silenceLevel) }
+    package var medianF0: Double? { analysis.medianF0() }
     /// Silence before the first sounding frame, in seconds.
-    var leadingSilence: Double {
+    package var leadingSilence: Double {
         analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0).first?
             .start ?? 0
     }
     /// Silence after the last sounding frame, in seconds.
-    var trailingSilence: Double {
+    package var trailingSilence: Double {
         guard
             let last = analysis.soundingSegments(
                 minimumSilence: 0.01, silenceLevel: Recording.silenceLevel, minimumSound: 0
@@ -123,41 +129,41 @@ struct Rendered {
 }
 
 /// What the null sink played, as recorded from its monitor.
-struct Recording {
+package struct Recording {
     /// RMS of a 10 ms frame below which it counts as silence; espeak's quietest consonants are above it.
-    static let silenceLevel = 0.005
+    package static let silenceLevel = 0.005
 
-    let analysis: AudioAnalysis
-    let recorder: MonitorRecorder
+    package let analysis: AudioAnalysis
+    package let recorder: MonitorRecorder
 
-    init(samples: [Int16], sampleRate: Int, recorder: MonitorRecorder) {
+    package init(samples: [Int16], sampleRate: Int, recorder: MonitorRecorder) {
         analysis = AudioAnalysis(samples: samples, sampleRate: sampleRate)
         self.recorder = recorder
     }
 
     /// The announcements heard: sound separated by at least `minimumSilence` seconds.
-    func segments(minimumSilence: Double = 0.15) -> [AudioAnalysis.Segment] {
+    package func segments(minimumSilence: Double = 0.15) -> [AudioAnalysis.Segment] {
         analysis.soundingSegments(minimumSilence: minimumSilence, silenceLevel: Self.silenceLevel, minimumSound: 0.05)
     }
 
     /// Sounding frames only, 10 ms each: total time anything was heard.
-    var totalSoundingTime: Double {
+    package var totalSoundingTime: Double {
         analysis.soundingSegments(minimumSilence: 0.01, silenceLevel: Self.silenceLevel, minimumSound: 0)
             .reduce(0) { $0 + $1.duration }
     }
 
     /// Median F0 of a segment.
-    func medianF0(_ segment: AudioAnalysis.Segment) -> Double? {
+    package func medianF0(_ segment: AudioAnalysis.Segment) -> Double? {
         analysis.slice(from: segment.start, to: segment.end).medianF0()
     }
 
     /// When the sound at `seconds` into the recording was played, by this process's clock.
-    func playedAt(_ seconds: Double) -> ContinuousClock.Instant? {
+    package func playedAt(_ seconds: Double) -> ContinuousClock.Instant? {
         recorder.playedAt(frame: Int(seconds * Double(analysis.sampleRate)))
     }
 
     /// The recording's time (seconds from its start) of `instant`.
-    func time(of instant: ContinuousClock.Instant) -> Double? {
+    package func time(of instant: ContinuousClock.Instant) -> Double? {
         guard let origin = recorder.playedAt(frame: 0) else { return nil }
         let offset = instant - origin
         return Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
@@ -165,7 +171,7 @@ struct Recording {
 }
 
 /// Checks that every id in `accepted` has exactly one `finished` event and nothing else has any.
-func expectExactlyOneFinished(
+package func expectExactlyOneFinished(
     _ accepted: some Collection<String>, in events: [AnnouncementEvent],
     sourceLocation: SourceLocation = #_sourceLocation
 ) {

@@ -1,16 +1,13 @@
-import AudioOutput
 import Foundation
-import SpeakTestSupport
-import SpeechModel
 import SpeechRendering
 
-/// Known PCM to play, and the few measurements the tests make on what was recorded.
-enum TestSignal {
-    static let format = AudioFormat(sampleRate: 22050, channels: 1)
+/// Known PCM to play, and the few measurements the audio output tests make on what was recorded.
+public enum TestSignal {
+    public static let format = AudioFormat(sampleRate: 22050, channels: 1)
 
     /// A sine tone of `seconds`, amplitude `amplitude`, cut into chunks of `chunk` seconds
     /// (espeak-ng's chunks are about 49 ms).
-    static func tone(
+    public static func tone(
         seconds: Double, frequency: Double = 440, amplitude: Double = 8000, chunk: Double = 0.05
     ) -> [PCMChunk] {
         let rate = Double(format.sampleRate)
@@ -22,14 +19,14 @@ enum TestSignal {
         }
     }
 
-    static func rms<C: Collection>(_ samples: C) -> Double where C.Element == Int16 {
+    public static func rms<C: Collection>(_ samples: C) -> Double where C.Element == Int16 {
         guard !samples.isEmpty else { return 0 }
         let sum = samples.reduce(0.0) { $0 + Double($1) * Double($1) }
         return (sum / Double(samples.count)).squareRoot()
     }
 
     /// The first and last sample louder than `threshold`, or nil for silence.
-    static func soundingRange(_ samples: [Int16], threshold: Int16 = 500) -> ClosedRange<Int>? {
+    public static func soundingRange(_ samples: [Int16], threshold: Int16 = 500) -> ClosedRange<Int>? {
         guard let first = samples.firstIndex(where: { abs(Int($0)) > threshold }),
             let last = samples.lastIndex(where: { abs(Int($0)) > threshold })
         else { return nil }
@@ -38,46 +35,23 @@ enum TestSignal {
 
     /// Windows of `window` samples inside `range` that are nearly silent: gaps (underruns) in
     /// what should be one continuous tone.
-    static func gaps(in samples: [Int16], _ range: ClosedRange<Int>, window: Int = 55) -> [Int] {
+    public static func gaps(in samples: [Int16], _ range: ClosedRange<Int>, window: Int = 55) -> [Int] {
         stride(from: range.lowerBound, to: range.upperBound - window, by: window).filter {
             rms(samples[$0..<$0 + window]) < 2000
         }
     }
 
     /// Milliseconds from `start` to `end`.
-    static func milliseconds(_ start: ContinuousClock.Instant, _ end: ContinuousClock.Instant) -> Double {
+    public static func milliseconds(_ start: ContinuousClock.Instant, _ end: ContinuousClock.Instant) -> Double {
         let duration = end - start
         return Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) * 1e-15
-    }
-
-    /// Writes `chunks` to `sink` until a write fails with an `AudioOutputError`; that error, or
-    /// nil when every write succeeded.
-    static func firstWriteFailure(_ chunks: [PCMChunk], to sink: some AudioSink) async throws -> AudioOutputError? {
-        for chunk in chunks {
-            do { try await sink.write(chunk) } catch let error as AudioOutputError { return error }
-        }
-        return nil
     }
 }
 
 /// A chunk stream that yields `chunks` as fast as they are taken, like espeak-ng does.
-func stream(_ chunks: [PCMChunk]) -> AsyncStream<PCMChunk> {
+public func stream(_ chunks: [PCMChunk]) -> AsyncStream<PCMChunk> {
     AsyncStream { continuation in
         for chunk in chunks { continuation.yield(chunk) }
         continuation.finish()
-    }
-}
-
-/// Runs `body` with a fresh private PulseAudio server, which is stopped (by PID) however
-/// `body` ends.
-func withPulseServer<T>(_ body: (PulseAudioServer) async throws -> T) async throws -> T {
-    let server = try await PulseAudioServer.start()
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
     }
 }

@@ -2,10 +2,11 @@ import Foundation
 import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
+import SpeakdHarness
 import SpeechModel
 import Testing
 
-extension SpeakdIntegration {
+extension SpeakdExternal {
     /// The running daemon against its published contract, `openapi.json`: schemathesis generates
     /// requests from the document (valid and invalid) and checks every answer against it; the
     /// event stream is checked against the document's event schemas.

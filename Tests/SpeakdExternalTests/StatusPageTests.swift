@@ -2,9 +2,10 @@ import Foundation
 import SpeakAPI
 import SpeakClient
 import SpeakTestSupport
+import SpeakdHarness
 import Testing
 
-extension SpeakdIntegration {
+extension SpeakdExternal {
     /// The status page at `GET /`, served by the real daemon and driven in headless Chromium
     /// through selenium (`scripts/check-status-page.py`).
     @Suite(.serialized, .timeLimit(.minutes(3)))

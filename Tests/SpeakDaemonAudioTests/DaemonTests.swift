@@ -8,13 +8,6 @@ import SpeakTestSupport
 import SpeechModel
 import Testing
 
-/// A fresh directory for sockets (Unix socket paths must stay under 108 bytes).
-func temporaryDirectory() throws -> URL {
-    let url = URL(fileURLWithPath: "/tmp/speakd-daemon-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
 /// A configuration for tests: a socket in `directory`, TCP on a free loopback port, `audio`.
 func testConfiguration(_ directory: URL, audio: String = "null") -> DaemonConfiguration {
     var configuration = DaemonConfiguration.defaults(environment: [:])

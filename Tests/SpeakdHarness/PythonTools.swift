@@ -4,14 +4,14 @@ import Testing
 
 /// The Python tools some suites drive (schemathesis, selenium), from the environment
 /// `scripts/install-deps --test` makes in `.build-python/`, and the repository they check.
-enum PythonTools {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+package enum PythonTools {
+    package static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
-    static let bin = root.appendingPathComponent(".build-python/bin")
+    package static let bin = root.appendingPathComponent(".build-python/bin")
 
     /// Runs `executable` from the environment (`schemathesis`, `python3`); its exit status (nil
     /// when it was stopped at `timeout`) and everything it printed.
-    static func run(_ executable: String, _ arguments: [String], timeout: Duration) async throws -> (
+    package static func run(_ executable: String, _ arguments: [String], timeout: Duration) async throws -> (
         status: Int32?, output: String
     ) {
         let path = bin.appendingPathComponent(executable).path
@@ -29,7 +29,7 @@ enum PythonTools {
     }
 
     /// A script of the repository's `scripts/`, run with the environment's Python.
-    static func script(_ name: String, _ arguments: [String], timeout: Duration) async throws -> (
+    package static func script(_ name: String, _ arguments: [String], timeout: Duration) async throws -> (
         status: Int32?, output: String
     ) {
         try await run("python3", [root.appendingPathComponent("scripts/\(name)").path] + arguments, timeout: timeout)

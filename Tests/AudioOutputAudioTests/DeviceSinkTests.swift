@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SpeakTestSupport
 import SpeechModel
 import Synchronization
 import Testing
