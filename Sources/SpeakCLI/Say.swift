@@ -157,8 +157,9 @@ extension Speak {
         /// Follows the event stream, posts the announcement, prints each of its words as the
         /// `word` events say it is heard, then its finished event as `--wait` does.
         private func speakWithProgress(_ daemon: SpeakHTTPClient, _ request: AnnouncementRequest) async throws {
-            // Subscribed before posting, so no word is missed; events of others are skipped.
-            let messages = daemon.events()
+            // Subscribed before posting, and answered, so no word is missed (a stream still
+            // connecting missed the first word on a loaded machine); events of others are skipped.
+            let messages = try await daemon.openEvents()
             var iterator = messages.makeAsyncIterator()
             let response = try await daemon.send("POST", "/v1/announcements", json: request)
             try response.checkStatus("speakd at \(daemon.endpoint)")

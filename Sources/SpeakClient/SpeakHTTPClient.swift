@@ -87,6 +87,25 @@ public struct SpeakHTTPClient: Sendable {
     public func events(
         _ path: String = "/v1/events", lastEventID: String? = nil
     ) -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        events(path, lastEventID: lastEventID, opened: { _ in })
+    }
+
+    /// `events(_:lastEventID:)`, returned once the daemon has answered the stream's request (its
+    /// head, status 200): from then on the stream has every event the daemon sends. A request made
+    /// after this returns cannot have events the stream misses, as it could right after
+    /// `events(_:lastEventID:)`, whose connection is still being made.
+    public func openEvents(
+        _ path: String = "/v1/events", lastEventID: String? = nil
+    ) async throws -> AsyncThrowingStream<ServerSentEvent, any Error> {
+        let opened = OpenSignal()
+        let stream = events(path, lastEventID: lastEventID, opened: { opened.resume($0) })
+        try await opened.wait()
+        return stream
+    }
+
+    private func events(
+        _ path: String, lastEventID: String?, opened: @escaping @Sendable ((any Error)?) -> Void
+    ) -> AsyncThrowingStream<ServerSentEvent, any Error> {
         let endpoint = endpoint
         let timeout = timeout
         let headers = authorized(
@@ -107,12 +126,14 @@ public struct SpeakHTTPClient: Sendable {
                     failed.body = try reader.readWholeBody()
                     throw SpeakClientError(failed.error?.description ?? "the event stream answered \(head.status)")
                 }
+                opened(nil)
                 var parser = ServerSentEventParser()
                 try reader.readBody { bytes in
                     for message in parser.feed(bytes) { continuation.yield(message) }
                 }
                 continuation.finish()
             } catch {
+                opened(error)
                 continuation.finish(throwing: connectionBox.isShutDown ? nil : error)
             }
         }
@@ -375,6 +396,35 @@ private struct ResponseReader {
                 if bytes.isEmpty { return }
                 try receive(bytes)
             }
+        }
+    }
+}
+
+/// Resumes one waiter once, with the first outcome given (later ones are ignored).
+private final class OpenSignal: Sendable {
+    private struct State {
+        var outcome: Result<Void, any Error>?
+        var waiter: CheckedContinuation<Void, any Error>?
+    }
+    private let state = Mutex(State())
+
+    func resume(_ error: (any Error)?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = error.map { .failure($0) } ?? .success(())
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
+    }
+
+    func wait() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let outcome = state.withLock { state -> Result<Void, any Error>? in
+                if state.outcome == nil { state.waiter = continuation }
+                return state.outcome
+            }
+            if let outcome { continuation.resume(with: outcome) }
         }
     }
 }
