@@ -245,6 +245,20 @@ public final class PiperRenderer: SpeechRenderer {
     }
 }
 
+extension PiperRenderer: NamedVoiceRenderer {
+    public func hasVoice(named name: String) -> Bool {
+        voicesByName[name] != nil
+    }
+
+    public func voice(named name: String, speaks language: LanguageTag) -> Bool {
+        voicesByName[name]?.speaks(language) ?? false
+    }
+
+    public func preparedItself(_ prepared: PreparedUtterance) -> Bool {
+        prepared.engineInput is PiperInput
+    }
+}
+
 /// A Piper worker that failed a job: it could not start, or died while rendering.
 public struct PiperWorkerError: Error, Sendable, CustomStringConvertible {
     public var message: String

@@ -100,10 +100,10 @@ public protocol SpeechRenderer: Sendable {
 }
 
 extension SpeechRenderer {
-    /// Renders `prepared` for playback (`.streaming`).
     /// A renderer that does not say which engine it is.
     public var engineName: String { "renderer" }
 
+    /// Renders `prepared` for playback (`.streaming`).
     public func render(_ prepared: PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error> {
         render(prepared, chunking: .streaming)
     }

@@ -45,7 +45,7 @@ func makeEngines(
             description: "--default-voice: no Piper voice is called '\(voice)'"
                 + (piper == nil ? " (Piper is off: --piper)" : " (voices: \(known))"))
     }
-    let router = EngineRouter(primary: primary, piper: piper, defaultVoice: configuration.defaultVoice)
+    let router = EngineRouter(primary: primary, named: piper, defaultVoice: configuration.defaultVoice)
     // Recorded clips between the engines' speech, behind the seam like another engine.
     let clips = try configuration.clipsDirectory.map { directory in
         do {
