@@ -131,23 +131,26 @@ public struct AnnouncementIntake: Sendable {
     public func submitPersonalized(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local, yieldsPlace: Bool = false
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        var (original, prepared) = try await personalizeAndPrepare(request, origin: origin)
+        var (original, personalized, prepared) = try await personalizeAndPrepare(request, origin: origin)
         prepared.yieldsPlace = yieldsPlace
-        return (prepared.request, try await submitRemembered(prepared, original: original))
+        return (personalized, try await submitRemembered(prepared, original: original))
     }
 
     /// Addresses `request` (a private one that names no output to the private output, whose
     /// session is then the one that applies), applies that output's session and prepares it.
-    /// - Returns: the request as addressed, before the session changed it, and the announcement
-    ///   prepared from the session's version of it.
+    /// - Returns: the request as addressed, before the session changed it; the session's version
+    ///   of it; and the announcement prepared from that.
     private func personalizeAndPrepare(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin
-    ) async throws(IntakeError) -> (original: AnnouncementRequest, prepared: PreparedAnnouncement) {
+    ) async throws(IntakeError) -> (
+        original: AnnouncementRequest, personalized: AnnouncementRequest, prepared: PreparedAnnouncement
+    ) {
         var request = request
         if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
-        var prepared = try await prepare(await sessions.personalize(request))
+        let personalized = await sessions.personalize(request)
+        var prepared = try await prepare(personalized)
         prepared.origin = origin
-        return (request, prepared)
+        return (request, personalized, prepared)
     }
 
     /// Submits `prepared` and has it remembered for repeats, as `original`, once heard.
@@ -155,7 +158,7 @@ public struct AnnouncementIntake: Sendable {
         _ prepared: PreparedAnnouncement, original: AnnouncementRequest
     ) async throws(IntakeError) -> AnnouncementAccepted {
         let accepted = try await submit(prepared)
-        await sessions.accepted(id: accepted.id, original: original, output: try queue(for: prepared.request).output)
+        await sessions.accepted(id: accepted.id, original: original, output: try queue(for: prepared).output)
         return accepted
     }
 
@@ -167,7 +170,7 @@ public struct AnnouncementIntake: Sendable {
     public func prepare(
         ahead body: Data, origin: AnnouncementOrigin
     ) async throws(IntakeError) -> (request: AnnouncementRequest, prepared: PreparedAnnouncement) {
-        let (original, prepared) = try await personalizeAndPrepare(try decode(body), origin: origin)
+        let (original, _, prepared) = try await personalizeAndPrepare(try decode(body), origin: origin)
         return (original, prepared)
     }
 
@@ -249,15 +252,19 @@ public struct AnnouncementIntake: Sendable {
     /// utterance once, and checks the values the queue interprets: the one validation of an
     /// announcement, whose result travels with it to the queue and the worker.
     public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedAnnouncement {
-        _ = try queue(for: request)
+        let output = try queue(for: request).output
         try checkChimes(of: request)
         var speech = try await prepare(request.utterance)
         speech.isPrivate = request.isPrivate
+        var prepared: PreparedAnnouncement
         do {
-            return try PreparedAnnouncement(request, speech: speech)
+            prepared = try PreparedAnnouncement(request, speech: speech)
         } catch {
             throw .invalid(error)
         }
+        // The output whose queue takes it, as the rules for private announcements chose it.
+        prepared.output = output
+        return prepared
     }
 
     /// The queue that speaks `request`: the output it names, else `default`; a private one only
@@ -285,6 +292,11 @@ public struct AnnouncementIntake: Sendable {
             throw .invalidValue(field: "output", "several outputs are private (\(privateList)); name one in output")
         }
         return try queue(named: only)
+    }
+
+    /// The queue of the output `prepared` names (`prepare` chose it).
+    private func queue(for prepared: PreparedAnnouncement) throws(IntakeError) -> AnnouncementQueue {
+        try queue(named: prepared.output ?? AnnouncementOutputs.defaultName)
     }
 
     private func queue(named name: String) throws(IntakeError) -> AnnouncementQueue {
@@ -321,7 +333,7 @@ public struct AnnouncementIntake: Sendable {
     /// Hands a prepared announcement to the queue of the output it names, unless that output's
     /// audio is down; counts it when accepted.
     public func submit(_ prepared: PreparedAnnouncement) async throws(IntakeError) -> AnnouncementAccepted {
-        let queue = try queue(for: prepared.request)
+        let queue = try queue(for: prepared)
         let health = await health.health()
         let audio =
             health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }
@@ -336,10 +348,10 @@ public struct AnnouncementIntake: Sendable {
             throw .scheduling(error)
         }
         // Its poster's capability: the key shows the text, which nothing else does.
-        if prepared.request.isPrivate {
-            accepted.key = privateTexts.key(for: accepted.id, text: prepared.request.utterance.text)
+        if prepared.isPrivate {
+            accepted.key = privateTexts.key(for: accepted.id, text: prepared.speech.utterance.text)
         }
-        counters.accepted(prepared.request.priority)
+        counters.accepted(prepared.priority)
         return accepted
     }
 }

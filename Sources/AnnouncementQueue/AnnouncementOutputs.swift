@@ -98,10 +98,10 @@ public struct AnnouncementOutputs: Sendable {
     /// The queue of `name`; nil for an output that is not configured.
     public func queue(named name: String) -> AnnouncementQueue? { byName[name] }
 
-    /// The queue `request` names.
+    /// The queue `prepared` is for.
     /// - Throws: `AnnouncementQueueError.invalidValue` naming `output` for an unknown one.
-    public func queue(for request: AnnouncementRequest) throws(AnnouncementQueueError) -> AnnouncementQueue {
-        try queue(requiring: request.output ?? Self.defaultName)
+    public func queue(for prepared: PreparedAnnouncement) throws(AnnouncementQueueError) -> AnnouncementQueue {
+        try queue(requiring: prepared.output ?? Self.defaultName)
     }
 
     /// The queue of the output called `name`, as a request or a query names it.

@@ -220,18 +220,16 @@ public actor AnnouncementQueue {
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
     /// - Throws: `AnnouncementQueueError.queueFull` or `.shuttingDown`.
     public func submit(_ prepared: PreparedAnnouncement) throws(AnnouncementQueueError) -> AnnouncementAccepted {
-        let request = prepared.request
-        let speech = prepared.speech
         guard phase == .open else { throw .shuttingDown }
         let startsNow = speaking == nil && canStart
         // What it replaces does not make the queue busy: it goes anyway.
-        let replaced = Set(request.replaces + [request.replaceGroup].compactMap { $0 })
-        if request.dropIfBusy, isBusy(ignoring: replaced) {
-            return drop(request, speech: speech, origin: prepared.origin)
+        let replaced = Set(prepared.replaces + [prepared.replaceGroup].compactMap { $0 })
+        if prepared.dropIfBusy, isBusy(ignoring: replaced) {
+            return drop(prepared)
         }
         if !startsNow && waiting.count >= capacity {
             guard
-                let victim = waiting.displacementCandidate(below: request.priority, yieldsPlace: prepared.yieldsPlace)
+                let victim = waiting.displacementCandidate(below: prepared.priority, yieldsPlace: prepared.yieldsPlace)
             else {
                 logger.debug("announcement refused, queue full", metadata: ["queue.capacity": "\(capacity)"])
                 throw .queueFull(capacity: capacity)
@@ -242,23 +240,23 @@ public actor AnnouncementQueue {
 
         acceptedCount += 1
         var announcement = Announcement(
-            id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
-            expiresAfter: request.expiresAfter)
-        announcement.chime = request.chime
-        announcement.chimeAfter = request.chimeAfter
-        announcement.repeat = request.repeat
-        announcement.replaceGroup = request.replaceGroup
-        announcement.isPrivate = request.isPrivate
+            id: makeID(), speech: prepared.speech, priority: prepared.priority, queue: prepared.queue,
+            expiresAfter: prepared.expiresAfter)
+        announcement.chime = prepared.chime
+        announcement.chimeAfter = prepared.chimeAfter
+        announcement.repeat = prepared.repeat
+        announcement.replaceGroup = prepared.replaceGroup
+        announcement.isPrivate = prepared.isPrivate
         announcement.origin = prepared.origin
         announcement.prerendered = prepared.prerendered
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.yieldsPlace = prepared.yieldsPlace
         publish(.queued, pending)
-        if let group = request.replaceGroup { replace(group: group, by: announcement.id) }
-        for group in request.replaces where group != request.replaceGroup {
+        if let group = prepared.replaceGroup { replace(group: group, by: announcement.id) }
+        for group in prepared.replaces where group != prepared.replaceGroup {
             replace(group: group, by: announcement.id, newer: false)
         }
-        if let seconds = request.expiresAfter, !startsNow {
+        if let seconds = prepared.expiresAfter, !startsNow {
             pending.expiry = expiryTimer(id: announcement.id, after: seconds)
         }
         waiting.insert(pending)
@@ -279,16 +277,14 @@ public actor AnnouncementQueue {
                 id: announcement.id, state: .queued, position: position(ofWaiting: announcement.id) ?? 0)
     }
 
-    /// Accepts `request` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
-    private func drop(
-        _ request: AnnouncementRequest, speech: PreparedUtterance, origin: AnnouncementOrigin?
-    ) -> AnnouncementAccepted {
+    /// Accepts `prepared` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
+    private func drop(_ prepared: PreparedAnnouncement) -> AnnouncementAccepted {
         acceptedCount += 1
         var announcement = Announcement(
-            id: makeID(), speech: speech, priority: request.priority, queue: request.queue,
-            expiresAfter: request.expiresAfter)
-        announcement.isPrivate = request.isPrivate
-        announcement.origin = origin
+            id: makeID(), speech: prepared.speech, priority: prepared.priority, queue: prepared.queue,
+            expiresAfter: prepared.expiresAfter)
+        announcement.isPrivate = prepared.isPrivate
+        announcement.origin = prepared.origin
         let pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         publish(.queued, pending)
         finish(pending, reason: .discarded, detail: "dropped: the queue was busy (dropIfBusy)")

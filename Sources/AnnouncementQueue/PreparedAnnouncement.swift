@@ -2,17 +2,34 @@ import SpeakAPI
 import SpeechModel
 import SpeechRendering
 
-/// An announcement ready for a queue: the request, its values checked, with its utterance as the
-/// renderer prepared it.
-///
-/// The only way to make one is `init(_:speech:)`, which validates the request; so a queue takes it
-/// as it is and checks nothing again. The intake (`AnnouncementIntake.prepare`) builds it once,
-/// whichever front brought the request.
+/// An announcement ready for a queue, in the queue's own terms: its speech as the renderer
+/// prepared it, and what the queue does with it (priority, interruption, expiry, chimes, repeats,
+/// groups). It carries no wire request: the intake checks a request's values once and makes this
+/// from it (`AnnouncementIntake.prepare`), whichever front brought it, so a queue takes it as it
+/// is and checks nothing again.
 public struct PreparedAnnouncement: Sendable, Hashable {
-    /// The request, its values in range (`AnnouncementRequest.validate()`).
-    public let request: AnnouncementRequest
-    /// `request.utterance`, validated and compiled by the renderer: the speaker renders it as it is.
-    public let speech: PreparedUtterance
+    /// What to say, validated and compiled by the renderer: the speaker renders it as it is.
+    public var speech: PreparedUtterance
+    /// The output whose queue takes it; nil for the default output.
+    public var output: String?
+    public var priority: AnnouncementPriority = .default
+    /// `false` interrupts a lower or equal (non-high) announcement that is speaking.
+    public var queue = true
+    /// Seconds it may wait before it starts; nil waits for ever.
+    public var expiresAfter: Double?
+    /// The chimes before and after the speech.
+    public var chime: ChimeChoice = .priorityDefault
+    public var chimeAfter: ChimeChoice = .priorityDefault
+    /// How many times it is spoken as this one announcement; nil once.
+    public var `repeat`: AnnouncementRepeat?
+    /// Its group: the newest accepted of a group finishes the others `discarded`.
+    public var replaceGroup: String?
+    /// Other groups it finishes `discarded`.
+    public var replaces: [String] = []
+    /// Finished `discarded` at once, rather than waiting, when anything else speaks or waits.
+    public var dropIfBusy = false
+    /// Its text leaves the queue in no event or status.
+    public var isPrivate = false
     /// Whether it gives up its waiting place to any announcement that does not (SSIP's, so a
     /// flood from an assistive client never makes a platform announcement be refused).
     public var yieldsPlace = false
@@ -22,16 +39,8 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     /// time it is spoken plays these chunks instead of rendering; a repeat renders again.
     public var prerendered: [PCMChunk]?
 
-    /// Checks the values of `request` that a queue interprets, and pairs it with its prepared speech.
-    /// - Parameters:
-    ///   - request: the announcement as a client asked for it.
-    ///   - speech: `request.utterance` as the renderer prepared it (`SpeechRenderer.prepare`).
-    /// - Throws: `SpeechInputError` naming the field (`expiresAfter`, `repeat.count`, …).
-    public init(_ request: AnnouncementRequest, speech: PreparedUtterance) throws(SpeechInputError) {
-        // A programming error, not a client's: checked in debug builds, as the queue did before.
-        assert(speech.utterance == request.utterance, "the prepared utterance is not the request's")
-        try request.validate()
-        self.request = request
+    /// - Parameter speech: what to say, as the renderer prepared it; the rest is set after.
+    public init(speech: PreparedUtterance) {
         self.speech = speech
     }
 }

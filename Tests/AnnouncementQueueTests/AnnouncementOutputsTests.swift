@@ -29,8 +29,8 @@ struct AnnouncementOutputsTests {
         func submit(_ text: String, to output: String? = nil, priority: AnnouncementPriority = .default)
             async throws -> AnnouncementAccepted
         {
-            let request = AnnouncementRequest(utterance: Utterance(text), priority: priority, output: output)
-            return try await outputs.queue(for: request).submit(.unrendered(request))
+            let prepared = PreparedAnnouncement.unrendered(text, priority: priority, output: output)
+            return try await outputs.queue(for: prepared).submit(prepared)
         }
 
         /// Shuts both queues down and waits for the stream to end; a second call does nothing.
@@ -94,7 +94,7 @@ struct AnnouncementOutputsTests {
     }
 
     @Test func anUnknownOutputNamesTheField() async throws {
-        try await withOutputs { harness in
+        await withOutputs { harness in
             await #expect {
                 _ = try await harness.submit("Hello", to: "lobby")
             } throws: { error in
@@ -118,7 +118,7 @@ struct AnnouncementOutputsTests {
         let queue = AnnouncementQueue(speaker: FakeSpeaker(), output: name)
         let outputs = AnnouncementOutputs(single: queue)
         #expect(outputs.defaultQueue === queue)
-        #expect(try outputs.queue(for: AnnouncementRequest(utterance: Utterance("Hi"))) === queue)
+        #expect(try outputs.queue(for: PreparedAnnouncement.unrendered("Hi")) === queue)
         #expect(outputs.queue(named: name) === queue)
     }
 

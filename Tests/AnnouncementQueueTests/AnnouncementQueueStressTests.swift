@@ -22,7 +22,7 @@ final class Shared<Value: Sendable>: Sendable {
 struct AnnouncementQueueStressTests {
     @Test(arguments: [1, 7, 42, 1234, 99_991] as [UInt64])
     func exactlyOneFinishedPerAcceptedAnnouncement(seed: UInt64) async throws {
-        try await withQueue(capacity: 6, eventHistory: 4096) { harness in
+        await withQueue(capacity: 6, eventHistory: 4096) { harness in
             let accepted = Shared<[String]>([])
             let refused = Shared(0)
             let stop = Shared(false)
@@ -57,12 +57,11 @@ struct AnnouncementQueueStressTests {
                             switch random.next() % 12 {
                             case 0..<6:
                                 let priority = AnnouncementPriority.allCases[Int(random.next() % 3)]
-                                let request = AnnouncementRequest(
-                                    utterance: Utterance("w\(worker) s\(step)"), priority: priority,
-                                    queue: random.next() % 2 == 0,
+                                let prepared = PreparedAnnouncement.unrendered(
+                                    "w\(worker) s\(step)", priority: priority, queue: random.next() % 2 == 0,
                                     expiresAfter: random.next() % 3 == 0 ? Double(random.next() % 1000) / 1000 : nil)
                                 do {
-                                    let submission = try await queue.submit(.unrendered(request))
+                                    let submission = try await queue.submit(prepared)
                                     accepted.withLock { $0.append(submission.id) }
                                 } catch {
                                     #expect((error as? AnnouncementQueueError) == .queueFull)

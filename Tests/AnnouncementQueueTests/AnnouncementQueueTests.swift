@@ -563,7 +563,7 @@ struct AnnouncementQueueTests {
         var ids: [String] = []
         for index in 0..<4 {
             ids.append(
-                try await queue.submit(.unrendered(AnnouncementRequest(utterance: Utterance("\(index)")))).id)
+                try await queue.submit(.unrendered("\(index)")).id)
         }
         #expect(await queue.cancelAll() == 4)
         #expect(await queue.status(id: ids[0]) == nil)

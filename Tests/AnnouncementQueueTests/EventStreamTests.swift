@@ -102,13 +102,13 @@ struct EventStreamTests {
 @Suite("Event stream under concurrency", .timeLimit(.minutes(1)))
 struct EventStreamConcurrencyTests {
     @Test func subscribersComingAndGoingWhileEventsFlow() async throws {
-        try await withQueue(capacity: 1000) { harness in
+        await withQueue(capacity: 1000) { harness in
             let queue = harness.queue
             await withTaskGroup { group in
                 group.addTask {
                     for index in 0..<300 {
                         _ = try? await queue.submit(
-                            .unrendered(AnnouncementRequest(utterance: Utterance("\(index)"), priority: .low)))
+                            .unrendered("\(index)", priority: .low))
                     }
                 }
                 for subscriber in 0..<40 {

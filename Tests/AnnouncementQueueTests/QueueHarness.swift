@@ -141,9 +141,8 @@ struct QueueHarness {
         _ text: String, priority: AnnouncementPriority = .default, queue interrupting: Bool = true,
         expiresAfter: Double? = nil, yieldsPlace: Bool = false
     ) async throws -> AnnouncementAccepted {
-        var prepared = try PreparedAnnouncement.unrendered(
-            AnnouncementRequest(
-                utterance: Utterance(text), priority: priority, queue: interrupting, expiresAfter: expiresAfter))
+        var prepared = PreparedAnnouncement.unrendered(
+            text, priority: priority, queue: interrupting, expiresAfter: expiresAfter)
         prepared.yieldsPlace = yieldsPlace
         return try await queue.submit(prepared)
     }
@@ -202,10 +201,17 @@ func withQueue<Result>(
 }
 
 extension PreparedAnnouncement {
-    /// `request`, validated, with its utterance unrendered for a fake speaker.
-    static func unrendered(_ request: AnnouncementRequest) throws -> PreparedAnnouncement {
-        try PreparedAnnouncement(
-            request, speech: PreparedUtterance(utterance: request.utterance, voices: [], engineInput: 0))
+    /// Plain text for a fake speaker, which renders nothing, with what the queue does with it.
+    static func unrendered(
+        _ text: String, priority: AnnouncementPriority = .default, queue: Bool = true, expiresAfter: Double? = nil,
+        output: String? = nil
+    ) -> PreparedAnnouncement {
+        var prepared = PreparedAnnouncement(speech: .unrendered(text))
+        prepared.priority = priority
+        prepared.queue = queue
+        prepared.expiresAfter = expiresAfter
+        prepared.output = output
+        return prepared
     }
 }
 

@@ -12,11 +12,11 @@ struct ReplaceGroupTests {
         _ harness: QueueHarness, _ text: String, group: String? = nil, dropIfBusy: Bool = false,
         replaces: [String] = []
     ) async throws -> AnnouncementAccepted {
-        var request = AnnouncementRequest(utterance: Utterance(text))
-        request.replaceGroup = group
-        request.dropIfBusy = dropIfBusy
-        request.replaces = replaces
-        return try await harness.queue.submit(.unrendered(request))
+        var prepared = PreparedAnnouncement.unrendered(text)
+        prepared.replaceGroup = group
+        prepared.dropIfBusy = dropIfBusy
+        prepared.replaces = replaces
+        return try await harness.queue.submit(prepared)
     }
 
     @Test func theNewestOfAGroupReplacesTheWaitingAndTheSpeakingOnes() async throws {

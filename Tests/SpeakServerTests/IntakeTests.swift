@@ -29,8 +29,8 @@ struct IntakeTests {
         #expect(received.isEmpty)
     }
 
-    /// A valid request comes out prepared: its speech is the request's utterance, and the queue
-    /// speaks it.
+    /// A valid request comes out prepared: the queue's terms carry the request's values, its
+    /// speech is the request's utterance, and the queue speaks it.
     @Test func preparedAnnouncementCarriesTheRequestAndItsSpeech() async throws {
         let running = RunningQueue()
         try await running.waitUntilRunning()
@@ -38,7 +38,8 @@ struct IntakeTests {
             outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
         let request = AnnouncementRequest(utterance: Utterance("Platform four."), expiresAfter: 30)
         let prepared = try await intake.prepare(request)
-        #expect(prepared.request == request)
+        #expect(prepared.priority == request.priority && prepared.queue == request.queue)
+        #expect(prepared.expiresAfter == 30 && prepared.output == "default" && !prepared.isPrivate)
         #expect(prepared.speech.utterance == request.utterance)
         let accepted = try await intake.submit(prepared)
         #expect(accepted.state == .speaking)
