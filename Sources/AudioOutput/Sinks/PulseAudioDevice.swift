@@ -178,12 +178,6 @@ final class PulseAudioDevice: BlockingAudioDevice {
     /// The stream's latency: what was written and not yet played, plus the server's and the
     /// device's own buffering, so the time until the last sample written is heard.
     func queuedDuration() -> Duration? {
-        // From the server's timing as it is now, not as interpolated from its last update: after
-        // an idle spell the interpolation still counts the stream as playing from before, and
-        // put a Piper announcement's first sound 1-9 ms before it was heard.
-        try? run({ stream, callback, userdata in pa_stream_update_timing_info(stream, callback, userdata) }) {
-            .writeFailed(sink: sinkName, $0)
-        }
         guard let latency = try? latencyMicroseconds({ .writeFailed(sink: sinkName, $0) }) else { return nil }
         return .microseconds(Int64(latency))
     }
