@@ -97,7 +97,7 @@ public struct EngineRouter: SpeechRenderer {
     public func render(
         _ prepared: PreparedUtterance, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        if let mixed = try? prepared.input(as: MixedInput.self) { return render(mixed, chunking: chunking) }
+        if let mixed = prepared.engineInput as? MixedInput { return render(mixed, chunking: chunking) }
         if let named, named.preparedItself(prepared) { return named.render(prepared, chunking: chunking) }
         return primary.render(prepared, chunking: chunking)
     }

@@ -13,8 +13,9 @@ import SpeechRendering
 /// A frame is a one-byte kind, a four-byte little-endian payload length and the payload. The
 /// daemon sends `job` (the engine's input as the daemon compiled it, see `WorkerJob`) and `cancel`;
 /// the worker answers `ready` once at start (its sample rate), then for each job `pcm` chunks as
-/// the engine makes them and exactly one `done` or `failure`. A `cancel` that reaches an idle worker is ignored, so the
-/// daemon never needs job ids: it waits for the `done` or `failure` of the job it sent.
+/// the engine makes them and exactly one `done` or `failure`. A `cancel` that reaches an idle
+/// worker is ignored, so the daemon never needs job ids: it waits for the `done` or `failure` of
+/// the job it sent.
 public enum WorkerFrame: Sendable, Hashable {
     /// Worker → daemon, once: the engine started; samples are s16 mono at this rate, and the
     /// worker is confined as `sandbox` says.
