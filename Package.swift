@@ -143,10 +143,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // What every engine's worker process shares, whatever its engine: the one frame protocol
-        // between the daemon and a worker, and the stall watch.
+        // between the daemon and a worker, the worker as the daemon holds it (its reader thread,
+        // its job with back-pressure and cancel), its standard error, the stall watch, the restart
+        // backoff and the start-up watchdog.
         .target(
             name: "WorkerRuntime",
-            dependencies: ["SpeechModel", "SpeechRendering"],
+            dependencies: [
+                "PosixSupport", "SpeechModel", "SpeechRendering", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // espeak-ng's worker processes: the daemon's pool, the template that forks them, and the
@@ -413,6 +417,14 @@ let package = Package(
         .testTarget(
             name: "EngineWorkersTests",
             dependencies: ["EngineWorkers", "WorkerRuntime", "EspeakEngine", "SpeechModel", "SpeechRendering"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "WorkerRuntimeTests",
+            dependencies: [
+                "WorkerRuntime", "PosixSupport", "SpeechModel", "SpeechRendering",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

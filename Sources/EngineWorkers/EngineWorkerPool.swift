@@ -103,7 +103,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         var idle: [EngineWorker] = []
         /// Jobs that found no idle worker, oldest first: the next worker to become idle takes the
         /// first one itself, on its reader thread, without a hop through a task.
-        var waiting: [Job] = []
+        var waiting: [RenderJob] = []
         var starting: [ObjectIdentifier: CheckedContinuation<Int, any Error>] = [:]
         /// Workers that said `ready` before `spawn` was waiting for it.
         var readyEarly: [ObjectIdentifier: Int] = [:]
@@ -120,8 +120,6 @@ public final class EngineWorkerPool: SpeechRenderer {
         var crashedInputs: [Int: EngineWorkerError] = [:]
         var crashedOrder: [Int] = []
         var stopped = false
-        /// Whether the stall watch runs: only while a worker renders, so an idle pool sets no timer.
-        var watching = false
         /// Starts (or started) the template that forks the workers.
         var template: Task<WorkerTemplate, any Error>?
         /// The template `template` started, once it is ready.
@@ -135,6 +133,7 @@ public final class EngineWorkerPool: SpeechRenderer {
     public let launch: Launch
     private let logger: Logger
     private let state = Mutex(State())
+    private let stallWatch: StallWatch
 
     /// Starts `launch.count` workers and waits until each is ready.
     ///
@@ -146,6 +145,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         self.launch = launch
         self.engine = engine
         self.logger = logger
+        stallWatch = StallWatch(limit: launch.stallLimit)
         guard FileManager.default.isExecutableFile(atPath: launch.executable) else {
             throw EngineWorkerError.unavailable("\(launch.executable) is not an executable")
         }
@@ -191,30 +191,23 @@ public final class EngineWorkerPool: SpeechRenderer {
     private func render(
         _ input: EspeakInput, text: String, _ chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        if let error = state.withLock({ $0.crashedInputs[input.hashValue] }) {
+        let work = WorkerJob(input, chunking: chunking)
+        if let error = state.withLock({ $0.crashedInputs[work.input.hashValue] }) {
             logger.warning(
                 "refused a text that crashed an engine worker before",
                 metadata: ["engine.error": "\(error)", "engine.text": "\(Self.excerpt(text))"])
             return AsyncThrowingStream { $0.finish(throwing: error) }
         }
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
-        let job = Job(
-            text: text, input: input, chunking: chunking, maxSamplesAhead: launch.maxSamplesAhead,
-            continuation: continuation)
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { job.cancel() }
-        }
+        let (job, stream) = RenderJob.stream(text: text, work: work, maxSamplesAhead: launch.maxSamplesAhead)
         dispatch(job)
-        // What the listener takes, counted, so the job renders no further ahead than its bound.
-        // Cancelling the listener's task, or dropping this stream, cancels `stream` and the job.
-        return AsyncThrowingStream(pulling: stream.makeAsyncIterator()) { job.consumed($0.samples.count) }
+        return stream
     }
 
     /// Gives `job` to an idle worker now, with no task in between, or else to the next worker that
     /// becomes idle (`release`). A worker that died between being handed out and taking the job is
     /// skipped: the job waits for the next one (the replacement, if no other is free). A job still
     /// waiting when the pool stops fails.
-    private func dispatch(_ job: Job) {
+    private func dispatch(_ job: RenderJob) {
         enum Next {
             case worker(EngineWorker)
             case waiting
@@ -405,7 +398,8 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
         pipes.closeTheirs()
         let callbacks = EngineWorker.Callbacks(
-            ready: { [weak self] worker, rate in self?.ready(worker, sampleRate: rate) },
+            // How the worker is confined is what its template reported.
+            ready: { [weak self] worker, rate, _ in self?.ready(worker, sampleRate: rate) },
             idle: { [weak self] worker in self?.finishedJob(worker) },
             died: { [weak self] worker, error, job in self?.died(worker, error: error, job: job) },
             requeue: { [weak self] job in self?.dispatch(job) })
@@ -413,7 +407,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             process: WorkerProcess(
                 pid: pid, input: pipes.input, output: pipes.output, errors: pipes.errors,
                 waitForExit: { [limit = launch.templateLimit] in template.waitForExit(pid, limit: limit) }),
-            callbacks: callbacks, logger: logger)
+            callbacks: callbacks, diagnostics: .engineWorker(logger: logger))
         let id = ObjectIdentifier(worker)
         let rate = try await withCheckedThrowingContinuation { continuation in
             let early = state.withLock { state -> Result<Int, EngineWorkerError>? in
@@ -441,9 +435,10 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// How many inputs that crashed a worker are remembered and refused at once.
     static let crashMemory = 64
 
-    /// Remembers that `input` crashed a worker with `error`, forgetting the oldest beyond `crashMemory`.
-    private func rememberCrash(_ input: EspeakInput, _ error: EngineWorkerError) {
-        let key = input.hashValue
+    /// Remembers that `work`'s input crashed a worker with `error` (whatever its chunking),
+    /// forgetting the oldest beyond `crashMemory`.
+    private func rememberCrash(_ work: WorkerJob, _ error: EngineWorkerError) {
+        let key = work.input.hashValue
         state.withLock { state in
             if state.crashedInputs.updateValue(error, forKey: key) == nil { state.crashedOrder.append(key) }
             if state.crashedOrder.count > Self.crashMemory {
@@ -474,7 +469,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         release(worker)
     }
 
-    private func died(_ worker: EngineWorker, error: EngineWorkerError, job: Job?) {
+    private func died(_ worker: EngineWorker, error: EngineWorkerError, job: RenderJob?) {
         let (known, starting, stopped, slot) = state.withLock { state in
             let id = ObjectIdentifier(worker)
             let known = state.workers.removeValue(forKey: id) != nil
@@ -492,7 +487,7 @@ public final class EngineWorkerPool: SpeechRenderer {
         if !known { return }
         if stopped { return }
         if let job {
-            if error.isCrashByInput { rememberCrash(job.input, error) }
+            if error.isCrashByInput { rememberCrash(job.work, error) }
             var metadata: Logger.Metadata = [
                 "engine.worker.pid": "\(worker.pid)", "engine.error": "\(error)",
                 "engine.text": "\(Self.excerpt(job.text))",
@@ -538,7 +533,7 @@ public final class EngineWorkerPool: SpeechRenderer {
     /// Gives `worker` the oldest waiting job, or puts it with the idle ones. A job it could not
     /// take (it died meanwhile) goes back to `dispatch`.
     private func release(_ worker: EngineWorker) {
-        let job = state.withLock { state -> Job? in
+        let job = state.withLock { state -> RenderJob? in
             guard !state.stopped, state.workers[ObjectIdentifier(worker)] != nil else { return nil }
             guard !state.waiting.isEmpty else {
                 state.idle.append(worker)
@@ -554,39 +549,12 @@ public final class EngineWorkerPool: SpeechRenderer {
         }
     }
 
-    /// Starts the stall watch unless it runs: a look at the rendering workers every
-    /// `stallCheckInterval` that ends once none renders, and starts again with the next job. An
-    /// idle pool has no timer, so an idle daemon is not woken for it.
+    /// Starts the stall watch unless it runs (see `StallWatch`).
     private func watchForStalls() {
-        let start = state.withLock { state -> Bool in
-            guard !state.stopped, !state.watching else { return false }
-            state.watching = true
-            return true
-        }
-        guard start else { return }
-        let limit = launch.stallLimit
-        Task { [weak self] in
-            while true {
-                try? await Task.sleep(for: Self.stallCheckInterval)
-                guard let self else { return }
-                // Decided under the pool's lock: a job started after this look finds the watch
-                // ended and starts it again, one started before it is seen rendering here.
-                let workers = self.state.withLock { state -> [EngineWorker]? in
-                    let rendering = state.workers.values.filter(\.isRendering)
-                    guard !state.stopped, !rendering.isEmpty else {
-                        state.watching = false
-                        return nil
-                    }
-                    return rendering
-                }
-                guard let workers else { return }
-                for worker in workers { worker.killIfStalled(limit: limit) }
-            }
+        stallWatch.start { [weak self] in
+            self?.state.withLock { state in state.stopped ? nil : state.workers.values.filter(\.isRendering) }
         }
     }
-
-    /// How often the stall watch looks while workers render.
-    static let stallCheckInterval = Duration.milliseconds(500)
 
     /// The first 200 characters, escaped, for a log line an operator can report.
     static func excerpt(_ text: String) -> String {
@@ -596,30 +564,5 @@ public final class EngineWorkerPool: SpeechRenderer {
                 ? scalar.escaped(asASCII: true) : String(scalar)
         }.joined()
         return text.count > 200 ? escaped + "… (\(text.count) characters)" : escaped
-    }
-}
-
-/// When a worker slot's replacement starts. Each slot counts its own failed starts in a row: a
-/// replacement that could not be started, or a worker that died before it took any job. A worker
-/// that dies after taking a job had started fine (its job crashed it, or it stalled), so its slot
-/// starts counting again and its replacement starts at once: texts that crash workers in a loop
-/// cost only the requests that send them, never a wait for everyone else's.
-struct RestartBackoff: Sendable, Hashable {
-    /// Failed starts in a row.
-    private(set) var failures = 0
-
-    /// The slot's worker died, after taking a job or before.
-    mutating func workerDied(afterTakingAJob tookJob: Bool) {
-        failures = tookJob ? 0 : failures + 1
-    }
-
-    /// A replacement for the slot could not be started.
-    mutating func startFailed() {
-        failures += 1
-    }
-
-    /// The wait before the slot's next start: none after one failure, then 0.1 s doubling to 5 s.
-    var delay: Duration {
-        failures <= 1 ? .zero : .milliseconds(min(5_000, 100 << min(failures - 2, 6)))
     }
 }

@@ -8,31 +8,6 @@ import WorkerRuntime
 import Glibc
 #endif
 
-/// A worker process as the pool holds it: its process id, the daemon's ends of its pipes, and
-/// how to learn how it ended.
-struct WorkerProcess: Sendable {
-    let pid: Int32
-    /// Writes to the worker's standard input.
-    let input: Int32
-    /// Reads the worker's standard output.
-    let output: Int32
-    /// Reads the worker's standard error.
-    let errors: Int32
-    /// Blocks until the worker's template says how it ended, for at most the template's time
-    /// limit; called once, after its output ended.
-    let waitForExit: @Sendable () -> WorkerExit
-}
-
-/// How a worker ended, as its template reported it.
-enum WorkerExit: Sendable, Hashable {
-    /// The template reported the worker's status.
-    case ended(SpawnedProcess.Termination)
-    /// The template ended first, which killed the worker (`PR_SET_PDEATHSIG`).
-    case templateGone
-    /// The template did not say within its time limit (it is stopped or hung).
-    case unknown(after: Duration)
-}
-
 /// The `speakd-engine-worker` template, seen from the daemon: the one process the daemon starts
 /// with `posix_spawn`, which initialises espeak-ng inside the sandbox and then forks every worker
 /// (see `EngineWorkerMain`). Its standard input and output are a Unix socket: a fork request is a
@@ -86,7 +61,7 @@ final class WorkerTemplate: @unchecked Sendable {
                 .map { "\($0.key)=\($0.value)" },
             socket: true)
         self.process = process
-        let diagnostics = WorkerDiagnostics(logger: logger)
+        let diagnostics = WorkerDiagnostics.engineWorker(logger: logger)
         self.diagnostics = diagnostics
         DetachedThread.start(name: "speakd-template-err") {
             diagnostics.read(process.errors)

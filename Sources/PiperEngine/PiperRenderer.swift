@@ -69,6 +69,10 @@ public final class PiperRenderer: SpeechRenderer {
         /// The threads each worker's onnxruntime session computes one run with (its intra-op
         /// threads); 0 leaves onnxruntime's default, one per core.
         public var threads = 0
+        /// How far ahead of its listener a job renders, in samples, before its worker is held
+        /// back (as espeak-ng's workers are): a long text costs the audio of a few seconds ahead,
+        /// not that of the whole text.
+        public var maxSamplesAhead = 1 << 18
 
         public init(
             python: String, script: String, memoryLimitMiB: Int = 2048, user: String = "nobody",
@@ -214,21 +218,22 @@ public final class PiperRenderer: SpeechRenderer {
     public func render(
         _ prepared: PreparedUtterance, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self, throwing: (any Error).self)
         let input: PiperInput
         do {
             input = try prepared.input(as: PiperInput.self)
         } catch {
-            continuation.finish(throwing: error)
-            return stream
+            return AsyncThrowingStream { $0.finish(throwing: error) }
         }
         // The worker with the fewest jobs queued or rendering.
         guard let worker = workers[input.voice]?.min(by: { $0.load < $1.load }) else {
-            continuation.finish(throwing: PiperWorkerError(message: "no worker for voice '\(input.voice)'"))
-            return stream
+            return AsyncThrowingStream {
+                $0.finish(throwing: PiperWorkerError(message: "no worker for voice '\(input.voice)'"))
+            }
         }
-        let job = PiperJob(input: input, chunking: chunking, continuation: continuation)
-        continuation.onTermination = { _ in job.cancel() }
+        // A private announcement's text is never logged, not even when its worker dies.
+        let (job, stream) = RenderJob.stream(
+            text: prepared.isPrivate ? "(private)" : prepared.utterance.text,
+            work: WorkerJob(chunking: chunking, input: input.workerInput), maxSamplesAhead: launch.maxSamplesAhead)
         worker.submitted()
         Task { await worker.run(job) }
         return stream
@@ -265,121 +270,45 @@ public struct PiperWorkerError: Error, Sendable, CustomStringConvertible {
     public var description: String { "Piper worker: \(message)" }
 }
 
-/// One render on its way through a worker.
-final class PiperJob: Sendable {
-    let input: PiperInput
-    let chunking: RenderChunking
-    private let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
-    private struct State {
-        var cancelled = false
-        var ended = false
-        var process: PiperProcess?
-    }
-    private let state = Mutex(State())
-
-    init(
-        input: PiperInput, chunking: RenderChunking, continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
-    ) {
-        self.input = input
-        self.chunking = chunking
-        self.continuation = continuation
-    }
-
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
-
-    func attach(_ process: PiperProcess) -> Bool {
-        state.withLock {
-            $0.process = process
-            return !$0.cancelled
-        }
-    }
-
-    /// Aborts the render if its worker still has it. The cancel is written under the lock that
-    /// `finish` takes before the worker is free for another job, so it can never abort the next one.
-    func cancel() {
-        state.withLock { state in
-            state.cancelled = true
-            if !state.ended { state.process?.send(WorkerFrame.cancel.encoded()) }
-        }
-    }
-
-    func yield(_ chunk: PCMChunk) {
-        continuation.yield(chunk)
-    }
-
-    /// Ends the stream (with `error`, when given).
-    func finish(throwing error: (any Error)? = nil) {
-        state.withLock { $0.ended = true }
-        // Outside the lock: finishing runs `onTermination`, which calls `cancel`.
-        if let error { continuation.finish(throwing: error) } else { continuation.finish() }
-    }
-}
-
-/// A running worker process.
-final class PiperProcess: Sendable {
-    let process: SpawnedProcess
-    private let input: Mutex<Int32>
-
-    init(process: SpawnedProcess) {
-        self.process = process
-        input = Mutex(process.input)
-    }
-
-    func send(_ bytes: [UInt8]) {
-        input.withLock { descriptor in
-            guard descriptor >= 0 else { return }
-            _ = bytes.withUnsafeBytes { raw in
-                var written = 0
-                while written < raw.count {
-                    let result = Glibc.write(descriptor, raw.baseAddress! + written, raw.count - written)
-                    if result < 0 {
-                        if errno == EINTR { continue }
-                        return false
-                    }
-                    written += result
-                }
-                return true
-            }
-        }
-    }
-
-    private let ended = Atomic<Bool>(false)
-
-    /// Kills it and reaps it; once (a later call does nothing, so its pid and descriptors,
-    /// perhaps reused by then, are never touched again).
-    func end() {
-        guard !ended.exchange(true, ordering: .relaxed) else { return }
-        kill(process.pid, SIGKILL)
-        input.withLock { descriptor in
-            if descriptor >= 0 { close(descriptor) }
-            descriptor = -1
-        }
-        _ = process.waitForExit()
-        close(process.output)
-    }
-}
-
-/// The worker of one voice: started when a job needs it, one job at a time.
+/// The workers of one voice, each in a slot: started when a job needs it (or at start-up, warm),
+/// one job at a time, on the runtime every engine's workers share (`EngineWorker`, `RenderJob`,
+/// `StallWatch`), started again by the next job after it dies.
 actor PiperWorkerSlot {
     private let voice: PiperVoice
     private let launch: PiperRenderer.Launch
     private let rate: Int
     private let logger: Logger
-    private var process: PiperProcess?
+    private var worker: EngineWorker?
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
-    private let runningPID = Atomic<Int32>(0)
     private let queued = Atomic<Int>(0)
+    private let stallWatch: StallWatch
+    /// Failed starts in a row, as an espeak-ng worker slot counts them: a worker that cannot
+    /// start is tried again after 0.1 s doubling to 5 s, not at once by every job.
+    private var backoff = RestartBackoff()
+    /// The worker that ran last, while its death is not yet counted in `backoff`.
+    private var lastWorker: EngineWorker?
+    /// What the worker's reader thread reaches.
+    private let shared = Shared()
+
+    private final class Shared: Sendable {
+        /// The running worker's pid, 0 for none.
+        let runningPID = Atomic<Int32>(0)
+        /// Resumed (true) when the job the worker renders now ends: with its `done` or
+        /// `failure`, or with the worker's death while it had the job.
+        let jobEnded = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+    }
 
     init(voice: PiperVoice, launch: PiperRenderer.Launch, rate: Int, logger: Logger) {
         self.voice = voice
         self.launch = launch
         self.rate = rate
         self.logger = logger
+        stallWatch = StallWatch(limit: launch.stallLimit)
     }
 
     nonisolated var pid: Int32? {
-        let pid = runningPID.load(ordering: .relaxed)
+        let pid = shared.runningPID.load(ordering: .relaxed)
         return pid == 0 ? nil : pid
     }
 
@@ -402,12 +331,15 @@ actor PiperWorkerSlot {
         if !waiting.isEmpty { waiting.removeFirst().resume() }
     }
 
-    /// Ends the worker, if it runs; a later job starts another.
+    /// Ends the worker, if it runs (a job in flight fails); a later job starts another.
     func stop() {
-        guard let process else { return }
-        self.process = nil
-        runningPID.store(0, ordering: .relaxed)
-        process.end()
+        guard let worker else { return }
+        self.worker = nil
+        lastWorker = nil
+        shared.runningPID.store(0, ordering: .relaxed)
+        // Its reader reaps it.
+        if !worker.isDead { kill(worker.pid, SIGKILL) }
+        worker.stop()
     }
 
     /// Starts the worker now, if it is not running, so no request waits for it.
@@ -421,39 +353,70 @@ actor PiperWorkerSlot {
         }
     }
 
-    func run(_ job: PiperJob) async {
+    /// Renders `job` on this slot's worker once it is free, starting the worker when none runs;
+    /// returns when the job ended.
+    func run(_ job: RenderJob) async {
         await acquire()
         defer {
             release()
             queued.subtract(1, ordering: .relaxed)
         }
-        if job.isCancelled {
-            job.finish()
-            return
-        }
-        let worker: PiperProcess
-        do {
-            worker = try await running()
-        } catch {
-            job.finish(throwing: error)
-            return
-        }
-        guard job.attach(worker) else {
-            job.finish()
-            return
-        }
-        let alive = await Self.render(job, on: worker, stallLimit: launch.stallLimit)
-        if !alive {
-            logger.warning("Piper worker \(worker.process.pid) for \(voice.name) ended while rendering")
-            process = nil
-            runningPID.store(0, ordering: .relaxed)
-            DetachedThread.start(name: "speakd-piper-reap") { worker.end() }
+        // A worker that died between its `ready` and this job is started again, once.
+        for attempt in 0..<2 {
+            if job.isCancelled {
+                job.finish()
+                return
+            }
+            let worker: EngineWorker
+            do {
+                worker = try await running()
+            } catch {
+                job.finish(throwing: error)
+                return
+            }
+            let taken = await withCheckedContinuation { (ended: CheckedContinuation<Bool, Never>) in
+                shared.jobEnded.withLock { $0 = ended }
+                guard worker.start(job) else {
+                    // Dead already: its death, reported with no job, left this wait to be ended here.
+                    shared.jobEnded.withLock { $0.take() }?.resume(returning: false)
+                    return
+                }
+                stallWatch.start { [weak worker] in
+                    guard let worker, !worker.isDead else { return nil }
+                    return worker.isRendering ? [worker] : []
+                }
+            }
+            if taken { return }
+            self.worker = nil
+            if attempt == 1 {
+                job.finish(
+                    throwing: PiperWorkerError(message: "the worker for \(voice.name) ended before it took the job"))
+            }
         }
     }
 
-    /// The running worker, started if there is none.
-    private func running() async throws -> PiperProcess {
-        if let process { return process }
+    /// The running worker, started if there is none (or it died), after the slot's backoff.
+    private func running() async throws -> EngineWorker {
+        if let worker, !worker.isDead { return worker }
+        worker = nil
+        if let lastWorker {
+            backoff.workerDied(afterTakingAJob: lastWorker.tookJob)
+            self.lastWorker = nil
+        }
+        if backoff.delay > .zero { try? await Task.sleep(for: backoff.delay) }
+        do {
+            let started = try await start()
+            worker = started
+            lastWorker = started
+            return started
+        } catch {
+            backoff.startFailed()
+            throw error
+        }
+    }
+
+    /// Starts a worker and waits for its `ready`.
+    private func start() async throws -> EngineWorker {
         let environment = [
             "ORT_DISABLE_TELEMETRY=1", "HOME=/nonexistent", "XDG_CACHE_HOME=/nonexistent",
             "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "OMP_NUM_THREADS=1",
@@ -466,27 +429,32 @@ actor PiperWorkerSlot {
                 "--memory-limit-mib", "\(launch.memoryLimitMiB)", "--user", launch.user,
                 "--threads", "\(launch.threads)",
             ] + (launch.deterministic ? ["--deterministic"] : []), environment: environment)
-        let started = PiperProcess(process: spawned)
-        let logger = logger
-        DetachedThread.start(name: "speakd-piper-stderr") {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = Glibc.read(spawned.errors, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                logger.warning("Piper worker: \(String(decoding: buffer[..<count], as: UTF8.self))")
-            }
-            close(spawned.errors)
-        }
+        let startup = Startup()
+        let (logger, name, shared) = (logger, voice.name, shared)
+        let callbacks = EngineWorker.Callbacks(
+            ready: { _, sampleRate, sandbox in startup.resolve(.success((sampleRate, sandbox))) },
+            idle: { _ in shared.jobEnded.withLock { $0.take() }?.resume(returning: true) },
+            died: { worker, error, job in
+                _ = shared.runningPID.compareExchange(expected: worker.pid, desired: 0, ordering: .relaxed)
+                startup.resolve(.failure(error))
+                // Its job, if it had one, was failed by its reader.
+                guard job != nil else { return }
+                logger.warning(
+                    "Piper worker ended while rendering; its announcement failed",
+                    metadata: ["voice": "\(name)", "pid": "\(worker.pid)", "error": "\(error)"])
+                shared.jobEnded.withLock { $0.take() }?.resume(returning: true)
+            },
+            // Only a forked worker dies with a template; a Piper worker has none.
+            requeue: { job in job.finish(throwing: EngineWorkerError.unavailable("the Piper worker ended")) })
+        let worker = EngineWorker(
+            process: WorkerProcess(spawned: spawned), callbacks: callbacks,
+            diagnostics: WorkerDiagnostics(logger: logger, label: "Piper worker") { _ in true })
         let watchdog = Watchdog(limit: launch.startLimit) { kill(spawned.pid, SIGKILL) }
-        let ready = await withCheckedContinuation { (continuation: CheckedContinuation<WorkerFrame?, Never>) in
-            DetachedThread.start(name: "speakd-piper-start") {
-                continuation.resume(returning: try? WorkerFrame.read(from: spawned.output))
-            }
-        }
+        let ready = await startup.wait()
         let late = watchdog.stop()
-        guard case .ready(let sampleRate, let sandbox)? = ready, sampleRate == rate else {
-            DetachedThread.start(name: "speakd-piper-reap") { started.end() }
+        guard case .success(let (sampleRate, sandbox)) = ready, sampleRate == rate else {
+            if !worker.isDead { kill(worker.pid, SIGKILL) }
+            worker.stop()
             throw PiperWorkerError(
                 message: late
                     ? "the worker for \(voice.name) was not ready within \(launch.startLimit)"
@@ -495,50 +463,37 @@ actor PiperWorkerSlot {
         logger.info(
             "Piper worker started",
             metadata: ["voice": "\(voice.name)", "pid": "\(spawned.pid)", "sandbox": "\(sandbox)"])
-        process = started
-        runningPID.store(spawned.pid, ordering: .relaxed)
-        return started
+        shared.runningPID.store(spawned.pid, ordering: .relaxed)
+        return worker
+    }
+}
+
+/// A worker's `ready`, or its death before it: resolved once, by its reader thread, and waited
+/// for by the slot that started it.
+private final class Startup: Sendable {
+    private struct State {
+        var result: Result<(Int, String), EngineWorkerError>?
+        var waiter: CheckedContinuation<Result<(Int, String), EngineWorkerError>, Never>?
+    }
+    private let state = Mutex(State())
+
+    func resolve(_ result: Result<(Int, String), EngineWorkerError>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<(Int, String), EngineWorkerError>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: result)
     }
 
-    /// Sends the job and feeds its stream until the worker says it ended; false when the worker
-    /// died (the job is failed with why).
-    private static func render(_ job: PiperJob, on worker: PiperProcess, stallLimit: Duration) async -> Bool {
-        worker.send(PiperRenderer.jobFrame(job.input, chunking: job.chunking))
-        let pid = worker.process.pid
-        let watchdog = Watchdog(limit: stallLimit) { kill(pid, SIGKILL) }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            DetachedThread.start(name: "speakd-piper-\(worker.process.pid)") {
-                var events: [EngineEvent] = []
-                while true {
-                    let frame = try? WorkerFrame.read(from: worker.process.output)
-                    watchdog.touch()
-                    if case .done? = frame { watchdog.stop() } else if case .failure? = frame { watchdog.stop() }
-                    switch frame {
-                    case .events(let reported)?:
-                        events = reported
-                    case .pcm(let samples)?:
-                        job.yield(PCMChunk(samples: samples, events: events))
-                        events = []
-                    case .done?:
-                        job.finish()
-                        continuation.resume(returning: true)
-                        return
-                    case .failure(let message)?:
-                        job.finish(throwing: PiperWorkerError(message: message))
-                        continuation.resume(returning: true)
-                        return
-                    default:
-                        let stalled = watchdog.stop()
-                        job.finish(
-                            throwing: PiperWorkerError(
-                                message: stalled
-                                    ? "the worker sent nothing for \(stallLimit) and was killed"
-                                    : "the worker ended while rendering"))
-                        continuation.resume(returning: false)
-                        return
-                    }
-                }
+    func wait() async -> Result<(Int, String), EngineWorkerError> {
+        await withCheckedContinuation { continuation in
+            let result = state.withLock { state in
+                if state.result == nil { state.waiter = continuation }
+                return state.result
             }
+            if let result { continuation.resume(returning: result) }
         }
     }
 }

@@ -1,6 +1,5 @@
 import Testing
-
-@testable import EngineWorkers
+import WorkerRuntime
 
 /// The restart backoff of one worker slot: deaths under a job never delay a replacement; failed
 /// starts do, doubling to a cap.

@@ -1,5 +1,4 @@
 import Dispatch
-import EspeakEngine
 import FoundationEssentials
 import Logging
 import PosixSupport
@@ -12,24 +11,40 @@ import WorkerRuntime
 import Glibc
 #endif
 
-/// One `speakd-engine-worker` process, seen from the daemon: its pipes, the job it renders, and a
-/// thread of its own that reads its frames with blocking reads (never on Swift's cooperative pool).
-final class EngineWorker: Sendable {
+/// One engine worker process, seen from the daemon, whatever its engine (a `speakd-engine-worker`
+/// forked by its template, a Piper worker the daemon spawned): its pipes, the job it renders, and a
+/// thread of its own that reads its frames (`WorkerFrame`) with blocking reads, never on Swift's
+/// cooperative pool. Its owner (`EngineWorkerPool`, a Piper voice's slot) decides which job it
+/// takes next and what replaces it when it dies.
+package final class EngineWorker: Sendable {
     /// What the worker tells its pool.
-    struct Callbacks: Sendable {
-        /// The worker sent `ready` with its sample rate.
-        var ready: @Sendable (EngineWorker, Int) -> Void
+    package struct Callbacks: Sendable {
+        /// The worker sent `ready` with its sample rate and how it is confined.
+        var ready: @Sendable (EngineWorker, Int, String) -> Void
         /// The worker finished its job and can take another.
         var idle: @Sendable (EngineWorker) -> Void
         /// The worker is gone; `error` is why, its job (if any) has been failed with it.
-        var died: @Sendable (EngineWorker, EngineWorkerError, Job?) -> Void
+        var died: @Sendable (EngineWorker, EngineWorkerError, RenderJob?) -> Void
         /// The worker died with its template before its job produced anything: the job did not
         /// fail, and belongs on another worker.
-        var requeue: @Sendable (Job) -> Void
+        var requeue: @Sendable (RenderJob) -> Void
+
+        /// - Parameters: see the properties of the same names.
+        package init(
+            ready: @escaping @Sendable (EngineWorker, Int, String) -> Void,
+            idle: @escaping @Sendable (EngineWorker) -> Void,
+            died: @escaping @Sendable (EngineWorker, EngineWorkerError, RenderJob?) -> Void,
+            requeue: @escaping @Sendable (RenderJob) -> Void
+        ) {
+            self.ready = ready
+            self.idle = idle
+            self.died = died
+            self.requeue = requeue
+        }
     }
 
     private struct State {
-        var job: Job?
+        var job: RenderJob?
         var lastFrame = ContinuousClock.now
         var stalled: Double?
         /// Set by the reader, under the lock, once the process is gone: no job may start after.
@@ -39,7 +54,7 @@ final class EngineWorker: Sendable {
         var tookJob = false
     }
 
-    let process: WorkerProcess
+    package let process: WorkerProcess
     /// The worker's standard input, -1 once closed; writes to it are serialised here (a job and
     /// a cancel may come from two tasks), and it is never written after it was closed.
     private let input: Mutex<Int32>
@@ -49,39 +64,35 @@ final class EngineWorker: Sendable {
     private let diagnostics: WorkerDiagnostics
 
     /// Takes over the running worker `process`: its frames are handled by `callbacks`, its
-    /// standard error goes to `logger`.
-    init(process: WorkerProcess, callbacks: Callbacks, logger: Logger) {
-        let diagnostics = WorkerDiagnostics(logger: logger)
+    /// standard error by `diagnostics`.
+    package init(process: WorkerProcess, callbacks: Callbacks, diagnostics: WorkerDiagnostics) {
         self.diagnostics = diagnostics
         // Standard error is read with blocking reads on a thread of its own until the worker is gone.
-        DetachedThread.start(name: "speakd-worker-stderr") {
-            diagnostics.read(process.errors)
-            close(process.errors)
-        }
+        diagnostics.start(reading: process.errors, thread: "speakd-worker-stderr")
         self.process = process
         self.input = Mutex(process.input)
         DetachedThread.start(name: "speakd-worker-\(process.pid)") { [self] in readFrames(callbacks) }
     }
 
-    var pid: Int32 { process.pid }
+    package var pid: Int32 { process.pid }
 
     /// The last line the worker wrote to standard error (glibc's "stack smashing detected", say).
-    var lastDiagnostic: String? { diagnostics.lastLine }
+    package var lastDiagnostic: String? { diagnostics.lastLine }
 
     /// Whether the worker has a job.
-    var isRendering: Bool { state.withLock { $0.job != nil } }
+    package var isRendering: Bool { state.withLock { $0.job != nil } }
 
     /// Whether the worker was ever given a job.
-    var tookJob: Bool { state.withLock { $0.tookJob } }
+    package var tookJob: Bool { state.withLock { $0.tookJob } }
 
     /// Whether its process is gone: its reader saw the end, and may still be waiting for the
     /// template to say how it ended before the pool forgets it.
-    var isDead: Bool { state.withLock { $0.dead } }
+    package var isDead: Bool { state.withLock { $0.dead } }
 
     /// Sends `job` to the worker. False if the worker had already died (after the pool handed it
     /// out, before this call): the job was not taken and belongs on another worker. Once this
     /// returns true the job ends through this worker, with its frames or with its death.
-    func start(_ job: Job) -> Bool {
+    package func start(_ job: RenderJob) -> Bool {
         let taken = state.withLock { state -> Bool in
             guard !state.dead else { return false }
             state.job = job
@@ -92,11 +103,11 @@ final class EngineWorker: Sendable {
         guard taken else { return false }
         guard job.assign(to: self) else {
             // Cancelled while waiting for a worker: the worker answers the cancel with `done`.
-            send(.job(WorkerJob(job.input, chunking: job.chunking)))
+            send(.job(job.work))
             send(.cancel)
             return true
         }
-        send(.job(WorkerJob(job.input, chunking: job.chunking)))
+        send(.job(job.work))
         return true
     }
 
@@ -105,7 +116,7 @@ final class EngineWorker: Sendable {
     /// The cancel is written while the job is known to be current: the reader clears the job
     /// under the same lock before the worker can be given another, so a cancel always reaches
     /// the pipe before the next job and can never abort it.
-    func cancel(_ job: Job) {
+    func cancel(_ job: RenderJob) {
         state.withLock { state in
             if state.job === job { send(.cancel) }
         }
@@ -113,7 +124,7 @@ final class EngineWorker: Sendable {
 
     /// Kills the worker if it has sent nothing for `limit` while rendering. A worker held back
     /// because its listener is far behind (`Launch.maxSamplesAhead`) is not stalled.
-    func killIfStalled(limit: Duration) {
+    package func killIfStalled(limit: Duration) {
         let stalled = state.withLock { state -> Bool in
             guard let job = state.job, let since = job.silentSince(lastFrame: state.lastFrame),
                 ContinuousClock.now - since > limit
@@ -127,7 +138,7 @@ final class EngineWorker: Sendable {
     }
 
     /// Ends the worker: closing its input makes it exit.
-    func stop() {
+    package func stop() {
         closeInput()
     }
 
@@ -157,11 +168,10 @@ final class EngineWorker: Sendable {
                 frame = nil
             }
             switch frame {
-            case .ready(let sampleRate, _)?:
-                // How the worker is confined is what its template reported.
-                callbacks.ready(self, sampleRate)
+            case .ready(let sampleRate, let sandbox)?:
+                callbacks.ready(self, sampleRate, sandbox)
             case .pcm(let samples)?:
-                let job = state.withLock { state -> Job? in
+                let job = state.withLock { state -> RenderJob? in
                     state.lastFrame = .now
                     return state.job
                 }
@@ -170,10 +180,13 @@ final class EngineWorker: Sendable {
                 state.withLock { $0.lastFrame = .now }
                 events = []
             case .events(let reported)?:
+                // A worker that reports words is not silent (a Piper worker sends a sentence's
+                // events before its first samples).
+                state.withLock { $0.lastFrame = .now }
                 events = reported
             case .done?, .failure?:
                 events = []
-                let job = state.withLock { state -> Job? in
+                let job = state.withLock { state -> RenderJob? in
                     defer { state.job = nil }
                     return state.job
                 }
@@ -227,10 +240,11 @@ final class EngineWorker: Sendable {
 /// worker then blocks on its full pipe, so a long text (a page, a 32,767-character SSIP message)
 /// costs the audio of a few seconds ahead of the listener, not that of the whole text, and
 /// renders as it is heard.
-final class Job: Sendable {
-    let text: String
-    let input: EspeakInput
-    let chunking: RenderChunking
+package final class RenderJob: Sendable {
+    /// The text, for a log line when its worker dies ("(private)" for a private announcement).
+    package let text: String
+    /// What the worker is sent.
+    package let work: WorkerJob
     private let continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
     private struct State {
         var worker: EngineWorker?
@@ -246,28 +260,42 @@ final class Job: Sendable {
     }
     private let state = Mutex(State())
     private let room = DispatchSemaphore(value: 0)
-    /// `EngineWorkerPool.Launch.maxSamplesAhead`.
+    /// How many samples may wait unread before the worker's reader is held back.
     private let maxSamplesAhead: Int
 
-    init(
-        text: String, input: EspeakInput, chunking: RenderChunking, maxSamplesAhead: Int,
+    /// A job and the stream it feeds, bounded as `maxSamplesAhead` says; see `stream(text:work:maxSamplesAhead:)`.
+    private init(
+        text: String, work: WorkerJob, maxSamplesAhead: Int,
         continuation: AsyncThrowingStream<PCMChunk, any Error>.Continuation
     ) {
         self.text = text
-        self.input = input
-        self.chunking = chunking
-        self.maxSamplesAhead = maxSamplesAhead
+        self.work = work
+        self.maxSamplesAhead = max(1, maxSamplesAhead)
         self.continuation = continuation
+    }
+
+    /// A job and the stream its listener reads. What the listener takes is counted, so the job
+    /// renders no further ahead than `maxSamplesAhead`; cancelling the listener's task, or
+    /// dropping the stream, cancels the job wherever it is.
+    package static func stream(
+        text: String, work: WorkerJob, maxSamplesAhead: Int
+    ) -> (job: RenderJob, stream: AsyncThrowingStream<PCMChunk, any Error>) {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PCMChunk.self)
+        let job = RenderJob(text: text, work: work, maxSamplesAhead: maxSamplesAhead, continuation: continuation)
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { job.cancel() }
+        }
+        return (job, AsyncThrowingStream(pulling: stream.makeAsyncIterator()) { job.consumed($0.samples.count) })
     }
 
     /// How often a job may move to another worker. A template that dies takes every worker it
     /// forked with it, and the pool may hand the job to a second one of them before it learns
     /// that that one is dying too; a template that keeps dying fails the job in the end.
-    static let requeueLimit = 3
+    package static let requeueLimit = 3
 
     /// Self, when the job may go to another worker: nothing was yielded, it was not cancelled and
     /// it has not been requeued `requeueLimit` times. Counts the requeue.
-    func takeForRequeue() -> Job? {
+    func takeForRequeue() -> RenderJob? {
         state.withLock { state in
             guard !state.yielded, !state.cancelled, state.requeued < Self.requeueLimit else { return nil }
             state.requeued += 1
@@ -284,8 +312,11 @@ final class Job: Sendable {
         }
     }
 
+    /// Whether the job was cancelled (its listener went away).
+    package var isCancelled: Bool { state.withLock { $0.cancelled } }
+
     /// The consumer went away: abort the render wherever it is.
-    func cancel() {
+    package func cancel() {
         let (worker, release) = state.withLock { state -> (EngineWorker?, Bool) in
             state.cancelled = true
             defer {
@@ -334,62 +365,6 @@ final class Job: Sendable {
         }
         if release { room.signal() }
     }
-    func finish() { continuation.finish() }
-    func finish(throwing error: any Error) { continuation.finish(throwing: error) }
-}
-
-/// A worker's standard error, line by line: its own messages (`speakd-engine-worker: …` and its
-/// logger's lines) are logged at warning; anything else (what libespeak-ng itself prints) is
-/// logged at debug. The worker links libespeak-ng without its audio library (`CNoAudioDevice`),
-/// so no sound-server client runs inside the sandbox.
-final class WorkerDiagnostics: Sendable {
-    private let logger: Logger
-    private struct State {
-        var partial: [UInt8] = []
-        var lastLine: String?
-    }
-    private let state = Mutex(State())
-
-    init(logger: Logger) {
-        self.logger = logger
-    }
-
-    var lastLine: String? { state.withLock { $0.lastLine } }
-
-    /// Reads `descriptor` with blocking reads until it ends, line by line into the log.
-    func read(_ descriptor: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = Glibc.read(descriptor, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return }
-            received(buffer[..<count])
-        }
-    }
-
-    func received(_ data: ArraySlice<UInt8>) {
-        let lines = state.withLock { state -> [String] in
-            state.partial.append(contentsOf: data)
-            var lines: [String] = []
-            while let newline = state.partial.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: state.partial[state.partial.startIndex..<newline], as: UTF8.self)
-                state.partial.removeSubrange(state.partial.startIndex...newline)
-                if !line.isEmpty { lines.append(line) }
-            }
-            // A line longer than 4 kB is logged in pieces rather than held without bound.
-            if state.partial.count > 4096 {
-                lines.append(String(decoding: state.partial, as: UTF8.self))
-                state.partial.removeAll()
-            }
-            if let last = lines.last { state.lastLine = last }
-            return lines
-        }
-        for line in lines {
-            if line.contains("speakd-engine-worker") || line.contains("speakd.engine-worker") {
-                logger.warning("engine worker: \(line)")
-            } else {
-                logger.debug("engine worker library output", metadata: ["engine.worker.stderr": "\(line)"])
-            }
-        }
-    }
+    package func finish() { continuation.finish() }
+    package func finish(throwing error: any Error) { continuation.finish(throwing: error) }
 }
