@@ -321,8 +321,10 @@ def peak_limited(audio, ceiling, width):
     needed = np.minimum(1.0, ceiling / np.maximum(magnitude, 1e-12))
     held = sliding_minimum(needed, width)
     held[np.isinf(held)] = 1.0
+    # The moving average over `width`, from a running sum (linear time, whatever the width).
     half = width // 2
-    smoothed = np.convolve(np.pad(held, half, mode="edge"), np.full(width, 1.0 / width), mode="valid")
+    sums = np.concatenate(([0.0], np.cumsum(np.pad(held, half, mode="edge"))))
+    smoothed = (sums[width:] - sums[:-width]) / width
     return (audio * np.minimum(smoothed, needed)).astype(audio.dtype)
 
 
@@ -497,10 +499,13 @@ class Renderer:
             np.arange(count) * (self.voice_rate / self.rate), np.arange(len(audio)), audio
         ).astype(np.float32)
 
-    def render_piece(self, text, length_scale, first_frames=0):
+    def render_piece(self, text, length_scale, first_frames=0, whole=False):
         """The piece's audio (float, the voice's rate) in parts, each with the samples (from the
         piece's start) where the phoneme words it brings start. With `first_frames`, the first
-        part is that many frames of its first sentence, made without waiting for the rest of it."""
+        part is that many frames of its first sentence, made without waiting for the rest of it.
+        `whole` (nobody listens while it renders) decodes each sentence once and cuts the same
+        parts from it: the same samples (a part decoded with CONTEXT_FRAMES around it is the
+        whole decode's), without decoding the context twice."""
         from piper import SynthesisConfig
 
         config = SynthesisConfig(
@@ -534,8 +539,11 @@ class Renderer:
             if self.rate == self.voice_rate:
                 bounds += list(range(bounds[-1] + DECODE_FRAMES, frames, DECODE_FRAMES))
             bounds.append(frames)
+            decoded = self.model.decode(0, frames) if whole else None
+            hop = self.model.hop
             for start, end in zip(bounds, bounds[1:]):
-                yield self.model.decode(start, end), word_starts if start == 0 else []
+                audio = decoded[start * hop : end * hop] if whole else self.model.decode(start, end)
+                yield audio, word_starts if start == 0 else []
             first_frames = 0
             base += frames * self.model.hop
 
@@ -551,18 +559,22 @@ class Renderer:
         length = min(len(audio), int(LEVEL_RAMP_SECONDS * self.rate)) if gain is not None else 0
         ceiling = 10 ** ((SENTENCE_LOUDNESS + PEAK_OVER_LOUDNESS) / 20)
         width = 2 * int(PEAK_WINDOW_SECONDS * self.rate) + 1
-        for _ in range(4):
+
+        def at(target):
             ramp[:length] = np.linspace(gain or target, target, length, endpoint=False)
             ramp[length:] = target
-            levelled = peak_limited(audio * ramp, ceiling, width)
+            return peak_limited(audio * ramp, ceiling, width)
+
+        # Two measurements: the gain that brings the part to SENTENCE_LOUDNESS, then once more
+        # through the limiter at that gain, which takes back nearly the same fraction at a gain
+        # a little higher; so the second correction is made without measuring again.
+        levelled = at(target)
+        for _ in range(2):
             measured = loudness(np.concatenate(made + [levelled]), self.rate)
             if measured is None or abs(measured - SENTENCE_LOUDNESS) < 0.05:
                 break
             target = min(max(target * 10 ** ((SENTENCE_LOUDNESS - measured) / 20), 0.125), 8.0)
-        else:
-            ramp[:length] = np.linspace(gain or target, target, length, endpoint=False)
-            ramp[length:] = target
-            levelled = peak_limited(audio * ramp, ceiling, width)
+            levelled = at(target)
         made.append(levelled)
         return levelled, target
 
@@ -685,7 +697,8 @@ class Renderer:
                     # Text words are matched to the phoneme words the model spoke, in order; a
                     # text word spoken as several (a number) starts at the first of them.
                     words, word_starts, spoken_index = self.words_of(piece), [], 0
-                    parts = self.render_piece(piece, segment["lengthScale"], FIRST_FRAMES if produced == 0 else 0)
+                    parts = self.render_piece(
+                        piece, segment["lengthScale"], FIRST_FRAMES if produced == 0 else 0, whole)
                     made, gain = [], None
                     for audio, starts in parts:
                         audio = self.to_output_rate(audio)
