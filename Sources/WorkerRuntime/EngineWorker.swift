@@ -123,7 +123,7 @@ package final class EngineWorker: Sendable {
     }
 
     /// Kills the worker if it has sent nothing for `limit` while rendering. A worker held back
-    /// because its listener is far behind (`Launch.maxSamplesAhead`) is not stalled.
+    /// because its listener is far behind (its job's `maxSamplesAhead`) is not stalled.
     package func killIfStalled(limit: Duration) {
         let stalled = state.withLock { state -> Bool in
             guard let job = state.job, let since = job.silentSince(lastFrame: state.lastFrame),

@@ -30,16 +30,6 @@ package final class WorkerDiagnostics: Sendable {
         self.isOwn = isOwn
     }
 
-    /// An espeak-ng worker's or template's: its own messages (`speakd-engine-worker: …` and its
-    /// logger's lines) at warning, what libespeak-ng itself prints at debug. The worker links
-    /// libespeak-ng without its audio library (`CNoAudioDevice`), so no sound-server client runs
-    /// inside the sandbox.
-    package static func engineWorker(logger: Logger) -> WorkerDiagnostics {
-        WorkerDiagnostics(logger: logger, label: "engine worker") {
-            $0.contains("speakd-engine-worker") || $0.contains("speakd.engine-worker")
-        }
-    }
-
     /// Starts reading `descriptor` on a thread of its own until it ends, then closes it.
     package func start(reading descriptor: Int32, thread: String) {
         DetachedThread.start(name: thread) { [self] in
