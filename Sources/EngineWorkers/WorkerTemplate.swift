@@ -63,10 +63,7 @@ final class WorkerTemplate: @unchecked Sendable {
         self.process = process
         let diagnostics = WorkerDiagnostics.engineWorker(logger: logger)
         self.diagnostics = diagnostics
-        DetachedThread.start(name: "speakd-template-err") {
-            diagnostics.read(process.errors)
-            close(process.errors)
-        }
+        diagnostics.start(reading: process.errors, thread: "speakd-template-err")
         DetachedThread.start(name: "speakd-template") { [self] in readAnswers(logger: logger) }
     }
 

@@ -233,7 +233,7 @@ public final class PiperRenderer: SpeechRenderer {
         // A private announcement's text is never logged, not even when its worker dies.
         let (job, stream) = RenderJob.stream(
             text: prepared.isPrivate ? "(private)" : prepared.utterance.text,
-            work: WorkerJob(chunking: chunking, input: input.workerInput), maxSamplesAhead: launch.maxSamplesAhead)
+            work: input.workerJob(chunking: chunking), maxSamplesAhead: launch.maxSamplesAhead)
         worker.submitted()
         Task { await worker.run(job) }
         return stream
@@ -502,7 +502,7 @@ extension PiperRenderer {
     /// The `J` frame that hands the worker a job, with the input as JSON with sorted keys.
     /// `workers/piper/tests` reads the frame this writes.
     package static func jobFrame(_ input: PiperInput, chunking: RenderChunking) -> [UInt8] {
-        WorkerFrame.job(WorkerJob(chunking: chunking, input: input.workerInput)).encoded()
+        WorkerFrame.job(input.workerJob(chunking: chunking)).encoded()
     }
 }
 
@@ -513,5 +513,10 @@ extension PiperInput {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(self)).map { Array($0) } ?? []
+    }
+
+    /// The job a Piper worker is sent for this input: what `render` hands its worker.
+    func workerJob(chunking: RenderChunking) -> WorkerJob {
+        WorkerJob(chunking: chunking, input: workerInput)
     }
 }

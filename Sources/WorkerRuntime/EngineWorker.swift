@@ -5,7 +5,6 @@ import PosixSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
-import WorkerRuntime
 
 #if canImport(Glibc)
 import Glibc
