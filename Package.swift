@@ -420,6 +420,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PosixSupportTests", dependencies: ["PosixSupport", "SpeakTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
             name: "WorkerRuntimeTests",
             dependencies: [
                 "WorkerRuntime", "PosixSupport", "SpeechModel", "SpeechRendering",

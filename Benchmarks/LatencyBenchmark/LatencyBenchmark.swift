@@ -14,8 +14,10 @@ import SpeechModel
 /// - cancel sent → silence at the sink, and the same for a pause,
 ///
 /// and, for comparison, the same engine and sink driven in this process without the daemon.
-/// Usage: `speakd-latency-bench [--repetitions N] [--verbose]` (build with `scripts/build-release`; `speakd` must sit
-/// beside this executable). `speakd-latency-bench --public-address [--pairs N]` compares request → first
+/// Usage: `speakd-latency-bench [--repetitions N] [--idle-gap MS] [--verbose]` (build with
+/// `scripts/build-release`; `speakd` must sit beside this executable). `--idle-gap` is how long the
+/// sink is silent before each measured announcement (default 300 ms); past the daemon's and its
+/// workers' idle release (a minute, `IdleRelease`), each announcement first maps its code again. `speakd-latency-bench --public-address [--pairs N]` compares request → first
 /// sample with the public-address stage neutral and as shipped instead (`PublicAddressBenchmark`);
 /// `speakd-latency-bench --ssip [--runs N]` times `spd-say -w` through speakd's SSIP front against
 /// speech-dispatcher on the same sink (`SSIPBenchmark`); `speakd-latency-bench --piper [--runs N]
@@ -115,7 +117,8 @@ struct LatencyBenchmark {
         let events = EventStreamRecorder(client: daemon.unixClient)
         try await daemon.waitForEventStreams(1)
         let bench = LatencyBenchmark(
-            recorder: recorder, daemon: daemon, events: events, verbose: arguments.contains("--verbose"))
+            recorder: recorder, daemon: daemon, events: events, verbose: arguments.contains("--verbose"),
+            idleGap: .milliseconds(positiveCount("--idle-gap", in: arguments, default: 300)))
 
         print("speakd latency, \(repetitions) repetitions, PulseAudio null sink recorded from its monitor")
         let reference = try await bench.render(shortText)
@@ -226,6 +229,8 @@ struct LatencyBenchmark {
     let events: EventStreamRecorder
     /// Print each measurement's raw frames.
     let verbose: Bool
+    /// How long the sink is silent before each announcement `record` measures.
+    var idleGap: Duration = .milliseconds(300)
 
     /// Where sound starts and ends in a rendering.
     struct Rendered {
@@ -319,7 +324,7 @@ struct LatencyBenchmark {
     func record(_ body: [String: String], timeout: Duration = .seconds(10)) async throws -> Recorded {
         try await waitForSilence()
         // Idle: the gap after the previous announcement (default 0.25 s) has passed.
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: idleGap)
         let fromFrame = recorder.recordedFrames
         let sent = ContinuousClock.now
         let id = try await Self.post(body, to: daemon)

@@ -1,9 +1,12 @@
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -143,4 +146,62 @@ static inline void speakd_close_descriptors_from(int lowest, int keep) {
         long limit = sysconf(_SC_OPEN_MAX);
         for (long descriptor = first; descriptor < limit; descriptor++) close((int)descriptor);
     }
+}
+
+/// The leading fields of glibc's `struct dl_phdr_info`, which dl_iterate_phdr hands its callback
+/// (both are declared only under _GNU_SOURCE; these fields are glibc's ABI since 2.2.4).
+struct speakd_loaded_object {
+    ElfW(Addr) address;
+    const char *name;
+    const ElfW(Phdr) *headers;
+    ElfW(Half) count;
+};
+struct dl_phdr_info;
+int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
+
+/// Whether a loaded object relocates its own code at load (DT_TEXTREL): its code pages are then
+/// private copies, which MADV_DONTNEED would turn back into the unrelocated file.
+static inline int speakd_object_relocates_code(const struct speakd_loaded_object *object) {
+    for (int i = 0; i < object->count; i++) {
+        if (object->headers[i].p_type != PT_DYNAMIC) continue;
+        for (const ElfW(Dyn) *entry = (const ElfW(Dyn) *)(object->address + object->headers[i].p_vaddr);
+             entry->d_tag != DT_NULL; entry++) {
+            if (entry->d_tag == DT_TEXTREL) return 1;
+            if (entry->d_tag == DT_FLAGS && (entry->d_un.d_val & DF_TEXTREL)) return 1;
+        }
+    }
+    return 0;
+}
+
+struct speakd_code_release {
+    size_t bytes;
+    uintptr_t page;
+};
+static int speakd_release_object_code(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    const struct speakd_loaded_object *object = (const struct speakd_loaded_object *)info;
+    struct speakd_code_release *release = data;
+    // The vDSO is the kernel's own mapping, not a file's.
+    if (object->name != NULL && strncmp(object->name, "linux-vdso", 10) == 0) return 0;
+    if (object->address == (uintptr_t)getauxval(AT_SYSINFO_EHDR)) return 0;
+    if (speakd_object_relocates_code(object)) return 0;
+    for (int i = 0; i < object->count; i++) {
+        const ElfW(Phdr) *segment = &object->headers[i];
+        if (segment->p_type != PT_LOAD || !(segment->p_flags & PF_X) || (segment->p_flags & PF_W)) continue;
+        uintptr_t first = object->address + segment->p_vaddr;
+        uintptr_t start = first & ~(release->page - 1);
+        uintptr_t end = (first + segment->p_memsz + release->page - 1) & ~(release->page - 1);
+        if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) release->bytes += end - start;
+    }
+    return 0;
+}
+
+/// Drops the calling process's mappings of its code: each loaded object's (the program's and
+/// every shared library's) segments that are executable and not writable, with MADV_DONTNEED.
+/// They are clean pages of their files, so they stay in the page cache and the next call into
+/// them maps them again with a minor fault. Returns the bytes of address space advised.
+static inline size_t speakd_release_code_pages(void) {
+    struct speakd_code_release release = {0, (uintptr_t)sysconf(_SC_PAGESIZE)};
+    dl_iterate_phdr(speakd_release_object_code, &release);
+    return release.bytes;
 }

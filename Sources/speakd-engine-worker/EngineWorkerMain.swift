@@ -101,7 +101,9 @@ struct EngineWorkerMain {
         // What loading freed goes back to the kernel before any worker copies the heap.
         Malloc.releaseFreePages()
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
-        forkWorkers(session, sandbox: sandbox, children: children, data: data)
+        forkWorkers(
+            session, sandbox: sandbox, children: children, data: data,
+            idleReleaseMilliseconds: options.idleReleaseMilliseconds)
         exit(0)
     }
 
@@ -111,10 +113,13 @@ struct EngineWorkerMain {
     /// - Parameter children: readable when a worker has ended (a signalfd for SIGCHLD).
     /// - Parameter data: the data directory's descriptor, which the workers keep.
     static func forkWorkers(
-        _ session: EspeakDirectSession, sandbox: EngineSandbox.Report, children: Int32, data: Int32
+        _ session: EspeakDirectSession, sandbox: EngineSandbox.Report, children: Int32, data: Int32,
+        idleReleaseMilliseconds: Int32
     ) {
         let template = getpid()
         while true {
+            // Waiting, perhaps for hours: the code start-up and the last fork ran is not needed.
+            CodePages.release()
             var descriptors = [
                 pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: children, events: Int16(POLLIN), revents: 0),
@@ -140,7 +145,9 @@ struct EngineWorkerMain {
             }
             let pid = fork()
             if pid == 0 {
-                becomeWorker(pipes, template: template, session: session, sandbox: sandbox, data: data)
+                becomeWorker(
+                    pipes, template: template, session: session, sandbox: sandbox, data: data,
+                    idleReleaseMilliseconds: idleReleaseMilliseconds)
             }
             for descriptor in pipes { close(descriptor) }
             send(pid > 0 ? .forked(pid: pid) : .failure("fork: \(String(cString: strerror(errno)))"))
@@ -150,7 +157,8 @@ struct EngineWorkerMain {
     /// In a newly forked worker: takes its pipes as standard input, output and error, adds the
     /// rest of the sandbox and serves jobs until the daemon closes its input. Never returns.
     static func becomeWorker(
-        _ pipes: [Int32], template: pid_t, session: EspeakDirectSession, sandbox: EngineSandbox.Report, data: Int32
+        _ pipes: [Int32], template: pid_t, session: EspeakDirectSession, sandbox: EngineSandbox.Report, data: Int32,
+        idleReleaseMilliseconds: Int32
     ) -> Never {
         _ = speakd_unblock_child_signal()
         for (descriptor, standard) in zip(pipes, [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO]) {
@@ -170,16 +178,27 @@ struct EngineWorkerMain {
             _exit(1)
         }
         send(.ready(sampleRate: session.format.sampleRate, sandbox: "\(sandbox)"))
-        exit(serve(session) ? 0 : 1)
+        exit(serve(session, idleReleaseMilliseconds: idleReleaseMilliseconds) ? 0 : 1)
     }
 
     /// Reads and renders jobs until the daemon closes the pipe (true) or sends what is not a
     /// frame it may send (false, after saying so on standard error).
-    static func serve(_ session: EspeakDirectSession) -> Bool {
+    static func serve(_ session: EspeakDirectSession, idleReleaseMilliseconds: Int32) -> Bool {
+        var startingUp = true
         while true {
             // Idle for a second: hand the heap a job freed back to the kernel, so a worker that
             // has rendered is as small idle as one that has not. Never between two busy jobs.
-            if !inputArrives(within: idleTrimMilliseconds) { Malloc.releaseFreePages() }
+            // Then the mappings of the code it ran, which the next job maps again
+            // (docs/performance.md, "Memory"): after `--idle-release` without a job, or at once
+            // when the worker has not released them since it started (the jobs of the daemon's
+            // start-up, its loudness warm-up, are part of starting).
+            if !inputArrives(within: idleTrimMilliseconds) {
+                Malloc.releaseFreePages()
+                if startingUp || !inputArrives(within: idleReleaseMilliseconds - idleTrimMilliseconds) {
+                    CodePages.release()
+                    startingUp = false
+                }
+            }
             let frame: WorkerFrame?
             do {
                 frame = try WorkerFrame.read(from: STDIN_FILENO)
@@ -293,6 +312,9 @@ struct WorkerOptions {
     var voice: String?
     /// The user the template and its workers become when the daemon runs as root.
     var user: String?
+    /// How long a worker that has rendered waits for the next job before it releases its code
+    /// mappings (`--idle-release`, milliseconds): the daemon's `--idle-release`.
+    var idleReleaseMilliseconds: Int32 = 60_000
 
     init(parsing arguments: [String]) throws {
         var remaining = arguments[...]
@@ -303,6 +325,12 @@ struct WorkerOptions {
             case "--data": data = value
             case "--voice": voice = value
             case "--user": user = value
+            case "--idle-release":
+                guard let milliseconds = Int32(value), milliseconds >= 1_000 else {
+                    throw WorkerUsageError(
+                        message: "--idle-release: \(value) is not a whole number of milliseconds from 1000")
+                }
+                idleReleaseMilliseconds = milliseconds
             default: throw WorkerUsageError(message: "unknown option \(flag)")
             }
         }

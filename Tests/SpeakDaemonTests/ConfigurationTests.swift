@@ -457,6 +457,7 @@ struct ConfigurationSettingsTests {
         "event-history": ("16", "0"),
         "max-connections": ("100", "0"),
         "idle-timeout": ("5", "0"),
+        "idle-release": ("30", "never"),
         "header-timeout": ("2.5", "never"),
         "body-timeout": ("7", "-3"),
         "send-timeout": ("0.5", "inf"),

@@ -105,7 +105,12 @@ private func makeEnginePool(
     }
     let launch = EngineWorkerPool.Launch(
         executable: configuration.engineWorker ?? EngineWorkerPool.Launch.besideExecutable(),
-        arguments: ["--user", configuration.engineWorkerUser], count: configuration.engineWorkers)
+        arguments: [
+            "--user", configuration.engineWorkerUser,
+            // At least the second after which a worker trims its heap.
+            "--idle-release", "\(max(1_000, Int((configuration.idleRelease / .milliseconds(1)).rounded())))",
+        ],
+        count: configuration.engineWorkers)
     do {
         return try await EngineWorkerPool(launch: launch, engine: engine, logger: logger)
     } catch {

@@ -5,7 +5,7 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The services the daemon runs, in the order they start (shutdown runs from the last to the
-/// first): each output's queue and audio, headphone presence, SSIP, metrics, the listeners,
+/// first): each output's queue and audio, headphone presence, SSIP, metrics, the idle release, the listeners,
 /// systemd's readiness, the schedules and the fleet link.
 func makeServiceGroup(
     _ configuration: DaemonConfiguration, outputs: OutputSet, fronts: Fronts, intake: AnnouncementIntake,
@@ -44,6 +44,9 @@ func makeServiceGroup(
             .init(
                 service: MetricsObserver(metrics: fronts.server.metrics, outputs: outputs.queues),
                 successTerminationBehavior: .ignore, serviceName: "metrics"),
+            .init(
+                service: IdleRelease(outputs: outputs.queues, quiet: configuration.idleRelease),
+                successTerminationBehavior: .ignore, serviceName: "idle-release"),
             .init(
                 service: fronts.listeners, failureTerminationBehavior: .gracefullyShutdownGroup,
                 serviceName: "listeners"),

@@ -114,6 +114,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Connections per listener and their timeouts (`max-connections`, `idle-timeout`,
     /// `header-timeout`, `body-timeout`, `send-timeout`).
     public var connectionLimits: ConnectionLimits
+    /// How long the outputs stay quiet after announcements before the daemon and its engine
+    /// workers release the mappings of their code (`IdleRelease`).
+    public var idleRelease: Duration
     /// The MQTT broker of the fleet (`mqtt://HOST:PORT`, `mqtts://`), or nil for no fleet link.
     public var mqtt: String?
     /// This kiosk's device id in the fleet, also its MQTT client id; nil for the host name.
@@ -183,6 +186,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         eventHistory = 0
         logLevel = .info
         connectionLimits = ConnectionLimits()
+        idleRelease = .seconds(60)
         mqtt = nil
         mqttID = nil
         mqttSite = ""

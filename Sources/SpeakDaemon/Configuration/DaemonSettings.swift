@@ -255,6 +255,10 @@ extension DaemonConfiguration {
             help: "Most connections per listener; at the limit the longest idle one is closed. Lowered to fit the "
                 + "descriptor limit."),
         .timeout(
+            "idle-release", \.idleRelease, default: .seconds(60),
+            help: "Seconds without announcements after which the daemon and its engine workers release the "
+                + "mappings of their code (the next announcement maps what it runs again, about 0.6 ms)."),
+        .timeout(
             "idle-timeout", \.connectionLimits.idleTimeout, default: ConnectionLimits().idleTimeout,
             help: "Seconds a connection may wait for its next request."),
         .timeout(
