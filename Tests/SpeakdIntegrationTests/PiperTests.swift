@@ -158,7 +158,7 @@ extension SpeakdIntegration {
         @Test(
             "Piper's started arrives within 20 ms of the first audible sample, a cold worker's first one too",
             .disabled(
-                "Piper's started still comes before the recording's first audible sample now and then, by up to 8.6 ms on a quiet machine (one of nine) and 7.8 ms in a CI run (two of three): the sink's estimate of when the first sound plays is off for it, not the threshold (the recorded onsets are abrupt); reading the sound server's timing fresh after each write passed 21 of 21 here but not in CI; open in issue 38's note"
+                "Piper's started still comes before the recording's first audible sample now and then: counting the sink's own latency at a stream's start (PulseAudioDevice.unplayedSinkLatency) took that from 6 of 33 announcements, by up to 8.4 ms, to 5 of 42, by up to 4.7 ms, on a quiet machine; what is left is when the server starts the stream after its prebuffer (open in issue 38's note)"
             ))
         func startedFollowsTheSound() async throws {
             let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
