@@ -126,7 +126,7 @@ struct IdleBenchmark {
     /// The frame numbers of every present page `pid` maps, one entry per mapping of a page.
     static func frames(_ pid: pid_t) -> [UInt64] {
         let pagemap = open("/proc/\(pid)/pagemap", O_RDONLY)
-        guard pagemap >= 0, let maps = Self.procFile("/proc/\(pid)/maps") else {
+        guard pagemap >= 0, let maps = ProcessTable.procFile("/proc/\(pid)/maps") else {
             if pagemap >= 0 { close(pagemap) }
             return []
         }
@@ -155,47 +155,24 @@ struct IdleBenchmark {
 
     /// `Pss:` of `/proc/PID/smaps_rollup` in KiB; 0 when the process is gone.
     static func pss(_ pid: pid_t) -> Int {
-        let text = Self.procFile("/proc/\(pid)/smaps_rollup") ?? ""
+        let text = ProcessTable.procFile("/proc/\(pid)/smaps_rollup") ?? ""
         return kib(text.split(separator: "\n").first { $0.hasPrefix("Pss:") })
     }
 
     /// PSS in KiB by what is mapped: a file's path (its writable part marked), `[heap]`,
     /// `[stack]`, or `[anon]` for anonymous mappings (thread stacks, malloc arenas, runtime data).
     static func pssByMapping(_ pid: pid_t) -> [String: Int] {
-        let text = Self.procFile("/proc/\(pid)/smaps") ?? ""
         var sums: [String: Int] = [:]
-        var current = "[anon]"
-        for line in text.split(separator: "\n") {
-            if line.hasPrefix("Pss:") {
-                sums[current, default: 0] += kib(line)
-            } else if let first = line.first, first.isHexDigit, line.contains("-") {
-                let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-                let path = fields.count > 5 ? fields[5].trimmingCharacters(in: .whitespaces) : "[anon]"
-                let writable = fields.count > 1 && fields[1].contains("w") && path.hasPrefix("/")
-                current = path + (writable ? " (written)" : "")
-            }
+        for mapping in ProcessTable.mappings(of: pid) {
+            let written = mapping.permissions.contains("w") && mapping.path.hasPrefix("/")
+            let name = mapping.path.isEmpty ? "[anon]" : mapping.path + (written ? " (written)" : "")
+            sums[name, default: 0] += mapping.pssKiB
         }
         return sums
     }
 
     static func kib(_ line: Substring?) -> Int {
         line.flatMap { $0.split(whereSeparator: \.isWhitespace).dropFirst().first.flatMap { Int($0) } } ?? 0
-    }
-
-    /// A file of /proc, read to its end with plain reads (its size shows as 0, and it is made as it
-    /// is read).
-    static func procFile(_ path: String) -> String? {
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            bytes += buffer.prefix(count)
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func comm(_ pid: pid_t) -> String {

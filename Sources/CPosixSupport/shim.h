@@ -181,7 +181,8 @@ static int speakd_release_object_code(struct dl_phdr_info *info, size_t size, vo
     (void)size;
     const struct speakd_loaded_object *object = (const struct speakd_loaded_object *)info;
     struct speakd_code_release *release = data;
-    // The vDSO is the kernel's own mapping, not a file's.
+    // The vDSO is the kernel's own mapping, not a file's: known by its name where glibc gives
+    // one, and by its address (the auxiliary vector's) where the name differs.
     if (object->name != NULL && strncmp(object->name, "linux-vdso", 10) == 0) return 0;
     if (object->address == (uintptr_t)getauxval(AT_SYSINFO_EHDR)) return 0;
     if (speakd_object_relocates_code(object)) return 0;

@@ -189,7 +189,7 @@ struct EngineWorkerMain {
             // Idle for a second: hand the heap a job freed back to the kernel, so a worker that
             // has rendered is as small idle as one that has not. Never between two busy jobs.
             // Then the mappings of the code it ran, which the next job maps again
-            // (docs/performance.md, "Memory"): after `--idle-release` without a job, or at once
+            // (docs/performance.md, "The plain release build was over"): after `--idle-release` without a job, or at once
             // when the worker has not released them since it started (the jobs of the daemon's
             // start-up, its loudness warm-up, are part of starting).
             if !inputArrives(within: idleTrimMilliseconds) {

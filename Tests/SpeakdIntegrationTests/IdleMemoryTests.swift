@@ -7,7 +7,7 @@ extension SpeakdIntegration {
     /// An idle daemon and its engine processes keep little of their code mapped: starting and
     /// speaking map most of it (the kernel maps the 64 kB around every page run), and each
     /// process releases those mappings once it is idle (`CodePages`, `--idle-release`;
-    /// docs/performance.md, "Memory").
+    /// docs/performance.md, "The plain release build was over").
     @Suite(.serialized, .timeLimit(.minutes(1)))
     struct IdleMemoryTests {
         /// The code `pid` has mapped in, and how much it has mapped, in KiB, with the three files

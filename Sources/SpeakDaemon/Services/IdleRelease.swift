@@ -10,16 +10,17 @@ import ServiceLifecycle
 /// `quiet` (`--idle-release`) after announcements.
 ///
 /// The next announcement maps the code it runs again with minor faults, about 0.6 ms before its
-/// first sample (docs/performance.md, "Memory"), so `quiet` is long enough that announcements
+/// first sample (docs/performance.md, "The plain release build was over"), so `quiet` is long enough that announcements
 /// in a burst never pay it. A timer runs only after an event, once, so an idle daemon is never
 /// woken for this.
 struct IdleRelease: Service {
     let outputs: AnnouncementOutputs
     let quiet: Duration
-    var settle: Duration = .seconds(3)
+    /// How long after the start the first release waits.
+    static let settle = Duration.seconds(3)
 
     func run() async throws {
-        var pending: Task<Void, Never>? = release(after: min(settle, quiet))
+        var pending: Task<Void, Never>? = release(after: min(Self.settle, quiet))
         for await _ in outputs.events() {
             pending?.cancel()
             pending = release(after: quiet)
