@@ -118,9 +118,13 @@ extension SpeakdIntegration {
         /// comes at the first audible sample, not when the announcement leaves the queue (with a
         /// cold engine or a lead-in, long before anything is heard). A chime is the first sound of
         /// an announcement that has one.
-        @Test("started arrives within 20 ms of the first audible sample, never before it")
-        func startedFollowsTheFirstAudibleSample() async throws {
-            let speakd = try await AudibleDaemon.start(arguments: ["--lead-in", "0.3"])
+        /// Without a lead-in the first sound comes a few milliseconds into a stream the sound
+        /// server has only just started, where libpulse's interpolated latency was furthest off.
+        @Test(
+            "started arrives within 20 ms of the first audible sample, never before it, with a lead-in and without",
+            arguments: ["0.3", "0"])
+        func startedFollowsTheFirstAudibleSample(leadIn: String) async throws {
+            let speakd = try await AudibleDaemon.start(arguments: ["--lead-in", leadIn])
             var delays: [Delay] = []
             let bodies: [[String: Any]] = [
                 announcement("Platform four"), announcement("Doors closing"),

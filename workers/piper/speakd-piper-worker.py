@@ -78,10 +78,6 @@ TAIL_THRESHOLD = 104
 # en_US-joe-medium): its event is placed there, not at the phoneme.
 ONSET_GAP_SECONDS = 0.005
 ONSET_SEARCH_SECONDS = 0.040
-# No word's event comes sooner than this after a job's first sound: the sink's clock is least sure
-# of a stream's first samples, and a first word's event placed at its sound came up to 6 ms before
-# it in the recording (wordEventsFollowTheSound), where later words' never did.
-FIRST_WORD_SECONDS = 0.010
 # A streamed job's first sound waits for the encoder and this many latent frames of the decoder
 # (a frame is the voice's hop, 256 samples: 32 frames are 0.37 s at 22,050 Hz), not for its first
 # sentence's whole decoder; the rest of that sentence is decoded while those frames play.
@@ -616,7 +612,7 @@ class Renderer:
         held_events = []  # (sample, bytes) of events in or after the held samples
         flushed = time.monotonic()
         sounded = False  # whether any sample above TAIL_THRESHOLD was made
-        first_word = 0  # the earliest sample a word's event may have (set at the job's first sound)
+        first_word = 0  # the earliest sample a word's event may have: the job's first sound
         scale = self.rate / self.voice_rate
 
         def emit(due, samples):
@@ -707,12 +703,12 @@ class Renderer:
                         audio = audio * segment["volume"]
                         samples = np.clip(audio * 32767.0, -32767, 32767).astype("<i2")
                         # The job's first sound comes LEAD_SECONDS after its start, and no word's
-                        # event sooner than FIRST_WORD_SECONDS after it (`send` sees to that).
+                        # event before it (`send` sees to that).
                         if produced == 0 and piece_start == 0:
                             keep = int(round(LEAD_SECONDS * self.rate))
                             lead = leading_silence(samples, keep)
                             samples = samples[lead:]
-                            first_word = (keep if lead else 0) + int(round(FIRST_WORD_SECONDS * self.rate))
+                            first_word = keep if lead else 0
                         word_starts += starts
                         while words and spoken_index < len(word_starts):
                             start, length, spoken = words.pop(0)

@@ -379,6 +379,14 @@ struct PlayTimeline {
         }
     }
 
+    /// How long after its sample's estimated time (or after now, when the estimate is past) an
+    /// event is fired. The estimate, from the sound server's timing report, is good to about a
+    /// millisecond either way, and an event is promised never before its sound: aiming this much
+    /// after keeps that promise, far inside the 20 ms in which it is promised to come. A sound at
+    /// a stream's very start is estimated as heard already when the write that starts the stream
+    /// returns, at the moment the server plays it.
+    static let margin = Duration.milliseconds(1)
+
     /// When what was written so far will have been heard: the sink's estimate, or now.
     private func playedOut(_ sink: any AudioSink) -> ContinuousClock.Instant {
         max(sink.playedOutAt ?? .now, .now)
@@ -420,7 +428,8 @@ struct PlayTimeline {
             guard !due.isEmpty else { continue }
             scheduler.schedule(
                 due.map { event in
-                    (max(.now, heard - format.duration(frames: start - max(0, event.sample - written))), event)
+                    let sounds = heard - format.duration(frames: start - max(0, event.sample - written))
+                    return (max(.now, sounds) + Self.margin, event)
                 })
             pending.removeFirst(due.count)
         }

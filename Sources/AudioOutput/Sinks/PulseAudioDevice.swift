@@ -30,10 +30,23 @@ final class PulseAudioDevice: BlockingAudioDevice {
     private let bytesPerSecond: UInt64
     private var closed = false
 
-    /// What the main loop's callbacks reach: the loop to wake, and an operation's outcome.
+    /// Bytes written since the stream last stopped (opened, flushed or run dry): at `prebuf`
+    /// of them the server starts it.
+    private var writtenWhileStopped = 0
+    /// The stream has reached `prebuf` since it stopped, and no estimate has waited for the
+    /// server to start it.
+    private var awaitingStart = false
+    private let prebufBytes: Int
+    /// How long a write waits for the server to say the stream started before going on with
+    /// the estimate it has.
+    private static let startWaitLimit = Duration.milliseconds(50)
+
+    /// What the main loop's callbacks reach: the loop to wake, an operation's outcome, and
+    /// whether the server is playing the stream (it says when it starts and when it runs dry).
     private final class Signal {
         let mainloop: OpaquePointer
         var success: Int32 = 0
+        var playing = false
         init(mainloop: OpaquePointer) { self.mainloop = mainloop }
     }
 
@@ -58,6 +71,7 @@ final class PulseAudioDevice: BlockingAudioDevice {
         self.pollMicroseconds = 2_000
         self.targetLatencyMicroseconds = UInt64(max(options.targetLatency.microseconds, 20_000))
         self.bytesPerSecond = UInt64(format.sampleRate * format.bytesPerFrame)
+        self.prebufBytes = format.byteCount(for: .milliseconds(10))
         do throws(AudioOutputError) {
             try connect(server: server, device: device, streamName: streamName, format: format, options: options)
         } catch {
@@ -104,8 +118,12 @@ final class PulseAudioDevice: BlockingAudioDevice {
         pa_stream_set_state_callback(stream, { _, userdata in PulseAudioDevice.wake(userdata) }, userdata)
         pa_stream_set_write_callback(stream, { _, _, userdata in PulseAudioDevice.wake(userdata) }, userdata)
         pa_stream_set_latency_update_callback(stream, { _, userdata in PulseAudioDevice.wake(userdata) }, userdata)
+        pa_stream_set_started_callback(
+            stream, { _, userdata in PulseAudioDevice.note(playing: true, userdata) }, userdata)
+        pa_stream_set_underflow_callback(
+            stream, { _, userdata in PulseAudioDevice.note(playing: false, userdata) }, userdata)
 
-        let piece = UInt32(format.byteCount(for: .milliseconds(10)))
+        let piece = UInt32(prebufBytes)
         // Small tlength keeps little audio queued in the server, so a flush is heard at once;
         // a prebuf of one piece starts playback as soon as the first piece arrives.
         var attributes = pa_buffer_attr(
@@ -130,6 +148,14 @@ final class PulseAudioDevice: BlockingAudioDevice {
             }
             pa_threaded_mainloop_wait(mainloop)
         }
+    }
+
+    /// The server started playing the stream, or it ran dry (and waits for `prebuf` again).
+    private static func note(playing: Bool, _ userdata: UnsafeMutableRawPointer?) {
+        guard let userdata else { return }
+        let signal = Unmanaged<Signal>.fromOpaque(userdata).takeUnretainedValue()
+        signal.playing = playing
+        pa_threaded_mainloop_signal(signal.mainloop, 0)
     }
 
     private static func wake(_ userdata: UnsafeMutableRawPointer?) {
@@ -178,6 +204,8 @@ final class PulseAudioDevice: BlockingAudioDevice {
     /// The stream's latency: what was written and not yet played, plus the server's and the
     /// device's own buffering, so the time until the last sample written is heard.
     func queuedDuration() -> Duration? {
+        if awaitingStart { awaitStart() }
+        if let latency = reportedLatency() { return .microseconds(latency) }
         guard let latency = try? latencyMicroseconds({ .writeFailed(sink: sinkName, $0) }) else { return nil }
         return .microseconds(Int64(latency))
     }
@@ -216,11 +244,62 @@ final class PulseAudioDevice: BlockingAudioDevice {
         return info.pointee.sink_usec > read ? info.pointee.sink_usec - read : 0
     }
 
+    /// Waits (boundedly) for the server to say it started a stream that has reached `prebuf`,
+    /// then for a fresh timing report. Until it starts, the last report is of a stream that was
+    /// not playing, taken when the sink's own latency was another; dated from it, a Piper
+    /// voice's first sound, 10 ms into its stream, was heard up to 16 ms after its `started`.
+    private func awaitStart() {
+        awaitingStart = false
+        let deadline = ContinuousClock.now + Self.startWaitLimit
+        while true {
+            pa_threaded_mainloop_lock(mainloop)
+            let playing = signal.playing
+            let dead = deadMessage() != nil
+            pa_threaded_mainloop_unlock(mainloop)
+            if dead || ContinuousClock.now >= deadline { return }
+            if playing { break }
+            usleep(500)
+        }
+        try? run({ stream, callback, userdata in pa_stream_update_timing_info(stream, callback, userdata) }) {
+            .writeFailed(sink: sinkName, $0)
+        }
+    }
+
+    /// The latency as the server's last timing report gives it, aged to now, in microseconds:
+    /// libpulse's own estimate without its interpolation. That runs the report through a
+    /// smoother which, with the few reports it has just after a stream starts, placed the
+    /// stream's first samples up to 9 ms before they were heard (early `started` events for a
+    /// Piper voice, whose sound begins 10 ms into its stream, and for speech without a lead-in).
+    private func reportedLatency() -> Int64? {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard let info = pa_stream_get_timing_info(stream)?.pointee, info.read_index_corrupt == 0,
+            info.write_index_corrupt == 0, let spec = pa_stream_get_sample_spec(stream)
+        else { return nil }
+        let buffered = Int64(pa_bytes_to_usec(UInt64(max(0, info.write_index - info.read_index)), spec))
+        var latency = buffered + Int64(info.sink_usec) + Int64(info.transport_usec)
+        if info.playing != 0 {
+            var now = timeval()
+            gettimeofday(&now, nil)
+            let reported = info.timestamp
+            latency -=
+                (Int64(now.tv_sec) - Int64(reported.tv_sec)) * 1_000_000
+                + Int64(now.tv_usec) - Int64(reported.tv_usec)
+        }
+        return max(0, latency)
+    }
+
     func write(_ bytes: UnsafeRawBufferPointer) throws(AudioOutputError) {
         guard var data = bytes.baseAddress, !bytes.isEmpty else { return }
         var length = bytes.count
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
+        if signal.playing {
+            writtenWhileStopped = 0
+        } else {
+            writtenWhileStopped += length
+            if writtenWhileStopped >= prebufBytes { awaitingStart = true }
+        }
         while length > 0 {
             var room = 0
             while true {
@@ -268,6 +347,12 @@ final class PulseAudioDevice: BlockingAudioDevice {
         try run({ stream, callback, userdata in pa_stream_flush(stream, callback, userdata) }) {
             .flushFailed(sink: sinkName, $0)
         }
+        // The server waits for `prebuf` again before it plays what comes next.
+        pa_threaded_mainloop_lock(mainloop)
+        signal.playing = false
+        writtenWhileStopped = 0
+        awaitingStart = false
+        pa_threaded_mainloop_unlock(mainloop)
     }
 
     /// Starts a stream operation and waits for its answer, as `pa_simple_drain` and
@@ -315,6 +400,8 @@ final class PulseAudioDevice: BlockingAudioDevice {
             pa_stream_set_state_callback(stream, nil, nil)
             pa_stream_set_write_callback(stream, nil, nil)
             pa_stream_set_latency_update_callback(stream, nil, nil)
+            pa_stream_set_started_callback(stream, nil, nil)
+            pa_stream_set_underflow_callback(stream, nil, nil)
             pa_stream_unref(stream)
             self.stream = nil
         }
