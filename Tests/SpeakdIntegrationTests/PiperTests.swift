@@ -77,11 +77,11 @@ extension SpeakdIntegration {
                 voice = PiperVoice.load(sys.argv[1])
                 config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0, normalize_audio=False)
                 audio = np.concatenate([c.audio_int16_array for c in voice.synthesize(sys.argv[2], config)])
-                # The voice's silence before its first sound (above 16) is left out but 10 ms, and
+                # The voice's silence before its first sound (above 16) is left out but 2 ms, and
                 # its quiet end after its last sample above 104.
                 first = int(np.flatnonzero(np.abs(audio.astype(np.int32)) > 16)[0])
                 last = int(np.flatnonzero(np.abs(audio.astype(np.int32)) > 104)[-1])
-                sys.stdout.buffer.write(audio[max(0, first - 220) : last + 1].tobytes())
+                sys.stdout.buffer.write(audio[max(0, first - 44) : last + 1].tobytes())
                 """,
                 "\(data)/\(Self.voice).onnx", text,
             ]

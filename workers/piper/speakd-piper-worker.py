@@ -57,7 +57,7 @@ DECODE_FRAMES = 512
 WHOLE_FLUSH_SECONDS = 2.0
 # A job's audio starts this long before its first sound: the voice's own silence ahead of it (about
 # 23 ms for en_US-joe-medium) would only delay the first audible sample.
-LEAD_SECONDS = 0.010
+LEAD_SECONDS = 0.002
 # Freed memory is given back once no job has come for this long, not after every job: a full
 # garbage collection takes 15-20 ms with the model loaded, a sixth of a short sentence's render.
 IDLE_SECONDS = 0.5
