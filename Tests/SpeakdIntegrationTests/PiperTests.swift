@@ -155,7 +155,7 @@ extension SpeakdIntegration {
 
         /// A cold Piper worker (started lazily, its voice loaded at the first request) takes a
         /// second or two before anything is heard: `started` waits for the sound, as the word events do.
-        /// A voice's first sound comes 10 ms into its stream, just as the server starts it.
+        /// A voice's first sound comes 2 ms into its stream, as the server starts it.
         @Test(
             "Piper's started arrives within 20 ms of the first audible sample, a cold worker's first one too")
         func startedFollowsTheSound() async throws {

@@ -269,7 +269,7 @@ final class PulseAudioDevice: BlockingAudioDevice {
     /// libpulse's own estimate without its interpolation. That runs the report through a
     /// smoother which, with the few reports it has just after a stream starts, placed the
     /// stream's first samples up to 9 ms before they were heard (early `started` events for a
-    /// Piper voice, whose sound begins 10 ms into its stream, and for speech without a lead-in).
+    /// Piper voice, whose sound then began 10 ms into its stream, and for speech without a lead-in).
     private func reportedLatency() -> Int64? {
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
