@@ -33,8 +33,8 @@ final class PulseAudioDevice: BlockingAudioDevice {
     /// Bytes written since the stream last stopped (opened, flushed or run dry): at `prebuf`
     /// of them the server starts it.
     private var writtenWhileStopped = 0
-    /// The stream has reached `prebuf` since it stopped, and no estimate has waited for the
-    /// server to start it.
+    /// A write brought the stopped stream to `prebuf` since the last estimate: the next one waits
+    /// for the server to start it, once per stop, so a server that never says so costs one wait.
     private var awaitingStart = false
     private let prebufBytes: Int
     /// How long a write waits for the server to say the stream started before going on with
@@ -234,8 +234,9 @@ final class PulseAudioDevice: BlockingAudioDevice {
     /// played as the stream's read index less the sink's latency, and stops at zero: while the
     /// sink has taken less of the stream than it holds in its own buffer (a stream that has not
     /// started, or has just started), the rest of that buffer, which plays before the stream's
-    /// first sample, is not counted, and a null sink holds up to about 20 ms. Without it a Piper
-    /// voice's first sound, 10 ms into a new stream, was dated up to 8 ms before it was heard.
+    /// first sample, is not counted, and a null sink holds up to about 20 ms. It counts here for
+    /// the wait for room, the drain and a flush's count; events are dated by `reportedLatency`,
+    /// whose sum has no such clamp.
     private func unplayedSinkLatency() -> UInt64 {
         guard let info = pa_stream_get_timing_info(stream), info.pointee.read_index_corrupt == 0,
             let spec = pa_stream_get_sample_spec(stream)
@@ -297,8 +298,11 @@ final class PulseAudioDevice: BlockingAudioDevice {
         if signal.playing {
             writtenWhileStopped = 0
         } else {
+            // Only the write that reaches `prebuf`: what follows it until the start waits no more.
+            if writtenWhileStopped < prebufBytes && writtenWhileStopped + length >= prebufBytes {
+                awaitingStart = true
+            }
             writtenWhileStopped += length
-            if writtenWhileStopped >= prebufBytes { awaitingStart = true }
         }
         while length > 0 {
             var room = 0
