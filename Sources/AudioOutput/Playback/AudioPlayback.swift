@@ -382,10 +382,11 @@ struct PlayTimeline {
     /// How long after its sample's estimated time (or after now, when the estimate is past) an
     /// event is fired. The estimate, from the sound server's timing report, is good to about a
     /// millisecond either way, and an event is promised never before its sound: aiming this much
-    /// after keeps that promise, far inside the 20 ms in which it is promised to come. A sound at
-    /// a stream's very start is estimated as heard already when the write that starts the stream
-    /// returns, at the moment the server plays it.
-    static let margin = Duration.milliseconds(1)
+    /// after keeps that promise, far inside the 20 ms in which it is promised to come. At a
+    /// stream's very start the estimate and the heard sound were seen 1.1 ms apart, so a
+    /// millisecond was not enough. A sound at a stream's very start is estimated as heard already
+    /// when the write that starts the stream returns, at the moment the server plays it.
+    static let margin = Duration.milliseconds(2)
 
     /// When what was written so far will have been heard: the sink's estimate, or now.
     private func playedOut(_ sink: any AudioSink) -> ContinuousClock.Instant {
