@@ -354,6 +354,11 @@ struct PlayTimeline {
     /// Events whose sample has not been written yet.
     private var pending: [EngineEvent] = []
     private var reportedFirst = false
+    /// Whether the stream's first frame was written (alone, so the estimate after it places it).
+    private var wroteFirstFrame = false
+    /// The first frame written while the sink awaited its start (`AudioSink.framesToStart`):
+    /// from it on, nothing is placed in time until a write after which the sink has started.
+    private var undatedFrom: Int?
     /// Whether the first audible sample was found (and its event placed).
     private var foundSound = false
 
@@ -412,24 +417,42 @@ struct PlayTimeline {
             // Up to and including the first frame of the next event, so the sink's estimate
             // right after the write, fresh whatever was written before, places that frame.
             var end = frames
-            if let next = pending.first.map({ $0.sample - written }), next < frames {
+            // (Events of frames already written wait there while the sink has not started.)
+            if let next = pending.first(where: { $0.sample >= written + start }).map({ $0.sample - written }),
+                next < frames
+            {
                 end = max(start + 1, next + 1)
             }
             // The very first frame alone, so the estimate right after it dates the first sample
             // itself, whatever silence comes before the first event.
-            if !reportedFirst { end = min(end, start + 1) }
+            if !wroteFirstFrame { end = min(end, start + 1) }
+            // While the sink waits for its start, the piece that starts it ends there, so the
+            // estimate after it comes at once and places what waited.
+            let toStart = sink.framesToStart
+            if toStart > 0 { end = min(end, start + toStart) }
             try await sink.write(PCMChunk(samples: Array(part.samples[(start * channels)..<(end * channels)])))
+            wroteFirstFrame = true
+            // Frames before `from` were placed by an earlier estimate, those from it by this one.
+            let from = undatedFrom ?? (written + start)
             start = end
+            if sink.framesToStart > 0 {
+                // Not playing yet: the frames are placed once the sink starts, by the estimate
+                // after the write that starts it.
+                undatedFrom = from
+                continue
+            }
+            undatedFrom = nil
+            let total = written + start
             let heard = playedOut(sink)
             if !reportedFirst {
                 reportedFirst = true
-                observer.firstSample(heard - format.duration(frames: start))
+                observer.firstSample(heard - format.duration(frames: total))
             }
-            let due = pending.prefix { $0.sample - written < start }
+            let due = pending.prefix { $0.sample < total }
             guard !due.isEmpty else { continue }
             scheduler.schedule(
                 due.map { event in
-                    let sounds = heard - format.duration(frames: start - max(0, event.sample - written))
+                    let sounds = heard - format.duration(frames: total - max(from, event.sample))
                     return (max(.now, sounds) + Self.margin, event)
                 })
             pending.removeFirst(due.count)
@@ -446,11 +469,17 @@ struct PlayTimeline {
         for event in heard { observer.event(event) }
         pending = Array(unfired.dropFirst(heard.count)) + pending
         written = min(written, frame)
+        undatedFrom = nil
     }
 
     /// Schedules what is left (events beyond the last sound) for when the last written sample ends.
     mutating func finishEvents(_ events: [EngineEvent], on sink: any AudioSink) {
         pending += events
+        if !reportedFirst && wroteFirstFrame {
+            // Too short to start the sink before the drain does: placed by the last estimate.
+            reportedFirst = true
+            observer.firstSample(playedOut(sink) - format.duration(frames: written))
+        }
         guard !pending.isEmpty else { return }
         scheduler.schedule(pending.map { (playedOut(sink), $0) })
         pending = []

@@ -25,6 +25,13 @@ public protocol AudioSink: Sendable {
     /// what it is given at once). Read after a write, it places that write's samples in time.
     var playedOutAt: ContinuousClock.Instant? { get }
 
+    /// Frames the device still waits for before it starts playing what was written (a
+    /// PulseAudio stream short of its prebuffer), as the sink saw it right after its last write;
+    /// 0 when it plays. Until it starts, `playedOutAt` cannot place what was written: the server
+    /// starts the stream when the rest comes, and takes back what the sink had rendered ahead,
+    /// so it plays at once, not after the sink's buffer as an estimate taken now would say.
+    var framesToStart: Int { get }
+
     /// Frames the device has taken since the sink was made, played or still queued; nil when
     /// the sink does not count them (then everything written counts as played).
     var framesTaken: Int? { get }
@@ -57,6 +64,8 @@ public struct FlushPosition: Sendable, Hashable {
 
 extension AudioSink {
     public var playedOutAt: ContinuousClock.Instant? { nil }
+
+    public var framesToStart: Int { 0 }
 
     public var framesTaken: Int? { nil }
 

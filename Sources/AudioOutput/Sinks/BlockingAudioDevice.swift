@@ -28,6 +28,9 @@ protocol BlockingAudioDevice: AnyObject {
 
     /// How long until what was written so far has been played; nil when the device cannot say.
     func queuedDuration() -> Duration?
+
+    /// Bytes the device still waits for before it starts playing what was written; 0 when it plays.
+    var bytesToStart: Int { get }
 }
 
 extension BlockingAudioDevice {
@@ -35,6 +38,7 @@ extension BlockingAudioDevice {
 
     func unplayedBytes() -> Int? { nil }
     func queuedDuration() -> Duration? { nil }
+    var bytesToStart: Int { 0 }
 }
 
 /// Opens a device; runs on the sink's device thread, within `AudioSinkOptions.openTimeout`.

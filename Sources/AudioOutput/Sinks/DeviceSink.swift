@@ -25,6 +25,8 @@ final class DeviceSink: ReopenableAudioSink {
     private let keptBytes = Atomic<Int>(-1)
     /// When the audio written so far will have been played, measured after the last write.
     private let playout = Mutex<ContinuousClock.Instant?>(nil)
+    /// The device's `bytesToStart` right after the last write, in frames.
+    private let toStart = Mutex(0)
     /// Told when the sink becomes unavailable (`whenUnavailable`).
     private let unavailableHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -131,10 +133,14 @@ final class DeviceSink: ReopenableAudioSink {
             if let failure { throw failure }
             let queued = device.queuedDuration()
             self.playout.withLock { $0 = queued.map { ContinuousClock.now + $0 } }
+            let frames = (device.bytesToStart + self.format.bytesPerFrame - 1) / self.format.bytesPerFrame
+            self.toStart.withLock { $0 = frames }
         }
     }
 
     var playedOutAt: ContinuousClock.Instant? { playout.withLock { $0 } }
+
+    var framesToStart: Int { toStart.withLock { $0 } }
 
     func drain() async throws {
         // Nothing was written since the sink was made or closed.

@@ -185,6 +185,9 @@ final class PulseAudioDevice: BlockingAudioDevice {
         // A write blocks until the server asks for more, which it does in minreq steps; a flush
         // queued behind it would wait that long. Waiting here in short polls instead lets an
         // interrupt through within one poll.
+        // A stream short of its prebuffer plays nothing until more comes, so waiting makes no
+        // room; and the sink's own buffer, which the latency counts, is taken back when it starts.
+        if bytesToStart > 0 { return }
         let needed = UInt64(count) * 1_000_000 / bytesPerSecond
         var previous = UInt64.max
         var unchanged = 0
@@ -203,6 +206,12 @@ final class PulseAudioDevice: BlockingAudioDevice {
 
     /// The stream's latency: what was written and not yet played, plus the server's and the
     /// device's own buffering, so the time until the last sample written is heard.
+    var bytesToStart: Int {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        return signal.playing ? 0 : max(0, prebufBytes - writtenWhileStopped)
+    }
+
     func queuedDuration() -> Duration? {
         if awaitingStart { awaitStart() }
         if let latency = reportedLatency() { return .microseconds(latency) }

@@ -103,4 +103,5 @@ public final class PulseAudioSink: ReopenableAudioSink {
     }
     public func close() async { await core.close() }
     public var playedOutAt: ContinuousClock.Instant? { core.playedOutAt }
+    public var framesToStart: Int { core.framesToStart }
 }
