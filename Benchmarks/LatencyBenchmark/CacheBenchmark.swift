@@ -19,7 +19,7 @@ import SpeakTestSupport
 ///   `LatencyBenchmark.soundThreshold`, the rendering's own silence before it counted in), in the
 ///   two bounds of `LatencyBenchmark.Bounds`: the sink clock (reads early; at a stream's start the
 ///   null sink rewinds what it rendered ahead and the recording does not repeat it) and the
-///   block's arrival (reads late by parec's delivery, up to 20 ms);
+///   block's arrival (reads late by parec's delivery, up to `recorderBlockMilliseconds`);
 /// - by the daemon: the `queued` event's timestamp − the POST (millisecond resolution), plus the
 ///   change of `speakd_first_sample_seconds` across the announcement (queued → first sample, by
 ///   PulseAudio's stream latency). It reaches the first sample, audible or not: the rendering's
@@ -47,6 +47,12 @@ struct CacheBenchmark {
     static let piper = Engine(name: "Piper", voice: PiperBenchmark.voice)
     /// Uncached / cached that Piper must reach.
     static let goal = 5.0
+    /// The recording's blocks. `parec`'s usual 20 ms would make the null sink render 20 ms ahead,
+    /// where speakd's stream asks for 5 ms (half its 20 ms target latency): a new stream then
+    /// waits behind up to 15 ms of silence the sink cannot take back (it rewinds no more than
+    /// its latency), a null sink's quirk that a sound card, which rewinds its whole buffer, does
+    /// not have. At 5 ms the sink runs as speakd asks, and the arrival bound reads at most 5 ms late.
+    static let recorderBlockMilliseconds = 5
     /// Said twice per engine before the texts; not one of them.
     static let warmUpText = "Welcome aboard"
     static let baseTexts = [
@@ -110,7 +116,7 @@ struct CacheBenchmark {
         let texts = texts(count)
 
         let pulse = try await PulseAudioServer.start(sinkName: "speakd_bench")
-        let recorder = try await MonitorRecorder.start(pulse)
+        let recorder = try await MonitorRecorder.start(pulse, blockMilliseconds: Self.recorderBlockMilliseconds)
         var started: SpeakdProcess?
         var heard: [Heard] = []
         var before = Counters()
@@ -204,7 +210,7 @@ struct CacheBenchmark {
         guard let finished = await events.waitFor(.finished, of: id, timeout: .seconds(30)),
             finished.event.reason == .completed, let queued = events.first(.queued, of: id)
         else { throw SpeakdProcess.Failure(description: "\(id) ('\(text)', \(engine.name)) did not complete") }
-        // Let the recorder catch up past the last sample (parec delivers in 20 ms blocks).
+        // Let the recorder catch up past the last sample.
         try await Task.sleep(for: .milliseconds(150))
         let samples = recorder.samplesSoFar()
         let threshold = Int(LatencyBenchmark.soundThreshold)
@@ -416,7 +422,8 @@ struct CacheBenchmark {
         }
         print("The recording's two bounds bracket the truth: the sink clock reads early (the null sink rewinds what it")
         print(
-            "rendered ahead when a stream starts), the arrival late (parec's 20 ms blocks); both count the rendering's")
+            "rendered ahead when a stream starts), the arrival late (parec's \(Self.recorderBlockMilliseconds) ms blocks); both count the rendering's"
+        )
         print("own silence before its first audible sample. The daemon's estimate is its own: `queued` − POST has")
         print(
             "millisecond resolution, queued → first sample is PulseAudio's stream latency as the daemon reads it, and")

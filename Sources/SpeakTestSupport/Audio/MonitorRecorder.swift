@@ -23,15 +23,20 @@ public final class MonitorRecorder: Sendable {
     ///   - server: the server whose null sink to record.
     ///   - sink: which of its null sinks; nil for `sinkName`.
     ///   - timeout: how long to wait for data.
+    ///   - blockMilliseconds: the latency `parec` asks of the monitor, so the size of the blocks
+    ///     it delivers. The null sink renders ahead by the least latency any of its streams asks
+    ///     for, so this is also how far ahead it renders before a player's stream asks for less.
     public static func start(
-        _ server: some NullSinkServer, sink: String? = nil, timeout: Duration = .seconds(10)
+        _ server: some NullSinkServer, sink: String? = nil, timeout: Duration = .seconds(10),
+        blockMilliseconds: Int = 20
     ) async throws -> MonitorRecorder {
         let file = server.directory.appendingPathComponent("monitor-\(UUID().uuidString.prefix(8)).raw")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         let process = try ChildProcess(
             "/usr/bin/parec",
             [
-                "--device=\(sink.map(server.monitorSource(of:)) ?? server.monitorSource)", "--latency-msec=20",
+                "--device=\(sink.map(server.monitorSource(of:)) ?? server.monitorSource)",
+                "--latency-msec=\(blockMilliseconds)",
                 "--format=s16le",
                 "--rate=\(server.sampleRate)", "--channels=\(server.channels)", "--raw", file.path,
             ],
