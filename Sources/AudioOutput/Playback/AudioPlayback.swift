@@ -413,6 +413,8 @@ struct PlayTimeline {
         let frames = part.samples.count / channels
         var start = 0
         defer { written += start }
+        // Frames the sink waits for before it starts, as it said after the last write.
+        var toStart = sink.framesToStart
         while start < frames, !stopped() {
             // Up to and including the first frame of the next event, so the sink's estimate
             // right after the write, fresh whatever was written before, places that frame.
@@ -428,14 +430,14 @@ struct PlayTimeline {
             if !wroteFirstFrame { end = min(end, start + 1) }
             // While the sink waits for its start, the piece that starts it ends there, so the
             // estimate after it comes at once and places what waited.
-            let toStart = sink.framesToStart
             if toStart > 0 { end = min(end, start + toStart) }
             try await sink.write(PCMChunk(samples: Array(part.samples[(start * channels)..<(end * channels)])))
             wroteFirstFrame = true
             // Frames before `from` were placed by an earlier estimate, those from it by this one.
             let from = undatedFrom ?? (written + start)
             start = end
-            if sink.framesToStart > 0 {
+            toStart = sink.framesToStart
+            if toStart > 0 {
                 // Not playing yet: the frames are placed once the sink starts, by the estimate
                 // after the write that starts it.
                 undatedFrom = from

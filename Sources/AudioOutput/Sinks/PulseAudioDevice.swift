@@ -204,14 +204,14 @@ final class PulseAudioDevice: BlockingAudioDevice {
         }
     }
 
-    /// The stream's latency: what was written and not yet played, plus the server's and the
-    /// device's own buffering, so the time until the last sample written is heard.
     var bytesToStart: Int {
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
         return signal.playing ? 0 : max(0, prebufBytes - writtenWhileStopped)
     }
 
+    /// The stream's latency: what was written and not yet played, plus the server's and the
+    /// device's own buffering, so the time until the last sample written is heard.
     func queuedDuration() -> Duration? {
         if awaitingStart { awaitStart() }
         if let latency = reportedLatency() { return .microseconds(latency) }
