@@ -30,6 +30,7 @@ import struct
 import sys
 import threading
 import time
+import unicodedata
 
 # Python's -I ignores PYTHONDONTWRITEBYTECODE: the worker writes no __pycache__ beside itself
 # (an installed /usr/share/speakd/piper stays as the package left it).
@@ -43,14 +44,20 @@ MAX_SENTENCE_CHARACTERS = 220
 # The first piece of a job whose first sentence is over that is cut at this many: its first sound
 # then waits for about one short sentence's render, not a 220-character one's.
 FIRST_PIECE_CHARACTERS = 60
-# A piece that the phonemiser makes more phonemes of than this is cut again (at a clause, a space,
-# or hard): characters alone do not bound a model run, since a character of another script, a
-# symbol or a long number is read as several words ("Chinese letter ...").
-MAX_PHONEMES = 300
+# A piece that the phonemiser makes more phonemes of than this (divided by the length scale when
+# that is over 1: a slower rate makes more frames of each phoneme) is cut again, at a clause, else a
+# space, else anywhere: characters alone do not bound a model run, since a character of another
+# script, a symbol or a long number is read as several words ("Chinese letter ..."), and the
+# model's memory grows with the frames of one run (the encoder's alignment with frames x phonemes).
+# It is also under the phonemiser's own bound on one word (espeak-ng keeps about 200 phonemes of a
+# word and drops the rest): a run of digits or letters without a space is cut until all of it is
+# spoken. 200 phonemes are about 1,000 frames (12 s) at most (a spelt word, 6 frames a phoneme).
+MAX_PHONEMES = 200
 # The decoder makes at most this many latent frames (5.9 s at 22,050 Hz) in one run; a longer
 # sentence is decoded in parts (CONTEXT_FRAMES keeps them the whole decode's samples). It bounds
 # the decoder's memory, which grows with the frames of one run, and the time between two frames
-# sent to the daemon.
+# sent to the daemon. A whole render decodes a sentence of at most this many frames in one run, and
+# a longer one in these parts too.
 DECODE_FRAMES = 512
 # Rendered whole, a job's audio is still sent at least this often (in one frame per interval, not
 # one per part): the daemon kills a worker that sends nothing for its stall limit (10 s).
@@ -102,10 +109,14 @@ PEAK_WINDOW_SECONDS = 0.005
 # A sentence decoded in parts is levelled part by part, each at the gain all of it so far needs;
 # a change of gain is spread over this long.
 LEVEL_RAMP_SECONDS = 0.05
+# The loudness of a sentence is measured this many 400 ms blocks at a time (bounded memory).
+LOUDNESS_BLOCKS = 32
 WORD = re.compile(r"[\w][\w'’.-]*\w|\w", re.UNICODE)
 PUNCTUATION = set(",.;:!?…—–-\"'()¡¿«»")
 BRACKETS = str.maketrans("[]", "()")
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+# A run of text without a space this long may be one the phonemiser drops the end of (MAX_PHONEMES).
+LONG_RUN = re.compile(r"\S{33,}")
 # Control characters (NUL made the phonemiser raise ValueError) and lone surrogates become spaces,
 # which keeps every other character's position.
 CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -338,7 +349,12 @@ def loudness(audio, rate):
         blocks = np.lib.stride_tricks.sliding_window_view(audio, size)[:: size // 4]
     if size < 2:
         return None
-    power = (np.abs(np.fft.rfft(blocks, axis=1)) ** 2 * k_weighting(rate, size)).sum(axis=1) * 2 / size / size
+    weights = k_weighting(rate, size)
+    # The blocks' spectra a few at a time: all at once, they took 1.2 MiB a second of audio.
+    power = np.concatenate([
+        (np.abs(np.fft.rfft(blocks[first : first + LOUDNESS_BLOCKS], axis=1)) ** 2 * weights).sum(axis=1)
+        for first in range(0, len(blocks), LOUDNESS_BLOCKS)
+    ]) * 2 / size / size
     power = power[power > 10 ** ((-70 + 0.691) / 10)]
     if not len(power):
         return None
@@ -355,6 +371,61 @@ def cut_before(text, limit):
     if cut <= 0:
         cut = limit
     return max(1, cut + 1)
+
+
+def phoneme_bound(length_scale):
+    """The most phonemes of one model run at this length scale (MAX_PHONEMES, fewer when slower)."""
+    return max(1, int(MAX_PHONEMES / max(1.0, float(length_scale))))
+
+
+def cut_near_middle(text):
+    """Where to cut `text` (1 to len - 1) in two: after the clause mark (",;:") nearest its middle
+    in its middle half, else after the space nearest its middle, else at the character boundary
+    nearest its middle that does not split a character from the marks that go with it."""
+    middle, quarter = len(text) // 2, max(1, len(text) // 4)
+    clauses = [index + 1 for index, character in enumerate(text[:-1]) if character in ",;:"]
+    spaces = [index + 1 for index, character in enumerate(text[:-1]) if character.isspace()]
+    for cuts in ([cut for cut in clauses if abs(cut - middle) <= quarter], spaces):
+        if cuts:
+            return min(cuts, key=lambda cut: (abs(cut - middle), cut))
+
+    def joins(cut):  # text[cut] belongs to the character before it
+        return unicodedata.category(text[cut])[0] == "M" or text[cut - 1] == "\u200d" or text[cut] == "\u200d"
+
+    for distance in range(len(text)):
+        for cut in (middle - distance, middle + distance):
+            if 0 < cut < len(text) and not joins(cut):
+                return cut
+    return max(1, middle)
+
+
+def phonemes_dropped(run, count):
+    """Whether the phonemiser drops the end of `run` (text without a space): espeak-ng keeps about
+    200 phonemes of one word, so 1,000 digits said about 60 of them. Its two halves then make
+    clearly more phonemes together than all of it."""
+    cut = cut_near_middle(run)
+    return count(run[:cut]) + count(run[cut:]) > 1.1 * count(run) + 2
+
+
+def cut_by_phonemes(offset, piece, count, limit):
+    """(start, piece) pairs, in order and together all of `piece` (which starts at `offset`): the
+    piece, cut again (near its middle: at a clause, else a space, else anywhere) until each makes
+    at most `limit` phonemes by `count` and none has a word the phonemiser drops the end of. A
+    single character is never cut."""
+    if len(piece) < 2:
+        return [(offset, piece)]
+    cut = None
+    if count(piece) > limit:
+        cut = cut_near_middle(piece)
+    else:
+        for run in LONG_RUN.finditer(piece):
+            if phonemes_dropped(run.group(), count):
+                cut = run.start() + cut_near_middle(run.group())
+                break
+    if cut is None:
+        return [(offset, piece)]
+    return cut_by_phonemes(offset, piece[:cut], count, limit) + cut_by_phonemes(
+        offset + cut, piece[cut:], count, limit)
 
 
 def split_sentences(text, first=False):
@@ -499,9 +570,9 @@ class Renderer:
         """The piece's audio (float, the voice's rate) in parts, each with the samples (from the
         piece's start) where the phoneme words it brings start. With `first_frames`, the first
         part is that many frames of its first sentence, made without waiting for the rest of it.
-        `whole` (nobody listens while it renders) decodes each sentence once and cuts the same
-        parts from it: the same samples (a part decoded with CONTEXT_FRAMES around it is the
-        whole decode's), without decoding the context twice."""
+        `whole` (nobody listens while it renders) decodes each sentence of up to DECODE_FRAMES
+        once and cuts the same parts from it: the same samples (a part decoded with
+        CONTEXT_FRAMES around it is the whole decode's), without decoding the context twice."""
         from piper import SynthesisConfig
 
         config = SynthesisConfig(
@@ -535,10 +606,13 @@ class Renderer:
             if self.rate == self.voice_rate:
                 bounds += list(range(bounds[-1] + DECODE_FRAMES, frames, DECODE_FRAMES))
             bounds.append(frames)
-            decoded = self.model.decode(0, frames) if whole else None
+            # Whole, a sentence of up to DECODE_FRAMES is decoded in one run and its parts cut
+            # from it; a longer one is decoded part by part as when streamed (the same samples):
+            # one run of all its frames took up to 250 MiB more.
+            decoded = self.model.decode(0, frames) if whole and frames <= DECODE_FRAMES else None
             hop = self.model.hop
             for start, end in zip(bounds, bounds[1:]):
-                audio = decoded[start * hop : end * hop] if whole else self.model.decode(start, end)
+                audio = decoded[start * hop : end * hop] if decoded is not None else self.model.decode(start, end)
                 yield audio, word_starts if start == 0 else []
             first_frames = 0
             base += frames * self.model.hop
@@ -574,13 +648,14 @@ class Renderer:
         made.append(levelled)
         return levelled, target
 
-    def bounded(self, offset, piece):
-        """(start, piece) pairs: the piece, cut again (at a clause, a space, or hard, about half
-        way) until each makes at most MAX_PHONEMES phonemes."""
-        if len(piece) < 2 or sum(len(sentence) for sentence in self.voice.phonemize(piece)) <= MAX_PHONEMES:
-            return [(offset, piece)]
-        cut = min(cut_before(piece, len(piece) // 2), len(piece) - 1)
-        return self.bounded(offset, piece[:cut]) + self.bounded(offset + cut, piece[cut:])
+    def phoneme_count(self, text):
+        """How many phonemes the voice's phonemiser makes of `text` (as a model run is given it)."""
+        return sum(len(sentence) for sentence in self.voice.phonemize(text.translate(BRACKETS)))
+
+    def bounded(self, offset, piece, length_scale=1.0):
+        """(start, piece) pairs: the piece, cut again until each makes at most the phoneme bound
+        at this length scale (`cut_by_phonemes`)."""
+        return cut_by_phonemes(offset, piece, self.phoneme_count, phoneme_bound(length_scale))
 
     def words_of(self, text):
         """Text words with how many phoneme words each one is spoken as (a number is several)."""
@@ -682,7 +757,7 @@ class Renderer:
                 pieces = [
                     bounded
                     for offset, piece in split_sentences(text, first=index == 0)
-                    for bounded in self.bounded(offset, piece)
+                    for bounded in self.bounded(offset, piece, segment["lengthScale"])
                 ]
                 for offset, piece in pieces:
                     if jobs.is_cancelled():
