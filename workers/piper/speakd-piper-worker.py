@@ -401,7 +401,7 @@ def cut_near_middle(text):
 
 def phonemes_dropped(run, count):
     """Whether the phonemiser drops the end of `run` (text without a space): espeak-ng keeps about
-    200 phonemes of one word, so 1,000 digits said about 60 of them. Its two halves then make
+    200 phonemes of one word (a run of digits was said to about its 45th). Its two halves then make
     clearly more phonemes together than all of it."""
     cut = cut_near_middle(run)
     return count(run[:cut]) + count(run[cut:]) > 1.1 * count(run) + 2
