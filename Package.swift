@@ -213,8 +213,9 @@ let package = Package(
         .target(
             name: "SpeakState", dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings),
-        // Schedules as rules: the definition, RFC 5545 recurrences in a time zone, what to do when.
-        .target(name: "SpeakSchedules", swiftSettings: swiftSettings),
+        // Schedules as rules: the definition, RFC 5545 recurrences in a time zone, what to do when. The
+        // announcement inside a definition is the wire vocabulary's request, decoded as strictly.
+        .target(name: "SpeakSchedules", dependencies: ["SpeakAPI"], swiftSettings: swiftSettings),
         // What the daemon keeps: the audit log's writer and the schedules' service, over the intake.
         .target(
             name: "AnnouncementRecords",
@@ -456,7 +457,7 @@ let package = Package(
             name: "SpeakServerTests",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "AnnouncementIntake", "SpeechModel",
-                "SpeechRendering", "SpeakTestSupport",
+                "SpeechRendering", "SpeakTestSupport", "AnnouncementRecords", "SpeakState",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

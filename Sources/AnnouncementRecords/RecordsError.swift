@@ -31,9 +31,11 @@ public struct RecordsError: Error, Sendable, CustomStringConvertible {
     public var description: String { response.description }
 
     /// A schedule's own field is wrong.
+    /// A fault inside `announcement` has the code `POST /v1/announcements` would answer.
     init(_ error: ScheduleError) {
         self.init(
-            error.isMalformed ? .malformed : .invalid, code: error.isMalformed ? "malformedRequest" : "invalidValue",
+            error.isMalformed ? .malformed : .invalid,
+            code: error.isMalformed ? "malformedRequest" : error.announcementCode ?? "invalidValue",
             error.message, field: error.field)
     }
 

@@ -1,9 +1,12 @@
 import Foundation
 import SpeakAPI
+import SpeakSchedules
+import SpeechModel
 
 /// A fleet's schedule command (`speakd/{site}/…/schedule`), decoded strictly:
 /// `{"action": "add", "schedule": {…}}`, `{"action": "update", "id": ID, "patch": {…}}` or
-/// `{"action": "delete", "id": ID}`. Any other key, or a missing one, is refused by name.
+/// `{"action": "delete", "id": ID}`. Any other key, or a missing one, is refused by name, and so
+/// is a key given twice at any depth (`schedule.announcement.private`), as in an HTTP body.
 public enum ScheduleCommand: Sendable, Equatable {
     /// A `POST /v1/schedules` body.
     case add(Data)
@@ -13,10 +16,18 @@ public enum ScheduleCommand: Sendable, Equatable {
 
     /// - Throws: `RecordsError` naming the field.
     public init(json: Data) throws(RecordsError) {
-        guard let object = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else {
+        do {
+            try StrictJSON.check(json)
+        } catch {
+            throw RecordsError(
+                error.isOutOfRange ? .invalid : .malformed,
+                code: error.isOutOfRange ? "outOfRange" : "malformedRequest", error.message,
+                field: error.field ?? "body")
+        }
+        guard case .object(let object)? = try? WireFormat.decoder().decode(JSONValue.self, from: json) else {
             throw RecordsError(.malformed, code: "malformedRequest", "the command is not a JSON object", field: "body")
         }
-        guard let action = object["action"] as? String else {
+        guard case .string(let action)? = object["action"] else {
             throw RecordsError(.invalid, code: "invalidValue", "action must be add, update or delete", field: "action")
         }
         let allowed: Set<String>
@@ -35,15 +46,13 @@ public enum ScheduleCommand: Sendable, Equatable {
                 field: unknown)
         }
         func body(_ key: String) throws(RecordsError) -> Data {
-            guard let value = object[key] as? [String: Any],
-                let data = try? JSONSerialization.data(withJSONObject: value)
-            else {
+            guard let value = object[key], case .object = value else {
                 throw RecordsError(.invalid, code: "invalidValue", "\(key) must be a JSON object", field: key)
             }
-            return data
+            return value.encoded()
         }
         func id() throws(RecordsError) -> String {
-            guard let id = object["id"] as? String, !id.isEmpty else {
+            guard case .string(let id)? = object["id"], !id.isEmpty else {
                 throw RecordsError(.invalid, code: "invalidValue", "id must be a schedule's id", field: "id")
             }
             return id

@@ -14,14 +14,13 @@ public struct ScheduleResource: Sendable {
 
     /// The JSON object.
     public func json() -> Data {
-        var object = (try? JSONSerialization.jsonObject(with: definition.encoded())) as? [String: Any] ?? [:]
-        object["id"] = id
-        object["created"] = ScheduleService.text(created)
-        object["updated"] = ScheduleService.text(updated)
-        object["lastSlot"] = lastSlot.map(ScheduleService.text) ?? NSNull()
-        object["next"] = next.map(ScheduleService.text) ?? NSNull()
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
+        var object = definition.jsonObject()
+        object["id"] = .string(id)
+        object["created"] = .string(ScheduleService.text(created))
+        object["updated"] = .string(ScheduleService.text(updated))
+        object["lastSlot"] = lastSlot.map { .string(ScheduleService.text($0)) } ?? .null
+        object["next"] = next.map { .string(ScheduleService.text($0)) } ?? .null
+        return JSONValue.object(object).encoded()
     }
 
     /// `{"schedules": [...]}`.

@@ -6,6 +6,7 @@ import ServiceLifecycle
 import SpeakAPI
 import SpeakSchedules
 import SpeakState
+import SpeechModel
 import SpeechRendering
 
 /// The schedules: kept in the database, checked like any announcement when they are made, and
@@ -75,8 +76,13 @@ public actor ScheduleService: Service {
     /// The body may name the schedule's `id` (1 to 64 letters, digits, `.`, `_` or `-`), as a
     /// fleet does so that every kiosk knows it by one id; an id in use is refused (409).
     public func create(_ body: Data) async throws(RecordsError) -> ScheduleResource {
-        let (id, rest) = try Self.takeID(from: body)
-        let definition = try await checked(try Self.decode(rest))
+        let (id, decoded): (String?, ScheduleDefinition)
+        do {
+            (id, decoded) = try ScheduleDefinition.decode(creating: body)
+        } catch {
+            throw RecordsError(error)
+        }
+        let definition = try await checked(decoded)
         let inserted: StoredSchedule?
         do {
             inserted = try store.insert(definition: definition.encoded(), now: now(), id: id)
@@ -150,36 +156,6 @@ public actor ScheduleService: Service {
         wake()
     }
 
-    /// The `id` a body names, checked, and the body without it.
-    static func takeID(from body: Data) throws(RecordsError) -> (id: String?, rest: Data) {
-        guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let value = object["id"]
-        else { return (nil, body) }
-        // The first a letter or digit: "." and ".." would be paths no client reaches.
-        guard let id = value as? String, (1...64).contains(id.utf8.count),
-            let first = id.unicodeScalars.first, first.isASCII,
-            first.properties.isAlphabetic || ("0"..."9").contains(first),
-            id.utf8.allSatisfy({ byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("._-".utf8).contains(byte)
-            })
-        else {
-            throw RecordsError(
-                .invalid, code: "invalidValue",
-                "id must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", field: "id")
-        }
-        object["id"] = nil
-        return (id, (try? JSONSerialization.data(withJSONObject: object)) ?? body)
-    }
-
-    private static func decode(_ body: Data) throws(RecordsError) -> ScheduleDefinition {
-        do {
-            return try ScheduleDefinition(json: body)
-        } catch {
-            throw RecordsError(error)
-        }
-    }
-
     /// Checks a definition as of now, and its announcement as the intake checks a posted one
     /// (its output, chimes, text and spans); a private announcement is refused, since its text
     /// would be stored.
@@ -191,9 +167,13 @@ public actor ScheduleService: Service {
         } catch {
             throw RecordsError(error)
         }
-        let request: AnnouncementRequest
+        let request = definition.request
         do {
-            request = try intake.decode(definition.announcement)
+            try request.utterance.validate(limits: intake.limits.utterance)
+        } catch {
+            throw RecordsError(announcement: .invalid(Self.namingTextField(error, of: definition)))
+        }
+        do {
             _ = try await intake.prepare(request)
         } catch {
             throw RecordsError(announcement: error)
@@ -205,6 +185,16 @@ public actor ScheduleService: Service {
                 field: "announcement.private")
         }
         return definition
+    }
+
+    /// A limit's error naming the field the client wrote the text in: `ssml` or `sequence`
+    /// rather than the `spans` they became.
+    private static func namingTextField(_ error: SpeechInputError, of definition: ScheduleDefinition)
+        -> SpeechInputError
+    {
+        guard error.kind == "tooLarge", case .object(let object) = definition.announcementJSON else { return error }
+        for key in ["sequence", "ssml"] where object[key] != nil { return error.renamed(field: key) }
+        return error
     }
 
     private func loaded() throws(RecordsError) -> [String: Entry] {
@@ -323,8 +313,9 @@ public actor ScheduleService: Service {
         let id = entry.stored.id
         ahead[id] = nil
         do {
-            var (request, prepared) = try await intake.prepare(
-                ahead: entry.definition.announcement, origin: Self.origin(id, slot: slot))
+            let request = entry.definition.request
+            var prepared = try await intake.prepare(await intake.sessions.personalize(request))
+            prepared.origin = Self.origin(id, slot: slot)
             var chunks: [PCMChunk] = []
             for try await chunk in intake.renderer.render(prepared.speech) { chunks.append(chunk) }
             prepared.prerendered = chunks
@@ -349,7 +340,7 @@ public actor ScheduleService: Service {
             if let early {
                 accepted = try await intake.submit(ahead: early.prepared, original: early.request)
             } else {
-                accepted = try await intake.accept(entry.definition.announcement, origin: Self.origin(id, slot: slot))
+                accepted = try await intake.accept(entry.definition.request, origin: Self.origin(id, slot: slot))
                     .accepted
             }
             publish(id, ScheduleChange(change: .fired, slot: Self.text(slot), announcement: accepted.id))

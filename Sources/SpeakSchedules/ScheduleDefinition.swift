@@ -1,4 +1,5 @@
 import Foundation
+import SpeakAPI
 
 /// What a schedule speaks and when: the body of `POST /v1/schedules`.
 ///
@@ -30,49 +31,17 @@ public struct ScheduleDefinition: Sendable, Hashable {
 
     /// A label for people, if the client gave one.
     public let name: String?
-    /// The announcement as a JSON object (UTF-8, keys sorted). It is not interpreted here: the
-    /// daemon decodes it with its own strict announcement decoder.
-    public let announcement: Data
+    /// The announcement as the client wrote it (a JSON object), kept to be shown back.
+    public let announcementJSON: JSONValue
+    /// The announcement, decoded as `POST /v1/announcements` decodes a body, in the same pass
+    /// as the schedule's own fields. The daemon still checks it against its limits, outputs and
+    /// chimes before it stores the schedule.
+    public let request: AnnouncementRequest
     public let timing: Timing
     public let missed: MissedPolicy
 
-    /// A definition from its parts, checked as a decoded body would be.
-    /// - Parameters:
-    ///   - announcement: a JSON object.
-    ///   - timing: one time, or a rule with its start and zone.
-    ///   - missed: what to do with slots missed while down.
-    ///   - name: at most 200 characters.
-    public init(announcement: Data, timing: Timing, missed: MissedPolicy = .skip, name: String? = nil)
-        throws(ScheduleError)
-    {
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: announcement)
-        } catch {
-            throw .invalid("announcement", "must be a JSON object (the announcement to speak)")
-        }
-        try self.init(announcementObject: object, timing: timing, missed: missed, name: name)
-    }
-
-    init(announcementObject: Any, timing: Timing, missed: MissedPolicy, name: String?) throws(ScheduleError) {
-        guard let object = announcementObject as? [String: Any],
-            let data = try? JSONSerialization.data(
-                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { throw .invalid("announcement", "must be a JSON object (the announcement to speak)") }
-        if let name {
-            guard !name.isEmpty else { throw .invalid("name", "is empty; leave it out instead") }
-            guard name.count <= Self.maxNameLength else {
-                throw .invalid("name", "is \(name.count) characters; at most \(Self.maxNameLength)")
-            }
-        }
-        if case .speakWithin(let seconds) = missed, !(1...Self.maxSpeakWithin).contains(seconds) {
-            throw .invalid("missed", "speakWithin must be a whole number of seconds from 1 to \(Self.maxSpeakWithin)")
-        }
-        self.announcement = data
-        self.timing = timing
-        self.missed = missed
-        self.name = name
-    }
+    /// The announcement as canonical JSON (UTF-8, keys sorted), as `GET` shows it.
+    public var announcement: Data { announcementJSON.encoded() }
 
     /// The slots of this definition on the time line.
     public var timeline: ScheduleTimeline { ScheduleTimeline(self) }

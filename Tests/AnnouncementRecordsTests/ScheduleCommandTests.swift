@@ -15,6 +15,16 @@ struct ScheduleCommandTests {
         #expect(try ScheduleCommand(json: Data(#"{"action": "delete", "id": "s"}"#.utf8)) == .delete(id: "s"))
     }
 
+    @Test func aKeyGivenTwiceAnywhereIsMalformedNamingIt() {
+        let json = #"{"action": "add", "schedule": {"announcement": {"text": "a", "private": true, "private": false}}}"#
+        #expect {
+            try ScheduleCommand(json: Data(json.utf8))
+        } throws: { error in
+            guard let error = error as? RecordsError, case .malformed = error.kind else { return false }
+            return error.response.error.field == "schedule.announcement.private"
+        }
+    }
+
     @Test(
         arguments: [
             (#"[1]"#, "body"),

@@ -118,6 +118,54 @@ struct ScheduleDefinitionTests {
         #expect(error.field == "body")
     }
 
+    @Test(arguments: [
+        (
+            #"{"announcement": {"text": "Code 4711", "private": true, "private": false}, "at": "2026-12-01T17:45:00Z"}"#,
+            "announcement.private"
+        ),
+        (#"{\#(announcement), "at": "2026-12-01T17:45:00Z", "at": "2026-12-02T17:45:00Z"}"#, "at"),
+        (
+            #"{"announcement": {"spans": [{"text": "a", "pitch": 1, "pitch": 2}]}, "at": "2026-12-01T17:45:00Z"}"#,
+            "announcement.spans[0].pitch"
+        ),
+        (
+            #"{\#(announcement), "at": "2026-12-01T17:45:00Z", "missed": {"speakWithin": 5, "speakWithin": 6}}"#,
+            "missed.speakWithin"
+        ),
+    ])
+    func aKeyGivenTwiceAtAnyDepthIsMalformedNamingIt(_ body: String, _ field: String) throws {
+        let error = try #require(Self.refusal(body))
+        #expect(error.isMalformed)
+        #expect(error.field == field)
+        #expect(error.message == "duplicate key; a key may appear only once in an object")
+        let patch = try ScheduleDefinition(json: Data(Self.once.utf8))
+        do {
+            _ = try patch.merging(patch: Data(body.utf8))
+            Issue.record("a patch with a key given twice was accepted: \(body)")
+        } catch {
+            #expect(error.isMalformed && error.field == field)
+        }
+    }
+
+    @Test func theAnnouncementIsDecodedAsAnAnnouncementBodyIs() throws {
+        let definition = try ScheduleDefinition(
+            json: Data(#"{"announcement": {"text": "Doors", "priority": "high"}, "at": "2026-12-01T17:45:00Z"}"#.utf8))
+        #expect(definition.request.priority == .high)
+        #expect(definition.request.utterance.text == "Doors")
+        let cases = [
+            (#"{"text": "a", "pich": 1}"#, "announcement.pich", "malformed"),
+            (#"{"text": "a", "priority": "urgent"}"#, "announcement.priority", "malformed"),
+            (#"{"text": "a", "rate": 1e400}"#, "announcement.rate", "outOfRange"),
+            (#"{"text": "a", "expiresAfter": "soon"}"#, "announcement.expiresAfter", "malformed"),
+        ]
+        for (announcement, field, code) in cases {
+            let error = try #require(Self.refusal(#"{"announcement": \#(announcement), "at": "2026-12-01T17:45:00Z"}"#))
+            #expect(error.field == field, "\(announcement): \(error)")
+            #expect(error.announcementCode == code, "\(announcement): \(error)")
+            #expect(!error.isMalformed)
+        }
+    }
+
     @Test func anUnknownKeyIsRefusedAsSuch() throws {
         let error = try #require(Self.refusal(#"{\#(Self.announcement), "at": "2026-12-01T17:45:00Z", "When": 1}"#))
         #expect(error.isUnknownField)

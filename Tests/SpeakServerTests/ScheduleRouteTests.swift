@@ -1,0 +1,107 @@
+import AnnouncementIntake
+import AnnouncementQueue
+import AnnouncementRecords
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import SpeakAPI
+import SpeakServer
+import SpeakState
+import SpeakTestSupport
+import Testing
+
+/// `/v1/schedules` over a real database in a temporary directory, through the router.
+@Suite("Schedule routes", .timeLimit(.minutes(1)))
+struct ScheduleRouteTests {
+    /// A server whose schedules live in a fresh state directory.
+    struct Setup {
+        let running = RunningQueue()
+        let directory: URL
+        let database: StateDatabase
+        let server: SpeakServer
+
+        init() throws {
+            directory = try temporaryDirectory()
+            database = try StateDatabase(directory: directory.path)
+            let intake = AnnouncementIntake(
+                outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(),
+                health: SwitchableHealth())
+            var server = SpeakServer(intake: intake, health: SwitchableHealth())
+            server.schedules = ScheduleService(store: database.schedules, intake: intake, logger: Logger(label: "test"))
+            self.server = server
+        }
+
+        func test(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try await running.waitUntilRunning()
+            do {
+                try await Application(router: server.buildRouter()).test(.router) { client in
+                    try await body(JSONClient(base: client))
+                }
+            } catch {
+                await running.shutdown()
+                throw error
+            }
+            await running.shutdown()
+        }
+    }
+
+    static func future(_ seconds: Double = 3_600) -> String {
+        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + seconds).rounded(.up))
+            .formatted(Date.ISO8601FormatStyle())
+    }
+
+    static func error(_ response: TestResponse) throws -> ErrorResponse.Detail {
+        try decode(ErrorResponse.self, response).error
+    }
+
+    @Test("A key given twice anywhere in a schedule body is 400 naming it, as for POST /v1/announcements")
+    func duplicateKeysAreRefused() async throws {
+        let at = Self.future()
+        try await Setup().test { client in
+            let announcement = #"{"text": "Your code is 4711", "private": true, "private": false}"#
+            let posted = try await client.execute(
+                uri: "/v1/announcements", method: .post, body: jsonBody(announcement))
+            #expect(posted.status == .badRequest)
+            let direct = try Self.error(posted)
+
+            let scheduled = try await client.execute(
+                uri: "/v1/schedules", method: .post,
+                body: jsonBody(#"{"announcement": \#(announcement), "at": "\#(at)"}"#))
+            #expect(scheduled.status == .badRequest)
+            let refusal = try Self.error(scheduled)
+            #expect(refusal.field == "announcement.private")
+            #expect(refusal.code == direct.code && refusal.message == direct.message)
+            let listed = try await client.execute(uri: "/v1/schedules", method: .get)
+            #expect(String(buffer: listed.body).contains(#""schedules":[]"#))
+
+            for body in [
+                #"{"announcement": {"text": "a"}, "at": "\#(at)", "at": "\#(Self.future(7_200))"}"#,
+                #"{"announcement": {"text": "a"}, "at": "\#(at)", "missed": {"speakWithin": 5, "speakWithin": 6}}"#,
+                #"{"announcement": {"spans": [{"text": "a", "pitch": 1, "pitch": 2}]}, "at": "\#(at)"}"#,
+            ] {
+                let response = try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(body))
+                #expect(response.status == .badRequest, "\(body)")
+                #expect(
+                    try Self.error(response).message == "duplicate key; a key may appear only once in an object",
+                    "\(body)")
+            }
+
+            let created = try await client.execute(
+                uri: "/v1/schedules", method: .post,
+                body: jsonBody(#"{"announcement": {"text": "Doors close"}, "at": "\#(at)"}"#))
+            #expect(created.status == .created)
+            let id = try #require(created.headers[.location]).split(separator: "/").last.map(String.init) ?? ""
+            let patched = try await client.execute(
+                uri: "/v1/schedules/\(id)", method: .patch,
+                headers: [.contentType: "application/merge-patch+json"],
+                body: jsonBody(#"{"announcement": {"text": "Doors close", "private": true, "private": false}}"#))
+            #expect(patched.status == .badRequest)
+            #expect(try Self.error(patched).field == "announcement.private")
+            let shown = try await client.execute(uri: "/v1/schedules/\(id)", method: .get)
+            #expect(String(buffer: shown.body).contains(#""announcement":{"text":"Doors close"}"#))
+        }
+    }
+}
