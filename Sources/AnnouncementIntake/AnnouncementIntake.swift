@@ -316,7 +316,8 @@ public struct AnnouncementIntake: Sendable {
         do {
             return try await renderer.prepare(utterance)
         } catch {
-            throw .invalid(error)
+            // Named as the client wrote it: a sequence's part, not the joined whole's span.
+            throw .invalid(utterance.namingInWire(error))
         }
     }
 

@@ -84,4 +84,36 @@ import Testing
             "\(error)".contains("broken.wav")
         }
     }
+
+    /// A chime of NaN or infinite samples is refused naming it, as the daemon's start refuses it;
+    /// one merely past full scale is clamped and loads.
+    @Test func aFloatChimeWithNaNOrInfinityIsRefusedNamingItAndOnePastFullScaleClamped() throws {
+        let format = AudioFormat(sampleRate: 22050)
+        for (value, reason) in [(Float.nan, "NaN"), (.infinity, "infinite"), (-.infinity, "infinite")] {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chimes-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try FloatWAV.write(FloatWAV.tone(), to: directory.appendingPathComponent("fine.wav"))
+            try FloatWAV.write(FloatWAV.tone(values: [value]), to: directory.appendingPathComponent("bad.wav"))
+            for loudness in [-20.0, nil] {
+                #expect { _ = try ChimeLibrary(directory: directory, format: format, loudness: loudness) } throws: {
+                    "\($0)".contains("chime 'bad'") && "\($0)".contains("bad.wav") && "\($0)".contains(reason)
+                }
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chimes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FloatWAV.write(
+            FloatWAV.tone(values: [Float](repeating: 3, count: 500) + [-1e38]),
+            to: directory.appendingPathComponent("over.wav"))
+        let library = try ChimeLibrary(directory: directory, format: format, loudness: nil)
+        let over = try #require(library.chimes["over"])
+        #expect(over.count == 22_050)
+        let peak = over.map { abs(Int($0)) }.max() ?? 0
+        #expect(peak > 0 && peak <= 29_196, "peak \(peak)")
+        // The tone after the loud samples is still heard: clamping kept it from being scaled to nothing.
+        let tone = over[5_000...].map { abs(Int($0)) }.max() ?? 0
+        #expect(tone > 1_000, "the tone's peak \(tone)")
+    }
 }

@@ -68,14 +68,16 @@ public struct ChimeLibrary: Sendable {
             sound = try RecordedSound(
                 decoding: url.path, sampleRate: format.sampleRate, maximumDuration: maximumDuration)
         } catch {
-            throw Failure(description: "chime \(url.path): \(error.reason)")
+            throw Failure(
+                description: "chime '\(url.deletingPathExtension().lastPathComponent)' (\(url.path)): \(error.reason)")
         }
         var gain = 1.0
         if let loudness {
             guard let measured = sound.loudness else {
                 throw Failure(
                     description:
-                        "chime \(url.path): too short or too quiet to measure its loudness (at least 0.4 s of sound)")
+                        "chime '\(url.deletingPathExtension().lastPathComponent)' (\(url.path)): too short or too quiet to measure its loudness (at least 0.4 s of sound)"
+                )
             }
             gain = loudnessGain(from: measured, to: loudness)
         }

@@ -7,6 +7,10 @@ import SpeechRendering
 /// A recorded sound (a chime, a clip) decoded with libsndfile, mixed to mono, resampled with
 /// libsamplerate to the engine's rate and brought to a loudness with libebur128: what chimes and
 /// clips share.
+///
+/// A float file may hold any value: one that is not a number (NaN) or infinite is refused with
+/// the sample's place, since no sound can be made of it; one past full scale (above 1.0) is
+/// clamped to full scale, as a sound card would.
 struct RecordedSound {
     /// The samples, mono, full scale ±1, at `sampleRate`.
     var mono: [Float]
@@ -42,6 +46,7 @@ struct RecordedSound {
             sf_readf_float(file, $0.baseAddress, sf_count_t(frames))
         }
         guard read > 0 else { throw Failure(reason: "cannot decode it: \(String(cString: sf_strerror(file)))") }
+        try Self.clampToFullScale(&interleaved, count: Int(read) * channels, channels: channels, rate: info.samplerate)
         // Mixed down to mono, then spread to the engine's channels (espeak-ng renders mono).
         var mono = [Float](repeating: 0, count: Int(read))
         for frame in 0..<Int(read) {
@@ -56,6 +61,26 @@ struct RecordedSound {
         self.sampleRate = sampleRate
     }
 
+    /// Refuses a sample that is NaN or infinite, naming the first, and clamps the others to ±1.
+    static func clampToFullScale(_ samples: inout [Float], count: Int, channels: Int, rate: Int32) throws(Failure) {
+        for index in 0..<count {
+            let value = samples[index]
+            guard value.isFinite else {
+                let frame = index / channels
+                throw Failure(
+                    reason:
+                        "sample \(frame) (at \(cFormat("%.3f", Double(frame) / Double(rate))) s) is "
+                        + (value.isNaN ? "not a number (NaN)" : "infinite")
+                        + ": a sound must hold finite samples")
+            }
+            if value > 1 {
+                samples[index] = 1
+            } else if value < -1 {
+                samples[index] = -1
+            }
+        }
+    }
+
     /// What a file's header says, without decoding it; nil when libsndfile cannot read it.
     static func header(of path: String) -> (frames: Int, sampleRate: Int, channels: Int)? {
         var info = SF_INFO()
@@ -68,7 +93,7 @@ struct RecordedSound {
     /// Its integrated loudness in LUFS, or nil when it is too short or too quiet to measure
     /// (libebur128 needs 0.4 s of sound).
     var loudness: Double? {
-        let samples = mono.map { Int16(max(-32767, min(32767, ($0 * 32767).rounded()))) }
+        let samples = mono.map { Self.int16($0 * 32767) }
         return LoudnessMeter.loudness(of: samples, format: AudioFormat(sampleRate: sampleRate))
     }
 
@@ -81,10 +106,17 @@ struct RecordedSound {
         var output = [Int16]()
         output.reserveCapacity(mono.count * format.channels)
         for sample in mono {
-            let value = Int16((sample * gain * 32767).rounded())
+            let value = Self.int16(sample * gain * 32767)
             for _ in 0..<format.channels { output.append(value) }
         }
         return output
+    }
+
+    /// `value` rounded to the nearest 16-bit sample, clamped to ±32767; 0 for a value that is not
+    /// finite, so no conversion can trap whatever a resampler or a gain made of it.
+    static func int16(_ value: Float) -> Int16 {
+        guard value.isFinite else { return 0 }
+        return Int16(max(-32767, min(32767, value.rounded())))
     }
 
     private static func resample(_ samples: [Float], from rate: Int, to target: Int) throws(Failure) -> [Float] {
