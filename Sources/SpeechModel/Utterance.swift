@@ -68,6 +68,9 @@ public struct Utterance: Sendable, Hashable {
     /// characters of the spans' text, counted span by span, at which it starts. The text before
     /// a boundary need not end with punctuation: the boundary ends its sentence all the same.
     public var boundaries: [Int: Boundary]
+    /// Where each span came from when the utterance was decoded from a `sequence`; empty
+    /// otherwise. Not part of its equality.
+    public var sequenceOrigins = SequenceOrigins()
 
     public init(spans: [Span], defaults: SpeechAttributes = SpeechAttributes(), boundaries: [Int: Boundary] = [:]) {
         self.spans = spans

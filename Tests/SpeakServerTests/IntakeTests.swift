@@ -1,5 +1,6 @@
 import AnnouncementIntake
 import AnnouncementQueue
+import Foundation
 import SpeakAPI
 import SpeechModel
 import Testing
@@ -44,6 +45,27 @@ struct IntakeTests {
         let accepted = try await intake.submit(prepared)
         #expect(accepted.state == .speaking)
         try await running.waitUntilSpoken(1)
+        await running.shutdown()
+    }
+
+    /// A sequence's part that the engine refuses (a language no voice speaks) is named as the
+    /// client wrote it, `sequence[1].language`, not as the joined whole's `spans[1].language`;
+    /// and a sequence whose last part is a clip alone is not refused for a boundary it never gave.
+    @Test(arguments: [
+        (#"{"sequence": [{"text": "a"}, {"language": "fr", "text": "b"}]}"#, "sequence[1].language"),
+        (
+            #"{"sequence": [{"text": "a"}, {"spans": [{"text": "b"}, {"text": "c", "language": "fr"}]}]}"#,
+            "sequence[1].spans[1].language"
+        ),
+        (#"{"sequence": [{"language": "fr", "text": "a"}, {"text": "b"}]}"#, "sequence[0].language"),
+    ])
+    func aSequencesPartIsNamedAsWritten(_ body: String, _ field: String) async throws {
+        let running = RunningQueue()
+        try await running.waitUntilRunning()
+        let intake = AnnouncementIntake(
+            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+        let error = await #expect(throws: IntakeError.self) { _ = try await intake.accept(Data(body.utf8)) }
+        #expect(error?.errorResponse.error.field == field, "\(String(describing: error))")
         await running.shutdown()
     }
 }

@@ -65,4 +65,60 @@ import Testing
             (error as? SpeechInputError)?.field == field
         }
     }
+
+    /// A part of clips alone is a part like another, first, between or last: no space and no
+    /// paragraph is put after the text for it, so none starts past the text's end.
+    @Test(arguments: [
+        (#"{"sequence": [{"text": "a"}, {"spans": [{"clip": "hello"}]}]}"#, "a", ["a", ""], [Int]()),
+        (#"{"sequence": [{"spans": [{"clip": "hello"}]}, {"text": "a"}]}"#, "a", ["", "a"], []),
+        (#"{"sequence": [{"spans": [{"clip": "hello"}]}]}"#, "", [""], []),
+        (#"{"sequence": [{"text": "a"}, {"spans": [{"clip": "hi"}]}, {"text": "b"}]}"#, "a b", ["a ", "", "b"], [2]),
+        (
+            #"{"sequence": [{"text": "a"}, {"spans": [{"text": "b"}, {"clip": "hi"}]}, {"spans": [{"clip": "x"}]}]}"#,
+            "a b", ["a ", "b", "", ""], [2]
+        ),
+    ])
+    func aClipOnlyPartIsAcceptedAnywhere(_ json: String, _ text: String, _ spans: [String], _ paragraphs: [Int]) throws
+    {
+        let utterance = try Self.decode(json)
+        #expect(utterance.text == text)
+        #expect(utterance.spans.map(\.text) == spans)
+        #expect(utterance.boundaries.filter { $0.value == .paragraph }.keys.sorted() == paragraphs)
+        #expect(utterance.spans.first?.pauseAfter == (spans.count > 1 ? Utterance.defaultSequenceGap : nil))
+    }
+
+    /// An error found after the decoding (an engine's unknown language or voice, a clip the
+    /// library has not) names the part the client wrote, not the span of the joined whole.
+    @Test(arguments: [
+        ("spans[1].language", "sequence[1].language"),
+        ("spans[1].voice", "sequence[1].voice"),
+        ("spans[2].language", "sequence[2].spans[0].language"),
+        ("spans[3].ipa", "sequence[2].spans[1].ipa"),
+        ("spans[3].language", "sequence[2].language"),
+        ("spans[4].clip", "sequence[2].spans[2].clip"),
+        ("spans[6].language", "sequence[3].ssml"),
+        ("spans[0].pitch", "sequence[0].text"),
+        ("language", "language"),
+        ("spans[9].language", "spans[9].language"),
+    ])
+    func laterErrorsAreNamedInTheSequence(_ field: String, _ named: String) throws {
+        let utterance = try Self.decode(
+            """
+            {"sequence": [
+                {"text": "a"},
+                {"language": "fr", "voice": "roa/fr", "text": "b"},
+                {"language": "de", "spans": [{"text": "c", "language": "nl"}, {"text": "d", "ipa": "dd"}, {"clip": "x"}]},
+                {"ssml": "<speak>e <voice xml:lang='pt'>f</voice></speak>"}
+            ], "language": "en"}
+            """)
+        #expect(utterance.namingInWire(.notFound(field: field, "no voice")).field == named)
+        #expect(Utterance("plain").namingInWire(.notFound(field: field, "no voice")).field == field)
+    }
+
+    /// The naming does not make two utterances that say the same differ.
+    @Test func theOriginsTakeNoPartInEquality() throws {
+        let sequence = try Self.decode(#"{"sequence": [{"text": "a"}]}"#)
+        #expect(sequence == Utterance("a"))
+        #expect(sequence.hashValue == Utterance("a").hashValue)
+    }
 }

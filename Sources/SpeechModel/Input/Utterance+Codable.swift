@@ -95,7 +95,11 @@ extension Utterance: Codable {
         }
         var utterance = try decodeSequence(container, gap: try top.double("sequenceGap") ?? Self.defaultSequenceGap)
         utterance.defaults = try attributes(from: top, includingIPA: false)
-        try utterance.validate()
+        do {
+            try utterance.validate()
+        } catch {
+            throw utterance.namingInWire(error)
+        }
         return utterance
     }
 
@@ -126,6 +130,7 @@ extension Utterance: Codable {
         }
         var spans: [Span] = []
         var boundaries: [Int: Boundary] = [:]
+        var origins = SequenceOrigins()
         var offset = 0
         var index = 0
         while !list.isAtEnd {
@@ -143,19 +148,30 @@ extension Utterance: Codable {
                     "unknown key '\(key)' in a part; a part has \(partKeys.joined(separator: ", "))")
             }
             let part = try decodeBody(partContainer, prefix: "\(field).")
+            let partReader = WireReader(container: partContainer, prefix: "\(field).")
+            let form = ["text", "spans", "ssml"].first { partReader.isPresent($0) } ?? "text"
             if index > 0 {
-                // Apart from the part before: a space in the text, a paragraph for the engine
-                // (a clip has no text: the next part's speech is apart from it already).
-                if spans[spans.count - 1].clip == nil {
-                    spans[spans.count - 1].text += " "
+                // Apart from the text before: a space after its last text (a clip between stays
+                // where it is) and a paragraph for the engine. A part of clips alone has no text
+                // to set apart, and none may start after the text's end.
+                if part.spans.contains(where: { $0.clip == nil && !$0.text.isEmpty }), offset > 0,
+                    let last = spans.lastIndex(where: { $0.clip == nil && !$0.text.isEmpty })
+                {
+                    spans[last].text += " "
                     offset += 1
+                    boundaries[offset] = .paragraph
                 }
-                if offset > 0 { boundaries[offset] = .paragraph }
                 spans[spans.count - 1].pauseAfter = (spans[spans.count - 1].pauseAfter ?? 0) + gap
             }
             for (start, kind) in part.boundaries { boundaries[offset + start] = kind }
-            for span in part.spans {
+            // What the part's own keys set (an SSML document's language is named by `ssml`).
+            let partDefaults = SequenceOrigins.keys(of: part.defaults).filter { partReader.isPresent($0) }
+            for (position, span) in part.spans.enumerated() {
                 var span = span
+                origins.origins.append(
+                    .init(
+                        part: index, span: position, form: form, ownKeys: SequenceOrigins.keys(of: span.attributes),
+                        partKeys: span.clip == nil ? partDefaults : []))
                 // A clip is a recording: the part's language and voice are not its.
                 if span.clip == nil { span.attributes = span.attributes.inheriting(from: part.defaults) }
                 spans.append(span)
@@ -171,7 +187,9 @@ extension Utterance: Codable {
                 "the gap and the pause of span \(index) make \(span.pauseAfter ?? 0) s, over \(Span.pauseAfterRange.upperBound) s"
             )
         }
-        return Utterance(spans: spans, boundaries: boundaries)
+        var utterance = Utterance(spans: spans, boundaries: boundaries)
+        utterance.sequenceOrigins = origins
+        return utterance
     }
 
     /// One body: `text`, `spans` or `ssml` with the utterance's defaults and boundaries, its fields
