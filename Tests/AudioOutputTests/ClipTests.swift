@@ -136,6 +136,70 @@ struct LevelRenderer: SpeechRenderer {
     }
 }
 
+extension ClipLibraryTests {
+    /// A clip that is a symbolic link out of the directory is no clip: not found, not listed,
+    /// and one swapped for such a link after it was looked up is not played; a link to another
+    /// clip of the directory is a clip.
+    @Test func aClipLinkedOutOfTheDirectoryIsNotPlayed() async throws {
+        let directory = try ClipDirectory()
+        let outside = try ClipDirectory()
+        try await directory.tone("gong.wav")
+        try await outside.tone("secret.wav")
+        let files = FileManager.default
+        try files.createSymbolicLink(
+            atPath: directory.url.appendingPathComponent("leak.wav").path,
+            withDestinationPath: outside.url.appendingPathComponent("secret.wav").path)
+        try files.createSymbolicLink(
+            atPath: directory.url.appendingPathComponent("alias.wav").path, withDestinationPath: "gong.wav")
+        let library = try ClipLibrary(directory: directory.url)
+        #expect(library.file(of: "leak") == nil)
+        #expect(library.file(of: "alias") != nil)
+        #expect(try library.list().map(\.name) == ["alias", "gong"])
+        let gong = try #require(library.file(of: "gong"))
+        try files.removeItem(at: directory.url.appendingPathComponent("gong.wav"))
+        try files.createSymbolicLink(
+            atPath: directory.url.appendingPathComponent("gong.wav").path,
+            withDestinationPath: outside.url.appendingPathComponent("secret.wav").path)
+        #expect { _ = try library.samples(of: gong, format: Self.format, loudness: nil) } throws: {
+            "\($0)".contains("clip 'gong'") && "\($0)".contains("out of the clip directory")
+        }
+    }
+
+    /// A float WAV may hold NaN and infinities, which no sound is made of: such a clip fails to
+    /// play naming it and the sample, and never traps; one merely past full scale is clamped.
+    @Test func aFloatClipWithNaNOrInfinityFailsNamingItAndOnePastFullScaleIsClamped() throws {
+        let directory = try ClipDirectory()
+        let bad: [(String, Float, String)] = [
+            ("nan", .nan, "NaN"), ("plus", .infinity, "infinite"), ("minus", -.infinity, "infinite"),
+        ]
+        for (name, value, _) in bad {
+            try FloatWAV.write(
+                FloatWAV.tone(values: [value]), to: directory.url.appendingPathComponent("\(name).wav"))
+        }
+        try FloatWAV.write(
+            FloatWAV.tone(values: [Float](repeating: 7.5, count: 200) + [-1e30]),
+            to: directory.url.appendingPathComponent("over.wav"))
+        let library = try ClipLibrary(directory: directory.url)
+        for (name, _, reason) in bad {
+            for loudness in [-20.0, nil] {
+                let file = try #require(library.file(of: name))
+                #expect { _ = try library.samples(of: file, format: Self.format, loudness: loudness) } throws: {
+                    "\($0)".contains("clip '\(name)'") && "\($0)".contains(reason)
+                        && "\($0)".contains("sample 1000")
+                }
+            }
+        }
+        // Clamped to ±1 and then, as every clip, kept under -1 dBFS and brought to the loudness.
+        let over = try library.samples(of: try #require(library.file(of: "over")), format: Self.format, loudness: -20)
+        #expect(over.count == 22_050)
+        let peak = over.map { abs(Int($0)) }.max() ?? 0
+        #expect(peak > 0 && peak <= 29_196, "peak \(peak)")
+        // The tone after the loud samples is still heard: clamping kept it from being scaled to nothing.
+        let tone = over[5_000...].map { abs(Int($0)) }.max() ?? 0
+        #expect(tone > 1_000, "the tone's peak \(tone)")
+    }
+}
+
 @Suite(.timeLimit(.minutes(1))) struct ClipRendererTests {
     static func render(_ renderer: ClipRenderer, _ utterance: Utterance) async throws -> (PreparedUtterance, [PCMChunk])
     {
@@ -228,6 +292,17 @@ struct LevelRenderer: SpeechRenderer {
         let prepared = try await renderer.prepare(
             Utterance(spans: [.clip("gong"), Span("Platform", attributes: loud)]))
         #expect(await LoudnessCalibration.playbackGain(for: prepared, calibration: nil) == 1.5)
+    }
+
+    @Test func aNaNClipFailsTheRenderNamingIt() async throws {
+        let directory = try ClipDirectory()
+        try FloatWAV.write(FloatWAV.tone(values: [.nan]), to: directory.url.appendingPathComponent("gong.wav"))
+        let renderer = ClipRenderer(
+            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+        let prepared = try await renderer.prepare(Utterance(spans: [Span("Platform"), .clip("gong")]))
+        await #expect { for try await _ in renderer.render(prepared) {} } throws: {
+            "\($0)".contains("clip 'gong'") && "\($0)".contains("NaN")
+        }
     }
 
     @Test func aClipThatBreaksAfterItWasAcceptedFailsTheRender() async throws {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PosixSupport
 import SpeechModel
 import SpeechRendering
 
@@ -73,12 +74,24 @@ public struct ClipLibrary: Sendable {
         for ext in Self.extensions {
             let path = directory.appendingPathComponent("\(name).\(ext)").path
             var status = stat()
-            guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
+            guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG, isInside(path) else { continue }
             return File(
                 name: name, path: path, bytes: Int(status.st_size),
                 modified: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec))
         }
         return nil
+    }
+
+    /// Whether `path`, its symbolic links followed, is a file of the directory itself: a clip
+    /// is never read from elsewhere, so a link out of the directory is no clip (not listed, not
+    /// played), while one to another clip of the directory is.
+    func isInside(_ path: String) -> Bool {
+        guard let file = realpath(path, nil) else { return false }
+        defer { free(file) }
+        guard let root = realpath(directory.path, nil) else { return false }
+        defer { free(root) }
+        let (filePath, rootPath) = (String(cString: file), String(cString: root))
+        return PathText.directory(of: filePath) == rootPath
     }
 
     /// Every clip of the directory, by name; a file libsndfile cannot read is left out.
@@ -110,6 +123,12 @@ public struct ClipLibrary: Sendable {
         var status = stat()
         guard stat(file.path, &status) == 0 else {
             throw Failure(description: "clip '\(file.name)': \(file.path) is gone: \(String(cString: strerror(errno)))")
+        }
+        guard isInside(file.path) else {
+            throw Failure(
+                description:
+                    "clip '\(file.name)': \(file.path) leads out of the clip directory (a symbolic link): it is not played"
+            )
         }
         guard Int(status.st_size) <= Self.maximumFileBytes else {
             throw Failure(

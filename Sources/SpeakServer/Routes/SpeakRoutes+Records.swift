@@ -79,6 +79,9 @@ extension SpeakRoutes {
         "since", "until", "output", "reason", "front", "after", "limit", "format",
     ]
 
+    /// The fronts an audit row can name: `local` is speakd itself (a repeat it speaks again).
+    static let auditFronts: Set<String> = ["http", "mqtt", "ssip", "schedule", "local"]
+
     /// `GET /v1/audit?since&until&output&reason&front&after&limit`: a page of rows, oldest
     /// first; `format=ndjson` streams every matching row, one JSON object per line.
     @Sendable func audit(_ request: Request, context: BasicRequestContext) async throws -> Response {
@@ -96,6 +99,13 @@ extension SpeakRoutes {
         filter.output = query["output"].map(String.init)
         filter.reason = query["reason"].map(String.init)
         filter.front = query["front"].map(String.init)
+        if let front = filter.front, !Self.auditFronts.contains(front) {
+            // A misspelt front would otherwise match nothing and read as "no such rows".
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "unknown front '\(front)' (\(Self.auditFronts.sorted().joined(separator: ", ")))",
+                field: "front")
+        }
         var cursor: Int64?
         if let text = query["after"] {
             guard text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else {
