@@ -1,6 +1,10 @@
 import Foundation
 internal import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// speakd's embedded database: the audit log, stored schedules and the fleet's request ids, in one SQLite file.
 ///
 /// The file is opened in WAL mode with `synchronous = FULL`, so a row whose call has returned is on
@@ -21,9 +25,11 @@ public final class StateDatabase: Sendable {
 
     let storage: Storage
 
-    /// Opens the database in `directory`, creating the directory (mode 0700) and the file when missing.
+    /// Opens the database in `directory`, creating the directory (mode 0700) and the file (mode
+    /// 0600) when missing.
     ///
-    /// Only the last component of `directory` is created. The schema is brought up to date and the
+    /// The directory must be speakd's user's and not writable by its group or others, and the
+    /// file is never a symbolic link (``StateError/Kind/unsafe``). Only the last component of `directory` is created. The schema is brought up to date and the
     /// file's integrity checked (`PRAGMA quick_check`).
     /// - Parameter directory: the state directory, such as `/var/lib/speakd`.
     /// - Throws: ``StateError`` of kind ``StateError/Kind/corrupt`` for a file that is not a database
@@ -39,20 +45,64 @@ public final class StateDatabase: Sendable {
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         path = directory + "/" + Self.fileName
         try Self.makeDirectory(directory)
+        try Self.createFile(path)
         storage = try Self.open(path: path, schema: schema)
         audit = AuditLog(storage: storage)
         schedules = ScheduleStore(storage: storage)
         fleetRequests = FleetRequestMemory(storage: storage, capacity: FleetRequestMemory.defaultCapacity)
     }
 
-    /// Creates the state directory when missing; an existing one keeps the mode its owner gave it.
+    /// Creates the state directory (mode 0700) when missing; an existing one is used only when
+    /// speakd's user owns it and neither its group nor others may write to it, since whoever can
+    /// write there can replace the database or plant a link in its place.
     private static func makeDirectory(_ directory: String) throws(StateError) {
-        if mkdir(directory, 0o700) == 0 { return }
+        let created = mkdir(directory, 0o700) == 0
         let error = errno
         var status = stat()
-        if error == EEXIST, stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { return }
-        let message = error == EEXIST ? "not a directory" : String(cString: strerror(error))
-        throw StateError(.inaccessible, path: directory, operation: "create the state directory", message: message)
+        guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            let message = created || error == EEXIST ? "not a directory" : String(cString: strerror(error))
+            throw StateError(.inaccessible, path: directory, operation: "create the state directory", message: message)
+        }
+        if status.st_uid != geteuid() {
+            throw StateError(
+                .unsafe, path: directory, operation: "use the state directory",
+                message: "it is owned by uid \(status.st_uid), not by speakd's user (uid \(geteuid()))")
+        }
+        if status.st_mode & 0o022 != 0 {
+            throw StateError(
+                .unsafe, path: directory, operation: "use the state directory",
+                message: "its mode \(String(status.st_mode & 0o7777, radix: 8)) lets "
+                    + (status.st_mode & 0o002 != 0 ? "every user" : "its group") + " write to it")
+        }
+    }
+
+    /// Creates the database file readable and writable by speakd's user only (0600; SQLite gives
+    /// its `-wal` and `-shm` files the same mode), opening it without following a symbolic link;
+    /// a link at the file, its `-wal` or its `-shm` is refused, so nothing outside the directory
+    /// is ever created, written or deleted through one. The directory is speakd's own and closed
+    /// to others (`makeDirectory`), so no one else can put a link there between this check and
+    /// SQLite's open.
+    private static func createFile(_ path: String) throws(StateError) {
+        for file in [path + "-wal", path + "-shm"] {
+            var status = stat()
+            if lstat(file, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+                throw StateError(
+                    .unsafe, path: file, operation: "open",
+                    message: status.st_mode & S_IFMT == S_IFLNK ? "it is a symbolic link" : "it is not a regular file")
+            }
+        }
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        guard descriptor >= 0 else {
+            let error = errno
+            throw StateError(
+                error == ELOOP ? .unsafe : .inaccessible, path: path, operation: "open",
+                message: error == ELOOP ? "it is a symbolic link" : String(cString: strerror(error)))
+        }
+        defer { Glibc.close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw StateError(.unsafe, path: path, operation: "open", message: "it is not a regular file")
+        }
     }
 
     private static func open(path: String, schema: [SchemaMigration]) throws(StateError) -> Storage {

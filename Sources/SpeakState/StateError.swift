@@ -8,7 +8,7 @@ public struct StateError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, as a value that can grow new cases without breaking a `switch` (it has a `default`).
     public struct Kind: Sendable, Hashable, CustomStringConvertible {
         fileprivate enum Code: Sendable, Hashable {
-            case corrupt, inaccessible, newerSchema, diskFull, ioError, failed
+            case corrupt, inaccessible, unsafe, newerSchema, diskFull, ioError, failed
         }
         fileprivate let code: Code
 
@@ -16,6 +16,9 @@ public struct StateError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let corrupt = Kind(code: .corrupt)
         /// The file or its directory cannot be created, opened or written (permissions, a missing parent).
         public static let inaccessible = Kind(code: .inaccessible)
+        /// The state directory is not speakd's user's alone (another owner, writable by its group or
+        /// others), or the file is a symbolic link: speakd does not start on it.
+        public static let unsafe = Kind(code: .unsafe)
         /// The file was written by a newer speakd whose schema this code does not know.
         public static let newerSchema = Kind(code: .newerSchema)
         /// The file system is full (`SQLITE_FULL`): the write was rolled back.
@@ -82,7 +85,9 @@ public struct StateError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isDiskFull: Bool { kind == .diskFull }
 
     /// True when the file cannot be used at all, so the daemon must not start on it.
-    public var isUnusable: Bool { kind == .corrupt || kind == .inaccessible || kind == .newerSchema }
+    public var isUnusable: Bool {
+        kind == .corrupt || kind == .inaccessible || kind == .unsafe || kind == .newerSchema
+    }
 
     public var description: String {
         switch kind.code {
@@ -92,6 +97,9 @@ public struct StateError: Error, Sendable, Hashable, CustomStringConvertible {
         case .inaccessible:
             "the state database \(path) cannot be opened for writing (\(message)): check that its directory exists "
                 + "and that speakd's user owns it and can write to it"
+        case .unsafe:
+            "the state directory or database \(path) is refused (\(message)): the state directory must be owned "
+                + "by speakd's user and writable by it alone (mode 0700), and the database must not be a symbolic link"
         case .newerSchema:
             "the state database \(path) was written by a newer speakd (\(message)): run that version, "
                 + "or move the file aside and speakd starts with a new one"

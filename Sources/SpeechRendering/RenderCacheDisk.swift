@@ -78,6 +78,30 @@ final class RenderCacheDisk: Sendable {
             Self.warn(logger, directory: directory, DiskError("create the directory"))
             return nil
         }
+        // Never followed out of the state directory: a symbolic link (or anything but a
+        // directory of this user's, closed to others) there is refused, and each file is opened
+        // with O_NOFOLLOW.
+        var status = stat()
+        guard lstat(directory, &status) == 0 else {
+            Self.warn(logger, directory: directory, DiskError("examine the directory"))
+            return nil
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            let link = status.st_mode & S_IFMT == S_IFLNK
+            Self.warn(
+                logger, directory: directory,
+                DiskError(
+                    link
+                        ? "use a symbolic link as the directory: renders are kept in the state directory only"
+                        : "use it as the directory", code: link ? ELOOP : ENOTDIR))
+            return nil
+        }
+        guard status.st_uid == geteuid(), status.st_mode & 0o022 == 0 else {
+            Self.warn(
+                logger, directory: directory,
+                DiskError("use the directory: it must be speakd's user's and not writable by others", code: EPERM))
+            return nil
+        }
         guard let found = Self.list(directory) else {
             Self.warn(logger, directory: directory, DiskError("list the directory"))
             return nil
@@ -295,7 +319,7 @@ extension RenderCacheDisk {
     /// The contents of the file at `path`; a file over `limit` bytes is read as empty, which no
     /// render file is, so it is removed as damaged.
     static func readFile(_ path: String, limit: Int) throws(DiskError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { throw DiskError("open \(path)") }
         defer { close(descriptor) }
         var status = stat()
@@ -319,7 +343,7 @@ extension RenderCacheDisk {
 
     /// Writes `contents` to a new file at `path`, readable by this user only.
     static func writeFile(_ path: String, _ contents: [UInt8]) throws(DiskError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw DiskError("create \(path)") }
         var written = 0
         let failure = contents.withUnsafeBytes { raw -> DiskError? in

@@ -231,6 +231,50 @@ struct RenderCacheDiskTests {
         }
     }
 
+    /// A symbolic link at `render-cache` (to a directory of anyone's) is refused with a warning
+    /// naming it, and nothing is written through it; so is a directory others may write to.
+    @Test func aSymlinkedOrOpenDirectoryIsNeverWrittenThrough() async throws {
+        try await Self.withDirectory { state in
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            let target = state + "/elsewhere"
+            try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: state + "/render-cache", withDestinationPath: target)
+            let warnings = Warnings()
+            let engine = CountingRenderer()
+            let cache = RenderCache(
+                capacity: 1 << 20, diskDirectory: state + "/render-cache", diskCapacity: 1 << 20,
+                logger: Logger(label: "test") { _ in warnings })
+            #expect(!cache.keepsRendersOnDisk && cache.isEnabled)
+            _ = try await Self.say("Platform four", with: CachingRenderer(base: engine, cache: cache, identity: "t"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: target).isEmpty)
+            #expect(warnings.messages.withLock { $0 }.count == 1)
+
+            let open = state + "/open"
+            try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+            chmod(open, 0o777)
+            let refused = RenderCache(capacity: 1 << 20, diskDirectory: open, diskCapacity: 1 << 20)
+            #expect(!refused.keepsRendersOnDisk)
+        }
+    }
+
+    /// A render's file is opened without following a link: one planted under a render's name is
+    /// not read through.
+    @Test func aLinkUnderARendersNameIsNotReadThrough() async throws {
+        try await Self.withDirectory { directory in
+            let outside = directory + ".outside"
+            FileManager.default.createFile(atPath: outside, contents: Data(repeating: 7, count: 64))
+            defer { try? FileManager.default.removeItem(atPath: outside) }
+            #expect(throws: RenderCacheDisk.DiskError.self) {
+                _ = try RenderCacheDisk.readFile(outside + "x", limit: 1)
+            }
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let link = directory + "/x" + RenderCacheDisk.suffix
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: outside)
+            #expect(throws: RenderCacheDisk.DiskError.self) { _ = try RenderCacheDisk.readFile(link, limit: 1 << 20) }
+            #expect(throws: RenderCacheDisk.DiskError.self) { try RenderCacheDisk.writeFile(link, [1, 2, 3]) }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == Data(repeating: 7, count: 64))
+        }
+    }
 }
 
 /// Counts the warnings logged to it.

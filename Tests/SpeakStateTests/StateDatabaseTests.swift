@@ -130,6 +130,84 @@ import Testing
         #expect(error?.message == "not a directory")
     }
 
+    /// A state directory others may write to, or that another user owns, is refused with a
+    /// message naming it; nothing is created in it.
+    @Test(arguments: [0o777, 0o770, 0o702])
+    func anOpenStateDirectoryIsRefused(mode: Int) throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.state, withIntermediateDirectories: false)
+        #expect(chmod(dir.state, mode_t(mode)) == 0)
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .unsafe && error?.isUnusable == true)
+        #expect(error?.path == dir.state)
+        #expect("\(error.map { "\($0)" } ?? "")".contains(dir.state), "\(String(describing: error))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.state).isEmpty)
+    }
+
+    @Test func aForeignStateDirectoryIsRefused() throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.state, withIntermediateDirectories: false)
+        chmod(dir.state, 0o700)
+        // Given to another user, as root can (the tests run as root in CI); otherwise it is
+        // already another user's view of a directory this one does not own: skip.
+        guard geteuid() == 0 else { return }
+        #expect(chown(dir.state, 65_534, 65_534) == 0)
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .unsafe)
+        #expect(error?.message.contains("uid 65534") == true, "\(String(describing: error))")
+        #expect("\(error.map { "\($0)" } ?? "")".contains(dir.state))
+    }
+
+    /// A symbolic link at the database file, dangling or to a file, is refused: nothing is
+    /// created at its target, and no `-wal` beside the target is touched.
+    @Test(arguments: ["dangling", "file"])
+    func aSymlinkedDatabaseIsRefused(kind: String) throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.state, withIntermediateDirectories: false)
+        chmod(dir.state, 0o700)
+        let target = dir.path + "/target"
+        if kind == "file" {
+            FileManager.default.createFile(atPath: target, contents: Data("not a database".utf8))
+            FileManager.default.createFile(atPath: target + "-wal", contents: Data("keep".utf8))
+        }
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.state + "/" + StateDatabase.fileName, withDestinationPath: target)
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .unsafe && error?.message == "it is a symbolic link", "\(String(describing: error))")
+        #expect(error?.path == dir.state + "/" + StateDatabase.fileName)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(left == (kind == "file" ? ["state", "target", "target-wal"] : ["state"]))
+        if kind == "file" {
+            #expect(FileManager.default.contents(atPath: target + "-wal") == Data("keep".utf8))
+            #expect(FileManager.default.contents(atPath: target) == Data("not a database".utf8))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.state) == [StateDatabase.fileName])
+    }
+
+    @Test(arguments: ["-wal", "-shm"])
+    func aSymlinkedWALOrSharedMemoryFileIsRefused(suffix: String) throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.state, withIntermediateDirectories: false)
+        chmod(dir.state, 0o700)
+        let link = dir.state + "/" + StateDatabase.fileName + suffix
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: dir.path + "/target")
+        let error = #expect(throws: StateError.self) { try StateDatabase(directory: dir.state) }
+        #expect(error?.kind == .unsafe && error?.path == link, "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/target"))
+    }
+
+    /// The database and its `-wal` and `-shm` are speakd's user's alone, whatever the umask
+    /// (the tests' is 022, which gave 0644).
+    @Test func newDatabaseFilesAre0600() throws {
+        let dir = TemporaryDirectory()
+        let db = try StateDatabase(directory: dir.state)
+        try db.audit.opened(entry("one"))
+        for suffix in ["", "-wal", "-shm"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: db.path + suffix)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(suffix): \(String(mode ?? 0, radix: 8))")
+        }
+    }
+
     /// A power cut leaves the database file and its WAL as they are on disk: opening copies of them
     /// taken while the pool is open, in the middle of an uncommitted transaction that has already
     /// spilled pages to the WAL, must show every committed row and none of the uncommitted ones.
