@@ -78,29 +78,26 @@ public struct AnnouncementIntake: Sendable {
     ///   - origin: the front and who sent it there; the announcement's events carry it.
     ///   - adjust: a front's own change to the decoded request before it is checked further
     ///     (MQTT's message expiry shortens `expiresAfter`); it may refuse the request by throwing.
-    ///   - yieldsPlace: whether it gives up its waiting place to the platform's announcements
-    ///     when the queue is full (`PreparedAnnouncement.yieldsPlace`; SSIP's do).
     /// - Returns: the request as accepted, and the queue's answer.
     public func accept(
         _ body: Data, origin: AnnouncementOrigin = .local,
-        adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in },
-        yieldsPlace: Bool = false
+        adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in }
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         var output: String?
         return try await countingRefusal(origin: origin, output: { output }) { () async throws(IntakeError) in
             var request = try decode(body)
             output = request.output
             try await adjust(&request)
-            return try await submitPersonalized(request, origin: origin, yieldsPlace: yieldsPlace)
+            return try await submitPersonalized(request, origin: origin)
         }
     }
 
     /// Checks a request a front built itself (SSIP), within the limits, and queues it as
-    /// `accept(_:adjust:yieldsPlace:)` queues a decoded one: no front encodes a request for the
+    /// `accept(_:adjust:)` queues a decoded one: no front encodes a request for the
     /// intake to decode again.
     /// - Throws: `IntakeError` naming the field, counted as a refusal.
     public func accept(
-        _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local, yieldsPlace: Bool = false
+        _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         try await countingRefusal(origin: origin, output: { request.output }) { () async throws(IntakeError) in
             do throws(SpeechInputError) {
@@ -108,7 +105,7 @@ public struct AnnouncementIntake: Sendable {
             } catch {
                 throw IntakeError.invalid(error)
             }
-            return try await submitPersonalized(request, origin: origin, yieldsPlace: yieldsPlace)
+            return try await submitPersonalized(request, origin: origin)
         }
     }
 
@@ -129,10 +126,9 @@ public struct AnnouncementIntake: Sendable {
     /// itself (MQTT). Refusals are not counted here.
     /// - Returns: the request as the session changed it, and the queue's answer.
     public func submitPersonalized(
-        _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local, yieldsPlace: Bool = false
+        _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local
     ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        var (original, personalized, prepared) = try await personalizeAndPrepare(request, origin: origin)
-        prepared.yieldsPlace = yieldsPlace
+        let (original, personalized, prepared) = try await personalizeAndPrepare(request, origin: origin)
         return (personalized, try await submitRemembered(prepared, original: original))
     }
 

@@ -23,18 +23,30 @@ import Glibc
 /// within a priority, except that a `queue: false` default goes to the front of the defaults
 /// (the newest interrupting announcement is the one the client wants heard now).
 ///
+/// A schedule's slots and SSIP clients' messages each have a share of their own (`QueueShare`,
+/// `shareCapacity` places each) beside the live announcements' `capacity`, and at equal
+/// priority they come after live ones: they wait behind every live announcement of their
+/// priority, a `queue: false` default among them goes to the front of their defaults only, and
+/// they never interrupt a live announcement of their priority. So none of them can make a live
+/// announcement be refused, or wait behind more than the one speaking and those the table puts
+/// first anyway (higher priority, or live ones that came before).
+///
 /// Nothing is spoken until `run()` is called; `shutdown()` (or cancelling the task running
 /// `run()`) finishes everything with `shutdown` and ends the event streams.
 ///
-/// Every accepted announcement gets `queued`, then `started` when it is handed to the speaker,
-/// then exactly one `finished`. Decisions where the contract leaves room:
+/// Every accepted announcement gets `queued`, then `started` when its first audible sample is
+/// heard, then exactly one `finished`. Each event's `timestamp` is the time of what it reports:
+/// `started` the first audible sample, a word, sentence or mark its sample, as the speaker
+/// estimates them heard; `finished` the end of the last sound when it played to the end, or
+/// when it ended otherwise; the rest when they happened. Decisions where the contract leaves room:
 /// - The reason of a speaking announcement is fixed by the first cancel, interrupt or shutdown;
 ///   its `finished` event is sent once the speaker has actually stopped (the sink is silent),
 ///   with `success: false` even if the speaker happened to play the last sample meanwhile.
 /// - An interrupter waits, at the head of the list, until the interrupted one has stopped, so
 ///   the speaker is never asked to speak two announcements at once.
-/// - A full queue displaces the newest waiting announcement of the lowest priority that is
-///   below the new one's, so a `high` displaces a waiting `low` before any `default`.
+/// - A full share displaces its own newest waiting announcement of the lowest priority that is
+///   below the new one's, so a `high` displaces a waiting `low` before any `default`; it never
+///   takes another share's places.
 /// - After `speak` throws, nothing starts until `waitUntilAvailable()` returns; meanwhile new
 ///   announcements are accepted and wait, and expiry timers keep running.
 /// - A speaker that has not stopped `stopTimeout` after being cancelled is given up on: the
@@ -45,6 +57,12 @@ import Glibc
 public actor AnnouncementQueue {
     /// The default number of waiting announcements.
     public static let defaultCapacity = 64
+
+    /// The places of each share beside the live ones' `capacity`: a quarter of it, at least one
+    /// (none when the queue has none).
+    public static func defaultShareCapacity(for capacity: Int) -> Int {
+        capacity > 0 ? max(1, capacity / 4) : 0
+    }
 
     /// The default time a cancelled speaker gets to stop.
     public static let defaultStopTimeout = Duration.seconds(2)
@@ -81,8 +99,11 @@ public actor AnnouncementQueue {
         case closed
     }
 
-    /// The most announcements that may wait (the speaking one is not counted).
+    /// The most live announcements that may wait (the speaking one is not counted).
     public nonisolated let capacity: Int
+    /// The most announcements of each other share (scheduled, SSIP) that may wait, beside
+    /// `capacity`.
+    public nonisolated let shareCapacity: Int
     /// The named output this queue speaks on; its events and statuses carry it.
     public nonisolated let output: String
 
@@ -117,7 +138,9 @@ public actor AnnouncementQueue {
     /// Creates a queue; it speaks nothing until `run()` is called.
     /// - Parameters:
     ///   - speaker: plays announcements.
-    ///   - capacity: how many announcements may wait, at least 0 (validate user input first).
+    ///   - capacity: how many live announcements may wait, at least 0 (validate user input first).
+    ///   - shareCapacity: how many scheduled announcements, and how many SSIP messages, may wait
+    ///     beside them, at least 0; nil for `defaultShareCapacity(for:)`.
     ///   - clock: times `expiresAfter`.
     ///   - eventHistory: how many recent events `events(after:)` can replay, at least 0.
     ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream
@@ -136,6 +159,7 @@ public actor AnnouncementQueue {
     public init(
         speaker: any AnnouncementSpeaker,
         capacity: Int = AnnouncementQueue.defaultCapacity,
+        shareCapacity: Int? = nil,
         clock: any Clock<Duration> = ContinuousClock(),
         eventHistory: Int = 1024,
         subscriberBuffer: Int = 256,
@@ -151,6 +175,8 @@ public actor AnnouncementQueue {
         precondition(capacity >= 0, "capacity must not be negative")
         self.speaker = speaker
         self.capacity = capacity
+        self.shareCapacity = shareCapacity ?? Self.defaultShareCapacity(for: capacity)
+        precondition(self.shareCapacity >= 0, "shareCapacity must not be negative")
         self.clock = clock
         self.output = output
         let shared =
@@ -211,10 +237,10 @@ public actor AnnouncementQueue {
 
     /// Accepts an announcement, or refuses it without any event.
     ///
-    /// When the queue is full, the newest waiting announcement of the lowest priority below the
-    /// new one's is discarded (`finished`, `discarded`) to make room; with none lower, it throws.
-    /// One that does not yield its place takes that of one that does first, whatever its
-    /// priority (`PreparedAnnouncement.yieldsPlace`).
+    /// When the new one's share of the queue is full (`capacity` for live announcements,
+    /// `shareCapacity` for scheduled ones and for SSIP messages), the newest waiting announcement
+    /// of that share of the lowest priority below the new one's is discarded (`finished`,
+    /// `discarded`) to make room; with none lower, it throws.
     /// - Parameter prepared: the announcement, validated and prepared where it came in
     ///   (`PreparedAnnouncement`); the queue checks none of its values again.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
@@ -227,12 +253,14 @@ public actor AnnouncementQueue {
         if prepared.dropIfBusy, isBusy(ignoring: replaced) {
             return drop(prepared)
         }
-        if !startsNow && waiting.count >= capacity {
-            guard
-                let victim = waiting.displacementCandidate(below: prepared.priority, yieldsPlace: prepared.yieldsPlace)
-            else {
-                logger.debug("announcement refused, queue full", metadata: ["queue.capacity": "\(capacity)"])
-                throw .queueFull(capacity: capacity)
+        let share = prepared.share
+        let places = share == .live ? capacity : shareCapacity
+        if !startsNow && waiting.count(in: share) >= places {
+            guard let victim = waiting.displacementCandidate(below: prepared.priority, in: share) else {
+                logger.debug(
+                    "announcement refused, queue full",
+                    metadata: ["queue.capacity": "\(places)", "queue.share": "\(share.rawValue)"])
+                throw .queueFull(capacity: places, share: share)
             }
             _ = waiting.remove(id: victim.id)
             finish(victim, reason: .discarded)
@@ -250,7 +278,7 @@ public actor AnnouncementQueue {
         announcement.origin = prepared.origin
         announcement.prerendered = prepared.prerendered
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
-        pending.yieldsPlace = prepared.yieldsPlace
+        pending.share = share
         publish(.queued, pending)
         if let group = prepared.replaceGroup { replace(group: group, by: announcement.id) }
         for group in prepared.replaces where group != prepared.replaceGroup {
@@ -261,7 +289,7 @@ public actor AnnouncementQueue {
         }
         waiting.insert(pending)
 
-        if let current = speaking, current.stopReason == nil, interrupts(announcement, current.pending.announcement) {
+        if let current = speaking, current.stopReason == nil, interrupts(pending, current.pending) {
             logger.debug(
                 "announcement interrupts",
                 metadata: [
@@ -400,7 +428,7 @@ public actor AnnouncementQueue {
         }
         speaking = now
         // Paused in a silence before its first sound: it began all the same.
-        now.progress.start()
+        now.progress.start(heard: Date())
         publish(.paused, now.pending)
         logger.debug("announcement paused", metadata: ["announcement.id": "\(target)"])
         return status(of: now)
@@ -529,8 +557,11 @@ public actor AnnouncementQueue {
 
     private var canStart: Bool { phase == .open && runners > 0 && isSpeakerReady }
 
-    private func interrupts(_ new: Announcement, _ current: Announcement) -> Bool {
+    private func interrupts(_ pending: PendingAnnouncement, _ current: PendingAnnouncement) -> Bool {
+        let new = pending.announcement
         guard current.priority < .high else { return false }
+        // A scheduled or SSIP announcement never cuts off a live one of its own priority.
+        if pending.share != .live, current.share == .live, new.priority == current.priority { return false }
         switch new.priority {
         case .high: return true
         case .default: return !new.queue
@@ -549,7 +580,11 @@ public actor AnnouncementQueue {
         // is heard yet (a cold engine can take seconds).
         let started = startedEvent(for: next)
         let broadcaster = self.broadcaster
-        let gate = ProgressGate { broadcaster.publish(started) }
+        let gate = ProgressGate { heard in
+            var started = started
+            started.timestamp = heard
+            broadcaster.publish(started)
+        }
         speaking = Speaking(pending: next, progress: gate)
         logger.debug("announcement started", metadata: ["announcement.id": "\(announcement.id)"])
         let speaker = self.speaker
@@ -610,7 +645,8 @@ public actor AnnouncementQueue {
         case (let reason?, _):
             finish(current.pending, reason: reason, detail: current.stopDetail)
         case (nil, .success(let outcome)):
-            finish(current.pending, reason: .completed, voice: outcome.voice)
+            // Dated by the end of its last sound, which the sink played before `speak` returned.
+            finish(current.pending, reason: .completed, voice: outcome.voice, at: current.progress.lastSound)
         case (nil, .failure(let error)):
             let detail = String(describing: error)
             logger.info(
@@ -681,15 +717,19 @@ public actor AnnouncementQueue {
                     broadcaster.publishProgress {
                         // A private announcement's words and their places in the text stay here.
                         AnnouncementEvent(
-                            type: progress.kind, id: id, text: text, priority: priority, timestamp: Date(),
+                            type: progress.kind, id: id, text: text, priority: priority,
+                            timestamp: progress.heardAt.map(wallClockDate) ?? Date(),
                             range: isPrivate ? nil : progress.range, word: isPrivate ? nil : progress.word,
                             name: progress.name, output: output)
                     }
                 }
             },
             firstSample: { instant in timing?.firstSample(id, instant) },
-            lastSound: { instant in timing?.lastSound(id, instant) },
-            firstSound: { gate.start() })
+            lastSound: { instant in
+                gate.noteLastSound(wallClockDate(instant))
+                timing?.lastSound(id, instant)
+            },
+            firstSound: { instant in gate.start(heard: wallClockDate(instant)) })
     }
 
     /// The `started` event of `pending`, to be sent when it is heard.
@@ -705,11 +745,12 @@ public actor AnnouncementQueue {
     @discardableResult
     private func publish(
         _ type: AnnouncementEvent.Kind, _ pending: PendingAnnouncement, success: Bool? = nil,
-        reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil
+        reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil, at timestamp: Date? = nil
     ) -> AnnouncementEvent {
         var event = AnnouncementEvent(
             type: type, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
-            timestamp: Date(), success: success, reason: reason, voice: voice, detail: detail, output: output)
+            timestamp: timestamp ?? Date(), success: success, reason: reason, voice: voice, detail: detail,
+            output: output)
         event.origin = pending.announcement.origin
         event.isPrivate = pending.announcement.isPrivate
         broadcaster.publish(event)
@@ -717,12 +758,15 @@ public actor AnnouncementQueue {
     }
 
     /// Sends the one `finished` event of an announcement that has left the waiting list or the speaker.
+    /// - Parameter at: its timestamp, when not now (the end of its last sound).
     private func finish(
-        _ pending: PendingAnnouncement, reason: FinishReason, voice: String? = nil, detail: String? = nil
+        _ pending: PendingAnnouncement, reason: FinishReason, voice: String? = nil, detail: String? = nil,
+        at timestamp: Date? = nil
     ) {
         pending.expiry?.cancel()
         let event = publish(
-            .finished, pending, success: reason == .completed, reason: reason, voice: voice, detail: detail)
+            .finished, pending, success: reason == .completed, reason: reason, voice: voice, detail: detail,
+            at: timestamp)
         logger.debug(
             "announcement finished", metadata: ["announcement.id": "\(pending.id)", "announcement.reason": "\(reason)"])
         if pending.announcement.isPrivate, finishedMemory > 0 { privateFinished.insert(pending.id) }
@@ -833,24 +877,36 @@ final class ProgressGate: Sendable {
     private struct State {
         var open = true
         var started = false
+        /// When its last sound ended, the latest the speaker reported.
+        var lastSound: Date?
         /// Progress that came before the first audible sample (an engine may place a word a
         /// little ahead of what is heard): sent right after `started`, in order.
         var held: [@Sendable () -> Void] = []
     }
     private let state = Mutex(State())
-    private let announceStart: @Sendable () -> Void
+    private let announceStart: @Sendable (_ heard: Date) -> Void
 
-    init(announceStart: @escaping @Sendable () -> Void) {
+    /// - Parameter announceStart: sends `started`, dated by when it is heard.
+    init(announceStart: @escaping @Sendable (_ heard: Date) -> Void) {
         self.announceStart = announceStart
     }
 
-    /// The first audible sample is heard now: sends `started` unless it was sent.
-    func start() {
+    /// The first audible sample is heard (at `heard`, the sink's estimate): sends `started`
+    /// unless it was sent.
+    func start(heard: Date) {
         state.withLock { state in
             guard state.open else { return }
-            startOnce(&state)
+            startOnce(&state, heard: heard)
         }
     }
+
+    /// Its last sound (of a stream: each repeat has one) ended at `ended`.
+    func noteLastSound(_ ended: Date) {
+        state.withLock { $0.lastSound = ended }
+    }
+
+    /// When its last sound ended, if the speaker said.
+    var lastSound: Date? { state.withLock { $0.lastSound } }
 
     /// Sends a progress event (`body`), or holds it until `started` has gone out.
     func pass(_ body: @escaping @Sendable () -> Void) {
@@ -860,19 +916,28 @@ final class ProgressGate: Sendable {
         }
     }
 
+    /// Sends `started` if it was not, dated now (it ended, or paused, before any sound), and
+    /// lets nothing through after.
     func close() {
         state.withLock { state in
             guard state.open else { return }
-            startOnce(&state)
+            startOnce(&state, heard: Date())
             state.open = false
         }
     }
 
-    private func startOnce(_ state: inout State) {
+    private func startOnce(_ state: inout State, heard: Date) {
         guard !state.started else { return }
         state.started = true
-        announceStart()
+        announceStart(heard)
         for body in state.held { body() }
         state.held = []
     }
+}
+
+/// The wall-clock time of a monotonic instant (a sink's estimate), as event timestamps carry it.
+func wallClockDate(_ instant: ContinuousClock.Instant) -> Date {
+    let offset = ContinuousClock.now.duration(to: instant)
+    let seconds = Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
+    return Date(timeIntervalSinceNow: seconds)
 }

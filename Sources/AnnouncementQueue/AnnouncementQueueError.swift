@@ -25,9 +25,10 @@ public struct AnnouncementQueueError: Error, Hashable, CustomStringConvertible {
     /// The queue is full and holds nothing of lower priority to displace (HTTP 429).
     public static var queueFull: Self { .queueFull(capacity: nil) }
 
-    static func queueFull(capacity: Int?) -> Self {
+    static func queueFull(capacity: Int?, share: QueueShare = .live) -> Self {
         let limit = capacity.map { " (\($0) waiting)" } ?? ""
-        return Self(.queueFull, message: "the queue is full\(limit) and nothing of lower priority can be displaced")
+        let full = share == .live ? "the queue is full" : "the queue's places for \(share) are full"
+        return Self(.queueFull, message: "\(full)\(limit) and nothing of lower priority can be displaced")
     }
 
     /// The queue is shutting down and takes no more announcements (HTTP 503).

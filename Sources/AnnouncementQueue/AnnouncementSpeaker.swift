@@ -58,12 +58,12 @@ extension AnnouncementSpeaker {
 extension AnnouncementSpeaker {
     /// A speaker that cannot tell when it is heard is taken to be heard from its start.
     public func speak(_ announcement: Announcement, listener: SpeechListener) async throws -> SpeechOutcome {
-        listener.firstSound()
+        listener.firstSound(.now)
         return try await speak(announcement)
     }
 }
 
-/// A word, sentence or mark of an announcement, heard now.
+/// A word, sentence or mark of an announcement, heard now (at `heardAt`).
 public struct SpeechProgress: Sendable, Hashable {
     /// `word`, `sentence` or `mark`.
     public var kind: AnnouncementEvent.Kind
@@ -73,13 +73,20 @@ public struct SpeechProgress: Sendable, Hashable {
     public var word: String?
     /// The name, for `mark`.
     public var name: String?
+    /// When its sample is heard (the sink's estimate), when the speaker can tell; the event's
+    /// `timestamp`. Nil is now.
+    public var heardAt: ContinuousClock.Instant?
 
     /// - Parameters: see the properties of the same names.
-    public init(kind: AnnouncementEvent.Kind, range: TextRange? = nil, word: String? = nil, name: String? = nil) {
+    public init(
+        kind: AnnouncementEvent.Kind, range: TextRange? = nil, word: String? = nil, name: String? = nil,
+        heardAt: ContinuousClock.Instant? = nil
+    ) {
         self.kind = kind
         self.range = range
         self.word = word
         self.name = name
+        self.heardAt = heardAt
     }
 }
 
@@ -93,9 +100,10 @@ public struct SpeechListener: Sendable {
     public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
     /// When the last sound ended, called once when played to the end.
     public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
-    /// Called as the first audible sample is heard (the announcement's `started`); a speaker may
+    /// Called as the first audible sample is heard (the announcement's `started`), with the
+    /// instant it is heard (the sink's estimate; the call comes a little after); a speaker may
     /// call it more than once (each repeat), and only the first call counts.
-    public var firstSound: @Sendable () -> Void
+    public var firstSound: @Sendable (ContinuousClock.Instant) -> Void
 
     /// - Parameters: see the properties of the same names.
     public init(
@@ -103,7 +111,7 @@ public struct SpeechListener: Sendable {
         progress: @escaping @Sendable (SpeechProgress) -> Void = { _ in },
         firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
         lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
-        firstSound: @escaping @Sendable () -> Void = {}
+        firstSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
     ) {
         self.wantsProgress = wantsProgress
         self.progress = progress

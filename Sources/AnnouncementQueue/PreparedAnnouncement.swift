@@ -30,14 +30,16 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     public var dropIfBusy = false
     /// Its text leaves the queue in no event or status.
     public var isPrivate = false
-    /// Whether it gives up its waiting place to any announcement that does not (SSIP's, so a
-    /// flood from an assistive client never makes a platform announcement be refused).
-    public var yieldsPlace = false
-    /// Where it came from: its front and sender, as the audit log records them.
+    /// Where it came from: its front and sender, as the audit log records them. It decides
+    /// whose places it takes (`share`).
     public var origin: AnnouncementOrigin?
     /// Its speech rendered ahead of time (a scheduled announcement, before its slot): the first
     /// time it is spoken plays these chunks instead of rendering; a repeat renders again.
     public var prerendered: [PCMChunk]?
+
+    /// Whose waiting places it takes: a schedule's slot and an SSIP message have their own
+    /// share of the queue, beside the live announcements' (`QueueShare`).
+    public var share: QueueShare { QueueShare(origin: origin) }
 
     /// - Parameter speech: what to say, as the renderer prepared it; the rest is set after.
     public init(speech: PreparedUtterance) {

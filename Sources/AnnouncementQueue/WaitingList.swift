@@ -7,28 +7,39 @@ struct PendingAnnouncement: Sendable {
     /// Increases with every accepted announcement: "newest" means the largest.
     var order: UInt64
     var expiry: Task<Void, Never>?
-    /// `PreparedAnnouncement.yieldsPlace`.
-    var yieldsPlace = false
+    /// Whose waiting places it takes (`QueueShare`).
+    var share = QueueShare.live
 
     var id: String { announcement.id }
     var priority: AnnouncementPriority { announcement.priority }
 }
 
-/// Waiting announcements in the order they will be spoken: high, then default, then low,
-/// first come first served within a priority, except that an interrupting (`queue: false`)
-/// default goes to the front of the defaults.
+/// Waiting announcements in the order they will be spoken: high, then default, then low;
+/// within a priority live announcements before scheduled and SSIP ones (`QueueShare`), and
+/// first come first served among each, except that an interrupting (`queue: false`) default
+/// goes to the front of the defaults of its kind.
 struct WaitingList: Sendable {
     private(set) var items: [PendingAnnouncement] = []
 
     var count: Int { items.count }
     var isEmpty: Bool { items.isEmpty }
 
+    /// How many of `share` wait.
+    func count(in share: QueueShare) -> Int {
+        items.reduce(0) { $0 + ($1.share == share ? 1 : 0) }
+    }
+
     mutating func insert(_ pending: PendingAnnouncement) {
-        let priority = pending.priority
-        let goesFirst = priority == .default && !pending.announcement.queue
-        let index =
-            items.firstIndex { goesFirst ? $0.priority <= priority : $0.priority < priority } ?? items.endIndex
+        let index = items.firstIndex { Self.goesBefore(pending, $0) } ?? items.endIndex
         items.insert(pending, at: index)
+    }
+
+    /// Whether `new` is spoken before `waiting`, which was there first.
+    private static func goesBefore(_ new: PendingAnnouncement, _ waiting: PendingAnnouncement) -> Bool {
+        guard new.priority == waiting.priority else { return new.priority > waiting.priority }
+        let newIsLive = new.share == .live
+        guard newIsLive == (waiting.share == .live) else { return newIsLive }
+        return new.priority == .default && !new.announcement.queue
     }
 
     mutating func popFirst() -> PendingAnnouncement? {
@@ -49,19 +60,11 @@ struct WaitingList: Sendable {
         items.firstIndex { $0.id == id }
     }
 
-    /// The one a full queue gives up for an announcement of `priority`: of the waiting ones
-    /// with strictly lower priority, the newest of the lowest priority, so the least urgent
-    /// and least waited-for announcement goes.
-    ///
-    /// Places are shared fairly (`yieldsPlace`): one that does not yield takes the place of one
-    /// that does first, of any priority, and one that yields only ever takes another's that yields.
-    func displacementCandidate(below priority: AnnouncementPriority, yieldsPlace: Bool) -> PendingAnnouncement? {
-        let yielding = items.filter(\.yieldsPlace)
-        if yieldsPlace { return Self.newestOfLowest(yielding.filter { $0.priority < priority }) }
-        return Self.newestOfLowest(yielding) ?? Self.newestOfLowest(items.filter { $0.priority < priority })
-    }
-
-    private static func newestOfLowest(_ candidates: [PendingAnnouncement]) -> PendingAnnouncement? {
+    /// The one a full share gives up for an announcement of `priority`: of the waiting ones of
+    /// `share` with strictly lower priority, the newest of the lowest priority, so the least
+    /// urgent and least waited-for announcement goes. A share never gives up another's places.
+    func displacementCandidate(below priority: AnnouncementPriority, in share: QueueShare) -> PendingAnnouncement? {
+        let candidates = items.filter { $0.share == share && $0.priority < priority }
         guard let lowest = candidates.map(\.priority).min() else { return nil }
         return candidates.filter { $0.priority == lowest }.max { $0.order < $1.order }
     }

@@ -186,8 +186,7 @@ actor SSIPHub {
         message.heardFrom = 0
         pending[message.id] = message
         do {
-            let (_, accepted) = try await intake.accept(
-                message.body.request, origin: message.body.origin, yieldsPlace: true)
+            let (_, accepted) = try await intake.accept(message.body.request, origin: message.body.origin)
             await self.accepted(message.id, id: accepted.id)
         } catch {
             refused(message.id)

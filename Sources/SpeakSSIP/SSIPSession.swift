@@ -175,9 +175,9 @@ final class SSIPSession {
         let (number, body) = await hub.register(
             client: client, notify: settings.notifications, outbox: outbox, body: message, priority: settings.priority)
         do {
-            // An assistive client's messages give up their places to the platform's when the
-            // queue is full (docs/ssip.md).
-            let (_, accepted) = try await intake.accept(body.request, origin: body.origin, yieldsPlace: true)
+            // An assistive client's messages take places of their own share of the queue, and
+            // wait behind the platform's live announcements of their priority (docs/ssip.md).
+            let (_, accepted) = try await intake.accept(body.request, origin: body.origin)
             await hub.accepted(number, id: accepted.id)
             logger.debug(
                 "SSIP message queued",

@@ -40,7 +40,8 @@ public final class SpeakMetrics: Sendable {
 
     /// `POST /v1/speech`: from the decoded request to the last sample rendered.
     private let renderTime: Timer
-    /// From `queued` to `started`: how long announcements wait for their turn.
+    /// From `queued` to `started`, by the events' timestamps: how long announcements wait until
+    /// their first audible sample is heard.
     private let queueWait: Timer
     /// From `started` to `finished`, by reason: how long announcements speak.
     private let speakingTime: [FinishReason: Timer]
@@ -225,7 +226,9 @@ public final class SpeakMetrics: Sendable {
                 )
             }
             if let started { speakingTime[reason]?.recordSeconds(event.timestamp.timeIntervalSince(started)) }
-            if let soundEnded { finishedDelay.recordSeconds(max(0, event.timestamp.timeIntervalSince(soundEnded))) }
+            // Timed to now, when the event arrives here: a completed one's timestamp is the end
+            // of its last sound itself.
+            if let soundEnded { finishedDelay.recordSeconds(max(0, Date().timeIntervalSince(soundEnded))) }
         case .word, .sentence, .mark, .clip, .session, .repeat, .schedule:
             break
         }

@@ -326,26 +326,97 @@ struct AnnouncementQueueTests {
         }
     }
 
-    /// SSIP's announcements yield their places: a flood of them at any priority never makes a
-    /// platform announcement be refused, and they never take a platform announcement's place.
-    @Test func announcementsThatYieldNeverCrowdOutThePlatform() async throws {
-        try await withQueue(capacity: 2) { harness in
+    static let scheduled = AnnouncementOrigin(front: "schedule", detail: "id=s1 slot=now", schedule: "s1")
+    static let ssip = AnnouncementOrigin(front: "ssip", detail: "client=orca connection=1")
+
+    /// Schedules and SSIP clients fill their own shares: a live default is still accepted, and
+    /// it is the next to start after the speaking one, ahead of every scheduled and SSIP
+    /// default, even an interrupting one, which does not cut off the live one speaking either.
+    @Test func aLiveDefaultGetsAPlaceAndTheNextTurnWhateverSchedulesAndSSIPFill() async throws {
+        try await withQueue(capacity: 2, shareCapacity: 3) { harness in
+            let speaking = try await harness.submit("speaking")
+            await harness.speaker.waitForStarts(1)
+            var shared: [String] = []
+            for index in 0..<3 {
+                shared.append(try await harness.submit("s\(index)", origin: Self.scheduled).id)
+                shared.append(try await harness.submit("p\(index)", origin: Self.ssip).id)
+            }
+            // The shares are full: more of them are refused.
+            await #expect(throws: AnnouncementQueueError.queueFull) {
+                try await harness.submit("s3", queue: false, origin: Self.scheduled)
+            }
+            await #expect(throws: AnnouncementQueueError.queueFull) {
+                try await harness.submit("p3", origin: Self.ssip)
+            }
+            #expect(harness.speaker.cancelled.isEmpty)
+
+            let live = try await harness.submit("live")
+            #expect(live.state == .queued && live.position == 1)
+            let second = try await harness.submit("live 2")
+            #expect(second.position == 2)
+            #expect(await harness.queue.snapshot().map(\.id) == [speaking.id, live.id, second.id] + shared)
+
+            harness.speaker.complete(speaking.id)
+            await harness.speaker.waitForStarts(2)
+            #expect(harness.speaker.started == [speaking.id, live.id])
+        }
+    }
+
+    /// At equal priority a scheduled or SSIP announcement never cuts off, nor goes before, a
+    /// live one: an interrupting scheduled default waits behind the live defaults, first among
+    /// its own.
+    @Test func anInterruptingScheduledDefaultWaitsBehindLiveOnes() async throws {
+        try await withQueue(capacity: 4, shareCapacity: 4) { harness in
+            let speaking = try await harness.submit("speaking")
+            await harness.speaker.waitForStarts(1)
+            let ssip = try await harness.submit("p", origin: Self.ssip)
+            let urgent = try await harness.submit("s", queue: false, origin: Self.scheduled)
+            let live = try await harness.submit("live")
+            #expect(harness.speaker.cancelled.isEmpty)
+            #expect(await harness.queue.snapshot().map(\.id) == [speaking.id, live.id, urgent.id, ssip.id])
+            // A scheduled high still goes first, as the table says, and a live interrupting
+            // default still cuts off a scheduled one.
+            let high = try await harness.submit("h", priority: .high, origin: Self.scheduled)
+            #expect(await harness.recorder.waitForFinished(speaking.id)?.reason == .interrupted)
+            await harness.speaker.waitForStarts(2)
+            #expect(harness.speaker.started.last == high.id)
+            harness.speaker.complete(high.id)
+            await harness.speaker.waitForStarts(3)
+            #expect(harness.speaker.started.last == live.id)
+        }
+    }
+
+    /// A full share displaces only its own, and a refused one gets no event at all (its front
+    /// tells its sender: a schedule's slot is `skipped`, an SSIP message gets an error reply);
+    /// live places are never taken for it.
+    @Test func aFullShareDisplacesItsOwnOrRefuses() async throws {
+        try await withQueue(capacity: 1, shareCapacity: 2) { harness in
             let speaking = try await harness.submit("speaking", priority: .high)
             await harness.speaker.waitForStarts(1)
-            let flood1 = try await harness.submit("f1", priority: .high, yieldsPlace: true)
-            let flood2 = try await harness.submit("f2", priority: .high, yieldsPlace: true)
-            // Full of yielding highs: a platform default takes the newest one's place, then the other's.
-            let default1 = try await harness.submit("d1")
-            #expect(await harness.recorder.waitForFinished(flood2.id)?.reason == .discarded)
-            let low1 = try await harness.submit("l1", priority: .low)
-            #expect(await harness.recorder.waitForFinished(flood1.id)?.reason == .discarded)
-            // Full of the platform's own: a yielding high is refused rather than take a low's place.
-            await #expect(throws: AnnouncementQueueError.queueFull) {
-                try await harness.submit("f3", priority: .high, yieldsPlace: true)
+            let liveLow = try await harness.submit("live low", priority: .low)
+            let low = try await harness.submit("s low", priority: .low, origin: Self.scheduled)
+            let scheduled = try await harness.submit("s default", origin: Self.scheduled)
+            let ssip = try await harness.submit("p low", priority: .low, origin: Self.ssip)
+            // A scheduled default finds a scheduled low below it: that one goes.
+            let newer = try await harness.submit("s newer", origin: Self.scheduled)
+            #expect(await harness.recorder.waitForFinished(low.id)?.reason == .discarded)
+            // Nothing lower of its own: refused, though a live low and an SSIP low wait.
+            let eventCount = harness.recorder.events.count
+            let error = await #expect(throws: AnnouncementQueueError.self) {
+                try await harness.submit("s refused", origin: Self.scheduled)
             }
-            #expect(await harness.queue.snapshot().map(\.id) == [speaking.id, default1.id, low1.id])
-            // And a platform announcement still finds nothing to displace among its own equals.
-            await #expect(throws: AnnouncementQueueError.queueFull) { try await harness.submit("l2", priority: .low) }
+            #expect(error == .queueFull)
+            #expect(
+                error?.message
+                    == "the queue's places for scheduled announcements are full (2 waiting) and nothing of lower priority can be displaced"
+            )
+            // A live default is not refused for it: it displaces the live low.
+            let live = try await harness.submit("live")
+            #expect(await harness.recorder.waitForFinished(liveLow.id)?.reason == .discarded)
+            await harness.recorder.waitForCount(eventCount + 2)
+            #expect(!harness.recorder.events.contains { $0.text == "s refused" })
+            #expect(
+                await harness.queue.snapshot().map(\.id) == [speaking.id, live.id, scheduled.id, newer.id, ssip.id])
         }
     }
 

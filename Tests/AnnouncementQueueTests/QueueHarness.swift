@@ -119,11 +119,12 @@ struct QueueHarness {
     let runner: Task<Void, Never>
 
     init(
-        capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true,
-        pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout
+        capacity: Int = 16, shareCapacity: Int? = nil, eventHistory: Int = 1024, subscriberBuffer: Int = 256,
+        running: Bool = true, pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout
     ) async {
         queue = AnnouncementQueue(
-            speaker: speaker, capacity: capacity, clock: clock, eventHistory: eventHistory,
+            speaker: speaker, capacity: capacity, shareCapacity: shareCapacity, clock: clock,
+            eventHistory: eventHistory,
             subscriberBuffer: subscriberBuffer, pauseTimeout: pauseTimeout)
         recorder = EventRecorder(queue.events(after: 0))
         let queue = self.queue
@@ -139,11 +140,11 @@ struct QueueHarness {
     @discardableResult
     func submit(
         _ text: String, priority: AnnouncementPriority = .default, queue interrupting: Bool = true,
-        expiresAfter: Double? = nil, yieldsPlace: Bool = false
+        expiresAfter: Double? = nil, origin: AnnouncementOrigin? = nil
     ) async throws -> AnnouncementAccepted {
         var prepared = PreparedAnnouncement.unrendered(
             text, priority: priority, queue: interrupting, expiresAfter: expiresAfter)
-        prepared.yieldsPlace = yieldsPlace
+        prepared.origin = origin
         return try await queue.submit(prepared)
     }
 
@@ -180,14 +181,14 @@ func expectExactlyOneFinishedEach(_ events: [AnnouncementEvent], sourceLocation:
 /// announcement the queue accepted got exactly one `finished` event.
 /// - Parameters: those of `QueueHarness.init`, and the test's `body`.
 func withQueue<Result>(
-    capacity: Int = 16, eventHistory: Int = 1024, subscriberBuffer: Int = 256, running: Bool = true,
-    pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
+    capacity: Int = 16, shareCapacity: Int? = nil, eventHistory: Int = 1024, subscriberBuffer: Int = 256,
+    running: Bool = true, pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (QueueHarness) async throws -> Result
 ) async rethrows -> Result {
     let harness = await QueueHarness(
-        capacity: capacity, eventHistory: eventHistory, subscriberBuffer: subscriberBuffer, running: running,
-        pauseTimeout: pauseTimeout)
+        capacity: capacity, shareCapacity: shareCapacity, eventHistory: eventHistory,
+        subscriberBuffer: subscriberBuffer, running: running, pauseTimeout: pauseTimeout)
     let result: Result
     do {
         result = try await body(harness)

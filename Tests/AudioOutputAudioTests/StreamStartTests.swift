@@ -80,9 +80,9 @@ final class PrebufferingSink: AudioSink {
         let firstSample = Mutex<ContinuousClock.Instant?>(nil)
         let times = Mutex<[String: ContinuousClock.Instant]>([:])
         let observer = PlaybackObserver(
-            event: { event in times.withLock { $0[event.name ?? "?"] = .now } },
+            event: { event, _ in times.withLock { $0[event.name ?? "?"] = .now } },
             firstSample: { instant in firstSample.withLock { $0 = instant } },
-            firstSound: { times.withLock { $0["sound"] = .now } })
+            firstSound: { _ in times.withLock { $0["sound"] = .now } })
         try await AudioPlayback().play(
             stream([Self.speech(markFrame: 100)]), format: Self.format, on: sink, observer: observer)
         let state = sink.state.withLock { $0 }

@@ -312,23 +312,29 @@ private struct Tape {
 
 /// What wants to know when a stream is heard: each engine event when the sink plays its first
 /// sample, the first sample of the stream, its first audible sample, and the end of its last sound.
+///
+/// Each call carries, or is, the sink's estimate of when its sample is heard: the instant to
+/// stamp it with, since the call itself comes a little after (`PlayTimeline.margin`), or later
+/// when the sink placed it only once it had started.
 public struct PlaybackObserver: Sendable {
-    /// An engine event, called at about the instant the sink plays its first sample.
-    public var event: @Sendable (EngineEvent) -> Void
+    /// An engine event, called at about the instant the sink plays its first sample, with that
+    /// instant (the sink's estimate).
+    public var event: @Sendable (EngineEvent, ContinuousClock.Instant) -> Void
     /// The instant the stream's first sample is played (the sink's estimate), called once when
     /// it is written.
     public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
     /// The instant its last sounding sample ended, called once the sink has played it all.
     public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
     /// Called at about the instant the sink plays the stream's first audible sample (above the
-    /// playback's silence threshold), once, in order with the engine events around it.
-    public var firstSound: @Sendable () -> Void
+    /// playback's silence threshold), once, in order with the engine events around it, with
+    /// that instant (the sink's estimate).
+    public var firstSound: @Sendable (ContinuousClock.Instant) -> Void
 
     public init(
-        event: @escaping @Sendable (EngineEvent) -> Void,
+        event: @escaping @Sendable (EngineEvent, ContinuousClock.Instant) -> Void,
         firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
         lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
-        firstSound: @escaping @Sendable () -> Void = {}
+        firstSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
     ) {
         self.event = event
         self.firstSample = firstSample
@@ -374,12 +380,14 @@ struct PlayTimeline {
     }
 
     /// Delivers engine events to `observer.event`, and the first sound's to `observer.firstSound`.
-    private static func deliver(to observer: PlaybackObserver) -> @Sendable (EngineEvent) -> Void {
-        { event in
+    private static func deliver(to observer: PlaybackObserver)
+        -> @Sendable (EngineEvent, ContinuousClock.Instant) -> Void
+    {
+        { event, heard in
             if event.kind == .mark, event.name == Self.firstSoundMark {
-                observer.firstSound()
+                observer.firstSound(heard)
             } else {
-                observer.event(event)
+                observer.event(event, heard)
             }
         }
     }
@@ -455,7 +463,7 @@ struct PlayTimeline {
             scheduler.schedule(
                 due.map { event in
                     let sounds = heard - format.duration(frames: total - max(from, event.sample))
-                    return (max(.now, sounds) + Self.margin, event)
+                    return (max(.now, sounds) + Self.margin, sounds, event)
                 })
             pending.removeFirst(due.count)
         }
@@ -467,9 +475,10 @@ struct PlayTimeline {
     mutating func rewind(toFrame frame: Int) async {
         let unfired = await scheduler.cancel()
         scheduler = PlayedEventScheduler(deliver: Self.deliver(to: observer))
-        let heard = unfired.prefix { $0.sample < frame }
-        for event in heard { observer.event(event) }
-        pending = Array(unfired.dropFirst(heard.count)) + pending
+        let heard = unfired.prefix { $0.event.sample < frame }
+        let deliver = Self.deliver(to: observer)
+        for (event, sounds) in heard { deliver(event, min(sounds, .now)) }
+        pending = unfired.dropFirst(heard.count).map(\.event) + pending
         written = min(written, frame)
         undatedFrom = nil
     }
@@ -483,32 +492,36 @@ struct PlayTimeline {
             observer.firstSample(playedOut(sink) - format.duration(frames: written))
         }
         guard !pending.isEmpty else { return }
-        scheduler.schedule(pending.map { (playedOut(sink), $0) })
+        let ends = playedOut(sink)
+        scheduler.schedule(pending.map { (ends, ends, $0) })
         pending = []
     }
 }
 
-/// Fires events at instants, in order; cancelling drops those not yet fired.
+/// Fires events at instants, in order, each with the instant its sample is heard; cancelling
+/// drops those not yet fired.
 final class PlayedEventScheduler: Sendable {
-    private let deliver: @Sendable (EngineEvent) -> Void
+    private let deliver: @Sendable (EngineEvent, ContinuousClock.Instant) -> Void
     private let tasks = Mutex<[Task<Void, Never>]>([])
-    /// Every event scheduled, in order, and how many of them have fired (they fire in order).
-    private let scheduled = Mutex<(events: [EngineEvent], fired: Int)>(([], 0))
+    /// Every event scheduled, in order, with when it is heard, and how many of them have fired
+    /// (they fire in order).
+    private let scheduled = Mutex<(events: [(event: EngineEvent, heard: ContinuousClock.Instant)], fired: Int)>(([], 0))
 
-    init(deliver: @escaping @Sendable (EngineEvent) -> Void) {
+    init(deliver: @escaping @Sendable (EngineEvent, ContinuousClock.Instant) -> Void) {
         self.deliver = deliver
     }
 
-    /// Fires each event at its instant (at once when that has passed), after all scheduled before.
-    func schedule(_ items: [(ContinuousClock.Instant, EngineEvent)]) {
+    /// Fires each event at its instant (at once when that has passed), after all scheduled
+    /// before, with the instant it is heard.
+    func schedule(_ items: [(ContinuousClock.Instant, ContinuousClock.Instant, EngineEvent)]) {
         let deliver = self.deliver
-        scheduled.withLock { $0.events += items.map(\.1) }
+        scheduled.withLock { $0.events += items.map { (event: $0.2, heard: $0.1) } }
         tasks.withLock { tasks in
             let previous = tasks.last
             tasks.append(
                 Task { [self] in
                     await previous?.value
-                    for (instant, event) in items {
+                    for (instant, heard, event) in items {
                         if instant > .now { try? await Task.sleep(until: instant, tolerance: .milliseconds(1)) }
                         // Counted and delivered under the lock, so a cancel sees each event
                         // either fired or not.
@@ -518,7 +531,7 @@ final class PlayedEventScheduler: Sendable {
                             return true
                         }
                         guard fired else { return }
-                        deliver(event)
+                        deliver(event, heard)
                     }
                 })
         }
@@ -530,9 +543,10 @@ final class PlayedEventScheduler: Sendable {
         await last?.value
     }
 
-    /// Drops the events not yet fired and returns them, in order, once none can fire any more.
+    /// Drops the events not yet fired and returns them, in order, with when each is heard,
+    /// once none can fire any more.
     @discardableResult
-    func cancel() async -> [EngineEvent] {
+    func cancel() async -> [(event: EngineEvent, heard: ContinuousClock.Instant)] {
         let all = tasks.withLock { $0 }
         for task in all { task.cancel() }
         for task in all { await task.value }

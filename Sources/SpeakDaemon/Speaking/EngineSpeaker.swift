@@ -65,8 +65,9 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         let observer = listener.map { listener in
             let speech = announcement.speech
             return PlaybackObserver(
-                event: { event in
-                    guard listener.wantsProgress(), let progress = speech.progress(of: event) else { return }
+                event: { event, heard in
+                    guard listener.wantsProgress(), var progress = speech.progress(of: event) else { return }
+                    progress.heardAt = heard
                     listener.progress(progress)
                 },
                 firstSample: listener.firstSample, lastSound: listener.lastSound, firstSound: listener.firstSound)
