@@ -164,7 +164,8 @@ public final class RenderCache: Sendable {
 /// the engine's own pace and its bound on audio ahead stay as they were; a render that ends
 /// whole is kept, in memory and on disk, before the stream ends. One cancelled, failed or over
 /// a quarter of the cache is not. A private utterance is never kept, nor looked up, in memory or
-/// on disk, and only renders for playback (`.streaming`) are.
+/// on disk. Renders for playback (`.streaming`) and whole ones (`.whole`, `POST /v1/speech`) are
+/// kept apart: their chunks are cut differently.
 public struct CachingRenderer: SpeechRenderer {
     public let base: any SpeechRenderer
     public let cache: RenderCache
@@ -195,9 +196,10 @@ public struct CachingRenderer: SpeechRenderer {
     public func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<
         PCMChunk, any Error
     > {
-        // Playback only (`.streaming`): a whole render is a measurement (the loudness calibration)
-        // or a file (`POST /v1/speech`), which nothing plays again from memory.
-        guard !prepared.isPrivate, chunking == .streaming, cache.isEnabled else {
+        // Playback (`.streaming`) and files (`.whole`: `POST /v1/speech`, the loudness
+        // calibration) alike, each under its own key: a text rendered to a file again is answered
+        // from the cache, with no work beyond this lookup.
+        guard !prepared.isPrivate, cache.isEnabled else {
             return base.render(prepared, chunking: chunking)
         }
         let key = RenderCache.Key(prepared: prepared, chunking: chunking, identity: "\(identity) \(format)")

@@ -61,6 +61,22 @@ struct RenderCacheTests {
         #expect(cache.statistics.bytes == 3 * 1_000 * 2 && cache.statistics.entries == 1)
     }
 
+    /// `POST /v1/speech` renders whole: a second one of the same text is answered from the cache,
+    /// under a key of its own, since a whole render's chunks are cut otherwise than playback's.
+    @Test func aWholeRenderIsKeptApartFromPlaybackAndAnsweredFromTheCache() async throws {
+        let engine = CountingRenderer()
+        let cache = RenderCache(capacity: 1 << 20)
+        let renderer = CachingRenderer(base: engine, cache: cache, identity: "test 1")
+        let prepared = try await renderer.prepare(Utterance("Email refreshed, 4 new items"))
+        let played = try await Self.collect(renderer.render(prepared, chunking: .streaming))
+        let first = try await Self.collect(renderer.render(prepared, chunking: .whole))
+        #expect(engine.counter.value.withLock { $0 } == 2, "a whole render does not take playback's chunks")
+        let second = try await Self.collect(renderer.render(prepared, chunking: .whole))
+        #expect(second == first && first == played)
+        #expect(engine.counter.value.withLock { $0 } == 2, "the second whole render came from the cache")
+        #expect(cache.statistics.hits == 1 && cache.statistics.misses == 2 && cache.statistics.entries == 2)
+    }
+
     @Test func anotherVoiceTextOrEngineIdentityMisses() async throws {
         let engine = CountingRenderer()
         let cache = RenderCache(capacity: 1 << 20)
