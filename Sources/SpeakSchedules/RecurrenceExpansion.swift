@@ -17,7 +17,8 @@ struct RecurrenceExpansion: Sendable {
 
     let rule: RecurrenceRule
     let clock: WallClock
-    /// The start, floored to its second: slots fall on whole seconds.
+    /// The start, rounded up to its next second when it has a fraction: slots fall on whole
+    /// seconds, and none before the start.
     let start: Int
     let startReading: LocalDateTime
     /// The last second a slot may fall on, from UNTIL.
@@ -38,7 +39,7 @@ struct RecurrenceExpansion: Sendable {
     init(rule: RecurrenceRule, start: Date, zone: TimeZone) {
         self.rule = rule
         clock = WallClock(zone: zone)
-        let start = start.timeIntervalSince1970.wholeSeconds
+        let start = start.timeIntervalSince1970.wholeSecondsRoundedUp
         self.start = start
         let reading = clock.reading(at: start)
         startReading = reading
@@ -381,5 +382,11 @@ extension Double {
         guard isFinite else { return self < 0 ? -RecurrenceExpansion.horizon : RecurrenceExpansion.horizon }
         let bound = Double(RecurrenceExpansion.horizon)
         return Int(Swift.min(Swift.max(rounded(.down), -bound), bound))
+    }
+
+    /// Seconds since the epoch, rounded up to a whole second and clamped: where the slot of a
+    /// time with a fraction falls, so that it is never spoken before the time asked for.
+    var wholeSecondsRoundedUp: Int {
+        -(-self).wholeSeconds
     }
 }

@@ -13,14 +13,14 @@ public struct ScheduleTimeline: Sendable {
     }
 
     /// Slots fall on whole seconds (RFC 5545 times have no fractions): a fraction in `at` or
-    /// `start` is dropped.
+    /// `start` is rounded up to the next second, so a slot is never before the time asked for.
     private let kind: Kind
 
     /// The slots of `definition`.
     public init(_ definition: ScheduleDefinition) {
         switch definition.timing {
         case .once(let at):
-            kind = .once(at.timeIntervalSince1970.wholeSeconds)
+            kind = .once(at.timeIntervalSince1970.wholeSecondsRoundedUp)
         case .recurring(let rule, let start, let zone):
             kind = .recurring(RecurrenceExpansion(rule: rule, start: start, zone: zone))
         }

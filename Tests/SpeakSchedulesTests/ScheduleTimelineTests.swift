@@ -19,6 +19,24 @@ struct ScheduleTimelineTests {
         #expect(firstSlots(definition, 2) == ["2026-04-10T06:15:30Z", "2026-04-11T06:15:30Z"].map(instant))
     }
 
+    /// A time with a fraction is heard at or after it, never before: its slot is the next whole second.
+    @Test func aFractionInAtOrStartIsRoundedUpNeverDown() throws {
+        let once = try ScheduleDefinition(
+            json: Data(#"{"announcement": {"text": "a"}, "at": "2026-04-10T10:00:04.788Z"}"#.utf8))
+        #expect(once.timeline.firstSlot == instant("2026-04-10T10:00:05Z"))
+        let early = SchedulePlanner(once).decide(
+            lastSlot: nil, now: instant("2026-04-10T10:00:04Z").addingTimeInterval(0.8), reason: .running)
+        #expect(early == .wait(until: instant("2026-04-10T10:00:05Z")))
+        let whole = try ScheduleDefinition(
+            json: Data(#"{"announcement": {"text": "a"}, "at": "2026-04-10T10:00:04Z"}"#.utf8))
+        #expect(whole.timeline.firstSlot == instant("2026-04-10T10:00:04Z"))
+
+        let secondly = try recurring("FREQ=SECONDLY;COUNT=2", start: "2026-04-10T10:00:04.001Z", zone: "UTC")
+        #expect(firstSlots(secondly, 3) == ["2026-04-10T10:00:05Z", "2026-04-10T10:00:06Z"].map(instant))
+        let daily = try recurring("FREQ=DAILY", start: "2026-04-10T06:15:30.5+00:00", zone: "UTC")
+        #expect(firstSlots(daily, 2) == ["2026-04-10T06:15:31Z", "2026-04-11T06:15:31Z"].map(instant))
+    }
+
     @Test func dailyEveryOtherDay() throws {
         let definition = try recurring("FREQ=DAILY;INTERVAL=2", start: "2026-03-01T08:30:00Z", zone: "UTC")
         #expect(
