@@ -202,7 +202,13 @@ extension ScheduleDefinition {
             guard case .string(let identifier) = zoneValue else {
                 throw .invalid("timeZone", "must be a string naming a zone, e.g. Europe/Lisbon")
             }
-            guard let zone = TimeZone(identifier: identifier) else {
+            guard ZoneName.isWellFormed(identifier) else {
+                throw .invalid(
+                    "timeZone",
+                    "must be an IANA zone name such as Europe/Lisbon or UTC (letters, digits, '.', '_', '-', '+' between slashes)"
+                )
+            }
+            guard let zone = ZoneName.zone(identifier) else {
                 throw .invalid("timeZone", "no time zone called '\(identifier)'")
             }
             return .recurring(rule: rule, start: try time(start, field: "start"), timeZone: zone)

@@ -166,6 +166,33 @@ struct ScheduleDefinitionTests {
         }
     }
 
+    /// Only IANA names with a zone file: Foundation also makes zones of offsets and of a name
+    /// with a NUL byte after it.
+    @Test(arguments: [
+        "UTC\u{0000}", "GMT+01:00", "UTC+5", "+01:00", "../../../etc/passwd", "Europe/../Europe/Lisbon",
+        "/Europe/Lisbon", "Europe//Lisbon", "Europe/Lisbon/", "zone.tab", "localtime", "posix/Europe/Lisbon", "Europe",
+        "", "Europe/Lisbon\n",
+    ])
+    func aZoneThatIsNotAnIANANameIsRefused(_ zone: String) throws {
+        let encoded = String(decoding: try JSONEncoder().encode(zone), as: UTF8.self)
+        let error = try #require(
+            Self.refusal(
+                #"{\#(Self.announcement), "rrule": "FREQ=DAILY", "start": "2026-12-01T00:00:00Z", "timeZone": \#(encoded)}"#
+            ), "\(zone) was accepted")
+        #expect(error.field == "timeZone")
+        #expect(!error.isMalformed)
+    }
+
+    @Test(arguments: ["UTC", "Europe/Lisbon", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "America/Port-au-Prince"])
+    func anIANANameIsTaken(_ zone: String) throws {
+        let definition = try recurring("FREQ=DAILY", start: "2026-12-01T00:00:00Z", zone: zone)
+        guard case .recurring(_, _, let taken) = definition.timing else {
+            Issue.record("not recurring: \(definition.timing)")
+            return
+        }
+        #expect(taken == TimeZone(identifier: zone))
+    }
+
     @Test func anUnknownKeyIsRefusedAsSuch() throws {
         let error = try #require(Self.refusal(#"{\#(Self.announcement), "at": "2026-12-01T17:45:00Z", "When": 1}"#))
         #expect(error.isUnknownField)
