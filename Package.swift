@@ -534,7 +534,8 @@ let package = Package(
         .testTarget(
             name: "AnnouncementRecordsTests",
             dependencies: [
-                "AnnouncementRecords", "SpeakState", "SpeakAPI", .product(name: "Logging", package: "swift-log"),
+                "AnnouncementRecords", "SpeakState", "SpeakAPI", "SpeakSchedules",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         .testTarget(

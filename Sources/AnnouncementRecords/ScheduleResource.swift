@@ -23,14 +23,19 @@ public struct ScheduleResource: Sendable {
         return JSONValue.object(object).encoded()
     }
 
-    /// `{"schedules": [...]}`.
-    public static func list(_ schedules: [ScheduleResource]) -> Data {
+    /// `{"schedules": [...]}`, with `"next"`, the cursor of the next page, when there is one.
+    public static func list(_ schedules: [ScheduleResource], next: String? = nil) -> Data {
         var data = Data(#"{"schedules":["#.utf8)
         for (index, schedule) in schedules.enumerated() {
             if index > 0 { data.append(UInt8(ascii: ",")) }
             data.append(schedule.json())
         }
-        data.append(contentsOf: Array("]}".utf8))
+        data.append(UInt8(ascii: "]"))
+        if let next {
+            data.append(contentsOf: Array(#","next":"#.utf8))
+            data.append(JSONValue.string(next).encoded())
+        }
+        data.append(UInt8(ascii: "}"))
         return data
     }
 }

@@ -23,18 +23,46 @@ import SpeechRendering
 /// render takes milliseconds, a Piper one can take a second), and at the slot the rendered audio
 /// is queued: its first audible sample comes as soon after the slot as the output allows. A
 /// render that fails then is left to the slot, where the announcement is tried as any other.
+///
+/// In memory it keeps each schedule's plan only (`Entry`: its times and missed policy, no
+/// announcement), so the daemon's memory does not grow with the stored texts: an announcement is
+/// read from the database when its slot comes, or when it is rendered ahead. `limits` bound how
+/// many schedules there are and how much their definitions take in the database.
 public actor ScheduleService: Service {
     /// The longest it sleeps before it reads the wall clock again.
     public static let maxSleep: Duration = .seconds(5)
     /// How long before its slot an announcement is prepared and rendered.
     public static let renderAhead: Duration = .seconds(2)
 
-    struct Entry {
-        var stored: StoredSchedule
-        var definition: ScheduleDefinition
+    /// How many schedules may be stored, and how many bytes their definitions may take together.
+    public struct Limits: Sendable, Hashable {
+        /// The most schedules; one more is refused with 409 `scheduleLimit` naming `schedules`.
+        public var maxSchedules: Int
+        /// The most bytes of stored definitions together (their canonical JSON, mostly the
+        /// announcements' texts); a schedule that would pass it is refused with 409
+        /// `scheduleLimit` naming `announcement`.
+        public var maxStoredBytes: Int
+
+        /// 1,000 schedules and 16 MiB, far above what a kiosk's day needs, and a database that
+        /// stays small on an SD card.
+        public init(maxSchedules: Int = 1_000, maxStoredBytes: Int = 16 * 1024 * 1024) {
+            self.maxSchedules = maxSchedules
+            self.maxStoredBytes = maxStoredBytes
+        }
+    }
+
+    /// What the planner keeps of one schedule between slots: no announcement, no name.
+    struct Entry: Sendable {
+        let id: String
+        var plan: SchedulePlan
+        var lastSlot: Date?
+        /// Counts the definition's changes, so a render ahead of an older one is not kept.
+        var revision = 0
     }
 
     private let store: ScheduleStore
+    /// The bounds on the stored schedules.
+    public let limits: Limits
     private let intake: AnnouncementIntake
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -58,11 +86,13 @@ public actor ScheduleService: Service {
     ///   - intake: the way in, for checking and queueing the announcements.
     ///   - logger: the daemon's logger.
     ///   - now: the wall clock.
+    ///   - limits: how many schedules, and how many bytes of them, may be stored.
     public init(
         store: ScheduleStore, intake: AnnouncementIntake, logger: Logger,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, limits: Limits = Limits()
     ) {
         self.store = store
+        self.limits = limits
         self.intake = intake
         self.logger = logger
         self.now = now
@@ -83,66 +113,120 @@ public actor ScheduleService: Service {
             throw RecordsError(error)
         }
         let definition = try await checked(decoded)
+        let encoded = definition.encoded()
+        _ = try loaded()
         let inserted: StoredSchedule?
         do {
-            inserted = try store.insert(definition: definition.encoded(), now: now(), id: id)
-        } catch {
+            let usage = try store.usage()
+            try checkRoom(usage, adding: encoded.count)
+            inserted = try store.insert(definition: encoded, now: now(), id: id)
+        } catch let error as StateError {
             throw RecordsError(state: error)
+        } catch let error as RecordsError {
+            throw error
+        } catch {
+            throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
         }
         guard let stored = inserted else {
             throw RecordsError(
                 .conflict, code: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
         }
-        _ = try loaded()
-        entries?[stored.id] = Entry(stored: stored, definition: definition)
+        entries?[stored.id] = Entry(id: stored.id, plan: definition.plan, lastSlot: nil)
         publish(stored.id, ScheduleChange(change: .created))
         wake()
-        return resource(Entry(stored: stored, definition: definition))
+        return resource(stored, definition)
     }
 
-    /// Every schedule, oldest first.
-    public func list() throws(RecordsError) -> [ScheduleResource] {
-        try loaded().values.sorted { ($0.stored.created, $0.stored.id) < ($1.stored.created, $1.stored.id) }
-            .map(resource)
+    /// Refuses a schedule that would pass `limits`: one more than `maxSchedules`, or `bytes`
+    /// more that would take the stored definitions past `maxStoredBytes` (`replacing` the
+    /// bytes of a definition it takes the place of).
+    private func checkRoom(_ usage: (count: Int, bytes: Int), adding bytes: Int, replacing old: Int? = nil)
+        throws(RecordsError)
+    {
+        if old == nil, usage.count >= limits.maxSchedules {
+            throw RecordsError(
+                .conflict, code: "scheduleLimit",
+                "there are \(usage.count) schedules, the most speakd keeps (\(limits.maxSchedules)); delete one first",
+                field: "schedules")
+        }
+        let total = usage.bytes - (old ?? 0) + bytes
+        if total > limits.maxStoredBytes {
+            throw RecordsError(
+                .conflict, code: "scheduleLimit",
+                "this schedule takes \(bytes) bytes, and the schedules together may take \(limits.maxStoredBytes) "
+                    + "(\(usage.bytes - (old ?? 0)) are taken); shorten its announcement or delete a schedule",
+                field: "announcement")
+        }
+    }
+
+    /// A page of schedules, oldest first, read from the database.
+    /// - Parameters:
+    ///   - cursor: the `next` of the page before; nil for the first.
+    ///   - limit: the most schedules on the page.
+    /// - Returns: the page, and the cursor of the next one when there are more.
+    public func list(after cursor: String? = nil, limit: Int = 100) throws(RecordsError) -> (
+        schedules: [ScheduleResource], next: String?
+    ) {
+        if let cursor, !ScheduleStore.isCursor(cursor) {
+            throw RecordsError(
+                .invalid, code: "invalidValue", "'\(cursor)' is not a cursor: pass the 'next' of the page before",
+                field: "after")
+        }
+        let page: (schedules: [StoredSchedule], next: String?)
+        do {
+            page = try store.page(after: cursor, limit: limit)
+        } catch {
+            throw RecordsError(state: error)
+        }
+        return (page.schedules.compactMap { stored in readable(stored).map { resource(stored, $0) } }, page.next)
     }
 
     /// One schedule.
     public func schedule(id: String) throws(RecordsError) -> ScheduleResource {
-        guard let entry = try loaded()[id] else { throw .unknownSchedule(id) }
-        return resource(entry)
+        let (stored, definition) = try read(id)
+        return resource(stored, definition)
     }
 
     /// Changes a schedule with a `PATCH` body: the keys it has replace the schedule's, `null`
     /// removes one. Its slots already passed stay passed.
     public func update(id: String, patch: Data) async throws(RecordsError) -> ScheduleResource {
-        guard let entry = try loaded()[id] else { throw .unknownSchedule(id) }
+        _ = try loaded()
+        let (current, old) = try read(id)
         let merged: ScheduleDefinition
         do {
-            merged = try entry.definition.merging(patch: patch)
+            merged = try old.merging(patch: patch)
         } catch {
             throw RecordsError(error)
         }
         // A schedule whose slots have passed may still be renamed: its time is checked only
         // when the patch changes it.
-        let definition = try await checked(merged, checkingTime: merged.timing != entry.definition.timing)
+        let definition = try await checked(merged, checkingTime: merged.timing != old.timing)
+        let encoded = definition.encoded()
         let stored: StoredSchedule?
         do {
-            stored = try store.update(id: id, definition: definition.encoded(), now: now())
-        } catch {
+            try checkRoom(try store.usage(), adding: encoded.count, replacing: current.definition.count)
+            stored = try store.update(id: id, definition: encoded, now: now())
+        } catch let error as StateError {
             throw RecordsError(state: error)
+        } catch let error as RecordsError {
+            throw error
+        } catch {
+            throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
         }
         guard let stored else { throw .unknownSchedule(id) }
-        let updated = Entry(stored: stored, definition: definition)
-        entries?[id] = updated
+        var entry = entries?[id] ?? Entry(id: id, plan: definition.plan, lastSlot: stored.lastSlot)
+        entry.plan = definition.plan
+        entry.revision += 1
+        entries?[id] = entry
         ahead[id] = nil
         publish(id, ScheduleChange(change: .updated))
         wake()
-        return resource(updated)
+        return resource(stored, definition)
     }
 
     /// Deletes a schedule; a slot of it already queued is not cancelled.
     public func delete(id: String) throws(RecordsError) {
-        guard try loaded()[id] != nil else { throw .unknownSchedule(id) }
+        _ = try loaded()
         let deleted: Bool
         do {
             deleted = try store.delete(id: id)
@@ -197,18 +281,21 @@ public actor ScheduleService: Service {
         return error
     }
 
+    /// The plans of every schedule, read once from the database: without their announcements,
+    /// which SQLite leaves out (`ScheduleStore.plans()`).
     private func loaded() throws(RecordsError) -> [String: Entry] {
         if let entries { return entries }
         var loaded: [String: Entry] = [:]
-        let all: [StoredSchedule]
+        let all: [StoredPlan]
         do {
-            all = try store.all()
+            all = try store.plans()
         } catch {
             throw RecordsError(state: error)
         }
         for stored in all {
             do {
-                loaded[stored.id] = Entry(stored: stored, definition: try ScheduleDefinition(json: stored.definition))
+                loaded[stored.id] = Entry(
+                    id: stored.id, plan: try SchedulePlan(json: stored.plan), lastSlot: stored.lastSlot)
             } catch {
                 logger.error(
                     "a stored schedule cannot be read; it is left out",
@@ -219,19 +306,49 @@ public actor ScheduleService: Service {
         return loaded
     }
 
-    private func resource(_ entry: Entry) -> ScheduleResource {
-        ScheduleResource(
-            id: entry.stored.id, definition: entry.definition, created: entry.stored.created,
-            updated: entry.stored.updated, lastSlot: entry.stored.lastSlot,
-            next: Self.next(entry, now: now()))
+    /// A schedule and its definition, from the database.
+    private func read(_ id: String) throws(RecordsError) -> (StoredSchedule, ScheduleDefinition) {
+        let found: StoredSchedule?
+        do {
+            found = try store.get(id: id)
+        } catch {
+            throw RecordsError(state: error)
+        }
+        guard let stored = found, let definition = readable(stored) else { throw .unknownSchedule(id) }
+        return (stored, definition)
+    }
+
+    /// A stored schedule's definition; nil, and logged, when it cannot be read.
+    private func readable(_ stored: StoredSchedule) -> ScheduleDefinition? {
+        do {
+            return try ScheduleDefinition(json: stored.definition)
+        } catch {
+            logger.error(
+                "a stored schedule cannot be read; it is left out",
+                metadata: ["speakd.schedule": "\(stored.id)", "speakd.error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// The announcement of a schedule, read from the database when its slot comes.
+    private func request(of entry: Entry) throws(RecordsError) -> AnnouncementRequest {
+        try read(entry.id).1.request
+    }
+
+    private func resource(_ stored: StoredSchedule, _ definition: ScheduleDefinition) -> ScheduleResource {
+        // The slot the planner last recorded, which is newer than the row when its write failed.
+        let lastSlot = entries?[stored.id]?.lastSlot ?? stored.lastSlot
+        return ScheduleResource(
+            id: stored.id, definition: definition, created: stored.created, updated: stored.updated,
+            lastSlot: lastSlot, next: Self.next(definition.plan, lastSlot: lastSlot, now: now()))
     }
 
     /// The next slot to come: the first at or after now and after the last that came (slots
     /// passed while the service had not yet planned are not next, whatever `lastSlot` says yet).
-    static func next(_ entry: Entry, now: Date) -> Date? {
-        let timeline = entry.definition.timeline
+    static func next(_ plan: SchedulePlan, lastSlot: Date?, now: Date) -> Date? {
+        let timeline = plan.timeline
         guard let next = timeline.firstSlot(atOrAfter: now) else { return nil }
-        guard let last = entry.stored.lastSlot, next <= last else { return next }
+        guard let last = lastSlot, next <= last else { return next }
         return timeline.nextSlot(after: last)
     }
 
@@ -272,16 +389,14 @@ public actor ScheduleService: Service {
             // Acting on one can take a while (the intake); read the newest entry each time.
             while let entry = entries?[id] {
                 let at = now()
-                let decision = SchedulePlanner(entry.definition).decide(
-                    lastSlot: entry.stored.lastSlot, now: at, reason: reason)
+                let decision = SchedulePlanner(entry.plan).decide(lastSlot: entry.lastSlot, now: at, reason: reason)
                 switch decision {
                 case .fire(let slot):
                     await fire(entry, slot: slot)
                     continue
                 case .skip(let through):
                     mark(entry, slot: through)
-                    publish(
-                        entry.stored.id, ScheduleChange(change: .skipped, slot: Self.text(through), detail: "missed"))
+                    publish(entry.id, ScheduleChange(change: .skipped, slot: Self.text(through), detail: "missed"))
                     continue
                 case .wait(let until):
                     if ahead[id]?.slot != until, until.timeIntervalSince(at) <= Self.renderAheadSeconds {
@@ -310,17 +425,17 @@ public actor ScheduleService: Service {
 
     /// Checks, prepares and renders the announcement of `slot` now, keeping it for the slot.
     private func render(_ entry: Entry, slot: Date) async {
-        let id = entry.stored.id
+        let id = entry.id
         ahead[id] = nil
         do {
-            let request = entry.definition.request
+            let request = try request(of: entry)
             var prepared = try await intake.prepare(await intake.sessions.personalize(request))
             prepared.origin = Self.origin(id, slot: slot)
             var chunks: [PCMChunk] = []
             for try await chunk in intake.renderer.render(prepared.speech) { chunks.append(chunk) }
             prepared.prerendered = chunks
             // Changed or deleted meanwhile: not kept.
-            guard entries?[id]?.definition == entry.definition else { return }
+            guard entries?[id]?.revision == entry.revision else { return }
             ahead[id] = Ahead(slot: slot, request: request, prepared: prepared)
         } catch {
             logger.debug(
@@ -332,7 +447,7 @@ public actor ScheduleService: Service {
     /// Marks the slot, then queues its announcement through the intake: the one rendered ahead
     /// when there is one for this slot.
     private func fire(_ entry: Entry, slot: Date) async {
-        let id = entry.stored.id
+        let id = entry.id
         let early = ahead.removeValue(forKey: id).flatMap { $0.slot == slot ? $0 : nil }
         guard mark(entry, slot: slot) else { return }
         do {
@@ -340,7 +455,7 @@ public actor ScheduleService: Service {
             if let early {
                 accepted = try await intake.submit(ahead: early.prepared, original: early.request)
             } else {
-                accepted = try await intake.accept(entry.definition.request, origin: Self.origin(id, slot: slot))
+                accepted = try await intake.accept(try request(of: entry), origin: Self.origin(id, slot: slot))
                     .accepted
             }
             publish(id, ScheduleChange(change: .fired, slot: Self.text(slot), announcement: accepted.id))
@@ -348,9 +463,9 @@ public actor ScheduleService: Service {
             logger.info(
                 "scheduled announcement refused",
                 metadata: ["speakd.schedule": "\(id)", "speakd.error": "\(error)"])
-            publish(id, ScheduleChange(change: .skipped, slot: Self.text(slot), detail: error.description))
+            publish(id, ScheduleChange(change: .skipped, slot: Self.text(slot), detail: "\(error)"))
         }
-        if entry.definition.timeline.nextSlot(after: slot) == nil {
+        if entry.plan.timeline.nextSlot(after: slot) == nil {
             publish(id, ScheduleChange(change: .finished))
         }
     }
@@ -360,16 +475,16 @@ public actor ScheduleService: Service {
     @discardableResult
     private func mark(_ entry: Entry, slot: Date) -> Bool {
         do {
-            try store.markSlot(id: entry.stored.id, slot: slot)
+            try store.markSlot(id: entry.id, slot: slot)
         } catch {
             logger.error(
                 "a schedule's slot cannot be recorded; it is not spoken",
-                metadata: ["speakd.schedule": "\(entry.stored.id)", "speakd.error": "\(error)"])
+                metadata: ["speakd.schedule": "\(entry.id)", "speakd.error": "\(error)"])
             // Not marked in memory either, so the loop does not spin: the planner sees it passed.
-            entries?[entry.stored.id]?.stored.lastSlot = slot
+            entries?[entry.id]?.lastSlot = slot
             return false
         }
-        entries?[entry.stored.id]?.stored.lastSlot = slot
+        entries?[entry.id]?.lastSlot = slot
         return true
     }
 

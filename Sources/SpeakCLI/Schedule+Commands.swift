@@ -144,13 +144,22 @@ extension Speak.Schedule {
 
         func run() async throws {
             let client = try await connection.requireDaemon()
-            let response = try await client.send("GET", "/v1/schedules")
+            // The daemon keeps at most 1,000 by default: one page, unless it was told to keep more.
+            let response = try await client.send("GET", "/v1/schedules?limit=1000")
             try response.checkStatus("schedule list")
             if json {
                 print(String(decoding: response.body, as: UTF8.self))
                 return
             }
-            let schedules = try response.decode(ScheduleSummary.List.self).schedules
+            var page = try response.decode(ScheduleSummary.List.self)
+            var schedules = page.schedules
+            while let next = page.next {
+                let more = try await client.send(
+                    "GET", "/v1/schedules?limit=1000&after=\(Speak.Cancel.escapePath(next))")
+                try more.checkStatus("schedule list")
+                page = try more.decode(ScheduleSummary.List.self)
+                schedules += page.schedules
+            }
             print(schedules.isEmpty ? "no schedules" : Self.table(schedules))
         }
 
@@ -258,6 +267,8 @@ struct ScheduleSummary: Decodable {
     /// `GET /v1/schedules`.
     struct List: Decodable {
         var schedules: [ScheduleSummary]
+        /// The cursor of the next page, when there is one.
+        var next: String?
     }
 
     var id: String

@@ -174,7 +174,7 @@ extension ScheduleDefinition {
         self.name = name
     }
 
-    private static func timing(_ object: [String: JSONValue]) throws(ScheduleError) -> Timing {
+    static func timing(_ object: [String: JSONValue]) throws(ScheduleError) -> Timing {
         switch (object["at"], object["rrule"]) {
         case (nil, nil):
             throw .invalid(
@@ -226,7 +226,7 @@ extension ScheduleDefinition {
         return date
     }
 
-    private static func missed(_ value: JSONValue) throws(ScheduleError) -> MissedPolicy {
+    static func missed(_ value: JSONValue) throws(ScheduleError) -> MissedPolicy {
         let form = "must be \"skip\" or {\"speakWithin\": seconds}"
         if case .string(let text) = value {
             guard text == "skip" else { throw .invalid("missed", "'\(text)' is not known; \(form)") }

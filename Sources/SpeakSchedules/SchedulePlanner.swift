@@ -34,8 +34,13 @@ public struct SchedulePlanner: Sendable {
     ///   - definition: the schedule; its timeline is built once here.
     ///   - lateness: how old a slot may be and still count as on time.
     public init(_ definition: ScheduleDefinition, lateness: Duration = Self.defaultLateness) {
-        timeline = definition.timeline
-        missed = definition.missed
+        self.init(definition.plan, lateness: lateness)
+    }
+
+    /// A planner for one schedule's plan, as the daemon keeps it between slots.
+    public init(_ plan: SchedulePlan, lateness: Duration = Self.defaultLateness) {
+        timeline = plan.timeline
+        missed = plan.missed
         self.lateness = lateness
     }
 

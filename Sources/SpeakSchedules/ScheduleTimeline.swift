@@ -18,7 +18,12 @@ public struct ScheduleTimeline: Sendable {
 
     /// The slots of `definition`.
     public init(_ definition: ScheduleDefinition) {
-        switch definition.timing {
+        self.init(definition.timing)
+    }
+
+    /// The slots of `timing`.
+    public init(_ timing: ScheduleDefinition.Timing) {
+        switch timing {
         case .once(let at):
             kind = .once(at.timeIntervalSince1970.wholeSecondsRoundedUp)
         case .recurring(let rule, let start, let zone):

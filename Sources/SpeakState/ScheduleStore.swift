@@ -24,6 +24,26 @@ public struct StoredSchedule: Sendable, Equatable {
     }
 }
 
+/// What the planner keeps of a stored schedule: its definition without its announcement, so the
+/// daemon's memory does not grow with the texts it stores.
+public struct StoredPlan: Sendable, Equatable {
+    public var id: String
+    /// The schedule's canonical JSON without its `announcement` key.
+    public var plan: Data
+    public var created: Date
+    public var updated: Date
+    public var lastSlot: Date?
+
+    /// Creates a stored plan.
+    public init(id: String, plan: Data, created: Date, updated: Date, lastSlot: Date? = nil) {
+        self.id = id
+        self.plan = plan
+        self.created = created
+        self.updated = updated
+        self.lastSlot = lastSlot
+    }
+}
+
 /// The schedules created through the API, so they outlive a restart, and how far each has fired.
 public final class ScheduleStore: Sendable {
     private let storage: Storage
@@ -63,6 +83,72 @@ public final class ScheduleStore: Sendable {
     public func all() throws(StateError) -> [StoredSchedule] {
         try storage.read("read the schedules") { db in
             try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM schedule ORDER BY created, id").map(Self.schedule)
+        }
+    }
+
+    /// A page of schedules in the order `all()` gives, after `cursor` (the `next` of the page
+    /// before, nil for the first), at most `limit` of them.
+    /// - Returns: the page, and the cursor of the next one when there are more.
+    public func page(after cursor: String?, limit: Int) throws(StateError) -> (
+        schedules: [StoredSchedule], next: String?
+    ) {
+        try storage.read("read the schedules") { db in
+            var sql = "SELECT \(Self.columns) FROM schedule"
+            var values: [any DatabaseValueConvertible] = []
+            if let cursor, let (created, id) = Self.parse(cursor: cursor) {
+                sql += " WHERE created > ? OR (created = ? AND id > ?)"
+                values += [created, created, id]
+            }
+            sql += " ORDER BY created, id LIMIT ?"
+            values.append(limit + 1)
+            var rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map(Self.schedule)
+            guard rows.count > limit else { return (rows, nil) }
+            rows.removeLast()
+            return (rows, rows.last.map(Self.cursor))
+        }
+    }
+
+    /// Whether `text` is a cursor `page(after:limit:)` gave.
+    public static func isCursor(_ text: String) -> Bool { parse(cursor: text) != nil }
+
+    /// `created-id`: created in milliseconds, then the id, so a deleted schedule's cursor still works.
+    private static func cursor(_ schedule: StoredSchedule) -> String {
+        "\(schedule.created.storedMilliseconds)-\(schedule.id)"
+    }
+
+    private static func parse(cursor: String) -> (Int64, String)? {
+        guard let dash = cursor.firstIndex(of: "-"), let created = Int64(cursor[..<dash]),
+            cursor[..<dash].allSatisfy(\.isASCII)
+        else { return nil }
+        let id = cursor[cursor.index(after: dash)...]
+        return id.isEmpty ? nil : (created, String(id))
+    }
+
+    /// Every schedule's plan, oldest first: its definition without the announcement, which
+    /// SQLite takes out, so the texts are never read into memory together.
+    public func plans() throws(StateError) -> [StoredPlan] {
+        try storage.read("read the schedules") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, json_remove(CAST(definition AS TEXT), '$.announcement') AS plan, created, updated,
+                    lastSlot FROM schedule ORDER BY created, id
+                    """
+            ).map { row in
+                StoredPlan(
+                    id: row["id"], plan: Data((row["plan"] as String? ?? "{}").utf8),
+                    created: row.date("created") ?? .distantPast, updated: row.date("updated") ?? .distantPast,
+                    lastSlot: row.date("lastSlot"))
+            }
+        }
+    }
+
+    /// How many schedules are stored, and the bytes of their definitions together.
+    public func usage() throws(StateError) -> (count: Int, bytes: Int) {
+        try storage.read("count the schedules") { db in
+            let row = try Row.fetchOne(
+                db, sql: "SELECT count(*) AS count, coalesce(sum(length(definition)), 0) AS bytes FROM schedule")
+            return (row?["count"] ?? 0, row?["bytes"] ?? 0)
         }
     }
 

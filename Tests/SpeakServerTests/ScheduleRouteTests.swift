@@ -22,14 +22,15 @@ struct ScheduleRouteTests {
         let database: StateDatabase
         let server: SpeakServer
 
-        init() throws {
+        init(limits: ScheduleService.Limits = ScheduleService.Limits()) throws {
             directory = try temporaryDirectory()
             database = try StateDatabase(directory: directory.path)
             let intake = AnnouncementIntake(
                 outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(),
                 health: SwitchableHealth())
             var server = SpeakServer(intake: intake, health: SwitchableHealth())
-            server.schedules = ScheduleService(store: database.schedules, intake: intake, logger: Logger(label: "test"))
+            server.schedules = ScheduleService(
+                store: database.schedules, intake: intake, logger: Logger(label: "test"), limits: limits)
             self.server = server
         }
 
@@ -102,6 +103,86 @@ struct ScheduleRouteTests {
             #expect(try Self.error(patched).field == "announcement.private")
             let shown = try await client.execute(uri: "/v1/schedules/\(id)", method: .get)
             #expect(String(buffer: shown.body).contains(#""announcement":{"text":"Doors close"}"#))
+        }
+    }
+
+    static func create(_ client: some TestClientProtocol, text: String, at: String? = nil) async throws
+        -> TestResponse
+    {
+        let body = #"{"announcement": {"text": "\#(text)"}, "at": "\#(at ?? future())"}"#
+        return try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(body))
+    }
+
+    @Test("The number of schedules and the bytes they take are bounded: 409 scheduleLimit naming the field")
+    func schedulesAreBounded() async throws {
+        let limits = ScheduleService.Limits(maxSchedules: 3, maxStoredBytes: 2_000)
+        try await Setup(limits: limits).test { client in
+            for index in 0..<3 {
+                #expect(try await Self.create(client, text: "Schedule \(index)").status == .created)
+            }
+            let fourth = try await Self.create(client, text: "One too many")
+            #expect(fourth.status == .conflict)
+            let full = try Self.error(fourth)
+            #expect(full.code == "scheduleLimit" && full.field == "schedules", "\(full)")
+
+            // After a delete there is room for one again, but not for a text past the bytes left.
+            let listed = try decode(ScheduleIDs.self, try await client.execute(uri: "/v1/schedules", method: .get))
+            let first = try #require(listed.schedules.first).id
+            #expect(try await client.execute(uri: "/v1/schedules/\(first)", method: .delete).status == .noContent)
+            let long = try await Self.create(client, text: String(repeating: "Long. ", count: 400))
+            #expect(long.status == .conflict)
+            let tooBig = try Self.error(long)
+            #expect(tooBig.code == "scheduleLimit" && tooBig.field == "announcement", "\(tooBig)")
+            // A patch is held to the same bytes.
+            let second = try #require(listed.schedules.dropFirst().first).id
+            let patched = try await client.execute(
+                uri: "/v1/schedules/\(second)", method: .patch, headers: [.contentType: "application/merge-patch+json"],
+                body: jsonBody(#"{"announcement": {"text": "\#(String(repeating: "Long. ", count: 400))"}}"#))
+            #expect(patched.status == .conflict)
+            #expect(try Self.error(patched).field == "announcement")
+            #expect(try await Self.create(client, text: "Fits again").status == .created)
+        }
+    }
+
+    struct ScheduleIDs: Decodable {
+        struct Item: Decodable { var id: String }
+        var schedules: [Item]
+        var next: String?
+    }
+
+    @Test("GET /v1/schedules is paged like /v1/audit: limit and next, each schedule on one page, oldest first")
+    func listIsPaged() async throws {
+        try await Setup().test { client in
+            var created: [String] = []
+            for index in 0..<7 {
+                let response = try await Self.create(client, text: "Page \(index)")
+                created.append(try decode(ScheduleIDs.Item.self, response).id)
+            }
+            var seen: [String] = []
+            var cursor: String?
+            var pages = 0
+            repeat {
+                let query = "limit=3" + (cursor.map { "&after=\($0)" } ?? "")
+                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
+                #expect(response.status == .ok)
+                let page = try decode(ScheduleIDs.self, response)
+                #expect(page.schedules.count <= 3)
+                seen += page.schedules.map(\.id)
+                cursor = page.next
+                pages += 1
+            } while cursor != nil && pages < 10
+            #expect(pages == 3)
+            #expect(seen == created, "each once, oldest first")
+            let all = try decode(ScheduleIDs.self, try await client.execute(uri: "/v1/schedules", method: .get))
+            #expect(all.schedules.map(\.id) == created && all.next == nil)
+
+            for (query, field) in [
+                ("limit=0", "limit"), ("limit=1001", "limit"), ("after=nonsense", "after"), ("colour=red", "colour"),
+            ] {
+                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
+                #expect(response.status == .unprocessableContent, "\(query)")
+                #expect(try Self.error(response).field == field, "\(query)")
+            }
         }
     }
 }

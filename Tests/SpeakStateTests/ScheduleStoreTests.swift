@@ -52,4 +52,26 @@ import Testing
         #expect(ids.count == 1000)
         #expect(ids.allSatisfy { $0.count == 12 })
     }
+
+    /// What the planner reads at start has no announcement: SQLite leaves it out, so the texts
+    /// are read one schedule at a time, when a slot comes.
+    @Test func plansLeaveTheAnnouncementInTheDatabase() throws {
+        let dir = TemporaryDirectory()
+        let schedules = try StateDatabase(directory: dir.state).schedules
+        let text = "Only-in-the-database-" + String(repeating: "x", count: 30_000)
+        let definition = #"{"announcement":{"text":"\#(text)"},"at":"2026-12-01T17:45:00Z","missed":"skip"}"#
+        let stored = try schedules.insert(definition: Data(definition.utf8), now: t0)
+        try schedules.markSlot(id: stored.id, slot: t0 + 60)
+        let plans = try schedules.plans()
+        #expect(plans.count == 1)
+        let plan = try #require(plans.first)
+        #expect(plan.id == stored.id && plan.lastSlot == t0 + 60)
+        let json = String(decoding: plan.plan, as: UTF8.self)
+        #expect(!json.contains("Only-in-the-database") && !json.contains("announcement"), "\(json.prefix(200))")
+        #expect(json.contains(#""at":"2026-12-01T17:45:00Z""#), "\(json)")
+        // The body is there when asked for by id.
+        #expect(try schedules.get(id: stored.id)?.definition == Data(definition.utf8))
+        let usage = try schedules.usage()
+        #expect(usage.count == 1 && usage.bytes == definition.utf8.count)
+    }
 }

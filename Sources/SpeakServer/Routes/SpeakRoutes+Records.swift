@@ -20,11 +20,33 @@ extension SpeakRoutes {
         return response
     }
 
-    /// `GET /v1/schedules`: `{"schedules": [...]}`.
+    /// `GET /v1/schedules?after&limit`: a page of schedules, oldest first, `{"schedules": [...],
+    /// "next"}`, as `/v1/audit` pages its rows; `next` is there when more follow.
     @Sendable func listSchedules(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let schedules = try requireSchedules()
-        let all = try await records { () async throws(RecordsError) in try await schedules.list() }
-        return raw(ScheduleResource.list(all))
+        let query = request.uri.queryParameters
+        for (name, _) in query where name != "after" && name != "limit" {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "unknown parameter '\(name)' (after, limit)", field: String(name))
+        }
+        let limit = try pageLimit(query["limit"].map(String.init))
+        let cursor = query["after"].map(String.init)
+        let page = try await records { () async throws(RecordsError) in
+            try await schedules.list(after: cursor, limit: limit)
+        }
+        return raw(ScheduleResource.list(page.schedules, next: page.next))
+    }
+
+    /// A page's `limit`: 1 to 1,000, 100 when not given.
+    private func pageLimit(_ text: String?) throws(APIError) -> Int {
+        guard let text else { return 100 }
+        guard text.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...1_000).contains(value) else {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "limit must be a whole number from 1 to 1000, not '\(text)'", field: "limit")
+        }
+        return value
     }
 
     /// `GET /v1/schedules/{id}`.
