@@ -27,6 +27,16 @@ public final class SpeakdProcess: Sendable {
         }
     }
 
+    /// speakd exited before it answered `/healthz`: its exit status (128 + signal when a signal
+    /// ended it) and everything it logged. `start` throws it, so a test that expects a start to
+    /// be refused can read why (`startRefused`).
+    public struct ExitedWhileStarting: Error, CustomStringConvertible {
+        public let status: Int32
+        public let log: String
+
+        public var description: String { "speakd exited with status \(status) while starting:\n\(log)" }
+    }
+
     /// A client for the Unix socket.
     public var unixClient: SpeakHTTPClient {
         SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(20))
@@ -101,6 +111,26 @@ public final class SpeakdProcess: Sendable {
         throw lastFailure ?? Failure(description: "speakd did not start")
     }
 
+    /// Starts `speakd` as `start` does, for a start that must be refused: returns its exit status
+    /// and log once it has exited. A daemon that becomes healthy instead is stopped, and
+    /// `Failure` thrown saying so.
+    public static func startRefused(
+        executable: String? = nil, audio: String, arguments: [String] = [], environment: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) async throws -> ExitedWhileStarting {
+        let daemon: SpeakdProcess
+        do {
+            daemon = try await start(
+                executable: executable, audio: audio, arguments: arguments, environment: environment,
+                timeout: timeout)
+        } catch let exited as ExitedWhileStarting {
+            return exited
+        }
+        let log = daemon.log
+        await daemon.stop()
+        throw Failure(description: "speakd started, though its start should have been refused:\n\(log)")
+    }
+
     private init(directory: URL, socketPath: String, port: Int, process: ChildProcess) {
         self.directory = directory
         self.socketPath = socketPath
@@ -129,7 +159,7 @@ public final class SpeakdProcess: Sendable {
         var lastProblem = "no answer"
         while ContinuousClock.now < deadline {
             if let status = process.exitStatus {
-                throw Failure(description: "speakd exited with status \(status) while starting:\n\(log)")
+                throw ExitedWhileStarting(status: status, log: log)
             }
             let quick = [
                 SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(2)),
