@@ -286,7 +286,9 @@ extension SpeakdIntegration {
         func fullDiskDegrades() async throws {
             let state = try Self.stateDirectory()
             defer { try? FileManager.default.removeItem(at: state) }
-            try #require(try Self.system("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", state.path]) == 0)
+            // mode=0700: a tmpfs is 1777 unless told, and speakd refuses a state directory others may write to.
+            try #require(
+                try Self.system("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", state.path]) == 0)
             defer { _ = try? Self.system("/bin/umount", ["-l", state.path]) }
             let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--state-dir", state.path])
             let client = daemon.unixClient
