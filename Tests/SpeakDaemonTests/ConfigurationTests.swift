@@ -486,6 +486,8 @@ struct ConfigurationSettingsTests {
         "audit-max-days": ("30", "0"),
         "audit-max-entries": ("5000", "10"),
         "audit-max-mib": ("8", "0"),
+        "max-schedules": ("50", "0"),
+        "max-schedule-mib": ("2", "1025"),
         "render-cache-mib": ("0", "-1"),
         "render-cache-disk-mib": ("8", "a lot"),
     ]

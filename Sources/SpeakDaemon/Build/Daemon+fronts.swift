@@ -23,7 +23,11 @@ func makeFronts(
     metrics: SpeakMetrics, records: (database: StateDatabase, audit: AuditRecorder)?, engines: EngineParts,
     sound: AnnouncementSound, ducker: PulseAudioDucker?, activatedSSIP: Int32?, logger: Logger
 ) throws -> Fronts {
-    let schedules = records.map { ScheduleService(store: $0.database.schedules, intake: intake, logger: logger) }
+    let scheduleLimits = ScheduleService.Limits(
+        maxSchedules: configuration.maxSchedules, maxStoredBytes: configuration.maxScheduleMiB << 20)
+    let schedules = records.map {
+        ScheduleService(store: $0.database.schedules, intake: intake, logger: logger, limits: scheduleLimits)
+    }
     let fleet = try makeFleetLink(
         configuration, intake: intake, memory: records?.database.fleetRequests, schedules: schedules, logger: logger)
     var health = health

@@ -142,6 +142,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var auditMaxEntries: Int
     /// Most MiB the database may take.
     public var auditMaxMiB: Int
+    /// Most schedules kept (`--max-schedules`).
+    public var maxSchedules: Int
+    /// Most MiB the schedules' stored definitions take together (`--max-schedule-mib`).
+    public var maxScheduleMiB: Int
     /// MiB of rendered speech kept in memory; 0 for no render cache, in memory or on disk.
     public var renderCacheMiB: Int
     /// MiB of rendered speech also kept on disk, in `render-cache/` of the state directory; 0, or
@@ -199,6 +203,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
         auditMaxDays = 0
         auditMaxEntries = 0
         auditMaxMiB = 0
+        maxSchedules = 0
+        maxScheduleMiB = 0
         renderCacheMiB = 0
         renderCacheDiskMiB = 0
         duckRoles = []

@@ -1,4 +1,5 @@
 import AnnouncementIntake
+import AnnouncementRecords
 import FoundationEssentials
 import Logging
 import SpeakServer
@@ -159,6 +160,12 @@ extension DaemonConfiguration {
         .integer(
             "audit-max-mib", \.auditMaxMiB, default: 64, in: 1...65_536,
             help: "Most MiB the database may take; the oldest audit rows go first."),
+        .integer(
+            "max-schedules", \.maxSchedules, default: ScheduleService.Limits().maxSchedules, in: 1...100_000,
+            help: "Most schedules kept; one more is refused with 409."),
+        .integer(
+            "max-schedule-mib", \.maxScheduleMiB, default: ScheduleService.Limits().maxStoredBytes >> 20,
+            in: 1...1_024, help: "Most MiB the schedules' definitions may take together; more is refused with 409."),
         .integer(
             "render-cache-mib", \.renderCacheMiB, default: 16, in: 0...4_096,
             help: "MiB of rendered speech kept in memory, so a text said again starts at once; 0 keeps none, in "
