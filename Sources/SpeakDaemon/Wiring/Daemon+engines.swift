@@ -125,7 +125,7 @@ private func makePiper(
     _ configuration: DaemonConfiguration, format: AudioFormat, logger: Logger
 ) throws -> PiperRenderer? {
     guard let setting = configuration.piper else { return nil }
-    // This file is Sources/SpeakDaemon/Build/Daemon+engines.swift.
+    // This file is Sources/SpeakDaemon/Wiring/Daemon+engines.swift.
     let sourceTree = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
     let venv = setting == "auto" ? sourceTree.appendingPathComponent(".build-piper").path : setting
