@@ -42,45 +42,57 @@ import Testing
 
     @Test(.timeLimit(.minutes(1)))
     func playsThroughThePulsePluginAndIsHeard() async throws {
-        try await withPulseServer { server in
-            let recorder = try await MonitorRecorder.start(server)
-            let sink = ALSASink(device: "speakd_test", format: format, configuration: pulseDevice(server))
-            try await AudioPlayback().play(stream(TestSignal.tone(seconds: 0.5)), format: format, on: sink)
-            let drained = ContinuousClock.now
-            await sink.close()
-            let recorded = await recorder.stop()
-            let sounding = try #require(TestSignal.soundingRange(recorded))
-            let heard = Double(sounding.count) / Double(format.sampleRate)
-            #expect(abs(heard - 0.5) < 0.03, "heard \(heard) s of a 0.5 s tone")
-            #expect(TestSignal.gaps(in: recorded, sounding).isEmpty, "the tone was interrupted")
-            let ended = try #require(recorder.playedAt(frame: sounding.upperBound))
-            let endToDrained = TestSignal.milliseconds(ended, drained)
-            print("measured: ALSA (pulse plugin) last sample played→drain returned \(endToDrained) ms")
-            #expect(endToDrained > -5 && endToDrained < 150)
+        // Timed at the sink: run once more, with the reason printed, when a figure misses its
+        // bound (retryingSinkTimingOnce); the bounds are as they are.
+        let misses = try await retryingSinkTimingOnce("ALSASinkTests.playsThroughThePulsePluginAndIsHeard") { timing in
+            try await withPulseServer { server in
+                let recorder = try await MonitorRecorder.start(server)
+                let sink = ALSASink(device: "speakd_test", format: format, configuration: pulseDevice(server))
+                try await AudioPlayback().play(stream(TestSignal.tone(seconds: 0.5)), format: format, on: sink)
+                let drained = ContinuousClock.now
+                await sink.close()
+                let recorded = await recorder.stop()
+                let sounding = try #require(TestSignal.soundingRange(recorded))
+                let heard = Double(sounding.count) / Double(format.sampleRate)
+                #expect(abs(heard - 0.5) < 0.03, "heard \(heard) s of a 0.5 s tone")
+                #expect(TestSignal.gaps(in: recorded, sounding).isEmpty, "the tone was interrupted")
+                let ended = try #require(recorder.playedAt(frame: sounding.upperBound))
+                let endToDrained = TestSignal.milliseconds(ended, drained)
+                print("measured: ALSA (pulse plugin) last sample played→drain returned \(endToDrained) ms")
+                timing.check(
+                    endToDrained > -5 && endToDrained < 150,
+                    "last sample played→drain returned \(endToDrained) ms, not in -5…150 ms")
+            }
         }
+        #expect(misses.isEmpty, "\(misses)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func cancellingALSAPlaybackSilencesQuickly() async throws {
-        try await withPulseServer { server in
-            let recorder = try await MonitorRecorder.start(server)
-            let sink = ALSASink(device: "speakd_test", format: format, configuration: pulseDevice(server))
-            let player = Task {
-                try await AudioPlayback().play(stream(TestSignal.tone(seconds: 3)), format: format, on: sink)
+        // Timed at the sink: run once more, with the reason printed, when a figure misses its
+        // bound (retryingSinkTimingOnce); the bounds are as they are.
+        let misses = try await retryingSinkTimingOnce("ALSASinkTests.cancellingALSAPlaybackSilencesQuickly") { timing in
+            try await withPulseServer { server in
+                let recorder = try await MonitorRecorder.start(server)
+                let sink = ALSASink(device: "speakd_test", format: format, configuration: pulseDevice(server))
+                let player = Task {
+                    try await AudioPlayback().play(stream(TestSignal.tone(seconds: 3)), format: format, on: sink)
+                }
+                try await Task.sleep(for: .milliseconds(700))
+                let cancelled = ContinuousClock.now
+                player.cancel()
+                await #expect(throws: CancellationError.self) { try await player.value }
+                try await Task.sleep(for: .milliseconds(200))
+                await sink.close()
+                let recorded = await recorder.stop()
+                let sounding = try #require(TestSignal.soundingRange(recorded))
+                let silent = try #require(recorder.playedAt(frame: sounding.upperBound))
+                let cancelToSilence = TestSignal.milliseconds(cancelled, silent)
+                print("measured: ALSA (pulse plugin) cancel→silence \(cancelToSilence) ms")
+                timing.check(cancelToSilence < 100, "cancel→silence \(cancelToSilence) ms, not under 100 ms")
             }
-            try await Task.sleep(for: .milliseconds(700))
-            let cancelled = ContinuousClock.now
-            player.cancel()
-            await #expect(throws: CancellationError.self) { try await player.value }
-            try await Task.sleep(for: .milliseconds(200))
-            await sink.close()
-            let recorded = await recorder.stop()
-            let sounding = try #require(TestSignal.soundingRange(recorded))
-            let silent = try #require(recorder.playedAt(frame: sounding.upperBound))
-            let cancelToSilence = TestSignal.milliseconds(cancelled, silent)
-            print("measured: ALSA (pulse plugin) cancel→silence \(cancelToSilence) ms")
-            #expect(cancelToSilence < 100)
         }
+        #expect(misses.isEmpty, "\(misses)")
     }
 
     @Test(.timeLimit(.minutes(1)))

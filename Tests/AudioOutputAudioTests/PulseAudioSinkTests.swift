@@ -11,88 +11,108 @@ import Testing
 
     @Test(.timeLimit(.minutes(1)))
     func toneIsHeardWholeAndDrainReturnsAfterItPlayed() async throws {
-        try await withPulseServer { server in
-            let recorder = try await MonitorRecorder.start(server)
-            let sink = PulseAudioSink(format: format, server: server.serverString)
-            let tone = TestSignal.tone(seconds: 1)
-            let firstWrite = ContinuousClock.now
-            try await AudioPlayback().play(stream(tone), format: format, on: sink)
-            let drained = ContinuousClock.now
-            await sink.close()
-            let recorded = await recorder.stop()
+        // Timed at the sink: run once more, with the reason printed, when a figure misses its
+        // bound (retryingSinkTimingOnce); the bounds are as they are.
+        let misses = try await retryingSinkTimingOnce(
+            "PulseAudioSinkTests.toneIsHeardWholeAndDrainReturnsAfterItPlayed"
+        ) { timing in
+            try await withPulseServer { server in
+                let recorder = try await MonitorRecorder.start(server)
+                let sink = PulseAudioSink(format: format, server: server.serverString)
+                let tone = TestSignal.tone(seconds: 1)
+                let firstWrite = ContinuousClock.now
+                try await AudioPlayback().play(stream(tone), format: format, on: sink)
+                let drained = ContinuousClock.now
+                await sink.close()
+                let recorded = await recorder.stop()
 
-            let sounding = try #require(TestSignal.soundingRange(recorded))
-            let heard = Double(sounding.count) / Double(format.sampleRate)
-            #expect(abs(heard - 1.0) < 0.03, "heard \(heard) s of a 1 s tone")
-            #expect(TestSignal.gaps(in: recorded, sounding).isEmpty, "the tone was interrupted")
-            let level = TestSignal.rms(recorded[sounding])
-            #expect(abs(level / (8000 / 2.0.squareRoot()) - 1) < 0.1, "RMS \(level)")
+                let sounding = try #require(TestSignal.soundingRange(recorded))
+                let heard = Double(sounding.count) / Double(format.sampleRate)
+                #expect(abs(heard - 1.0) < 0.03, "heard \(heard) s of a 1 s tone")
+                #expect(TestSignal.gaps(in: recorded, sounding).isEmpty, "the tone was interrupted")
+                let level = TestSignal.rms(recorded[sounding])
+                #expect(abs(level / (8000 / 2.0.squareRoot()) - 1) < 0.1, "RMS \(level)")
 
-            let started = try #require(recorder.playedAt(frame: sounding.lowerBound))
-            let ended = try #require(recorder.playedAt(frame: sounding.upperBound))
-            let writeToHeard = TestSignal.milliseconds(firstWrite, started)
-            let endToDrained = TestSignal.milliseconds(ended, drained)
-            print("measured: write→heard \(writeToHeard) ms; last sample played→drain returned \(endToDrained) ms")
-            #expect(writeToHeard < 150)
-            // Drain returns only once the end was played, and not long after.
-            #expect(endToDrained > -5 && endToDrained < 100)
+                let started = try #require(recorder.playedAt(frame: sounding.lowerBound))
+                let ended = try #require(recorder.playedAt(frame: sounding.upperBound))
+                let writeToHeard = TestSignal.milliseconds(firstWrite, started)
+                let endToDrained = TestSignal.milliseconds(ended, drained)
+                print("measured: write→heard \(writeToHeard) ms; last sample played→drain returned \(endToDrained) ms")
+                timing.check(writeToHeard < 150, "write→heard \(writeToHeard) ms, not under 150 ms")
+                // Drain returns only once the end was played, and not long after.
+                timing.check(
+                    endToDrained > -5 && endToDrained < 100,
+                    "last sample played→drain returned \(endToDrained) ms, not in -5…100 ms")
+            }
         }
+        #expect(misses.isEmpty, "\(misses)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func cancellingPlaybackSilencesQuickly() async throws {
-        try await withPulseServer { server in
-            let recorder = try await MonitorRecorder.start(server)
-            let sink = PulseAudioSink(format: format, server: server.serverString)
-            let player = Task {
-                try await AudioPlayback().play(stream(TestSignal.tone(seconds: 3)), format: format, on: sink)
-            }
-            try await Task.sleep(for: .milliseconds(700))
-            let cancelled = ContinuousClock.now
-            player.cancel()
-            await #expect(throws: CancellationError.self) { try await player.value }
-            let returned = ContinuousClock.now
-            try await Task.sleep(for: .milliseconds(200))
-            await sink.close()
-            let recorded = await recorder.stop()
+        // Timed at the sink: run once more, with the reason printed, when a figure misses its
+        // bound (retryingSinkTimingOnce); the bounds are as they are.
+        let misses = try await retryingSinkTimingOnce("PulseAudioSinkTests.cancellingPlaybackSilencesQuickly") {
+            timing in
+            try await withPulseServer { server in
+                let recorder = try await MonitorRecorder.start(server)
+                let sink = PulseAudioSink(format: format, server: server.serverString)
+                let player = Task {
+                    try await AudioPlayback().play(stream(TestSignal.tone(seconds: 3)), format: format, on: sink)
+                }
+                try await Task.sleep(for: .milliseconds(700))
+                let cancelled = ContinuousClock.now
+                player.cancel()
+                await #expect(throws: CancellationError.self) { try await player.value }
+                let returned = ContinuousClock.now
+                try await Task.sleep(for: .milliseconds(200))
+                await sink.close()
+                let recorded = await recorder.stop()
 
-            let sounding = try #require(TestSignal.soundingRange(recorded))
-            let silent = try #require(recorder.playedAt(frame: sounding.upperBound))
-            let cancelToSilence = TestSignal.milliseconds(cancelled, silent)
-            let heard = Double(sounding.count) / Double(format.sampleRate)
-            print(
-                "measured: cancel→silence \(cancelToSilence) ms; cancel→play() returned \(TestSignal.milliseconds(cancelled, returned)) ms; heard \(heard) s"
-            )
-            #expect(heard > 0.5 && heard < 1.0)
-            #expect(cancelToSilence < 60)
+                let sounding = try #require(TestSignal.soundingRange(recorded))
+                let silent = try #require(recorder.playedAt(frame: sounding.upperBound))
+                let cancelToSilence = TestSignal.milliseconds(cancelled, silent)
+                let heard = Double(sounding.count) / Double(format.sampleRate)
+                print(
+                    "measured: cancel→silence \(cancelToSilence) ms; cancel→play() returned \(TestSignal.milliseconds(cancelled, returned)) ms; heard \(heard) s"
+                )
+                timing.check(heard > 0.5 && heard < 1.0, "heard \(heard) s of a tone cancelled 0.7 s in, not 0.5…1.0 s")
+                timing.check(cancelToSilence < 60, "cancel→silence \(cancelToSilence) ms, not under 60 ms")
+            }
         }
+        #expect(misses.isEmpty, "\(misses)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func flushMidPlaybackSilencesQuickly() async throws {
-        try await withPulseServer { server in
-            let recorder = try await MonitorRecorder.start(server)
-            let sink = PulseAudioSink(format: format, server: server.serverString)
-            // One long write: the flush must cut it off, and nothing is written after it.
-            let tone = TestSignal.tone(seconds: 3, chunk: 3)[0]
-            let writer = Task { try await sink.write(tone) }
-            try await Task.sleep(for: .milliseconds(700))
-            let flushed = ContinuousClock.now
-            try await sink.flush()
-            let flushReturned = ContinuousClock.now
-            try await writer.value
-            try await Task.sleep(for: .milliseconds(200))
-            await sink.close()
-            let recorded = await recorder.stop()
+        // Timed at the sink: run once more, with the reason printed, when a figure misses its
+        // bound (retryingSinkTimingOnce); the bounds are as they are.
+        let misses = try await retryingSinkTimingOnce("PulseAudioSinkTests.flushMidPlaybackSilencesQuickly") { timing in
+            try await withPulseServer { server in
+                let recorder = try await MonitorRecorder.start(server)
+                let sink = PulseAudioSink(format: format, server: server.serverString)
+                // One long write: the flush must cut it off, and nothing is written after it.
+                let tone = TestSignal.tone(seconds: 3, chunk: 3)[0]
+                let writer = Task { try await sink.write(tone) }
+                try await Task.sleep(for: .milliseconds(700))
+                let flushed = ContinuousClock.now
+                try await sink.flush()
+                let flushReturned = ContinuousClock.now
+                try await writer.value
+                try await Task.sleep(for: .milliseconds(200))
+                await sink.close()
+                let recorded = await recorder.stop()
 
-            let sounding = try #require(TestSignal.soundingRange(recorded))
-            let silent = try #require(recorder.playedAt(frame: sounding.upperBound))
-            let flushToSilence = TestSignal.milliseconds(flushed, silent)
-            print(
-                "measured: flush→silence \(flushToSilence) ms; flush() took \(TestSignal.milliseconds(flushed, flushReturned)) ms"
-            )
-            #expect(flushToSilence < 60)
+                let sounding = try #require(TestSignal.soundingRange(recorded))
+                let silent = try #require(recorder.playedAt(frame: sounding.upperBound))
+                let flushToSilence = TestSignal.milliseconds(flushed, silent)
+                print(
+                    "measured: flush→silence \(flushToSilence) ms; flush() took \(TestSignal.milliseconds(flushed, flushReturned)) ms"
+                )
+                timing.check(flushToSilence < 60, "flush→silence \(flushToSilence) ms, not under 60 ms")
+            }
         }
+        #expect(misses.isEmpty, "\(misses)")
     }
 
     @Test(.timeLimit(.minutes(1)))
