@@ -208,12 +208,19 @@ public struct AnnouncementIntake: Sendable {
         refusals?.refused(error, origin: origin, output: output)
     }
 
-    /// Refuses a body of `bytes` bytes over `limits.maxBodyBytes` before anything reads it: the HTTP
-    /// route for a declared `Content-Length`, the fleet link for an MQTT payload.
+    /// Refuses a body of `bytes` bytes over `limits.maxBodyBytes` before anything reads it: the fleet
+    /// link for an MQTT payload, whose length it knows first.
     public func checkBodySize(_ bytes: Int) throws(IntakeError) {
-        guard bytes <= limits.maxBodyBytes else {
-            throw .body(.tooLarge("the body is \(bytes) bytes; the limit is \(limits.maxBodyBytes)", field: "body"))
-        }
+        guard bytes <= limits.maxBodyBytes else { throw bodyTooLarge(bytes: bytes) }
+    }
+
+    /// The one refusal of a body over `limits.maxBodyBytes`, every front's: 413 `tooLarge` naming
+    /// `body`, "the body is 1048576 bytes; the limit is 65536".
+    /// - Parameter bytes: the body's length; nil when the front stopped reading at the limit and does
+    ///   not know it (an HTTP body sent without `Content-Length`), said as "over 65536".
+    public func bodyTooLarge(bytes: Int?) -> IntakeError {
+        let length = bytes.map { "\($0)" } ?? "over \(limits.maxBodyBytes)"
+        return .body(.tooLarge("the body is \(length) bytes; the limit is \(limits.maxBodyBytes)", field: "body"))
     }
 
     /// Decodes a request body strictly, within the limits (`AnnouncementRequest.decode`).

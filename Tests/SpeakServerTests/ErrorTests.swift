@@ -178,6 +178,27 @@ struct ErrorTests {
         }
     }
 
+    /// The HTTP route reads a body up to the intake's limit and refuses it past there with the
+    /// intake's one message, the one the fleet link sends for an MQTT payload.
+    @Test(.timeLimit(.minutes(1))) func bodyOverLimitIsTheIntakesRefusal() async throws {
+        let harness = Harness(limits: AnnouncementIntake.Limits(maxBodyBytes: 100))
+        try await harness.test { client in
+            let text = String(repeating: "a", count: 200)
+            let body = jsonBody(#"{"text": "\#(text)"}"#)
+            let declared = try await client.execute(
+                uri: "/v1/announcements", method: .post,
+                headers: [.contentType: "application/json", .contentLength: "\(body.readableBytes)"], body: body)
+            #expect(declared.status == .contentTooLarge)
+            #expect(
+                try decode(ErrorResponse.self, declared).error.message
+                    == "the body is \(body.readableBytes) bytes; the limit is 100")
+            let undeclared = try await client.execute(
+                uri: "/v1/session", method: .put, headers: [.contentType: "application/json"], body: body)
+            #expect(undeclared.status == .contentTooLarge)
+            #expect(try decode(ErrorResponse.self, undeclared).error.message.hasSuffix("; the limit is 100"))
+        }
+    }
+
     /// Bytes that are not UTF-8 in a string name the field and the byte, instead of "expected a string".
     @Test(.timeLimit(.minutes(1))) func invalidUTF8NamesTheField() async throws {
         let harness = Harness()

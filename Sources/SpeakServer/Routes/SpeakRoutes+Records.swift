@@ -13,7 +13,7 @@ extension SpeakRoutes {
     /// `POST /v1/schedules`: 201 with the schedule, once it is in the database.
     @Sendable func createSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let schedules = try requireSchedules()
-        let body = try await readBody(request)
+        let body = try await jsonBody(request)
         let resource = try await records { () async throws(RecordsError) in try await schedules.create(body) }
         var response = raw(resource.json(), status: .created)
         response.headers[.location] = "/v1/schedules/\(resource.id)"
@@ -60,7 +60,7 @@ extension SpeakRoutes {
     @Sendable func patchSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let schedules = try requireSchedules()
         let id = try context.parameters.require("id")
-        let body = try await readBody(request, mergePatch: true)
+        let body = try await jsonBody(request, mergePatch: true)
         let resource = try await records { () async throws(RecordsError) in
             try await schedules.update(id: id, patch: body)
         }
@@ -81,7 +81,7 @@ extension SpeakRoutes {
     /// spoken, without queueing or playing it, so that the render cache holds it when it is
     /// posted: 200 `{"samples", "seconds"}`.
     @Sendable func prerender(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body = try await readBody(request)
+        let body = try await jsonBody(request)
         let speech: PreparedUtterance
         do {
             speech = try await server.intake.prepare(prerender: body, origin: access.origin(of: request))

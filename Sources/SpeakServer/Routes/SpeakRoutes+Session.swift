@@ -9,7 +9,7 @@ extension SpeakRoutes {
 
     /// `PUT /v1/session`: starts or changes one output's session; 200 with the change.
     @Sendable func putSession(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let body = try await readBody(request)
+        let body = try await jsonBody(request)
         let change: SessionChange
         do {
             change = try await server.intake.putSession(try server.intake.decodeSession(body))

@@ -3,6 +3,7 @@ import AsyncAlgorithms
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
@@ -27,7 +28,7 @@ struct SpeakRoutes: Sendable {
     @Sendable func post(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let body: Data
         do {
-            body = try await readBody(request)
+            body = try await jsonBody(request)
         } catch let error as APIError {
             server.metrics.countRefused(error.status == .contentTooLarge ? "too_large" : "invalid")
             throw error
@@ -225,7 +226,7 @@ struct SpeakRoutes: Sendable {
         let decoded: AnnouncementRequest.Decoded
         let speech: PreparedUtterance
         do {
-            decoded = try server.intake.decodeNamingText(try await readBody(request))
+            decoded = try server.intake.decodeNamingText(try await jsonBody(request))
             try Self.requireHonoured(decoded, raw: raw)
             // The output and chimes it names are checked as for an announcement.
             speech = try await server.intake.prepare(decoded.request).speech
@@ -397,27 +398,20 @@ struct SpeakRoutes: Sendable {
         return report
     }
 
-    /// Reads a JSON body up to the configured limit (415 for another media type, 413 over it).
+    /// A JSON body (415 for another media type), read with Hummingbird's `collectBody(upTo:)` up to
+    /// the intake's body limit, the one every front reads: over it, the intake's 413 `tooLarge`
+    /// naming `body` (`AnnouncementIntake.bodyTooLarge(bytes:)`), with the declared `Content-Length`.
     /// - Parameter mergePatch: whether RFC 7396's `application/merge-patch+json` is taken too (a `PATCH`).
-    func readBody(_ request: Request, mergePatch: Bool = false) async throws -> Data {
+    func jsonBody(_ request: Request, mergePatch: Bool = false) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType], mergePatch: mergePatch)
         let limit = server.intake.limits.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap(Int.init) {
-            do {
-                try server.intake.checkBodySize(length)
-            } catch {
-                throw APIError(error)
-            }
+        var request = request
+        do {
+            return Data(buffer: try await request.collectBody(upTo: limit))
+        } catch is NIOTooManyBytesError {
+            let declared = request.headers[.contentLength].flatMap(Int.init).flatMap { $0 > limit ? $0 : nil }
+            throw APIError(server.intake.bodyTooLarge(bytes: declared))
         }
-        var body = ByteBuffer()
-        for try await part in request.body {
-            guard body.readableBytes + part.readableBytes <= limit else {
-                throw APIError.tooLarge("the body is over the limit of \(limit) bytes", field: "body")
-            }
-            var part = part
-            body.writeBuffer(&part)
-        }
-        return Data(buffer: body)
     }
 
     /// Refuses a body not declared `application/json` (a `charset` other than UTF-8 included):
