@@ -14,7 +14,9 @@ extension SpeakdIntegration {
         func scheduleThenAudit() async throws {
             let state = URL(fileURLWithPath: "/tmp").appendingPathComponent(
                 "speakd-state-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+            // 0700 whatever the umask (002 would make it group-writable, which speakd refuses).
+            try FileManager.default.createDirectory(
+                at: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             defer { try? FileManager.default.removeItem(at: state) }
             let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--state-dir", state.path])
             func speak(_ arguments: [String]) async throws -> BuiltProduct.Result {

@@ -14,7 +14,9 @@ extension SpeakdIntegration {
         static func stateDirectory() throws -> URL {
             let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent(
                 "speakd-state-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // 0700 whatever the umask (002 would make it group-writable, which speakd refuses).
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             return directory
         }
 
