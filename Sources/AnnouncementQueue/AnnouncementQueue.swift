@@ -225,6 +225,8 @@ public actor AnnouncementQueue {
             close()
         }
         await untilClosed()
+        // The last `finished` events are out, and so their records are durable.
+        await broadcaster.untilReleased(broadcaster.lastTicket)
     }
 
     /// True while `run()` is active and the queue has not begun shutting down.
@@ -245,7 +247,17 @@ public actor AnnouncementQueue {
     ///   (`PreparedAnnouncement`); the queue checks none of its values again.
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
     /// - Throws: `AnnouncementQueueError.queueFull` or `.shuttingDown`.
-    public func submit(_ prepared: PreparedAnnouncement) throws(AnnouncementQueueError) -> AnnouncementAccepted {
+    ///
+    /// With a recorder (the audit log), it returns once the `queued` event has gone out, that is
+    /// once its record is durable; the queue takes other calls meanwhile.
+    public func submit(_ prepared: PreparedAnnouncement) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
+        let accepted = try schedule(prepared)
+        await broadcaster.untilReleased(broadcaster.lastTicket)
+        return accepted
+    }
+
+    /// Accepts `prepared` into the queue; its `queued` event is published but may still wait for its record.
+    private func schedule(_ prepared: PreparedAnnouncement) throws(AnnouncementQueueError) -> AnnouncementAccepted {
         guard phase == .open else { throw .shuttingDown }
         let startsNow = speaking == nil && canStart
         // What it replaces does not make the queue busy: it goes anyway.
@@ -516,7 +528,15 @@ public actor AnnouncementQueue {
     /// Waits for the `finished` event of `id`.
     /// - Returns: the event (at once when it has finished already); nil for an unknown or
     ///   forgotten id, or when the calling task is cancelled first.
+    /// With a recorder (the audit log), the event is returned once it has gone out to the
+    /// subscribers, that is once its record is durable.
     public func finished(id: String) async -> AnnouncementEvent? {
+        let event = await finishedEvent(id: id)
+        if event != nil { await broadcaster.untilReleased(broadcaster.lastTicket) }
+        return event
+    }
+
+    private func finishedEvent(id: String) async -> AnnouncementEvent? {
         if let event = finished[id] {
             return event
         }

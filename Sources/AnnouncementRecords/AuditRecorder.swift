@@ -1,6 +1,5 @@
 import AnnouncementIntake
 import AnnouncementQueue
-import Dispatch
 import FoundationEssentials
 import Logging
 import SpeakAPI
@@ -10,13 +9,18 @@ import Synchronization
 /// Writes the audit log: one row per announcement, opened when it is queued and closed when it
 /// finishes, and one per refusal (`AuditLog`).
 ///
-/// Every write goes through one serial queue, so the rows change in the order the events came.
-/// A `queued` waits until its row is on disk, so an announcement is accepted (and its id
-/// answered) only once a `kill -9` right after cannot lose it; a `finished` waits too, so no
-/// client learns an outcome that a crash could lose. `started`, `repeat` and refusals are handed
-/// over without waiting. A write that fails (a full disk) is logged once and makes `problem` say so;
-/// speaking goes on. The next new row that is written clears it: an update of a row can succeed
-/// in the space a full disk still has, and says nothing of whether rows can be added.
+/// It is the event stream's recorder stage, not part of the queue: the stream hands it the
+/// records that came in while the previous batch was being written, and it writes them in one
+/// transaction (a group commit) on the database's writer queue, so neither the queue nor a
+/// cooperative thread waits out an fsync. The stream holds a `queued` or `finished` back from
+/// every client until its batch is durable, so an announcement is answered, and an outcome told,
+/// only once a `kill -9` right after cannot lose it. `started` and `repeat` go out at once and
+/// are written in the next batch; refusals are written in batches of their own.
+///
+/// A write that fails (a full disk) is logged once and makes `problem` say so; speaking goes on.
+/// A failed batch is written again one change at a time, so what still fits is kept. The next new
+/// row that is written clears `problem`: an update of a row can succeed in the space a full disk
+/// still has, and says nothing of whether rows can be added.
 public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendable {
     /// What goes into the log.
     public struct Settings: Sendable {
@@ -35,13 +39,16 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
 
     private let log: AuditLog
     private let settings: Settings
-    private let writes = DispatchQueue(label: "speakd.audit")
     private let logger: Logger
     private let state = Mutex(State())
 
     private struct State {
         var problem: String?
         var writesSincePrune = 0
+        /// Refusals waiting for the next batch.
+        var refusals: [AuditEntry] = []
+        /// Whether a task is writing refusals.
+        var writesRefusals = false
     }
 
     /// - Parameters:
@@ -58,45 +65,37 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
     public var problem: String? { state.withLock { $0.problem } }
 
     /// Gives the rows a killed daemon left open their outcome (`failed`: speakd stopped before
-    /// they finished) and prunes; returns how many rows were closed.
+    /// they finished) and prunes; returns how many rows were closed. Runs at start, before any
+    /// announcement is accepted.
     public func recover(now: Date = Date()) -> Int {
-        writes.sync {
-            let closed = attempt("close the rows left open") {
-                try log.closeUnfinished(
-                    reason: FinishReason.failed.rawValue,
-                    detail: "speakd stopped before it finished (killed, crashed or a power cut)", at: now)
-            }
-            _ = attempt("prune") { try log.prune(settings.retention, now: now) }
-            return closed?.count ?? 0
+        let closed = attempt("close the rows left open") {
+            try log.closeUnfinished(
+                reason: FinishReason.failed.rawValue,
+                detail: "speakd stopped before it finished (killed, crashed or a power cut)", at: now)
         }
+        _ = attempt("prune") { try log.prune(settings.retention, now: now) }
+        return closed?.count ?? 0
     }
 
-    public func record(_ event: AnnouncementEvent) {
-        switch event.type {
-        case .queued:
-            let entry = entry(queued: event)
-            // Waits: the announcement is accepted only once its row is durable.
-            writes.sync {
-                _ = attempt("record a queued announcement", addsRow: true) { try log.opened(entry) }
-            }
-        case .started:
-            writes.async { [self] in
-                _ = attempt("record a start") { try log.started(id: event.id, at: event.timestamp) }
-            }
-        case .repeat:
-            guard let original = event.repeatOf else { return }
-            writes.async { [self] in _ = attempt("record a repeat") { try log.repeated(id: original) } }
-        case .finished:
-            // Waits: the event goes out only once its row is durable.
-            writes.sync {
-                _ = attempt("record an outcome") {
-                    try log.finished(
-                        id: event.id, reason: (event.reason ?? .failed).rawValue, detail: event.detail,
-                        at: event.timestamp)
+    /// Writes the records of `events` in one transaction; they are durable when it returns.
+    public func record(_ events: [AnnouncementEvent]) async {
+        let changes = events.compactMap(change)
+        guard !changes.isEmpty else { return }
+        let adds = changes.contains { if case .opened = $0 { true } else { false } }
+        do {
+            try await log.apply(changes)
+            succeeded(count: changes.count, addsRow: adds)
+        } catch {
+            failed("record \(changes.count) changes", error)
+            // One at a time: an update can fit where a new row does not.
+            for change in changes {
+                do {
+                    try await log.apply([change])
+                    succeeded(count: 1, addsRow: { if case .opened = change { true } else { false } }())
+                } catch {
+                    failed("record a change", error)
                 }
             }
-        default:
-            return
         }
     }
 
@@ -107,7 +106,52 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
             queued: Date(), started: nil, finished: nil, reason: nil,
             detail: response.field.map { "\($0): \(response.message)" } ?? response.message, error: response.code,
             repeats: 0, schedule: origin.schedule, text: nil, isPrivate: false)
-        writes.async { [self] in _ = attempt("record a refusal", addsRow: true) { try log.refused(entry) } }
+        let starts = state.withLock { state -> Bool in
+            state.refusals.append(entry)
+            defer { state.writesRefusals = true }
+            return !state.writesRefusals
+        }
+        if starts {
+            Task.detached { await self.writeRefusals() }
+        }
+    }
+
+    /// Writes the refusals waiting, a batch at a time, until none waits.
+    private func writeRefusals() async {
+        while true {
+            let batch = state.withLock { state -> [AuditEntry]? in
+                guard !state.refusals.isEmpty else {
+                    state.writesRefusals = false
+                    return nil
+                }
+                defer { state.refusals = [] }
+                return state.refusals
+            }
+            guard let batch else { return }
+            do {
+                try await log.refused(batch)
+                succeeded(count: batch.count, addsRow: true)
+            } catch {
+                failed("record a refusal", error)
+            }
+        }
+    }
+
+    /// The change an event makes, or nil for one that makes none.
+    private func change(_ event: AnnouncementEvent) -> AuditChange? {
+        switch event.type {
+        case .queued:
+            return .opened(entry(queued: event))
+        case .started:
+            return .started(id: event.id, at: event.timestamp)
+        case .repeat:
+            return event.repeatOf.map { .repeated(id: $0) }
+        case .finished:
+            return .finished(
+                id: event.id, reason: (event.reason ?? .failed).rawValue, detail: event.detail, at: event.timestamp)
+        default:
+            return nil
+        }
     }
 
     /// The row of an announcement just queued.
@@ -120,30 +164,42 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
             text: event.isPrivate || !settings.storesText ? nil : event.text, isPrivate: event.isPrivate)
     }
 
-    /// Runs one write on the writer queue; a failure is logged and kept in `problem`.
-    /// - Parameter addsRow: whether it inserts a row, and so its success clears `problem`.
-    private func attempt<Result>(_ what: String, addsRow: Bool = false, _ write: () throws -> Result) -> Result? {
+    /// Counts `count` writes; prunes (on the writer queue) every `pruneEvery`.
+    /// - Parameter addsRow: whether a row was inserted, and so `problem` is cleared.
+    private func succeeded(count: Int, addsRow: Bool) {
+        let prune = state.withLock { state -> Bool in
+            if addsRow { state.problem = nil }
+            state.writesSincePrune += count
+            guard state.writesSincePrune >= settings.pruneEvery else { return false }
+            state.writesSincePrune = 0
+            return true
+        }
+        if prune {
+            let log = log
+            let retention = settings.retention
+            Task.detached { try? await log.pruneOnWriter(retention, now: Date()) }
+        }
+    }
+
+    /// Logs the first failure and keeps it in `problem`.
+    private func failed(_ what: String, _ error: any Error) {
+        let first = state.withLock { state -> Bool in
+            defer { state.problem = "the audit log cannot be written: \(error)" }
+            return state.problem == nil
+        }
+        if first {
+            logger.error(
+                "audit log write failed; speaking goes on",
+                metadata: ["speakd.audit": "\(what)", "speakd.error": "\(error)"])
+        }
+    }
+
+    /// Runs one write at start; a failure is logged and kept in `problem`.
+    private func attempt<Result>(_ what: String, _ write: () throws -> Result) -> Result? {
         do {
-            let result = try write()
-            let prune = state.withLock { state -> Bool in
-                if addsRow { state.problem = nil }
-                state.writesSincePrune += 1
-                guard state.writesSincePrune >= settings.pruneEvery else { return false }
-                state.writesSincePrune = 0
-                return true
-            }
-            if prune { _ = try? log.prune(settings.retention, now: Date()) }
-            return result
+            return try write()
         } catch {
-            let first = state.withLock { state -> Bool in
-                defer { state.problem = "the audit log cannot be written: \(error)" }
-                return state.problem == nil
-            }
-            if first {
-                logger.error(
-                    "audit log write failed; speaking goes on",
-                    metadata: ["speakd.audit": "\(what)", "speakd.error": "\(error)"])
-            }
+            failed(what, error)
             return nil
         }
     }

@@ -63,6 +63,25 @@ public struct AuditEntry: Codable, Sendable, Equatable {
 
     /// True for a refused request.
     public var isRefusal: Bool { error != nil }
+
+    /// The stored columns: the fields above, `isPrivate` as `private`.
+    enum CodingKeys: String, CodingKey {
+        case seq, id, front, origin, output, priority, queued, started, finished, reason, detail, error, repeats
+        case schedule, text
+        case isPrivate = "private"
+    }
+}
+
+/// One change to the audit log, as the recorder hands it over in a batch.
+public enum AuditChange: Sendable, Equatable {
+    /// An accepted announcement's row (``AuditLog/opened(_:)``).
+    case opened(AuditEntry)
+    /// When announcement `id` started to sound.
+    case started(id: String, at: Date)
+    /// How announcement `id` ended.
+    case finished(id: String, reason: String, detail: String?, at: Date)
+    /// One more repetition of announcement `id`.
+    case repeated(id: String)
 }
 
 /// Which audit entries to read; every field that is set must match.

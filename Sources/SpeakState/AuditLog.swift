@@ -5,7 +5,9 @@ internal import GRDB
 ///
 /// An entry is open from ``opened(_:)`` until ``finished(id:reason:detail:at:)``; a daemon killed
 /// in between leaves it open, and ``closeUnfinished(reason:detail:at:)`` gives it an outcome at the
-/// next start. Each call is one transaction, durable when it returns.
+/// next start. Each call is one transaction, durable when it returns. ``apply(_:)`` writes a batch
+/// of changes in one transaction on the writer's own queue, so its caller's thread never waits
+/// out the fsync.
 public final class AuditLog: Sendable {
     private let storage: Storage
 
@@ -13,10 +15,6 @@ public final class AuditLog: Sendable {
         self.storage = storage
     }
 
-    private static let columns = """
-        seq, id, front, origin, output, priority, queued, started, finished, reason, detail, error, repeats, \
-        schedule, text, private
-        """
     /// Open rows: accepted, with no outcome yet.
     private static let isOpen = "reason IS NULL AND error IS NULL"
     /// The newest open row of an announcement.
@@ -35,33 +33,29 @@ public final class AuditLog: Sendable {
     /// A refusal is closed from the start; without an error code it is recorded as `refused`.
     @discardableResult
     public func refused(_ entry: AuditEntry) throws(StateError) -> Int64 {
-        var entry = entry
-        entry.error = entry.error ?? "refused"
-        return try storage.write("record a refusal") { db in try Self.insert(entry, db) }
+        try storage.write("record a refusal") { db in try Self.insert(Self.refusal(entry), db) }
+    }
+
+    /// Records refused requests in one transaction, on the writer's queue.
+    public func refused(_ entries: [AuditEntry]) async throws(StateError) {
+        try await storage.commit("record a refusal") { db in
+            for entry in entries { _ = try Self.insert(Self.refusal(entry), db) }
+        }
     }
 
     /// Records when the newest open entry of announcement `id` started to sound.
     /// - Returns: false when no open entry has that id.
     @discardableResult
     public func started(id: String, at time: Date) throws(StateError) -> Bool {
-        try storage.write("record a start") { db in
-            try db.cachedStatement(sql: "UPDATE audit SET started = ? WHERE \(Self.newestOpen)")
-                .execute(arguments: [time.storedMilliseconds, id])
-            return db.changesCount > 0
-        }
+        try storage.write("record a start") { db in try Self.apply(.started(id: id, at: time), db) }
     }
 
     /// Records the outcome of the newest open entry of announcement `id`; it is on disk when this returns.
     /// - Returns: false when no open entry has that id.
     @discardableResult
     public func finished(id: String, reason: String, detail: String?, at time: Date) throws(StateError) -> Bool {
-        // One statement, prepared once per connection: this runs before the `finished` event goes out.
         try storage.write("record an outcome") { db in
-            try db.cachedStatement(
-                sql: "UPDATE audit SET finished = ?, reason = ?, detail = ? WHERE \(Self.newestOpen)"
-            )
-            .execute(arguments: [time.storedMilliseconds, reason, detail, id])
-            return db.changesCount > 0
+            try Self.apply(.finished(id: id, reason: reason, detail: detail, at: time), db)
         }
     }
 
@@ -69,26 +63,57 @@ public final class AuditLog: Sendable {
     /// - Returns: false when no entry has that id.
     @discardableResult
     public func repeated(id: String) throws(StateError) -> Bool {
-        try storage.write("record a repetition") { db in
+        try storage.write("record a repetition") { db in try Self.apply(.repeated(id: id), db) }
+    }
+
+    /// Writes `changes` in order, in one transaction (a group commit), on the database writer's
+    /// own queue; they are on disk when this returns. The caller is suspended meanwhile, its
+    /// thread free. A failure writes none of them.
+    /// - Returns: how many inserted a row.
+    @discardableResult
+    public func apply(_ changes: [AuditChange]) async throws(StateError) -> Int {
+        guard !changes.isEmpty else { return 0 }
+        return try await storage.commit("record the audit log") { db in
+            for change in changes { _ = try Self.apply(change, db) }
+            return changes.count { if case .opened = $0 { true } else { false } }
+        }
+    }
+
+    private static func refusal(_ entry: AuditEntry) -> AuditEntry {
+        var entry = entry
+        entry.error = entry.error ?? "refused"
+        return entry
+    }
+
+    /// One change; false for an update that found no row.
+    private static func apply(_ change: AuditChange, _ db: Database) throws -> Bool {
+        switch change {
+        case .opened(let entry):
+            _ = try insert(entry, db)
+            return true
+        case .started(let id, let time):
+            try db.cachedStatement(sql: "UPDATE audit SET started = ? WHERE \(newestOpen)")
+                .execute(arguments: [time.storedMilliseconds, id])
+        case .finished(let id, let reason, let detail, let time):
+            try db.cachedStatement(sql: "UPDATE audit SET finished = ?, reason = ?, detail = ? WHERE \(newestOpen)")
+                .execute(arguments: [time.storedMilliseconds, reason, detail, id])
+        case .repeated(let id):
             try db.cachedStatement(
                 sql: "UPDATE audit SET repeats = repeats + 1 WHERE seq = (SELECT max(seq) FROM audit WHERE id = ?)"
             ).execute(arguments: [id])
-            return db.changesCount > 0
         }
+        return db.changesCount > 0
     }
 
     /// Gives every open entry an outcome, at start, for announcements a killed daemon left unfinished.
     /// - Returns: the entries it closed, as they now are, oldest first.
     public func closeUnfinished(reason: String, detail: String, at time: Date) throws(StateError) -> [AuditEntry] {
         try storage.write("close unfinished audit entries") { db in
-            try Row.fetchAll(
+            try AuditRow.fetchAll(
                 db,
-                sql: """
-                    UPDATE audit SET finished = ?, reason = ?, detail = ? WHERE \(Self.isOpen)
-                    RETURNING \(Self.columns)
-                    """,
+                sql: "UPDATE audit SET finished = ?, reason = ?, detail = ? WHERE \(Self.isOpen) RETURNING *",
                 arguments: [time.storedMilliseconds, reason, detail]
-            ).map(Self.entry).sorted { ($0.seq ?? 0) < ($1.seq ?? 0) }
+            ).map(\.entry).sorted { ($0.seq ?? 0) < ($1.seq ?? 0) }
         }
     }
 
@@ -102,27 +127,20 @@ public final class AuditLog: Sendable {
         entries: [AuditEntry], next: Int64?
     ) {
         let limit = max(1, limit)
-        var conditions = ["seq > ?"]
-        var values: [any DatabaseValueConvertible] = [cursor ?? 0]
-        func match(_ condition: String, _ bound: any DatabaseValueConvertible...) {
-            conditions.append(condition)
-            values += bound
+        typealias Columns = AuditRow.Columns
+        var request = AuditRow.filter(Columns.seq > (cursor ?? 0))
+        if let since = filter.since { request = request.filter(Columns.queued >= since.storedMilliseconds) }
+        if let until = filter.until { request = request.filter(Columns.queued < until.storedMilliseconds) }
+        if let output = filter.output { request = request.filter(Columns.output == output) }
+        if let reason = filter.reason { request = request.filter(Columns.reason == reason || Columns.error == reason) }
+        if let front = filter.front { request = request.filter(Columns.front == front) }
+        if let id = filter.id { request = request.filter(Columns.id == id) }
+        if let schedule = filter.schedule { request = request.filter(Columns.schedule == schedule) }
+        if let refusals = filter.refusals {
+            request = request.filter(refusals ? Columns.error != nil : Columns.error == nil)
         }
-        if let since = filter.since { match("queued >= ?", since.storedMilliseconds) }
-        if let until = filter.until { match("queued < ?", until.storedMilliseconds) }
-        if let output = filter.output { match("output = ?", output) }
-        if let reason = filter.reason { match("(reason = ? OR error = ?)", reason, reason) }
-        if let front = filter.front { match("front = ?", front) }
-        if let id = filter.id { match("id = ?", id) }
-        if let schedule = filter.schedule { match("schedule = ?", schedule) }
-        if let refusals = filter.refusals { match(refusals ? "error IS NOT NULL" : "error IS NULL") }
-        let sql = """
-            SELECT \(Self.columns) FROM audit WHERE \(conditions.joined(separator: " AND "))
-            ORDER BY seq LIMIT \(limit + 1)
-            """
-        let rows = try storage.read("read the audit log") { db in
-            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map(Self.entry)
-        }
+        let query = request.order(Columns.seq).limit(limit + 1)
+        let rows = try storage.read("read the audit log") { db in try query.fetchAll(db).map(\.entry) }
         guard rows.count > limit else { return (rows, nil) }
         let page = Array(rows.prefix(limit))
         return (page, page.last?.seq)
@@ -132,39 +150,47 @@ public final class AuditLog: Sendable {
     /// - Returns: how many entries were removed.
     @discardableResult
     public func prune(_ retention: AuditRetention, now: Date) throws(StateError) -> Int {
-        try storage.write("prune the audit log") { db in
-            var removed = 0
-            if let maxAge = retention.maxAge {
-                let age = maxAge.components
-                let cutoff = now.addingTimeInterval(-(Double(age.seconds) + Double(age.attoseconds) / 1e18))
+        try storage.write("prune the audit log") { db in try Self.prune(retention, now: now, db) }
+    }
+
+    /// Prunes as ``prune(_:now:)`` does, on the database writer's own queue.
+    @discardableResult
+    public func pruneOnWriter(_ retention: AuditRetention, now: Date) async throws(StateError) -> Int {
+        try await storage.commit("prune the audit log") { db in try Self.prune(retention, now: now, db) }
+    }
+
+    private static func prune(_ retention: AuditRetention, now: Date, _ db: Database) throws -> Int {
+        var removed = 0
+        if let maxAge = retention.maxAge {
+            let age = maxAge.components
+            let cutoff = now.addingTimeInterval(-(Double(age.seconds) + Double(age.attoseconds) / 1e18))
+            try db.execute(
+                sql: "DELETE FROM audit WHERE queued < ? AND NOT (\(Self.isOpen))",
+                arguments: [cutoff.storedMilliseconds])
+            removed += db.changesCount
+        }
+        try db.execute(
+            sql: """
+                DELETE FROM audit WHERE seq <= (SELECT seq FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?)
+                AND NOT (\(Self.isOpen))
+                """,
+            arguments: [max(0, retention.maxEntries)])
+        removed += db.changesCount
+        if let maxBytes = retention.maxBytes {
+            // Freed pages are reused, not returned: what counts is the pages in use. A tenth of
+            // what is left goes per round, oldest first, until it fits or only open rows remain.
+            while try Self.bytesInUse(db) > maxBytes {
+                let closed =
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM audit WHERE NOT (\(Self.isOpen))") ?? 0
+                guard closed > 0 else { break }
                 try db.execute(
-                    sql: "DELETE FROM audit WHERE queued < ? AND NOT (\(Self.isOpen))",
-                    arguments: [cutoff.storedMilliseconds])
+                    sql: "DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE NOT (\(Self.isOpen)) "
+                        + "ORDER BY seq LIMIT ?)",
+                    arguments: [max(1, closed / 10)])
                 removed += db.changesCount
             }
-            try db.execute(
-                sql: """
-                    DELETE FROM audit WHERE seq <= (SELECT seq FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?)
-                    AND NOT (\(Self.isOpen))
-                    """,
-                arguments: [max(0, retention.maxEntries)])
-            removed += db.changesCount
-            if let maxBytes = retention.maxBytes {
-                // Freed pages are reused, not returned: what counts is the pages in use. A tenth of
-                // what is left goes per round, oldest first, until it fits or only open rows remain.
-                while try Self.bytesInUse(db) > maxBytes {
-                    let closed =
-                        try Int.fetchOne(db, sql: "SELECT count(*) FROM audit WHERE NOT (\(Self.isOpen))") ?? 0
-                    guard closed > 0 else { break }
-                    try db.execute(
-                        sql: "DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE NOT (\(Self.isOpen)) "
-                            + "ORDER BY seq LIMIT ?)",
-                        arguments: [max(1, closed / 10)])
-                    removed += db.changesCount
-                }
-            }
-            return removed
         }
+        return removed
     }
 
     /// The bytes of the database's pages in use (not on the free list).
@@ -176,30 +202,49 @@ public final class AuditLog: Sendable {
     }
 
     private static func insert(_ entry: AuditEntry, _ db: Database) throws -> Int64 {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO audit (id, front, origin, output, priority, queued, started, finished, reason, detail,
-                                   error, repeats, schedule, text, private)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-        ).execute(arguments: [
-            entry.id, entry.front, entry.origin, entry.output, entry.priority,
-            (entry.queued ?? Date()).storedMilliseconds, entry.started.storedMilliseconds,
-            entry.finished.storedMilliseconds, entry.reason, entry.detail, entry.error, entry.repeats,
-            entry.schedule,
-            // Callers pass nil for a private text already; dropping it here too keeps a slip in
-            // a caller from writing it to disk.
-            entry.isPrivate ? nil : entry.text,
-            entry.isPrivate,
-        ])
-        return db.lastInsertedRowID
+        var row = AuditRow(entry)
+        row.entry.queued = entry.queued ?? Date()
+        // Callers pass nil for a private text already; dropping it here too keeps a slip in a
+        // caller from writing it to disk.
+        if entry.isPrivate { row.entry.text = nil }
+        row.entry.seq = nil
+        try row.insert(db)
+        return row.entry.seq ?? db.lastInsertedRowID
+    }
+}
+
+/// The audit table's record: an ``AuditEntry``, stored under its coding keys (its fields are
+/// declared there, once), times as milliseconds since 1970.
+struct AuditRow: Codable, MutablePersistableRecord, MillisecondDates {
+    static let databaseTableName = "audit"
+
+    var entry: AuditEntry
+
+    init(_ entry: AuditEntry) {
+        self.entry = entry
     }
 
-    private static func entry(_ row: Row) -> AuditEntry {
-        AuditEntry(
-            seq: row["seq"], id: row["id"], front: row["front"], origin: row["origin"], output: row["output"],
-            priority: row["priority"], queued: row.date("queued"), started: row.date("started"),
-            finished: row.date("finished"), reason: row["reason"], detail: row["detail"], error: row["error"],
-            repeats: row["repeats"], schedule: row["schedule"], text: row["text"], isPrivate: row["private"])
+    init(from decoder: any Decoder) throws {
+        entry = try AuditEntry(from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try entry.encode(to: encoder)
+    }
+
+    mutating func didInsert(_ inserted: InsertionSuccess) {
+        entry.seq = inserted.rowID
+    }
+
+    /// The columns the log filters on.
+    enum Columns {
+        static let seq = Column(AuditEntry.CodingKeys.seq)
+        static let id = Column(AuditEntry.CodingKeys.id)
+        static let front = Column(AuditEntry.CodingKeys.front)
+        static let output = Column(AuditEntry.CodingKeys.output)
+        static let queued = Column(AuditEntry.CodingKeys.queued)
+        static let reason = Column(AuditEntry.CodingKeys.reason)
+        static let error = Column(AuditEntry.CodingKeys.error)
+        static let schedule = Column(AuditEntry.CodingKeys.schedule)
     }
 }

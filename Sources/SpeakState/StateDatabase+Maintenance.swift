@@ -4,7 +4,7 @@ extension StateDatabase {
     /// Copies the WAL into the database file and empties the WAL, e.g. before a backup of the file alone.
     public func checkpoint() throws(StateError) {
         do {
-            try storage.pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try storage.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         } catch {
             throw StateError(error, path: path, operation: "checkpoint")
         }
@@ -13,7 +13,7 @@ extension StateDatabase {
     /// Closes the file; every later call throws. Without it, the file closes when the database is released.
     public func close() throws(StateError) {
         do {
-            try storage.pool.close()
+            try storage.writer.close()
         } catch {
             throw StateError(error, path: path, operation: "close")
         }

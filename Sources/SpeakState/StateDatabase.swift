@@ -9,7 +9,8 @@ import Glibc
 ///
 /// The file is opened in WAL mode with `synchronous = FULL`, so a row whose call has returned is on
 /// disk and survives a power cut, and with `secure_delete = ON`, so deleted rows are overwritten.
-/// Every call runs one short transaction and blocks its thread until it commits.
+/// Every call runs one short transaction; the audit log's batches run on the writer's own queue
+/// (``AuditLog/apply(_:)``), the other calls block their thread until they commit.
 public final class StateDatabase: Sendable {
     /// The file's name inside the state directory.
     public static let fileName = "speakd.sqlite"
@@ -47,6 +48,21 @@ public final class StateDatabase: Sendable {
         try Self.makeDirectory(directory)
         try Self.createFile(path)
         storage = try Self.open(path: path, schema: schema)
+        audit = AuditLog(storage: storage)
+        schedules = ScheduleStore(storage: storage)
+        fleetRequests = FleetRequestMemory(storage: storage, capacity: FleetRequestMemory.defaultCapacity)
+    }
+
+    /// A database over `writer`, such as an in-memory `DatabaseQueue` in tests, its schema brought
+    /// up to date; `path` names it in errors.
+    init(writer: any DatabaseWriter, path: String = ":memory:") throws(StateError) {
+        self.path = path
+        do {
+            try SchemaMigration.migrator(SchemaMigration.all).migrate(writer)
+        } catch {
+            throw StateError(error, path: path, operation: "open")
+        }
+        storage = Storage(writer: writer, path: path)
         audit = AuditLog(storage: storage)
         schedules = ScheduleStore(storage: storage)
         fleetRequests = FleetRequestMemory(storage: storage, capacity: FleetRequestMemory.defaultCapacity)
@@ -146,6 +162,6 @@ public final class StateDatabase: Sendable {
         } catch {
             throw StateError(error, path: path, operation: "open")
         }
-        return Storage(pool: pool, path: path)
+        return Storage(writer: pool, path: path)
     }
 }

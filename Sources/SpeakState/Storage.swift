@@ -1,16 +1,29 @@
 import Foundation
 internal import GRDB
 
-/// The one connection pool that every store reads and writes through, and the file its errors name.
+/// The one database writer that every store reads and writes through (the file's pool, or an
+/// in-memory queue in tests), and the file its errors name.
 ///
-/// Calls block the calling thread for one SQLite transaction (a commit waits for its fsync).
+/// `write` and `read` block the calling thread for one SQLite transaction (a commit waits for its
+/// fsync); `commit` runs the transaction on the writer's own queue and suspends the caller
+/// meanwhile, so no cooperative thread waits out an fsync.
 struct Storage: Sendable {
-    let pool: DatabasePool
+    let writer: any DatabaseWriter
     let path: String
 
     func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
         do {
-            return try pool.write(body)
+            return try writer.write(body)
+        } catch {
+            throw StateError(error, path: path, operation: operation)
+        }
+    }
+
+    func commit<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(StateError) -> T
+    {
+        do {
+            return try await writer.write(body)
         } catch {
             throw StateError(error, path: path, operation: operation)
         }
@@ -18,7 +31,7 @@ struct Storage: Sendable {
 
     func read<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
         do {
-            return try pool.read(body)
+            return try writer.read(body)
         } catch {
             throw StateError(error, path: path, operation: operation)
         }
@@ -43,5 +56,18 @@ extension Optional where Wrapped == Date {
 extension Row {
     func date(_ column: String) -> Date? {
         (self[column] as Int64?).map(Date.init(storedMilliseconds:))
+    }
+}
+
+/// Records store their dates as ``Date/storedMilliseconds``.
+protocol MillisecondDates: FetchableRecord, EncodableRecord {}
+
+extension MillisecondDates {
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
+        .custom { $0.storedMilliseconds }
+    }
+
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
+        .custom { value in Int64.fromDatabaseValue(value).map(Date.init(storedMilliseconds:)) }
     }
 }

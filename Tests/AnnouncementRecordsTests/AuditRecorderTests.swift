@@ -24,14 +24,14 @@ struct AuditRecorderTests {
         return event
     }
 
-    @Test func oneRowFromQueuedToFinishedDurableWhenFinishedReturns() throws {
+    @Test func oneRowFromQueuedToFinishedDurableWhenFinishedReturns() async throws {
         let directory = Directory()
         let database = try StateDatabase(directory: directory.url.path)
         let recorder = AuditRecorder(log: database.audit, logger: Logger(label: "test"))
-        recorder.record(Self.event(.queued, "a1"))
-        recorder.record(Self.event(.started, "a1"))
-        recorder.record(Self.event(.finished, "a1", reason: .completed))
-        // No wait: `finished` returned after its write and every write before it.
+        await recorder.record([Self.event(.queued, "a1")])
+        await recorder.record([Self.event(.started, "a1")])
+        await recorder.record([Self.event(.finished, "a1", reason: .completed)])
+        // No wait: the batch holding `finished` returned after its write and every write before it.
         let rows = try database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
         #expect(rows.count == 1)
         let row = try #require(rows.first)
@@ -41,32 +41,32 @@ struct AuditRecorderTests {
         #expect(recorder.problem == nil)
     }
 
-    @Test func privateAndUnstoredTextsStayOut() throws {
+    @Test func privateAndUnstoredTextsStayOut() async throws {
         let directory = Directory()
         let database = try StateDatabase(directory: directory.url.path)
         let recorder = AuditRecorder(log: database.audit, logger: Logger(label: "test"))
-        recorder.record(Self.event(.queued, "p1", isPrivate: true))
-        recorder.record(Self.event(.finished, "p1", reason: .completed, isPrivate: true))
+        await recorder.record([Self.event(.queued, "p1", isPrivate: true)])
+        await recorder.record([Self.event(.finished, "p1", reason: .completed, isPrivate: true)])
         let quiet = AuditRecorder(
             log: database.audit, settings: AuditRecorder.Settings(storesText: false), logger: Logger(label: "test"))
-        quiet.record(Self.event(.queued, "q1"))
-        quiet.record(Self.event(.finished, "q1", reason: .cancelled))
+        await quiet.record([Self.event(.queued, "q1")])
+        await quiet.record([Self.event(.finished, "q1", reason: .cancelled)])
         let rows = try database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
         #expect(rows.map(\.text) == [nil, nil])
         #expect(rows.map(\.isPrivate) == [true, false])
         #expect(rows.map(\.reason) == ["completed", "cancelled"])
     }
 
-    @Test func rowsLeftOpenGetAnOutcomeAtTheNextStart() throws {
+    @Test func rowsLeftOpenGetAnOutcomeAtTheNextStart() async throws {
         let directory = Directory()
         do {
             let database = try StateDatabase(directory: directory.url.path)
             let recorder = AuditRecorder(log: database.audit, logger: Logger(label: "test"))
-            recorder.record(Self.event(.queued, "open"))
-            recorder.record(Self.event(.finished, "closed", reason: .completed))
-            // Queued writes are done once a later `finished` returns.
-            recorder.record(Self.event(.queued, "closed"))
-            recorder.record(Self.event(.finished, "closed", reason: .completed))
+            await recorder.record([Self.event(.queued, "open")])
+            await recorder.record([Self.event(.finished, "closed", reason: .completed)])
+            // Each batch is durable when it returns.
+            await recorder.record([Self.event(.queued, "closed")])
+            await recorder.record([Self.event(.finished, "closed", reason: .completed)])
         }
         let database = try StateDatabase(directory: directory.url.path)
         let recorder = AuditRecorder(log: database.audit, logger: Logger(label: "test"))

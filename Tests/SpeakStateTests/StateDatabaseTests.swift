@@ -220,7 +220,7 @@ import Testing
             if n % 50 == 0 { try db.audit.finished(id: "committed-\(n)", reason: "completed", detail: nil, at: t0) }
         }
         try FileManager.default.createDirectory(atPath: crash.state, withIntermediateDirectories: false)
-        try db.storage.pool.writeWithoutTransaction { conn in
+        try db.storage.writer.writeWithoutTransaction { conn in
             // A tiny page cache makes SQLite write the open transaction's pages to the WAL before commit.
             try conn.execute(sql: "PRAGMA cache_size = 10")
             try conn.inTransaction {

@@ -28,11 +28,11 @@ final class TemporaryDirectory {
 // Tests look at the file with SQL of their own, through the store's one connection pool.
 extension StateDatabase {
     func scalar(_ sql: String) throws -> Int {
-        try storage.pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: sql) ?? -1 }
+        try storage.writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: sql) ?? -1 }
     }
 
     func appliedMigrations() throws -> [String] {
-        try storage.pool.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
+        try storage.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
     }
 }
 
