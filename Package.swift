@@ -470,7 +470,7 @@ let package = Package(
             name: "SpeakDaemonTests",
             dependencies: [
                 "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "SpeakTestSupport",
-                "SpeechModel", "SpeechRendering", "SpeakdVersion",
+                "SpeechModel", "SpeechRendering", "SpeakdVersion", "PiperEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

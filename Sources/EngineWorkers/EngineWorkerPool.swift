@@ -130,6 +130,15 @@ public final class EngineWorkerPool: SpeechRenderer {
     public let engine: EspeakEngine
     public var format: AudioFormat { engine.format }
     public var engineName: String { engine.engineName }
+    /// espeak-ng, its version and data as the engine says them, and the worker executable (with
+    /// the espeak-ng it links) among its files.
+    public var engineIdentities: [EngineIdentity] {
+        engine.engineIdentities.map { identity in
+            var identity = identity
+            identity.files.insert(launch.executable, at: 0)
+            return identity
+        }
+    }
     public let launch: Launch
     private let logger: Logger
     private let state = Mutex(State())

@@ -75,6 +75,12 @@ public final class EspeakEngine: SpeechRenderer {
     public let format: AudioFormat
     /// espeak-ng, in this process or in workers.
     public var engineName: String { "espeak-ng" }
+    /// libespeak-ng's version, as the library says it (`1.52.0`).
+    public static var libraryVersion: String { String(cString: espeak_Info(nil)) }
+    /// espeak-ng, its version, and its data directory (voices, dictionaries, variants).
+    public var engineIdentities: [EngineIdentity] {
+        [EngineIdentity(name: engineName, version: Self.libraryVersion, files: [dataPath])]
+    }
     /// The configuration the engine was made with.
     public let configuration: Configuration
     /// The data directory espeak-ng is initialised with (the private overlay when there are variants).

@@ -104,6 +104,39 @@ public final class PiperRenderer: SpeechRenderer {
 
     public let format: AudioFormat
     public var engineName: String { Self.engine }
+    /// Piper, the version of the `piper-tts` package in its venv, its voices by name, and what it
+    /// renders with: the worker and its sandbox (not their directory: Python may write its byte
+    /// code there), each voice's model and configuration, and the venv's packages with their
+    /// versions. It reads the venv's package list each time it is asked (at the start).
+    public var engineIdentities: [EngineIdentity] {
+        let packages = Self.installedPackages(python: launch.python)
+        let prefix = "piper_tts-"
+        let version = packages.first { $0.hasPrefix(prefix) }.map {
+            String($0.dropFirst(prefix.count).dropLast(".dist-info".count))
+        }
+        var files = [launch.script, PathText.join(PathText.directory(of: launch.script), "piper_sandbox.py")]
+        for voice in voicesByName.values.sorted(by: { $0.name < $1.name }) {
+            files += [voice.model, voice.configuration]
+        }
+        return [
+            EngineIdentity(
+                name: engineName, version: version, details: voicesByName.keys.sorted(), files: files, names: packages)
+        ]
+    }
+
+    /// The packages installed in the venv of `python` (its `bin/python3`), with their versions:
+    /// the names of `lib/pythonX.Y/site-packages/NAME-VERSION.dist-info`, sorted.
+    static func installedPackages(python: String) -> [String] {
+        let files = FileManager.default
+        let library = PathText.join(PathText.directory(of: PathText.directory(of: python)), "lib")
+        var packages: [String] = []
+        for version in (try? files.contentsOfDirectory(atPath: library))?.sorted() ?? [] {
+            let site = PathText.join(PathText.join(library, version), "site-packages")
+            packages += ((try? files.contentsOfDirectory(atPath: site)) ?? []).filter { $0.hasSuffix(".dist-info") }
+                .sorted()
+        }
+        return packages
+    }
     public let voicesByName: [String: PiperVoice]
     /// How its workers are started.
     public let launch: Launch

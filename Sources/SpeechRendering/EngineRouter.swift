@@ -47,6 +47,7 @@ public struct EngineRouter: SpeechRenderer {
 
     public var format: AudioFormat { primary.format }
     public var engineName: String { primary.engineName }
+    public var engineIdentities: [EngineIdentity] { primary.engineIdentities + (named?.engineIdentities ?? []) }
 
     public func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
         let namesVoice = utterance.defaults.voice != nil || utterance.spans.contains { $0.attributes.voice != nil }

@@ -3,6 +3,20 @@ import Glibc
 #endif
 
 extension RenderCache {
+    /// The identity of a render cache in front of `engines` (`CachingRenderer.identity`): speakd's
+    /// version and each engine's name, version and details as the engine says them; for a cache
+    /// kept on disk (`onDisk`), where a render outlives the process, also the fingerprint of the
+    /// files the engines render with and the names they count (`fingerprint(ofFilesUnder:with:)`),
+    /// so an upgrade of any of them misses every render made before it.
+    public static func identity(speakd version: String, engines: [EngineIdentity], onDisk: Bool) -> String {
+        var identity = (["speakd \(version)"] + engines.map(\.description)).joined(separator: "; ")
+        if onDisk {
+            identity +=
+                "; files " + fingerprint(ofFilesUnder: engines.flatMap(\.files), with: engines.flatMap(\.names))
+        }
+        return identity
+    }
+
     /// The largest file whose contents a fingerprint reads; larger ones count by size and time.
     static let fingerprintReadLimit = 64 << 10
 

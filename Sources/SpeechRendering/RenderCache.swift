@@ -184,6 +184,7 @@ public struct CachingRenderer: SpeechRenderer {
 
     public var format: AudioFormat { base.format }
     public var engineName: String { base.engineName }
+    public var engineIdentities: [EngineIdentity] { base.engineIdentities }
 
     public func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
         try await base.prepare(utterance)

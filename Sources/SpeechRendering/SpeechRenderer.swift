@@ -83,6 +83,9 @@ public protocol SpeechRenderer: Sendable {
     var format: AudioFormat { get }
     /// The engine's name as health reports it (`espeak-ng`).
     var engineName: String { get }
+    /// What the engines behind this renderer are, each as it says itself: its name, version,
+    /// voices and files (`EngineIdentity`); the render cache's identity is made of them.
+    var engineIdentities: [EngineIdentity] { get }
 
     /// Checks that `utterance` can be rendered (values in range, every language resolves to a
     /// voice, every IPA symbol is supported) and compiles it to the engine's input, without
@@ -102,6 +105,8 @@ public protocol SpeechRenderer: Sendable {
 extension SpeechRenderer {
     /// A renderer that does not say which engine it is.
     public var engineName: String { "renderer" }
+    /// An engine that says its name only.
+    public var engineIdentities: [EngineIdentity] { [EngineIdentity(name: engineName)] }
 
     /// Renders `prepared` for playback (`.streaming`).
     public func render(_ prepared: PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error> {

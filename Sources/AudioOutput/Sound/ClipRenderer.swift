@@ -31,6 +31,7 @@ public struct ClipRenderer: SpeechRenderer {
 
     public var format: AudioFormat { base.format }
     public var engineName: String { base.engineName }
+    public var engineIdentities: [EngineIdentity] { base.engineIdentities }
 
     public func voices() async throws -> [VoiceInfo] {
         try await base.voices()

@@ -56,7 +56,7 @@ func makeEngines(
     }
     let engines = ClipRenderer(base: router, library: clips, loudness: configuration.loudness)
     // The render cache in front of the engines: what the engines are is part of every key.
-    let caching = makeRenderCache(configuration, engines: engines, pool: pool, piper: piper, logger: logger)
+    let caching = makeRenderCache(configuration, engines: engines, logger: logger)
     let renderer: any SpeechRenderer =
         caching.map { CachingRenderer(base: engines, cache: $0.cache, identity: $0.identity) } ?? engines
     return EngineParts(renderer: renderer, pool: pool, piper: piper, clips: clips, cache: caching?.cache)
