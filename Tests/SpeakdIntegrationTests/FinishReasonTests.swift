@@ -104,52 +104,59 @@ extension SpeakdIntegration {
 
         @Test("cancel one waiting and one speaking: both cancelled, the sound stops at once")
         func cancelled() async throws {
-            let speakd = try await AudibleDaemon.start()
-            let speakingBody = announcement(Self.longText, priority: .default)
-            let reference = try await speakd.reference(speakingBody)
-            let speaking = try await speakd.accept(speakingBody, via: speakd.unix)
-            let waiting = try await speakd.accept(
-                announcement("Next stop Central", priority: .default), via: speakd.tcp)
-            _ = try #require(await speakd.events.waitFor(.started, of: speaking))
-            try await Task.sleep(for: .seconds(1))
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("FinishReasonTests.cancelled") { timing in
+                let speakd = try await AudibleDaemon.start()
+                let speakingBody = announcement(Self.longText, priority: .default)
+                let reference = try await speakd.reference(speakingBody)
+                let speaking = try await speakd.accept(speakingBody, via: speakd.unix)
+                let waiting = try await speakd.accept(
+                    announcement("Next stop Central", priority: .default), via: speakd.tcp)
+                _ = try #require(await speakd.events.waitFor(.started, of: speaking))
+                try await Task.sleep(for: .seconds(1))
 
-            let cancelWaiting = try await speakd.tcp.send("DELETE", "/v1/announcements/\(waiting)")
-            #expect(cancelWaiting.status == 200)
-            #expect(try cancelWaiting.decode(CancelResult.self).cancelled == 1)
-            let cancelledAt = ContinuousClock.now
-            let cancelSpeaking = try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)")
-            #expect(try cancelSpeaking.decode(CancelResult.self).cancelled == 1)
-            #expect(await speakd.events.waitForFinished([speaking, waiting]))
+                let cancelWaiting = try await speakd.tcp.send("DELETE", "/v1/announcements/\(waiting)")
+                #expect(cancelWaiting.status == 200)
+                #expect(try cancelWaiting.decode(CancelResult.self).cancelled == 1)
+                let cancelledAt = ContinuousClock.now
+                let cancelSpeaking = try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)")
+                #expect(try cancelSpeaking.decode(CancelResult.self).cancelled == 1)
+                #expect(await speakd.events.waitForFinished([speaking, waiting]))
 
-            // Cancelling again, or an unknown id.
-            #expect(
-                try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)").decode(CancelResult.self)
-                    .cancelled == 0)
-            let unknown = try await speakd.unix.send("DELETE", "/v1/announcements/000000000000")
-            #expect(unknown.status == 404)
-            #expect(unknown.error?.error.code == ErrorResponse.Code.unknownAnnouncement)
-
-            try await Task.sleep(for: .milliseconds(500))
-            let recording = await speakd.stop()
-
-            for id in [speaking, waiting] {
-                let finished = speakd.events.finished(id).first
+                // Cancelling again, or an unknown id.
                 #expect(
-                    finished?.success == false && finished?.reason == .cancelled,
-                    "\(id): \(String(describing: finished))")
-            }
-            #expect(speakd.events.first(.started, of: waiting) == nil)
-            expectExactlyOneFinished([speaking, waiting], in: speakd.events.events)
+                    try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)").decode(CancelResult.self)
+                        .cancelled == 0)
+                let unknown = try await speakd.unix.send("DELETE", "/v1/announcements/000000000000")
+                #expect(unknown.status == 404)
+                #expect(unknown.error?.error.code == ErrorResponse.Code.unknownAnnouncement)
 
-            let segments = recording.segments()
-            try #require(segments.count == 1, "heard \(segments)")
-            let lastSound = try #require(recording.playedAt(segments[0].end))
-            let silentAfter = (lastSound - cancelledAt).seconds
-            // The goal is 10 ms (measured by the latency benchmark); this bounds it on two loaded cores.
-            #expect(silentAfter < 0.25, "sound went on \(silentAfter * 1000) ms after the cancel was sent")
-            #expect(
-                segments[0].duration < reference.soundingDuration - 1.5,
-                "heard \(segments[0]) of \(reference.soundingDuration) s")
+                try await Task.sleep(for: .milliseconds(500))
+                let recording = await speakd.stop()
+
+                for id in [speaking, waiting] {
+                    let finished = speakd.events.finished(id).first
+                    #expect(
+                        finished?.success == false && finished?.reason == .cancelled,
+                        "\(id): \(String(describing: finished))")
+                }
+                #expect(speakd.events.first(.started, of: waiting) == nil)
+                expectExactlyOneFinished([speaking, waiting], in: speakd.events.events)
+
+                let segments = recording.segments()
+                try #require(segments.count == 1, "heard \(segments)")
+                let lastSound = try #require(recording.playedAt(segments[0].end))
+                let silentAfter = (lastSound - cancelledAt).seconds
+                // The goal is 10 ms (measured by the latency benchmark); this bounds it on two loaded cores.
+                timing.check(
+                    silentAfter < 0.25,
+                    "sound went on \(silentAfter * 1000) ms after the cancel was sent, not under 250 ms")
+                #expect(
+                    segments[0].duration < reference.soundingDuration - 1.5,
+                    "heard \(segments[0]) of \(reference.soundingDuration) s")
+            }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test("a waiting announcement whose expiresAfter passes while another speaks is expired, never started")

@@ -128,29 +128,37 @@ extension SpeakdIntegration {
 
         @Test("Piper word events arrive within 20 ms of their word's first sample, never before it")
         func wordEventsFollowTheSound() async throws {
-            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
-            _ = try await PromptFinishTests.finishDelay(Self.piperBody("Platform four."), speakd)
-            try await Task.sleep(for: .milliseconds(400))
-            let fromFrame = speakd.recorder.recordedFrames
-            let spans: [[String: Any]] = [
-                ["text": "Amsterdam", "pauseAfter": 0.6], ["text": "Madrid", "pauseAfter": 0.6], ["text": "Lisbon"],
-            ]
-            let id = try await speakd.accept(["spans": spans, "voice": Self.voice])
-            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
-            #expect(finished.event.success == true)
-            try await Task.sleep(for: .milliseconds(150))
-            let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
-            let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
-            _ = await speakd.stop()
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("PiperTests.wordEventsFollowTheSound") { timing in
+                let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+                _ = try await PromptFinishTests.finishDelay(Self.piperBody("Platform four."), speakd)
+                try await Task.sleep(for: .milliseconds(400))
+                let fromFrame = speakd.recorder.recordedFrames
+                let spans: [[String: Any]] = [
+                    ["text": "Amsterdam", "pauseAfter": 0.6], ["text": "Madrid", "pauseAfter": 0.6], ["text": "Lisbon"],
+                ]
+                let id = try await speakd.accept(["spans": spans, "voice": Self.voice])
+                let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+                #expect(finished.event.success == true)
+                try await Task.sleep(for: .milliseconds(150))
+                let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
+                let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
+                _ = await speakd.stop()
 
-            #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
-            try #require(onsets.count == 3, "onsets \(onsets)")
-            let delays = try PromptFinishTests.delays(from: onsets, to: words, speakd)
-            PromptFinishTests.expectPrompt(delays, event: "Piper word event", after: "its word's first sample")
-            // The goal itself for every word, the first too (it came 12–28 ms after its sound).
-            for delay in delays {
-                #expect(delay.atLeast <= PromptFinishTests.goal, "Piper word event \(delay) after its sound")
+                #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
+                try #require(onsets.count == 3, "onsets \(onsets)")
+                let delays = try PromptFinishTests.delays(from: onsets, to: words, speakd)
+                PromptFinishTests.expectPrompt(
+                    delays, event: "Piper word event", after: "its word's first sample", timing: &timing)
+                // The goal itself for every word, the first too (it came 12–28 ms after its sound).
+                for delay in delays {
+                    timing.check(
+                        delay.atLeast <= PromptFinishTests.goal, "Piper word event \(delay) after its sound, over 20 ms"
+                    )
+                }
             }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         /// A cold Piper worker (started lazily, its voice loaded at the first request) takes a
@@ -159,69 +167,85 @@ extension SpeakdIntegration {
         @Test(
             "Piper's started arrives within 20 ms of the first audible sample, a cold worker's first one too")
         func startedFollowsTheSound() async throws {
-            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
-            var delays: [PromptFinishTests.Delay] = []
-            for text in [
-                "Platform four.", "Doors closing.", "Mind the gap.", "Next stop Central.", "Platform four.",
-                "Exit left.",
-            ] {
-                let fromFrame = speakd.recorder.recordedFrames
-                let id = try await speakd.accept(Self.piperBody(text))
-                let started = try #require(await speakd.events.waitFor(.started, of: id, timeout: .seconds(30)))
-                _ = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(30)))
-                try await Task.sleep(for: .milliseconds(150))
-                let first = try #require(
-                    PromptFinishTests.firstAudibleFrame(speakd, from: fromFrame), "\(text) was not heard")
-                delays.append(try PromptFinishTests.delay(from: first, to: started.receivedAt, speakd))
-                try await Task.sleep(for: .milliseconds(400))
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("PiperTests.startedFollowsTheSound") { timing in
+                let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+                var delays: [PromptFinishTests.Delay] = []
+                for text in [
+                    "Platform four.", "Doors closing.", "Mind the gap.", "Next stop Central.", "Platform four.",
+                    "Exit left.",
+                ] {
+                    let fromFrame = speakd.recorder.recordedFrames
+                    let id = try await speakd.accept(Self.piperBody(text))
+                    let started = try #require(await speakd.events.waitFor(.started, of: id, timeout: .seconds(30)))
+                    _ = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(30)))
+                    try await Task.sleep(for: .milliseconds(150))
+                    let first = try #require(
+                        PromptFinishTests.firstAudibleFrame(speakd, from: fromFrame), "\(text) was not heard")
+                    delays.append(try PromptFinishTests.delay(from: first, to: started.receivedAt, speakd))
+                    try await Task.sleep(for: .milliseconds(400))
+                }
+                _ = await speakd.stop()
+                PromptFinishTests.expectPrompt(
+                    delays, event: "Piper started", after: "the first audible sample", timing: &timing)
+                for delay in delays {
+                    timing.check(
+                        delay.atLeast <= PromptFinishTests.goal,
+                        "Piper started \(delay) after the first audible sample, over 20 ms")
+                }
             }
-            _ = await speakd.stop()
-            PromptFinishTests.expectPrompt(delays, event: "Piper started", after: "the first audible sample")
-            for delay in delays {
-                #expect(
-                    delay.atLeast <= PromptFinishTests.goal, "Piper started \(delay) after the first audible sample")
-            }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test(
             "finished follows a Piper announcement's last audible sample as for espeak-ng; cancel silences it at once")
         func finishedAndCancelled() async throws {
-            let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
-            _ = try await PromptFinishTests.finishDelay(Self.piperBody("Platform four."), speakd)
-            var delays: [PromptFinishTests.Delay] = []
-            for text in ["Doors closing.", "Mind the gap.", "Next stop Central."] {
-                try await Task.sleep(for: .milliseconds(400))
-                delays.append(try await PromptFinishTests.finishDelay(Self.piperBody(text), speakd))
-            }
-            PromptFinishTests.expectPrompt(delays, event: "Piper finished", after: "the last audible sample")
-            // The goal itself for each (the voice's quiet end made it 18–32 ms at −44 dBFS).
-            for delay in delays {
-                #expect(
-                    delay.atLeast <= PromptFinishTests.goal, "Piper finished \(delay) after the last audible sample")
-            }
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("PiperTests.finishedAndCancelled") { timing in
+                let speakd = try await AudibleDaemon.start(arguments: Self.arguments)
+                _ = try await PromptFinishTests.finishDelay(Self.piperBody("Platform four."), speakd)
+                var delays: [PromptFinishTests.Delay] = []
+                for text in ["Doors closing.", "Mind the gap.", "Next stop Central."] {
+                    try await Task.sleep(for: .milliseconds(400))
+                    delays.append(try await PromptFinishTests.finishDelay(Self.piperBody(text), speakd))
+                }
+                PromptFinishTests.expectPrompt(
+                    delays, event: "Piper finished", after: "the last audible sample", timing: &timing)
+                // The goal itself for each (the voice's quiet end made it 18–32 ms at −44 dBFS).
+                for delay in delays {
+                    timing.check(
+                        delay.atLeast <= PromptFinishTests.goal,
+                        "Piper finished \(delay) after the last audible sample, over 20 ms")
+                }
 
-            try await Task.sleep(for: .milliseconds(400))
-            let fromFrame = speakd.recorder.recordedFrames
-            let speaking = try await speakd.accept(Self.piperBody(FinishReasonTests.longText))
-            _ = try #require(await speakd.events.waitFor(.started, of: speaking))
-            try await Task.sleep(for: .seconds(1))
-            let cancelledAt = ContinuousClock.now
-            let cancel = try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)")
-            #expect(try cancel.decode(CancelResult.self).cancelled == 1)
-            #expect(await speakd.events.waitForFinished([speaking]))
-            #expect(speakd.events.finished(speaking).first?.reason == .cancelled)
-            try await Task.sleep(for: .milliseconds(500))
-            let lastFrame = try #require(
-                PauseResumeTests.lastAudibleFrame(speakd, from: fromFrame, to: speakd.recorder.recordedFrames))
-            // The worker took the cancel and renders the next one.
-            let next = try await speakd.accept(Self.piperBody("Please go to desk six."))
-            #expect(await speakd.events.waitForFinished([next], timeout: .seconds(30)))
-            #expect(speakd.events.finished(next).first?.reason == .completed)
-            _ = await speakd.stop()
-            let lastSound = try #require(speakd.recorder.playedAt(frame: lastFrame))
-            let silentAfter = (lastSound - cancelledAt).seconds
-            #expect(silentAfter < 0.25, "sound went on \(silentAfter * 1000) ms after the cancel was sent")
-            #expect(speakd.events.finished(speaking).count == 1 && speakd.events.finished(next).count == 1)
+                try await Task.sleep(for: .milliseconds(400))
+                let fromFrame = speakd.recorder.recordedFrames
+                let speaking = try await speakd.accept(Self.piperBody(FinishReasonTests.longText))
+                _ = try #require(await speakd.events.waitFor(.started, of: speaking))
+                try await Task.sleep(for: .seconds(1))
+                let cancelledAt = ContinuousClock.now
+                let cancel = try await speakd.unix.send("DELETE", "/v1/announcements/\(speaking)")
+                #expect(try cancel.decode(CancelResult.self).cancelled == 1)
+                #expect(await speakd.events.waitForFinished([speaking]))
+                #expect(speakd.events.finished(speaking).first?.reason == .cancelled)
+                try await Task.sleep(for: .milliseconds(500))
+                let lastFrame = try #require(
+                    PauseResumeTests.lastAudibleFrame(speakd, from: fromFrame, to: speakd.recorder.recordedFrames))
+                // The worker took the cancel and renders the next one.
+                let next = try await speakd.accept(Self.piperBody("Please go to desk six."))
+                #expect(await speakd.events.waitForFinished([next], timeout: .seconds(30)))
+                #expect(speakd.events.finished(next).first?.reason == .completed)
+                _ = await speakd.stop()
+                let lastSound = try #require(speakd.recorder.playedAt(frame: lastFrame))
+                let silentAfter = (lastSound - cancelledAt).seconds
+                timing.check(
+                    silentAfter < 0.25,
+                    "sound went on \(silentAfter * 1000) ms after the cancel was sent, not under 250 ms")
+                #expect(speakd.events.finished(speaking).count == 1 && speakd.events.finished(next).count == 1)
+            }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         /// A cancel terminates the model run in flight (onnxruntime's RunOptions.terminate): the

@@ -12,35 +12,40 @@ extension SpeakdIntegration {
     struct ProgressEventTests {
         @Test("word events arrive within 20 ms of their word's first sample, never before it; ranges index the text")
         func wordEventsFollowTheSound() async throws {
-            let speakd = try await AudibleDaemon.start()
-            _ = try await PromptFinishTests.finishDelay(announcement("Platform four"), speakd)
-            try await Task.sleep(for: .milliseconds(400))
-            let fromFrame = speakd.recorder.recordedFrames
-            // Words that start with a sound, not with a plosive's silent closure, which is part
-            // of the word but not audible.
-            let ssml = "<speak>Amsterdam<break time=\"600ms\"/>Madrid<break time=\"600ms\"/>Lisbon</speak>"
-            let id = try await speakd.accept(["ssml": ssml])
-            let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
-            #expect(finished.event.success == true)
-            try await Task.sleep(for: .milliseconds(150))
-            let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
-            let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
-            _ = await speakd.stop()
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("ProgressEventTests.wordEventsFollowTheSound") { timing in
+                let speakd = try await AudibleDaemon.start()
+                _ = try await PromptFinishTests.finishDelay(announcement("Platform four"), speakd)
+                try await Task.sleep(for: .milliseconds(400))
+                let fromFrame = speakd.recorder.recordedFrames
+                // Words that start with a sound, not with a plosive's silent closure, which is part
+                // of the word but not audible.
+                let ssml = "<speak>Amsterdam<break time=\"600ms\"/>Madrid<break time=\"600ms\"/>Lisbon</speak>"
+                let id = try await speakd.accept(["ssml": ssml])
+                let finished = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+                #expect(finished.event.success == true)
+                try await Task.sleep(for: .milliseconds(150))
+                let words = speakd.events.received.filter { $0.event.id == id && $0.event.type == .word }
+                let onsets = speakd.recorder.onsets(from: fromFrame, threshold: PromptFinishTests.audible)
+                _ = await speakd.stop()
 
-            #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
-            let text = "AmsterdamMadridLisbon"
-            #expect(
-                words.map { $0.event.range } == [
-                    TextRange(location: 0, length: 9), TextRange(location: 9, length: 6),
-                    TextRange(location: 15, length: 6),
-                ])
-            #expect(words.allSatisfy { $0.event.text == text })
-            // Every word event comes before finished.
-            #expect(words.allSatisfy { $0.receivedAt <= finished.receivedAt })
-            try #require(onsets.count == 3, "onsets \(onsets)")
-            PromptFinishTests.expectPrompt(
-                try PromptFinishTests.delays(from: onsets, to: words, speakd), event: "word event",
-                after: "its word's first sample")
+                #expect(words.map { $0.event.word } == ["Amsterdam", "Madrid", "Lisbon"])
+                let text = "AmsterdamMadridLisbon"
+                #expect(
+                    words.map { $0.event.range } == [
+                        TextRange(location: 0, length: 9), TextRange(location: 9, length: 6),
+                        TextRange(location: 15, length: 6),
+                    ])
+                #expect(words.allSatisfy { $0.event.text == text })
+                // Every word event comes before finished.
+                #expect(words.allSatisfy { $0.receivedAt <= finished.receivedAt })
+                try #require(onsets.count == 3, "onsets \(onsets)")
+                PromptFinishTests.expectPrompt(
+                    try PromptFinishTests.delays(from: onsets, to: words, speakd), event: "word event",
+                    after: "its word's first sample", timing: &timing)
+            }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test("?progress=false leaves progress events out")

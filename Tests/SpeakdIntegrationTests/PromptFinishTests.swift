@@ -66,9 +66,11 @@ extension SpeakdIntegration {
         }
 
         /// Prints `delays` as measured and expects each to be prompt: never before its sound
-        /// (`event` came after `reference`) and within the goal plus the headroom.
+        /// (`event` came after `reference`) and within the goal plus the headroom (a sink-timed
+        /// figure, noted in `timing`).
         static func expectPrompt(
-            _ delays: [Delay], event: String, after reference: String, sourceLocation: SourceLocation = #_sourceLocation
+            _ delays: [Delay], event: String, after reference: String, timing: inout SinkTiming,
+            sourceLocation: SourceLocation = #_sourceLocation
         ) {
             print("measured: \(reference) → \(event): \(delays.map(\.description).joined(separator: ", "))")
             for delay in delays {
@@ -76,9 +78,9 @@ extension SpeakdIntegration {
                 #expect(
                     delay.atMost >= 0, "\(event) \(delay) after \(reference): before it sounded",
                     sourceLocation: sourceLocation)
-                #expect(
-                    delay.atLeast <= goal + headroom, "\(event) \(delay) after \(reference)",
-                    sourceLocation: sourceLocation)
+                timing.check(
+                    delay.atLeast <= goal + headroom,
+                    "\(event) \(delay) after \(reference), not within \((goal + headroom) * 1000) ms")
             }
         }
 
@@ -97,21 +99,31 @@ extension SpeakdIntegration {
 
         @Test("finished arrives within 20 ms of the last audible sample, never before it")
         func finishedFollowsTheLastAudibleSample() async throws {
-            let speakd = try await AudibleDaemon.start()
-            // Warm the engine, the voice and the sink once.
-            _ = try await Self.finishDelay(announcement("Platform four"), speakd)
-            var delays: [Delay] = []
-            for text in ["Doors closing", "Platform four", "Next stop Central", "Mind the gap", "Doors closing"] {
-                try await Task.sleep(for: .milliseconds(400))
-                delays.append(try await Self.finishDelay(announcement(text), speakd))
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("PromptFinishTests.finishedFollowsTheLastAudibleSample") {
+                timing in
+                let speakd = try await AudibleDaemon.start()
+                // Warm the engine, the voice and the sink once.
+                _ = try await Self.finishDelay(announcement("Platform four"), speakd)
+                var delays: [Delay] = []
+                for text in ["Doors closing", "Platform four", "Next stop Central", "Mind the gap", "Doors closing"] {
+                    try await Task.sleep(for: .milliseconds(400))
+                    delays.append(try await Self.finishDelay(announcement(text), speakd))
+                }
+                _ = await speakd.stop()
+                Self.expectPrompt(delays, event: "finished", after: "the last audible sample", timing: &timing)
+                // The goal itself, on the typical measurement: the bracket reaches 20 ms or less.
+                let typical = delays.map(\.atLeast).sorted()[delays.count / 2]
+                timing.check(
+                    typical <= Self.goal,
+                    "median last audible sample → finished at least \(typical * 1000) ms, over 20 ms")
+                // The engine's ~0.3 s of silence at the end is no longer waited for.
+                timing.check(
+                    delays.allSatisfy { $0.atLeast < 0.15 }, "a finished 150 ms or more after its last sound: \(delays)"
+                )
             }
-            _ = await speakd.stop()
-            Self.expectPrompt(delays, event: "finished", after: "the last audible sample")
-            // The goal itself, on the typical measurement: the bracket reaches 20 ms or less.
-            let typical = delays.map(\.atLeast).sorted()[delays.count / 2]
-            #expect(typical <= Self.goal, "median last audible sample → finished at least \(typical * 1000) ms")
-            // The engine's ~0.3 s of silence at the end is no longer waited for.
-            #expect(delays.allSatisfy { $0.atLeast < 0.15 })
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         /// `started` means heard, as a "speaking" indicator and a browser's `onstart` take it: it
@@ -125,42 +137,51 @@ extension SpeakdIntegration {
             "started arrives within 20 ms of the first audible sample, never before it, with a lead-in and without",
             arguments: ["0.3", "0"])
         func startedFollowsTheFirstAudibleSample(leadIn: String) async throws {
-            let speakd = try await AudibleDaemon.start(arguments: ["--lead-in", leadIn])
-            var delays: [Delay] = []
-            // From the first audible sample to the instant `started`'s timestamp names.
-            var stamps: [Delay] = []
-            let bodies: [[String: Any]] = [
-                announcement("Platform four"), announcement("Doors closing"),
-                ["text": "Mind the gap", "chime": "ding"], announcement("Next stop Central"),
-                ["spans": [["text": "Olá, bom dia", "language": "pt-PT"]]],
-            ]
-            for body in [announcement("Warm up")] + bodies {
-                try await Task.sleep(for: .milliseconds(400))
-                let fromFrame = speakd.recorder.recordedFrames
-                let id = try await speakd.accept(body)
-                let started = try #require(await speakd.events.waitFor(.started, of: id, timeout: .seconds(10)))
-                _ = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
-                try await Task.sleep(for: .milliseconds(150))
-                let first = try #require(Self.firstAudibleFrame(speakd, from: fromFrame), "\(id) was not heard")
-                if body["text"] as? String != "Warm up" {
-                    delays.append(try Self.delay(from: first, to: started.receivedAt, speakd))
-                    let stamped = ContinuousClock.now + .seconds(started.event.timestamp.timeIntervalSinceNow)
-                    stamps.append(try Self.delay(from: first, to: stamped, speakd))
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce(
+                "PromptFinishTests.startedFollowsTheFirstAudibleSample(leadIn: \(leadIn))"
+            ) { timing in
+                let speakd = try await AudibleDaemon.start(arguments: ["--lead-in", leadIn])
+                var delays: [Delay] = []
+                // From the first audible sample to the instant `started`'s timestamp names.
+                var stamps: [Delay] = []
+                let bodies: [[String: Any]] = [
+                    announcement("Platform four"), announcement("Doors closing"),
+                    ["text": "Mind the gap", "chime": "ding"], announcement("Next stop Central"),
+                    ["spans": [["text": "Olá, bom dia", "language": "pt-PT"]]],
+                ]
+                for body in [announcement("Warm up")] + bodies {
+                    try await Task.sleep(for: .milliseconds(400))
+                    let fromFrame = speakd.recorder.recordedFrames
+                    let id = try await speakd.accept(body)
+                    let started = try #require(await speakd.events.waitFor(.started, of: id, timeout: .seconds(10)))
+                    _ = try #require(await speakd.events.waitFor(.finished, of: id, timeout: .seconds(10)))
+                    try await Task.sleep(for: .milliseconds(150))
+                    let first = try #require(Self.firstAudibleFrame(speakd, from: fromFrame), "\(id) was not heard")
+                    if body["text"] as? String != "Warm up" {
+                        delays.append(try Self.delay(from: first, to: started.receivedAt, speakd))
+                        let stamped = ContinuousClock.now + .seconds(started.event.timestamp.timeIntervalSinceNow)
+                        stamps.append(try Self.delay(from: first, to: stamped, speakd))
+                    }
                 }
+                _ = await speakd.stop()
+                Self.expectPrompt(delays, event: "started", after: "the first audible sample", timing: &timing)
+                // Its timestamp is the first audible sample itself, as the sink estimated it: within
+                // the same bound either way (an estimate may be a little early), not the dequeue.
+                print("measured: first audible sample → started's timestamp: \(stamps.map(\.description))")
+                for stamp in stamps {
+                    timing.check(
+                        stamp.atLeast <= Self.goal + Self.headroom && stamp.atMost >= -(Self.goal + Self.headroom),
+                        "started's timestamp \(stamp) from the first audible sample, not within "
+                            + "\((Self.goal + Self.headroom) * 1000) ms")
+                }
+                let typical = delays.map(\.atLeast).sorted()[delays.count / 2]
+                timing.check(
+                    typical <= Self.goal,
+                    "median first audible sample → started at least \(typical * 1000) ms, over 20 ms")
             }
-            _ = await speakd.stop()
-            Self.expectPrompt(delays, event: "started", after: "the first audible sample")
-            // Its timestamp is the first audible sample itself, as the sink estimated it: within
-            // the same bound either way (an estimate may be a little early), not the dequeue.
-            print("measured: first audible sample → started's timestamp: \(stamps.map(\.description))")
-            for stamp in stamps {
-                #expect(
-                    stamp.atLeast <= Self.goal + Self.headroom && stamp.atMost >= -(Self.goal + Self.headroom),
-                    "started's timestamp \(stamp) from the first audible sample, not within "
-                        + "\((Self.goal + Self.headroom) * 1000) ms")
-            }
-            let typical = delays.map(\.atLeast).sorted()[delays.count / 2]
-            #expect(typical <= Self.goal, "median first audible sample → started at least \(typical * 1000) ms")
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         /// How a pause at the end is asked for.
@@ -180,14 +201,22 @@ extension SpeakdIntegration {
             "a pause asked for at the end is kept: finished comes that long after the last audible sample",
             arguments: EndPause.allCases)
         func aTrailingPauseIsKept(_ pause: EndPause) async throws {
-            let speakd = try await AudibleDaemon.start()
-            _ = try await Self.finishDelay(announcement("Platform four"), speakd)
-            try await Task.sleep(for: .milliseconds(400))
-            let delay = try await Self.finishDelay(pause.body, speakd)
-            _ = await speakd.stop()
-            print("measured: \(pause.rawValue) 0.6 s at the end; last audible sample → finished: \(delay)")
-            #expect(delay.atMost >= 0.6, "the pause was cut short: finished \(delay) after the last sound")
-            #expect(delay.atLeast <= 0.6 + Self.goal + Self.headroom, "finished \(delay) after the last sound")
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("PromptFinishTests.aTrailingPauseIsKept(\(pause.rawValue))") {
+                timing in
+                let speakd = try await AudibleDaemon.start()
+                _ = try await Self.finishDelay(announcement("Platform four"), speakd)
+                try await Task.sleep(for: .milliseconds(400))
+                let delay = try await Self.finishDelay(pause.body, speakd)
+                _ = await speakd.stop()
+                print("measured: \(pause.rawValue) 0.6 s at the end; last audible sample → finished: \(delay)")
+                #expect(delay.atMost >= 0.6, "the pause was cut short: finished \(delay) after the last sound")
+                timing.check(
+                    delay.atLeast <= 0.6 + Self.goal + Self.headroom,
+                    "finished \(delay) after the last sound, over 0.6 s and \((Self.goal + Self.headroom) * 1000) ms")
+            }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test("two announcements back to back are separated by the gap of silence", arguments: [nil, 0.8])

@@ -44,30 +44,37 @@ extension SpeakdIntegration {
         /// heard at once while the rest is not rendered yet (the daemon's memory does not grow
         /// with the message: half an hour of audio would be 80 MB), and silenced by `spd-say -C`.
         @Test(.timeLimit(.minutes(2))) func aLongMessageIsSpokenAsItStreamsAndCancelledAtOnce() async throws {
-            let ssip = try await SSIPDaemon.start()
-            let sentences = (1...1_000).map { "Sentence \($0) of a long page goes on here." }
-            let line = String(sentences.prefix(200).joined(separator: " "))
-            var text = line + "\n"
-            for sentence in sentences.dropFirst(200) where text.count < 32_300 { text += sentence + " " }
-            try #require(line.utf8.count > 8_000 && text.count > 32_000 && text.count <= 32_767, "\(text.count)")
-            func residentKiB() throws -> Int {
-                let status = try String(contentsOfFile: "/proc/\(ssip.speakd.daemon.pid)/status", encoding: .utf8)
-                let field = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-                return Int(field?.split(separator: " ").dropFirst().first ?? "") ?? 0
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("SSIPTests.aLongMessageIsSpokenAsItStreamsAndCancelledAtOnce")
+            { timing in
+                let ssip = try await SSIPDaemon.start()
+                let sentences = (1...1_000).map { "Sentence \($0) of a long page goes on here." }
+                let line = String(sentences.prefix(200).joined(separator: " "))
+                var text = line + "\n"
+                for sentence in sentences.dropFirst(200) where text.count < 32_300 { text += sentence + " " }
+                try #require(line.utf8.count > 8_000 && text.count > 32_000 && text.count <= 32_767, "\(text.count)")
+                func residentKiB() throws -> Int {
+                    let status = try String(contentsOfFile: "/proc/\(ssip.speakd.daemon.pid)/status", encoding: .utf8)
+                    let field = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+                    return Int(field?.split(separator: " ").dropFirst().first ?? "") ?? 0
+                }
+                let idle = try residentKiB()
+                var speaking = 0
+                let (cancelled, finished, recording) = try await ssip.sayThenCancel(text, listening: .seconds(3)) {
+                    speaking = try residentKiB()
+                }
+                #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
+                #expect(finished.first?.text.count == text.count)
+                #expect(speaking - idle < 24 * 1024, "the daemon grew by \(speaking - idle) KiB while speaking")
+                let heard = recording.segments(minimumSilence: 0.3)
+                #expect(!heard.isEmpty, "nothing was heard")
+                let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
+                let silencedAfter = (end - cancelled).seconds
+                timing.check(
+                    silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned, not under 0.3 s")
             }
-            let idle = try residentKiB()
-            var speaking = 0
-            let (cancelled, finished, recording) = try await ssip.sayThenCancel(text, listening: .seconds(3)) {
-                speaking = try residentKiB()
-            }
-            #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
-            #expect(finished.first?.text.count == text.count)
-            #expect(speaking - idle < 24 * 1024, "the daemon grew by \(speaking - idle) KiB while speaking")
-            let heard = recording.segments(minimumSilence: 0.3)
-            #expect(!heard.isEmpty, "nothing was heard")
-            let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
-            let silencedAfter = (end - cancelled).seconds
-            #expect(silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned")
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test func spdSayRateMapsOntoSpeakdsRate() async throws {
@@ -87,15 +94,22 @@ extension SpeakdIntegration {
         }
 
         @Test func spdSayCancelSilencesAMessageWhoseClientHasGone() async throws {
-            let ssip = try await SSIPDaemon.start()
-            let text = String(repeating: "This is a long message that goes on and on. ", count: 8)
-            let (cancelled, finished, recording) = try await ssip.sayThenCancel(text, listening: .milliseconds(500))
-            #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
-            let heard = recording.segments(minimumSilence: 0.3)
-            let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
-            let silencedAfter = (end - cancelled).seconds
-            #expect(silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned")
-            #expect(recording.totalSoundingTime < 10, "the whole message was heard")
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("SSIPTests.spdSayCancelSilencesAMessageWhoseClientHasGone") {
+                timing in
+                let ssip = try await SSIPDaemon.start()
+                let text = String(repeating: "This is a long message that goes on and on. ", count: 8)
+                let (cancelled, finished, recording) = try await ssip.sayThenCancel(text, listening: .milliseconds(500))
+                #expect(finished.count == 1 && finished.first?.reason == .cancelled, "\(finished)")
+                let heard = recording.segments(minimumSilence: 0.3)
+                let end = try #require(heard.last.flatMap { recording.playedAt($0.end) })
+                let silencedAfter = (end - cancelled).seconds
+                timing.check(
+                    silencedAfter < 0.3, "sound went on \(silencedAfter) s after spd-say -C returned, not under 0.3 s")
+                #expect(recording.totalSoundingTime < 10, "the whole message was heard")
+            }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test func pythonSpeechdCallbacksArriveInOrder() async throws {

@@ -57,53 +57,62 @@ extension SpeakdIntegration {
 
         @Test("A one-shot and a recurring schedule are heard at their slots, once each, across a kill -9 and a restart")
         func heardAtTheirSlotsAcrossKill() async throws {
-            let state = try Self.stateDirectory()
-            defer { try? FileManager.default.removeItem(at: state) }
-            let pulse = try await PulseAudioServer.start()
-            let recorder = try await MonitorRecorder.start(pulse)
-            let arguments = ["--state-dir", state.path]
-            var daemon = try await SpeakdProcess.start(
-                audio: "pulse", arguments: arguments, environment: pulse.environment)
-            // The wall clock against this process's monotonic one, to place the slots in the recording.
-            let wallOrigin = Date().timeIntervalSince1970
-            let monotonicOrigin = ContinuousClock.now
-            let base = (wallOrigin + 3).rounded(.up)
-            let once = try await Self.postJSON(
-                daemon.unixClient, "/v1/schedules", ["announcement": ["text": "One."], "at": Self.rfc3339(base)])
-            #expect(once.status == 201, "\(String(decoding: once.body, as: UTF8.self))")
-            let every = try await Self.postJSON(
-                daemon.unixClient, "/v1/schedules",
-                [
-                    "announcement": ["text": "Tick."], "rrule": "FREQ=SECONDLY;INTERVAL=4;COUNT=3",
-                    "start": Self.rfc3339(base + 1), "timeZone": "Europe/Lisbon",
-                ])
-            #expect(every.status == 201, "\(String(decoding: every.body, as: UTF8.self))")
-            let slots = [base, base + 1, base + 5, base + 9]
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("ScheduleAuditTests.heardAtTheirSlotsAcrossKill") { timing in
+                let state = try Self.stateDirectory()
+                defer { try? FileManager.default.removeItem(at: state) }
+                let pulse = try await PulseAudioServer.start()
+                let recorder = try await MonitorRecorder.start(pulse)
+                let arguments = ["--state-dir", state.path]
+                var daemon = try await SpeakdProcess.start(
+                    audio: "pulse", arguments: arguments, environment: pulse.environment)
+                // The wall clock against this process's monotonic one, to place the slots in the recording.
+                let wallOrigin = Date().timeIntervalSince1970
+                let monotonicOrigin = ContinuousClock.now
+                let base = (wallOrigin + 3).rounded(.up)
+                let once = try await Self.postJSON(
+                    daemon.unixClient, "/v1/schedules", ["announcement": ["text": "One."], "at": Self.rfc3339(base)])
+                #expect(once.status == 201, "\(String(decoding: once.body, as: UTF8.self))")
+                let every = try await Self.postJSON(
+                    daemon.unixClient, "/v1/schedules",
+                    [
+                        "announcement": ["text": "Tick."], "rrule": "FREQ=SECONDLY;INTERVAL=4;COUNT=3",
+                        "start": Self.rfc3339(base + 1), "timeZone": "Europe/Lisbon",
+                    ])
+                #expect(every.status == 201, "\(String(decoding: every.body, as: UTF8.self))")
+                let slots = [base, base + 1, base + 5, base + 9]
 
-            // Killed after the first two slots were heard; the third and fourth are the restarted daemon's.
-            try await Self.sleep(untilWall: base + 2.2)
-            await daemon.stop(signal: SIGKILL)
-            daemon = try await SpeakdProcess.start(audio: "pulse", arguments: arguments, environment: pulse.environment)
-            try await Self.sleep(untilWall: base + 10.5)
-            let rows = try await Self.audit(daemon.unixClient, "&front=schedule")
-            let (status, _) = await daemon.stop()
-            #expect(status == 0, "\(daemon.log)")
-            let samples = await recorder.stop()
-            await pulse.stop()
+                // Killed after the first two slots were heard; the third and fourth are the restarted daemon's.
+                try await Self.sleep(untilWall: base + 2.2)
+                await daemon.stop(signal: SIGKILL)
+                daemon = try await SpeakdProcess.start(
+                    audio: "pulse", arguments: arguments, environment: pulse.environment)
+                try await Self.sleep(untilWall: base + 10.5)
+                let rows = try await Self.audit(daemon.unixClient, "&front=schedule")
+                let (status, _) = await daemon.stop()
+                #expect(status == 0, "\(daemon.log)")
+                let samples = await recorder.stop()
+                await pulse.stop()
 
-            #expect(rows.count == 4, "\(rows)")
-            #expect(rows.allSatisfy { $0.reason == "completed" }, "\(rows)")
-            #expect(Set(rows.compactMap(\.origin)).count == 4, "each slot once: \(rows.map(\.origin))")
-            let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
-            let heard = recording.segments(minimumSilence: 0.3)
-            #expect(heard.count == 4, "\(heard)")
-            for (segment, slot) in zip(heard, slots) {
-                let played = try #require(recording.playedAt(segment.start))
-                let offset = played - monotonicOrigin
-                let wall = wallOrigin + Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
-                // The benchmark measures the figure (50 ms); this bound only says "at its slot" on a busy machine.
-                #expect(abs(wall - slot) < 0.15, "heard \(wall - slot) s from its slot \(Self.rfc3339(slot))")
+                #expect(rows.count == 4, "\(rows)")
+                #expect(rows.allSatisfy { $0.reason == "completed" }, "\(rows)")
+                #expect(Set(rows.compactMap(\.origin)).count == 4, "each slot once: \(rows.map(\.origin))")
+                let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
+                let heard = recording.segments(minimumSilence: 0.3)
+                #expect(heard.count == 4, "\(heard)")
+                for (segment, slot) in zip(heard, slots) {
+                    let played = try #require(recording.playedAt(segment.start))
+                    let offset = played - monotonicOrigin
+                    let wall =
+                        wallOrigin + Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
+                    // The benchmark measures the figure (50 ms); this bound only says "at its slot" on a busy machine.
+                    timing.check(
+                        abs(wall - slot) < 0.15,
+                        "heard \(wall - slot) s from its slot \(Self.rfc3339(slot)), not within 0.15 s")
+                }
             }
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test(

@@ -96,19 +96,26 @@ extension SpeakdIntegration {
 
         @Test("A cancel covers the whole sequence: one finished, cancelled, and nothing heard after it")
         func cancelCoversTheWhole() async throws {
-            let speakd = try await AudibleDaemon.start()
-            let id = try await speakd.accept(["sequence": Self.parts])
-            #expect(await speakd.events.waitFor(.started, of: id) != nil)
-            try await Task.sleep(for: .milliseconds(800))
-            #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(id)").status == 200)
-            #expect(await speakd.events.waitForFinished([id]))
-            let cancelledAt = ContinuousClock.now
-            try await Task.sleep(for: .seconds(2))
-            let recording = await speakd.stop()
-            #expect(speakd.events.finished(id).map(\.reason) == [.cancelled])
-            let last = try #require(recording.segments(minimumSilence: 0.3).last)
-            let lastEnd = try #require(recording.playedAt(last.end))
-            #expect(lastEnd < cancelledAt + .milliseconds(300), "sound went on after the cancel")
+            // Timed at the sink: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("SequenceTests.cancelCoversTheWhole") { timing in
+                let speakd = try await AudibleDaemon.start()
+                let id = try await speakd.accept(["sequence": Self.parts])
+                #expect(await speakd.events.waitFor(.started, of: id) != nil)
+                try await Task.sleep(for: .milliseconds(800))
+                #expect(try await speakd.unix.send("DELETE", "/v1/announcements/\(id)").status == 200)
+                #expect(await speakd.events.waitForFinished([id]))
+                let cancelledAt = ContinuousClock.now
+                try await Task.sleep(for: .seconds(2))
+                let recording = await speakd.stop()
+                #expect(speakd.events.finished(id).map(\.reason) == [.cancelled])
+                let last = try #require(recording.segments(minimumSilence: 0.3).last)
+                let lastEnd = try #require(recording.playedAt(last.end))
+                timing.check(
+                    lastEnd < cancelledAt + .milliseconds(300),
+                    "sound went on \((lastEnd - cancelledAt).seconds) s after the cancel, not under 0.3 s")
+            }
+            #expect(misses.isEmpty, "\(misses)")
         }
     }
 }
