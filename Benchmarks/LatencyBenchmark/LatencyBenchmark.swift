@@ -26,7 +26,9 @@ import SpeechModel
 /// slots → first audible sample, and `speakd-latency-bench --audit [--pairs N]` last audible sample →
 /// `finished` without and with the audit log (`ScheduleBenchmark`); `speakd-latency-bench --cache [--texts N]
 /// [--venv PATH]` times request → first audible sample of texts said uncached and again from the render cache,
-/// with espeak-ng and Piper (`CacheBenchmark`).
+/// with espeak-ng and Piper (`CacheBenchmark`); `speakd-latency-bench --disk-load [--seconds N] [--clients N]
+/// [--posts N]` compares post latency and 50-client throughput without and with `--state-dir` while `dd
+/// oflag=sync` loops load the disk (`DiskLoadBenchmark`).
 @main
 struct LatencyBenchmark {
     static let shortText = "Platform four"
@@ -99,6 +101,13 @@ struct LatencyBenchmark {
         if arguments.contains("--audit") {
             try await ScheduleBenchmark.audit(
                 speakdPath: speakdPath, pairs: positiveCount("--pairs", in: arguments, default: 20))
+            return
+        }
+        if arguments.contains("--disk-load") {
+            try await DiskLoadBenchmark.run(
+                speakdPath: speakdPath, seconds: positiveCount("--seconds", in: arguments, default: 20),
+                clients: positiveCount("--clients", in: arguments, default: 50),
+                posts: positiveCount("--posts", in: arguments, default: 200))
             return
         }
         if arguments.contains("--public-address") {
