@@ -1,9 +1,41 @@
 import Foundation
+import GRDB
 import Testing
 
 @testable import SpeakState
 
 @Suite struct AuditLogTests {
+    @Test func aBatchIsWrittenInOrderInOneTransactionOnAnInMemoryDatabase() async throws {
+        let database = try StateDatabase(writer: try DatabaseQueue())
+        let audit = database.audit
+        var secret = entry("b1", front: "http")
+        secret.text = "the door code"
+        secret.isPrivate = true
+        let start = Date(timeIntervalSince1970: 1_800_000_000.123)
+        let inserted = try await audit.apply([
+            .opened(secret), .started(id: "b1", at: start), .repeated(id: "b1"),
+            .finished(id: "b1", reason: "completed", detail: nil, at: start.addingTimeInterval(2)),
+            .opened(entry("b2", front: "ssip")),
+        ])
+        #expect(inserted == 2)
+        let rows = try audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        #expect(rows.map(\.id) == ["b1", "b2"])
+        #expect(rows.first?.reason == "completed" && rows.first?.repeats == 1)
+        #expect(rows.first?.started == start && rows.first?.text == nil && rows.first?.isPrivate == true)
+        #expect(rows.last?.reason == nil && rows.last?.seq == 2)
+        // One transaction: a batch that fails writes none of its changes.
+        try await database.storage.writer.write { db in
+            try db.execute(
+                sql:
+                    "CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.id = 'b4' BEGIN SELECT RAISE(ABORT, 'no'); END"
+            )
+        }
+        await #expect(throws: StateError.self) {
+            try await audit.apply([.opened(entry("b3", front: "http")), .opened(entry("b4", front: "http"))])
+        }
+        #expect(try audit.entries(AuditFilter(), after: nil, limit: 10).entries.count == 2)
+    }
+
     @Test func announcementFromAcceptanceToOutcome() throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
