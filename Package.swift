@@ -453,6 +453,14 @@ let package = Package(
             dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeechRendering", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // The render cache: memory, disk files, the engines' fingerprint.
+        .testTarget(
+            name: "SpeechRenderingTests",
+            dependencies: [
+                "SpeechRendering", "SpeechModel", "SpeakTestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SpeakServerTests",
             dependencies: [

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
 import Testing
@@ -71,17 +72,21 @@ struct SpeakMetricsTests {
     /// Hits from memory and from disk, misses, and what each tier holds; a cache in memory only
     /// shows no disk gauges.
     @Test func theRenderCacheIsCountedInMemoryAndOnDisk() async throws {
-        try await RenderCacheDiskTests.withDirectory { directory in
-            let engine = RenderCacheTests.CountingRenderer()
+        let directory = try temporaryDirectory().path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let engine = CountingRenderer()
+            func say(_ text: String, with renderer: CachingRenderer) async throws {
+                for try await _ in renderer.render(try await renderer.prepare(Utterance(text))) {}
+            }
             let before = RenderCache(capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20)
-            _ = try await RenderCacheDiskTests.say(
-                "Gate", with: CachingRenderer(base: engine, cache: before, identity: "test"))
+            try await say("Gate", with: CachingRenderer(base: engine, cache: before, identity: "test"))
             // After a restart: "Gate" from disk, then from memory; "Platform" rendered.
             let cache = RenderCache(capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20)
             let metrics = SpeakMetrics()
             metrics.observe(renderCache: cache)
             let renderer = CachingRenderer(base: engine, cache: cache, identity: "test")
-            for text in ["Gate", "Gate", "Platform"] { _ = try await RenderCacheDiskTests.say(text, with: renderer) }
+            for text in ["Gate", "Gate", "Platform"] { try await say(text, with: renderer) }
             let page = metrics.exposition(health: Self.gauges)
             #expect(page.contains("speakd_render_cache_hits_total 1\n"))
             #expect(page.contains("speakd_render_cache_misses_total 1\n"))

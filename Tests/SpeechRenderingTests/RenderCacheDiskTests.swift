@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SpeakTestSupport
 import SpeechModel
 import Synchronization
 import Testing
@@ -9,7 +10,6 @@ import Testing
 /// The render cache's tier on disk, in a directory of each test's own, in front of the engine
 /// that counts its renders.
 struct RenderCacheDiskTests {
-    typealias CountingRenderer = RenderCacheTests.CountingRenderer
 
     /// A new, empty directory, removed when `body` returns.
     static func withDirectory(_ body: (String) async throws -> Void) async throws {

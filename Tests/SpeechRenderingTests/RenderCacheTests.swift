@@ -1,4 +1,5 @@
 import Foundation
+import SpeakTestSupport
 import SpeechModel
 import SpeechRendering
 import Synchronization
@@ -6,41 +7,6 @@ import Testing
 
 /// The render cache in front of an engine that counts its renders.
 struct RenderCacheTests {
-    /// Renders each utterance as `chunks` chunks of `samples` samples with a word event in each;
-    /// its engine input is the text, so the same text prepared twice is the same preparation.
-    struct CountingRenderer: SpeechRenderer {
-        let format = AudioFormat(sampleRate: 22_050)
-        var chunks = 3
-        var samples = 1_000
-        let counter = RenderCount()
-
-        func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
-            let voice = VoiceInfo(identifier: utterance.defaults.voice ?? "en", name: "Test", languages: ["en"])
-            return PreparedUtterance(utterance: utterance, voices: [voice], engineInput: utterance.text)
-        }
-
-        func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error>
-        {
-            counter.value.withLock { $0 += 1 }
-            let (chunks, samples) = (chunks, samples)
-            return AsyncThrowingStream { continuation in
-                for index in 0..<chunks {
-                    continuation.yield(
-                        PCMChunk(
-                            samples: Array(repeating: Int16(index + 1), count: samples),
-                            events: [EngineEvent(kind: .word, sample: index * samples, textPosition: index)]))
-                }
-                continuation.finish()
-            }
-        }
-
-        func voices() async throws -> [VoiceInfo] { [] }
-    }
-
-    final class RenderCount: Sendable {
-        let value = Mutex(0)
-    }
-
     static func collect(_ stream: AsyncThrowingStream<PCMChunk, any Error>) async throws -> [PCMChunk] {
         var chunks: [PCMChunk] = []
         for try await chunk in stream { chunks.append(chunk) }
