@@ -2,7 +2,7 @@ import Foundation
 internal import GRDB
 
 /// What the fleet link remembers of an MQTT request id.
-public struct FleetRequestRecord: Sendable, Equatable {
+public struct FleetRequestRecord: Codable, Sendable, Equatable {
     /// The request id the sender chose.
     public var requestId: String
     /// The announcement it became, once accepted.
@@ -18,6 +18,42 @@ public struct FleetRequestRecord: Sendable, Equatable {
         self.announcement = announcement
         self.report = report
         self.seen = seen
+    }
+
+    /// The stored columns.
+    enum CodingKeys: String, CodingKey {
+        case requestId, announcement, report, seen
+    }
+}
+
+/// The fleet_request table's record: a ``FleetRequestRecord``, stored under its coding keys
+/// (declared there, once), `seen` as milliseconds since 1970; `seq` orders the claims.
+struct FleetRequestRow: Codable, PersistableRecord, MillisecondDates {
+    static let databaseTableName = "fleet_request"
+
+    var record: FleetRequestRecord
+
+    init(_ record: FleetRequestRecord) {
+        self.record = record
+    }
+
+    init(from decoder: any Decoder) throws {
+        record = try FleetRequestRecord(from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try record.encode(to: encoder)
+    }
+
+    enum Columns {
+        static let requestId = Column(FleetRequestRecord.CodingKeys.requestId)
+        static let announcement = Column(FleetRequestRecord.CodingKeys.announcement)
+        static let report = Column(FleetRequestRecord.CodingKeys.report)
+    }
+
+    /// The row of `requestId`.
+    static func of(_ requestId: String) -> QueryInterfaceRequest<FleetRequestRow> {
+        filter(Columns.requestId == requestId)
     }
 }
 
@@ -46,17 +82,10 @@ public final class FleetRequestMemory: Sendable {
     /// - Returns: nil when the id is new and now claimed; the existing record when it was seen before.
     public func claim(_ requestId: String, at time: Date) throws(StateError) -> FleetRequestRecord? {
         try storage.write("remember a fleet request") { db in
-            if let row = try Row.fetchOne(
-                db, sql: "SELECT requestId, announcement, report, seen FROM fleet_request WHERE requestId = ?",
-                arguments: [requestId])
-            {
-                return FleetRequestRecord(
-                    requestId: row["requestId"], announcement: row["announcement"], report: row["report"],
-                    seen: row.date("seen") ?? time)
+            if let existing = try FleetRequestRow.of(requestId).fetchOne(db) {
+                return existing.record
             }
-            try db.execute(
-                sql: "INSERT INTO fleet_request (requestId, seen) VALUES (?, ?)",
-                arguments: [requestId, time.storedMilliseconds])
+            try FleetRequestRow(FleetRequestRecord(requestId: requestId, seen: time)).insert(db)
             try db.execute(
                 sql: """
                     DELETE FROM fleet_request
@@ -71,10 +100,8 @@ public final class FleetRequestMemory: Sendable {
     @discardableResult
     public func accepted(_ requestId: String, announcement: String) throws(StateError) -> Bool {
         try storage.write("remember a fleet request") { db in
-            try db.execute(
-                sql: "UPDATE fleet_request SET announcement = ? WHERE requestId = ?",
-                arguments: [announcement, requestId])
-            return db.changesCount > 0
+            try FleetRequestRow.of(requestId).updateAll(db, FleetRequestRow.Columns.announcement.set(to: announcement))
+                > 0
         }
     }
 
@@ -82,9 +109,7 @@ public final class FleetRequestMemory: Sendable {
     @discardableResult
     public func outcome(_ requestId: String, report: Data) throws(StateError) -> Bool {
         try storage.write("remember a fleet request") { db in
-            try db.execute(
-                sql: "UPDATE fleet_request SET report = ? WHERE requestId = ?", arguments: [report, requestId])
-            return db.changesCount > 0
+            try FleetRequestRow.of(requestId).updateAll(db, FleetRequestRow.Columns.report.set(to: report)) > 0
         }
     }
 
@@ -92,8 +117,7 @@ public final class FleetRequestMemory: Sendable {
     @discardableResult
     public func forget(_ requestId: String) throws(StateError) -> Bool {
         try storage.write("forget a fleet request") { db in
-            try db.execute(sql: "DELETE FROM fleet_request WHERE requestId = ?", arguments: [requestId])
-            return db.changesCount > 0
+            try FleetRequestRow.of(requestId).deleteAll(db) > 0
         }
     }
 }
