@@ -133,6 +133,8 @@ extension Utterance: Codable {
         var origins = SequenceOrigins()
         var offset = 0
         var index = 0
+        // Whether the last part with text ended in text rather than in a clip.
+        var lastTextPartEndsInText = false
         while !list.isAtEnd {
             let field = "sequence[\(index)]"
             let partContainer: KeyedDecodingContainer<WireKey>
@@ -150,16 +152,20 @@ extension Utterance: Codable {
             let part = try decodeBody(partContainer, prefix: "\(field).")
             let partReader = WireReader(container: partContainer, prefix: "\(field).")
             let form = ["text", "spans", "ssml"].first { partReader.isPresent($0) } ?? "text"
+            let hasText = part.spans.contains { $0.clip == nil && !$0.text.isEmpty }
             if index > 0 {
-                // Apart from the text before: a space after its last text (a clip between stays
-                // where it is) and a paragraph for the engine. A part of clips alone has no text
-                // to set apart, and none may start after the text's end.
-                if part.spans.contains(where: { $0.clip == nil && !$0.text.isEmpty }), offset > 0,
-                    let last = spans.lastIndex(where: { $0.clip == nil && !$0.text.isEmpty })
-                {
-                    spans[last].text += " "
-                    offset += 1
-                    boundaries[offset] = .paragraph
+                // Apart from the last part with text: a space after its text, unless it ended
+                // with a clip (a clip has no text: the next part's speech is apart from it
+                // already), and a paragraph for the engine. A part of clips alone has no text to
+                // set apart, and no paragraph may start after the text's end.
+                if hasText {
+                    if lastTextPartEndsInText,
+                        let last = spans.lastIndex(where: { $0.clip == nil && !$0.text.isEmpty })
+                    {
+                        spans[last].text += " "
+                        offset += 1
+                    }
+                    if offset > 0 { boundaries[offset] = .paragraph }
                 }
                 spans[spans.count - 1].pauseAfter = (spans[spans.count - 1].pauseAfter ?? 0) + gap
             }
@@ -176,6 +182,9 @@ extension Utterance: Codable {
                 if span.clip == nil { span.attributes = span.attributes.inheriting(from: part.defaults) }
                 spans.append(span)
                 offset += span.text.count
+            }
+            if hasText {
+                lastTextPartEndsInText = part.spans.last { $0.clip != nil || !$0.text.isEmpty }?.clip == nil
             }
             index += 1
         }
