@@ -70,14 +70,20 @@ struct RecorderStageTests {
         Issue.record("timed out waiting until \(what)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
-    func theQueueSchedulesWhileACommitIsPendingAndNoOneSeesAnOutcomeBeforeItsRecord() async throws {
+    /// A running queue whose records go to a `GatedRecorder`, with a fake speaker.
+    static func runningQueue() async throws -> (AnnouncementQueue, FakeSpeaker, GatedRecorder, Task<Void, Never>) {
         let gated = GatedRecorder()
         let speaker = FakeSpeaker()
         let shared = SharedQueueState(queues: 1, recorder: gated)
         let queue = AnnouncementQueue(speaker: speaker, clock: ManualClock(), shared: shared)
         let runner = Task { await queue.run() }
         try await Self.eventually("the queue runs") { await queue.isRunning }
+        return (queue, speaker, gated, runner)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theQueueSchedulesWhileACommitIsPendingAndNoOneSeesAnOutcomeBeforeItsRecord() async throws {
+        let (queue, speaker, gated, runner) = try await Self.runningQueue()
 
         // Every event the subscriber gets, and whether its record was committed when it came.
         let seen = Mutex<[(event: AnnouncementEvent, committed: Bool)]>([])
@@ -136,12 +142,7 @@ struct RecorderStageTests {
 
     @Test(.timeLimit(.minutes(1)))
     func finishedWaitReturnsOnlyAfterTheRecord() async throws {
-        let gated = GatedRecorder()
-        let speaker = FakeSpeaker()
-        let shared = SharedQueueState(queues: 1, recorder: gated)
-        let queue = AnnouncementQueue(speaker: speaker, clock: ManualClock(), shared: shared)
-        let runner = Task { await queue.run() }
-        try await Self.eventually("the queue runs") { await queue.isRunning }
+        let (queue, speaker, gated, runner) = try await Self.runningQueue()
         gated.open()
         let accepted = try await queue.submit(.unrendered("Gate six"))
         await speaker.waitForStarts(1)
