@@ -56,13 +56,3 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return (try? encoder.encode(self)) ?? Data("null".utf8)
     }
 }
-
-/// A coding key for any string: the keys of a schedule body, known or not.
-struct AnyKey: CodingKey, Hashable {
-    let stringValue: String
-    var intValue: Int? { nil }
-
-    init(_ string: String) { stringValue = string }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-}

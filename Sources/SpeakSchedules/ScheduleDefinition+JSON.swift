@@ -108,7 +108,7 @@ extension ScheduleDefinition {
         }
 
         init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: AnyKey.self)
+            let container = try decoder.container(keyedBy: AnyCodingKey.self)
             var values: [String: JSONValue] = [:]
             for key in container.allKeys {
                 values[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
@@ -116,7 +116,7 @@ extension ScheduleDefinition {
             self.values = values
             guard case .object = values["announcement"] else { return }
             do {
-                request = .success(try container.decode(AnnouncementRequest.self, forKey: AnyKey("announcement")))
+                request = .success(try container.decode(AnnouncementRequest.self, forKey: AnyCodingKey("announcement")))
             } catch let error as SpeechInputError {
                 // The request names its fields from its own top.
                 request = .failure(.announcement(error))

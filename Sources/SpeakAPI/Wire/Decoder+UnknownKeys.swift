@@ -6,10 +6,11 @@ extension Decoder {
     }
 }
 
-/// Any key of a JSON object.
-private struct AnyCodingKey: CodingKey {
-    let stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
+/// Any key of a JSON object: for a decoder that lists a body's keys, known or not.
+public struct AnyCodingKey: CodingKey, Hashable, Sendable {
+    public let stringValue: String
+    public var intValue: Int? { nil }
+    public init(_ string: String) { stringValue = string }
+    public init(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { nil }
 }
