@@ -63,21 +63,20 @@ public struct ChimeLibrary: Sendable {
 
     /// Decodes, mixes, resamples and normalises one file.
     static func load(_ url: URL, format: AudioFormat, loudness: Double?) throws(Failure) -> [Int16] {
+        // Errors name the chime as a request does, and its file.
+        let chime = "chime '\(url.deletingPathExtension().lastPathComponent)' (\(url.path))"
         let sound: RecordedSound
         do {
             sound = try RecordedSound(
                 decoding: url.path, sampleRate: format.sampleRate, maximumDuration: maximumDuration)
         } catch {
-            throw Failure(
-                description: "chime '\(url.deletingPathExtension().lastPathComponent)' (\(url.path)): \(error.reason)")
+            throw Failure(description: "\(chime): \(error.reason)")
         }
         var gain = 1.0
         if let loudness {
             guard let measured = sound.loudness else {
                 throw Failure(
-                    description:
-                        "chime '\(url.deletingPathExtension().lastPathComponent)' (\(url.path)): too short or too quiet to measure its loudness (at least 0.4 s of sound)"
-                )
+                    description: "\(chime): too short or too quiet to measure its loudness (at least 0.4 s of sound)")
             }
             gain = loudnessGain(from: measured, to: loudness)
         }
