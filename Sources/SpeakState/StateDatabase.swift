@@ -42,27 +42,29 @@ public final class StateDatabase: Sendable {
     }
 
     /// Opens the database with a given list of schema versions, so tests can add one.
-    init(directory: String, schema: [SchemaMigration]) throws(StateError) {
+    convenience init(directory: String, schema: [SchemaMigration]) throws(StateError) {
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        path = directory + "/" + Self.fileName
+        let path = directory + "/" + Self.fileName
         try Self.makeDirectory(directory)
         try Self.createFile(path)
-        storage = try Self.open(path: path, schema: schema)
-        audit = AuditLog(storage: storage)
-        schedules = ScheduleStore(storage: storage)
-        fleetRequests = FleetRequestMemory(storage: storage, capacity: FleetRequestMemory.defaultCapacity)
+        self.init(storage: try Self.open(path: path, schema: schema))
     }
 
     /// A database over `writer`, such as an in-memory `DatabaseQueue` in tests, its schema brought
     /// up to date; `path` names it in errors.
-    init(writer: any DatabaseWriter, path: String = ":memory:") throws(StateError) {
-        self.path = path
+    convenience init(writer: any DatabaseWriter, path: String = ":memory:") throws(StateError) {
         do {
             try SchemaMigration.migrator(SchemaMigration.all).migrate(writer)
         } catch {
             throw StateError(error, path: path, operation: "open")
         }
-        storage = Storage(writer: writer, path: path)
+        self.init(storage: Storage(writer: writer, path: path))
+    }
+
+    /// The stores over one opened database.
+    private init(storage: Storage) {
+        self.storage = storage
+        path = storage.path
         audit = AuditLog(storage: storage)
         schedules = ScheduleStore(storage: storage)
         fleetRequests = FleetRequestMemory(storage: storage, capacity: FleetRequestMemory.defaultCapacity)
