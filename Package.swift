@@ -206,7 +206,7 @@ let package = Package(
         // prepare, the health gate and submit, with one error type that each front maps.
         .target(
             name: "AnnouncementIntake",
-            dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeechModel", "SpeechRendering"],
+            dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering"],
             swiftSettings: swiftSettings
         ),
         // The daemon's database (SQLite through GRDB): schedules, the audit log, the fleet's request ids.
@@ -220,13 +220,28 @@ let package = Package(
         .target(
             name: "AnnouncementRecords",
             dependencies: [
-                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeakState", "SpeakSchedules",
+                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeakService", "SpeakState", "SpeakSchedules",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
         // The wire vocabulary: requests, events, states, statuses, errors, health, endpoints.
         .target(name: "SpeakAPI", dependencies: ["SpeechModel"], swiftSettings: swiftSettings),
+        // The service behind the door: the intake, the schedules and the audit log as one
+        // `SpeakService`, which the daemon builds and hands to every front.
+        .target(
+            name: "ServiceCore",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementRecords", "SpeakAPI", "SpeakSchedules", "SpeakService", "SpeakState",
+                "SpeechModel", "SpeechRendering",
+            ],
+            swiftSettings: swiftSettings),
+        // The one door every front speaks to: the `SpeakService` protocol and its one error,
+        // `SpeakError`, in the API's wire types. Fronts depend on this and SpeakAPI, never on the
+        // queue, the state store or the scheduler that implement it.
+        .target(
+            name: "SpeakService", dependencies: ["SpeakAPI", "SpeakSchedules", "SpeechModel", "SpeechRendering"],
+            swiftSettings: swiftSettings),
         // A client of the API: the HTTP client over TCP or the Unix socket, and the access token.
         .target(name: "SpeakClient", dependencies: ["SpeakAPI", "PosixSupport"], swiftSettings: swiftSettings),
         // The `speak` command, as a library so tests can parse and run it.
@@ -262,8 +277,7 @@ let package = Package(
         .target(
             name: "SpeakServer",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "SpeechRendering", "AnnouncementIntake", "AnnouncementRecords",
-                "SpeakState",
+                "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -289,8 +303,7 @@ let package = Package(
         .target(
             name: "SpeakFleet",
             dependencies: [
-                "SpeakState", "AnnouncementRecords",
-                "SpeakMQTT", "SpeakAPI", "AnnouncementIntake",
+                "SpeakMQTT", "SpeakAPI", "SpeakSchedules", "SpeakService",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -307,7 +320,7 @@ let package = Package(
         .target(
             name: "SpeakSSIP",
             dependencies: [
-                "AnnouncementIntake", "SpeakAPI", "SpeechModel",
+                "SpeakAPI", "SpeakService", "SpeechModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -323,7 +336,7 @@ let package = Package(
             name: "SpeakDaemon",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
-                "AnnouncementIntake", "AnnouncementRecords", "SpeakState",
+                "AnnouncementIntake", "AnnouncementRecords", "SpeakState", "SpeakService", "ServiceCore",
                 "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
                 "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakdVersion",
@@ -465,7 +478,8 @@ let package = Package(
             name: "SpeakServerTests",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "AnnouncementIntake", "SpeechModel",
-                "SpeechRendering", "SpeakTestSupport", "AnnouncementRecords", "SpeakState",
+                "SpeechRendering", "SpeakTestSupport", "AnnouncementRecords", "SpeakState", "SpeakService",
+                "ServiceCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -477,7 +491,8 @@ let package = Package(
         .testTarget(
             name: "SpeakDaemonTests",
             dependencies: [
-                "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "SpeakTestSupport",
+                "SpeakDaemon", "SpeakServer", "AnnouncementIntake", "SpeakAPI", "SpeakClient", "SpeakService",
+                "SpeakTestSupport",
                 "SpeechModel", "SpeechRendering", "SpeakdVersion", "PiperEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -530,7 +545,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpeakFleetTests",
-            dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI"],
+            dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI", "SpeakService"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

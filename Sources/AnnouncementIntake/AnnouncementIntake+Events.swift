@@ -1,15 +1,6 @@
 import AnnouncementQueue
 import SpeakAPI
-
-/// What a front reads from `AnnouncementIntake.followEvents(after:progress:)`.
-public enum IntakeEventFeed: Sendable {
-    /// The next event of any output, in sequence.
-    case event(AnnouncementEvent)
-    /// The reader fell too far behind and some events were dropped before it was subscribed
-    /// again; it goes on with the next ones. A front settles what it may have missed from the
-    /// queues' own records (`status(id:)`, `finished(id:)`).
-    case fellBehind
-}
+import SpeakService
 
 extension AnnouncementIntake {
     /// The sequence number of the newest event of any output: following after it misses nothing
@@ -23,7 +14,7 @@ extension AnnouncementIntake {
     /// - Parameters:
     ///   - start: the last sequence number the reader has seen.
     ///   - progress: whether word, sentence, mark and clip events are wanted.
-    public func followEvents(after start: UInt64, progress: Bool = false) -> AsyncStream<IntakeEventFeed> {
+    public func followEvents(after start: UInt64, progress: Bool = false) -> AsyncStream<EventFeed> {
         let follower = EventFollower(outputs: outputs, after: start, progress: progress)
         return AsyncStream(unfolding: { await follower.next() })
     }
@@ -77,7 +68,7 @@ private final class EventFollower: @unchecked Sendable {
         events = outputs.events(after: start, progress: progress).makeAsyncIterator()
     }
 
-    func next() async -> IntakeEventFeed? {
+    func next() async -> EventFeed? {
         if let sequenced = await events.next() {
             last = sequenced.sequence
             return .event(sequenced.event)

@@ -1,6 +1,7 @@
 import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
+import SpeakService
 import SpeechModel
 
 extension AnnouncementIntake {
@@ -15,14 +16,14 @@ extension AnnouncementIntake {
     /// - Parameters:
     ///   - id: the announcement to say again.
     ///   - key: the key the original's poster holds, if the caller presented one.
-    /// - Throws: `IntakeError`: 404 naming `id` when no output remembers it (unknown, not heard
+    /// - Throws: `SpeakError`: 404 naming `id` when no output remembers it (unknown, not heard
     ///   yet, or forgotten when its session ended); any refusal of a new announcement.
     public func repeatAnnouncement(
         id: String, key: String? = nil, origin: AnnouncementOrigin = .local
-    ) async throws(IntakeError) -> AnnouncementAccepted {
-        do throws(IntakeError) {
+    ) async throws(SpeakError) -> AnnouncementAccepted {
+        do throws(SpeakError) {
             guard let remembered = await sessions.remembered(id: id) else {
-                throw IntakeError.unknown(
+                throw SpeakError.unknown(
                     field: "id", code: ErrorResponse.Code.unknownAnnouncement,
                     "no announcement with id '\(id)' is remembered for repeating: an output remembers its last "
                         + "\(SessionBook.rememberedPerOutput) heard ones until its session ends")
@@ -39,25 +40,25 @@ extension AnnouncementIntake {
     /// Queues the last `count` announcements heard on `output` again, oldest first
     /// (`POST /v1/repeat`). A private one among them is answered without a key: no caller here
     /// has shown it holds the original's.
-    /// - Throws: `IntakeError`: 422 naming `output` or `count`; 409 naming `output` when it
+    /// - Throws: `SpeakError`: 422 naming `output` or `count`; 409 naming `output` when it
     ///   remembers nothing; any refusal of a new announcement.
     public func repeatLast(
         output: String?, count: Int = 1, origin: AnnouncementOrigin = .local
-    ) async throws(IntakeError) -> [AnnouncementAccepted] {
-        do throws(IntakeError) {
+    ) async throws(SpeakError) -> [AnnouncementAccepted] {
+        do throws(SpeakError) {
             let name = output ?? AnnouncementOutputs.defaultName
             do {
                 _ = try outputs.queue(requiring: name)
             } catch {
-                throw IntakeError.scheduling(error)
+                throw SpeakError.scheduling(error)
             }
             guard (1...Self.maximumRepeatCount).contains(count) else {
-                throw IntakeError.invalid(
+                throw SpeakError.invalid(
                     .outOfRange(field: "count", "count must be 1 to \(Self.maximumRepeatCount), not \(count)"))
             }
             let remembered = await sessions.last(count, heardOn: name)
             guard !remembered.isEmpty else {
-                throw IntakeError.conflict(
+                throw SpeakError.conflict(
                     field: "output", code: ErrorResponse.Code.nothingToRepeat,
                     "nothing to repeat: no announcement has been heard on output '\(name)' since its session "
                         + "last ended")
@@ -74,8 +75,8 @@ extension AnnouncementIntake {
     /// Starts or changes a session (`PUT /v1/session`, an MQTT session command) once the engine
     /// has shown it can speak the language and voice the session names: a session that fills in
     /// a voice nobody has would make every announcement on its output fail.
-    /// - Throws: `IntakeError` naming the field (`voice`, `language`, `output`, `id`, …).
-    public func putSession(_ request: SessionRequest) async throws(IntakeError) -> SessionChange {
+    /// - Throws: `SpeakError` naming the field (`voice`, `language`, `output`, `id`, …).
+    public func putSession(_ request: SessionRequest) async throws(SpeakError) -> SessionChange {
         let voice = request.voice ?? nil
         let language = request.language ?? nil
         if voice != nil || language != nil {
@@ -89,7 +90,7 @@ extension AnnouncementIntake {
     ///   text hidden from the caller like everyone else.
     private func again(
         _ remembered: SessionBook.Remembered, answeringKey: Bool, origin: AnnouncementOrigin
-    ) async throws(IntakeError) -> AnnouncementAccepted {
+    ) async throws(SpeakError) -> AnnouncementAccepted {
         var original = remembered.request
         // Asked for by a person: never dropped because the output is busy, never a redelivery.
         original.dropIfBusy = false

@@ -1,6 +1,7 @@
 import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
+import SpeakService
 import SpeechModel
 import SpeechRendering
 
@@ -9,28 +10,9 @@ import SpeechRendering
 /// queue, `prepare`, the health gate and `submit`; and repeats of what an output said.
 ///
 /// A front hands it a body (or a request it decoded with the same `AnnouncementRequest.decode`)
-/// and gets an accepted announcement or an `IntakeError`, which it answers in its own protocol;
+/// and gets an accepted announcement or an `SpeakError`, which it answers in its own protocol;
 /// so the same bad input is refused the same way whatever carried it, and counted once.
 public struct AnnouncementIntake: Sendable {
-    /// What the intake counts, for `/metrics`.
-    public struct Counters: Sendable {
-        /// One announcement accepted, at its priority.
-        public var accepted: @Sendable (AnnouncementPriority) -> Void
-        /// One refused before it was accepted, with `IntakeError.refusalReason`.
-        public var refused: @Sendable (String) -> Void
-
-        public init(
-            accepted: @escaping @Sendable (AnnouncementPriority) -> Void,
-            refused: @escaping @Sendable (String) -> Void
-        ) {
-            self.accepted = accepted
-            self.refused = refused
-        }
-
-        /// Counts nothing.
-        public static let none = Counters(accepted: { _ in }, refused: { _ in })
-    }
-
     /// The queue of every named output.
     public let outputs: AnnouncementOutputs
     /// The engine that prepares (validates and compiles) each utterance.
@@ -38,13 +20,13 @@ public struct AnnouncementIntake: Sendable {
     /// Engine and audio state: an output whose sink is down takes no new announcement.
     public let health: any HealthReporting
     /// What it admits: the body size, the text and span limits, the chimes a request may name.
-    public let limits: Limits
+    public let limits: ServiceLimits
     /// The outputs configured private (`--output NAME=SPEC,private`): the only ones a private
     /// announcement is spoken on.
     public var privateOutputs: Set<String> = []
     /// The outputs' sessions and what they remember for repeats.
     public let sessions: SessionBook
-    private let counters: Counters
+    private let counters: ServiceCounters
     /// Records each refusal with its origin (the audit log), or nil.
     public var refusals: (any RefusalRecorder)?
     /// The keys and texts of private announcements.
@@ -59,7 +41,7 @@ public struct AnnouncementIntake: Sendable {
     ///   - sessions: the outputs' sessions; nil makes a book on `outputs` with the continuous clock.
     public init(
         outputs: AnnouncementOutputs, renderer: any SpeechRenderer, health: any HealthReporting,
-        limits: Limits = Limits(), counters: Counters = .none, sessions: SessionBook? = nil
+        limits: ServiceLimits = ServiceLimits(), counters: ServiceCounters = .none, sessions: SessionBook? = nil
     ) {
         self.sessions = sessions ?? SessionBook(outputs: outputs)
         self.privateTexts = PrivateTexts(capacity: outputs.queues.count * (AnnouncementQueue.defaultCapacity + 1_024))
@@ -81,10 +63,10 @@ public struct AnnouncementIntake: Sendable {
     /// - Returns: the request as accepted, and the queue's answer.
     public func accept(
         _ body: Data, origin: AnnouncementOrigin = .local,
-        adjust: (inout AnnouncementRequest) async throws(IntakeError) -> Void = { _ throws(IntakeError) in }
-    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+        adjust: (inout AnnouncementRequest) async throws(SpeakError) -> Void = { _ throws(SpeakError) in }
+    ) async throws(SpeakError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         var output: String?
-        return try await countingRefusal(origin: origin, output: { output }) { () async throws(IntakeError) in
+        return try await countingRefusal(origin: origin, output: { output }) { () async throws(SpeakError) in
             var request = try decode(body)
             output = request.output
             try await adjust(&request)
@@ -95,15 +77,15 @@ public struct AnnouncementIntake: Sendable {
     /// Checks a request a front built itself (SSIP), within the limits, and queues it as
     /// `accept(_:adjust:)` queues a decoded one: no front encodes a request for the
     /// intake to decode again.
-    /// - Throws: `IntakeError` naming the field, counted as a refusal.
+    /// - Throws: `SpeakError` naming the field, counted as a refusal.
     public func accept(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local
-    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
-        try await countingRefusal(origin: origin, output: { request.output }) { () async throws(IntakeError) in
+    ) async throws(SpeakError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+        try await countingRefusal(origin: origin, output: { request.output }) { () async throws(SpeakError) in
             do throws(SpeechInputError) {
                 try request.utterance.validate(limits: limits.utterance)
             } catch {
-                throw IntakeError.invalid(error)
+                throw SpeakError.invalid(error)
             }
             return try await submitPersonalized(request, origin: origin)
         }
@@ -111,8 +93,8 @@ public struct AnnouncementIntake: Sendable {
 
     /// `body`'s result, its refusal counted for `/metrics` and recorded.
     private func countingRefusal<Result>(
-        origin: AnnouncementOrigin, output: () -> String?, _ body: () async throws(IntakeError) -> Result
-    ) async throws(IntakeError) -> Result {
+        origin: AnnouncementOrigin, output: () -> String?, _ body: () async throws(SpeakError) -> Result
+    ) async throws(SpeakError) -> Result {
         do {
             return try await body()
         } catch {
@@ -127,7 +109,7 @@ public struct AnnouncementIntake: Sendable {
     /// - Returns: the request as the session changed it, and the queue's answer.
     public func submitPersonalized(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin = .local
-    ) async throws(IntakeError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
+    ) async throws(SpeakError) -> (request: AnnouncementRequest, accepted: AnnouncementAccepted) {
         let (original, personalized, prepared) = try await personalizeAndPrepare(request, origin: origin)
         return (personalized, try await submitRemembered(prepared, original: original))
     }
@@ -138,7 +120,7 @@ public struct AnnouncementIntake: Sendable {
     ///   of it; and the announcement prepared from that.
     private func personalizeAndPrepare(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin
-    ) async throws(IntakeError) -> (
+    ) async throws(SpeakError) -> (
         original: AnnouncementRequest, personalized: AnnouncementRequest, prepared: PreparedAnnouncement
     ) {
         var request = request
@@ -152,7 +134,7 @@ public struct AnnouncementIntake: Sendable {
     /// Submits `prepared` and has it remembered for repeats, as `original`, once heard.
     private func submitRemembered(
         _ prepared: PreparedAnnouncement, original: AnnouncementRequest
-    ) async throws(IntakeError) -> AnnouncementAccepted {
+    ) async throws(SpeakError) -> AnnouncementAccepted {
         let accepted = try await submit(prepared)
         await sessions.accepted(id: accepted.id, original: original, output: try queue(for: prepared).output)
         return accepted
@@ -165,7 +147,7 @@ public struct AnnouncementIntake: Sendable {
     /// - Returns: the request before its output's session changed it, and the announcement prepared.
     public func prepare(
         ahead body: Data, origin: AnnouncementOrigin
-    ) async throws(IntakeError) -> (request: AnnouncementRequest, prepared: PreparedAnnouncement) {
+    ) async throws(SpeakError) -> (request: AnnouncementRequest, prepared: PreparedAnnouncement) {
         let (original, _, prepared) = try await personalizeAndPrepare(try decode(body), origin: origin)
         return (original, prepared)
     }
@@ -177,9 +159,9 @@ public struct AnnouncementIntake: Sendable {
     /// - Returns: the speech to render.
     public func prepare(
         prerender body: Data, origin: AnnouncementOrigin
-    ) async throws(IntakeError) -> PreparedUtterance {
+    ) async throws(SpeakError) -> PreparedUtterance {
         var output: String?
-        return try await countingRefusal(origin: origin, output: { output }) { () async throws(IntakeError) in
+        return try await countingRefusal(origin: origin, output: { output }) { () async throws(SpeakError) in
             let request = try decode(body)
             output = request.output
             guard !request.isPrivate else {
@@ -194,67 +176,29 @@ public struct AnnouncementIntake: Sendable {
     /// - Parameter original: the request before its session changed it.
     public func submit(
         ahead prepared: PreparedAnnouncement, original: AnnouncementRequest
-    ) async throws(IntakeError) -> AnnouncementAccepted {
+    ) async throws(SpeakError) -> AnnouncementAccepted {
         try await countingRefusal(origin: prepared.origin ?? .local, output: { original.output }) {
-            () async throws(IntakeError) in
+            () async throws(SpeakError) in
             try await submitRemembered(prepared, original: original)
         }
     }
 
     /// Counts and records a refusal that a front met outside `accept` (one step at a time, as
     /// MQTT does).
-    public func countRefusal(_ error: IntakeError, origin: AnnouncementOrigin = .local, output: String? = nil) {
+    public func countRefusal(_ error: SpeakError, origin: AnnouncementOrigin = .local, output: String? = nil) {
         counters.refused(error.refusalReason)
         refusals?.refused(error, origin: origin, output: output)
     }
 
-    /// Refuses a body of `bytes` bytes over `limits.maxBodyBytes` before anything reads it: the fleet
-    /// link for an MQTT payload, whose length it knows first.
-    public func checkBodySize(_ bytes: Int) throws(IntakeError) {
-        guard bytes <= limits.maxBodyBytes else { throw bodyTooLarge(bytes: bytes) }
-    }
-
-    /// The one refusal of a body over `limits.maxBodyBytes`, every front's: 413 `tooLarge` naming
-    /// `body`, "the body is 1048576 bytes; the limit is 65536".
-    /// - Parameter bytes: the body's length; nil when the front stopped reading at the limit and does
-    ///   not know it (an HTTP body sent without `Content-Length`), said as "over 65536".
-    public func bodyTooLarge(bytes: Int?) -> IntakeError {
-        let length = bytes.map { "\($0)" } ?? "over \(limits.maxBodyBytes)"
-        return .body(.tooLarge("the body is \(length) bytes; the limit is \(limits.maxBodyBytes)", field: "body"))
-    }
-
-    /// Decodes a request body strictly, within the limits (`AnnouncementRequest.decode`).
-    public func decode(_ body: Data) throws(IntakeError) -> AnnouncementRequest {
-        do {
-            return try AnnouncementRequest.decode(json: body, limits: limits.utterance)
-        } catch {
-            throw .body(error)
-        }
-    }
-
-    /// Decodes a `PUT /v1/session` body strictly (`SessionRequest.decode`).
-    public func decodeSession(_ body: Data) throws(IntakeError) -> SessionRequest {
-        do {
-            return try SessionRequest.decode(json: body)
-        } catch {
-            throw .body(error)
-        }
-    }
-
-    /// `decode(_:)`, with the wire field that carries the text (`text`, `spans` or `ssml`) and
-    /// the body's keys.
-    public func decodeNamingText(_ body: Data) throws(IntakeError) -> AnnouncementRequest.Decoded {
-        do {
-            return try AnnouncementRequest.decodeNamingText(json: body, limits: limits.utterance)
-        } catch {
-            throw .body(error)
-        }
+    /// Decodes a request body strictly, within the limits.
+    public func decode(_ body: Data) throws(SpeakError) -> AnnouncementRequest {
+        try limits.decode(body)
     }
 
     /// Checks what the request names (its output and chimes), validates and compiles its
     /// utterance once, and checks the values the queue interprets: the one validation of an
     /// announcement, whose result travels with it to the queue and the worker.
-    public func prepare(_ request: AnnouncementRequest) async throws(IntakeError) -> PreparedAnnouncement {
+    public func prepare(_ request: AnnouncementRequest) async throws(SpeakError) -> PreparedAnnouncement {
         let output = try queue(for: request).output
         try checkChimes(of: request)
         var speech = try await prepare(request.utterance)
@@ -273,7 +217,7 @@ public struct AnnouncementIntake: Sendable {
     /// The queue that speaks `request`: the output it names, else `default`; a private one only
     /// on a private output, which it may leave unnamed when exactly one is configured
     /// (docs/privacy.md). A private announcement is refused rather than spoken aloud.
-    public func queue(for request: AnnouncementRequest) throws(IntakeError) -> AnnouncementQueue {
+    public func queue(for request: AnnouncementRequest) throws(SpeakError) -> AnnouncementQueue {
         guard request.isPrivate else { return try queue(named: request.output ?? AnnouncementOutputs.defaultName) }
         if let name = request.output {
             let queue = try queue(named: name)
@@ -298,11 +242,11 @@ public struct AnnouncementIntake: Sendable {
     }
 
     /// The queue of the output `prepared` names (`prepare` chose it).
-    private func queue(for prepared: PreparedAnnouncement) throws(IntakeError) -> AnnouncementQueue {
+    private func queue(for prepared: PreparedAnnouncement) throws(SpeakError) -> AnnouncementQueue {
         try queue(named: prepared.output ?? AnnouncementOutputs.defaultName)
     }
 
-    private func queue(named name: String) throws(IntakeError) -> AnnouncementQueue {
+    private func queue(named name: String) throws(SpeakError) -> AnnouncementQueue {
         do {
             return try outputs.queue(requiring: name)
         } catch {
@@ -315,7 +259,7 @@ public struct AnnouncementIntake: Sendable {
     }
 
     /// Validates and compiles `utterance` alone (`POST /v1/speech`).
-    public func prepare(_ utterance: Utterance) async throws(IntakeError) -> PreparedUtterance {
+    public func prepare(_ utterance: Utterance) async throws(SpeakError) -> PreparedUtterance {
         do {
             return try await renderer.prepare(utterance)
         } catch {
@@ -325,7 +269,7 @@ public struct AnnouncementIntake: Sendable {
     }
 
     /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
-    func checkChimes(of request: AnnouncementRequest) throws(IntakeError) {
+    func checkChimes(of request: AnnouncementRequest) throws(SpeakError) {
         for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
             if case .named(let name) = choice, !limits.chimes.contains(name) {
                 let known = limits.chimes.isEmpty ? "none are configured" : limits.chimes.joined(separator: ", ")
@@ -336,7 +280,7 @@ public struct AnnouncementIntake: Sendable {
 
     /// Hands a prepared announcement to the queue of the output it names, unless that output's
     /// audio is down; counts it when accepted.
-    public func submit(_ prepared: PreparedAnnouncement) async throws(IntakeError) -> AnnouncementAccepted {
+    public func submit(_ prepared: PreparedAnnouncement) async throws(SpeakError) -> AnnouncementAccepted {
         let queue = try queue(for: prepared)
         let health = await health.health()
         let audio =

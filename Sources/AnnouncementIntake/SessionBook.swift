@@ -1,6 +1,7 @@
 import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
+import SpeakService
 import SpeechModel
 
 /// The sessions of the outputs (at most one each) and what each output remembers for "say it
@@ -14,7 +15,7 @@ import SpeechModel
 /// announcements to forget them.
 public actor SessionBook {
     /// How many heard announcements each output remembers for repeats.
-    public static let rememberedPerOutput = 16
+    public static let rememberedPerOutput = ServiceLimits.maximumRepeatCount
 
     /// An announcement kept for a repeat.
     public struct Remembered: Sendable {
@@ -63,11 +64,11 @@ public actor SessionBook {
     /// Starts or changes the session `request` names (`PUT /v1/session`).
     /// - Parameter privateOutputs: the outputs configured private; a private session must be
     ///   heard on one.
-    /// - Throws: `IntakeError` naming the field: an unknown output or `moveTo` (422), an `id`
+    /// - Throws: `SpeakError` naming the field: an unknown output or `moveTo` (422), an `id`
     ///   that is not the output's session (404), `private` on a session not heard on a private
     ///   output (422).
     @discardableResult
-    public func put(_ request: SessionRequest, privateOutputs: Set<String> = []) throws(IntakeError) -> SessionChange {
+    public func put(_ request: SessionRequest, privateOutputs: Set<String> = []) throws(SpeakError) -> SessionChange {
         let output = try sessionOutput(request)
         if let moveTo = request.moveTo ?? nil {
             try requireOutput(moveTo, field: "moveTo")
@@ -106,10 +107,10 @@ public actor SessionBook {
     }
 
     /// Ends the session of `output`, or the one with `id` (`DELETE /v1/session`).
-    /// - Throws: `IntakeError`: 404 naming `id` or `output` when there is no such session,
+    /// - Throws: `SpeakError`: 404 naming `id` or `output` when there is no such session,
     ///   422 naming `output` for an output that does not exist.
     @discardableResult
-    public func end(output: String? = nil, id: String? = nil) throws(IntakeError) -> SessionChange {
+    public func end(output: String? = nil, id: String? = nil) throws(SpeakError) -> SessionChange {
         let session: Session
         if let id {
             guard let found = sessions.values.first(where: { $0.id == id }), output == nil || found.output == output
@@ -128,9 +129,9 @@ public actor SessionBook {
     }
 
     /// Ends the session a body names by its `output` or `id` alone (an MQTT end command).
-    /// - Throws: `IntakeError`: any other key is refused by name (422); see `end(output:id:)`.
+    /// - Throws: `SpeakError`: any other key is refused by name (422); see `end(output:id:)`.
     @discardableResult
-    public func end(endOnly request: SessionRequest) throws(IntakeError) -> SessionChange {
+    public func end(endOnly request: SessionRequest) throws(SpeakError) -> SessionChange {
         let others: [(String, Bool)] = [
             ("replace", request.replace), ("rate", request.rate != nil), ("volume", request.volume != nil),
             ("language", request.language != nil), ("voice", request.voice != nil),
@@ -211,7 +212,7 @@ public actor SessionBook {
 
     // MARK: Helpers
 
-    private func sessionOutput(_ request: SessionRequest) throws(IntakeError) -> String {
+    private func sessionOutput(_ request: SessionRequest) throws(SpeakError) -> String {
         if let id = request.id {
             guard let found = sessions.values.first(where: { $0.id == id }),
                 request.output == nil || request.output == found.output
@@ -223,7 +224,7 @@ public actor SessionBook {
         return output
     }
 
-    private func requireOutput(_ name: String, field: String) throws(IntakeError) {
+    private func requireOutput(_ name: String, field: String) throws(SpeakError) {
         guard outputs.queue(named: name) != nil else {
             throw .scheduling(
                 .invalidValue(
@@ -232,7 +233,7 @@ public actor SessionBook {
         }
     }
 
-    private static func unknownSession(id: String) -> IntakeError {
+    private static func unknownSession(id: String) -> SpeakError {
         .unknown(
             field: "id", code: ErrorResponse.Code.unknownSession,
             "no session has id '\(id)'; it ended (ended, idle or replaced) or never began")

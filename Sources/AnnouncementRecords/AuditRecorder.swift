@@ -3,6 +3,7 @@ import AnnouncementQueue
 import FoundationEssentials
 import Logging
 import SpeakAPI
+import SpeakService
 import SpeakState
 import Synchronization
 
@@ -99,8 +100,8 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
         }
     }
 
-    public func refused(_ error: IntakeError, origin: AnnouncementOrigin, output: String?) {
-        let response = error.errorResponse.error
+    public func refused(_ error: SpeakError, origin: AnnouncementOrigin, output: String?) {
+        let response = error.response.error
         let entry = AuditEntry(
             seq: nil, id: nil, front: origin.front, origin: origin.detail, output: output, priority: nil,
             queued: Date(), started: nil, finished: nil, reason: nil,

@@ -5,6 +5,7 @@ import Logging
 import ServiceLifecycle
 import SpeakAPI
 import SpeakSchedules
+import SpeakService
 import SpeakState
 import SpeechModel
 import SpeechRendering
@@ -105,12 +106,12 @@ public actor ScheduleService: Service {
     ///
     /// The body may name the schedule's `id` (1 to 64 letters, digits, `.`, `_` or `-`), as a
     /// fleet does so that every kiosk knows it by one id; an id in use is refused (409).
-    public func create(_ body: Data) async throws(RecordsError) -> ScheduleResource {
+    public func create(_ body: Data) async throws(SpeakError) -> ScheduleResource {
         let (id, decoded): (String?, ScheduleDefinition)
         do {
             (id, decoded) = try ScheduleDefinition.decode(creating: body)
         } catch {
-            throw RecordsError(error)
+            throw SpeakError(schedule: error)
         }
         let definition = try await checked(decoded)
         let encoded = definition.encoded()
@@ -121,15 +122,14 @@ public actor ScheduleService: Service {
             try checkRoom(usage, adding: encoded.count)
             inserted = try store.insert(definition: encoded, now: now(), id: id)
         } catch let error as StateError {
-            throw RecordsError(state: error)
-        } catch let error as RecordsError {
+            throw SpeakError(state: error)
+        } catch let error as SpeakError {
             throw error
         } catch {
-            throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
+            throw SpeakError(.stateUnavailable, name: "stateUnavailable", "\(error)")
         }
         guard let stored = inserted else {
-            throw RecordsError(
-                .conflict, code: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
+            throw SpeakError(.conflict, name: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
         }
         entries?[stored.id] = Entry(id: stored.id, plan: definition.plan, lastSlot: nil)
         publish(stored.id, ScheduleChange(change: .created))
@@ -141,18 +141,18 @@ public actor ScheduleService: Service {
     /// more that would take the stored definitions past `maxStoredBytes` (`replacing` the
     /// bytes of a definition it takes the place of).
     private func checkRoom(_ usage: (count: Int, bytes: Int), adding bytes: Int, replacing old: Int? = nil)
-        throws(RecordsError)
+        throws(SpeakError)
     {
         if old == nil, usage.count >= limits.maxSchedules {
-            throw RecordsError(
-                .conflict, code: "scheduleLimit",
+            throw SpeakError(
+                .conflict, name: "scheduleLimit",
                 "there are \(usage.count) schedules, the most speakd keeps (\(limits.maxSchedules)); delete one first",
                 field: "schedules")
         }
         let total = usage.bytes - (old ?? 0) + bytes
         if total > limits.maxStoredBytes {
-            throw RecordsError(
-                .conflict, code: "scheduleLimit",
+            throw SpeakError(
+                .conflict, name: "scheduleLimit",
                 "this schedule takes \(bytes) bytes, and the schedules together may take \(limits.maxStoredBytes) "
                     + "(\(usage.bytes - (old ?? 0)) are taken); shorten its announcement or delete a schedule",
                 field: "announcement")
@@ -164,39 +164,39 @@ public actor ScheduleService: Service {
     ///   - cursor: the `next` of the page before; nil for the first.
     ///   - limit: the most schedules on the page.
     /// - Returns: the page, and the cursor of the next one when there are more.
-    public func list(after cursor: String? = nil, limit: Int = 100) throws(RecordsError) -> (
+    public func list(after cursor: String? = nil, limit: Int = 100) throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
         if let cursor, !ScheduleStore.isCursor(cursor) {
-            throw RecordsError(
-                .invalid, code: "invalidValue", "'\(cursor)' is not a cursor: pass the 'next' of the page before",
+            throw SpeakError(
+                .invalid, name: "invalidValue", "'\(cursor)' is not a cursor: pass the 'next' of the page before",
                 field: "after")
         }
         let page: (schedules: [StoredSchedule], next: String?)
         do {
             page = try store.page(after: cursor, limit: limit)
         } catch {
-            throw RecordsError(state: error)
+            throw SpeakError(state: error)
         }
         return (page.schedules.compactMap { stored in readable(stored).map { resource(stored, $0) } }, page.next)
     }
 
     /// One schedule.
-    public func schedule(id: String) throws(RecordsError) -> ScheduleResource {
+    public func schedule(id: String) throws(SpeakError) -> ScheduleResource {
         let (stored, definition) = try read(id)
         return resource(stored, definition)
     }
 
     /// Changes a schedule with a `PATCH` body: the keys it has replace the schedule's, `null`
     /// removes one. Its slots already passed stay passed.
-    public func update(id: String, patch: Data) async throws(RecordsError) -> ScheduleResource {
+    public func update(id: String, patch: Data) async throws(SpeakError) -> ScheduleResource {
         _ = try loaded()
         let (current, old) = try read(id)
         let merged: ScheduleDefinition
         do {
             merged = try old.merging(patch: patch)
         } catch {
-            throw RecordsError(error)
+            throw SpeakError(schedule: error)
         }
         // A schedule whose slots have passed may still be renamed: its time is checked only
         // when the patch changes it.
@@ -207,11 +207,11 @@ public actor ScheduleService: Service {
             try checkRoom(try store.usage(), adding: encoded.count, replacing: current.definition.count)
             stored = try store.update(id: id, definition: encoded, now: now())
         } catch let error as StateError {
-            throw RecordsError(state: error)
-        } catch let error as RecordsError {
+            throw SpeakError(state: error)
+        } catch let error as SpeakError {
             throw error
         } catch {
-            throw RecordsError(.unavailable, code: "stateUnavailable", "\(error)")
+            throw SpeakError(.stateUnavailable, name: "stateUnavailable", "\(error)")
         }
         guard let stored else { throw .unknownSchedule(id) }
         var entry = entries?[id] ?? Entry(id: id, plan: definition.plan, lastSlot: stored.lastSlot)
@@ -225,13 +225,13 @@ public actor ScheduleService: Service {
     }
 
     /// Deletes a schedule; a slot of it already queued is not cancelled.
-    public func delete(id: String) throws(RecordsError) {
+    public func delete(id: String) throws(SpeakError) {
         _ = try loaded()
         let deleted: Bool
         do {
             deleted = try store.delete(id: id)
         } catch {
-            throw RecordsError(state: error)
+            throw SpeakError(state: error)
         }
         guard deleted else { throw .unknownSchedule(id) }
         entries?[id] = nil
@@ -245,26 +245,26 @@ public actor ScheduleService: Service {
     /// would be stored.
     private func checked(
         _ definition: ScheduleDefinition, checkingTime: Bool = true
-    ) async throws(RecordsError) -> ScheduleDefinition {
+    ) async throws(SpeakError) -> ScheduleDefinition {
         do {
             if checkingTime { try definition.check(now: now()) }
         } catch {
-            throw RecordsError(error)
+            throw SpeakError(schedule: error)
         }
         let request = definition.request
         do {
             try request.utterance.validate(limits: intake.limits.utterance)
         } catch {
-            throw RecordsError(announcement: .invalid(Self.namingTextField(error, of: definition)))
+            throw SpeakError(announcement: .invalid(Self.namingTextField(error, of: definition)))
         }
         do {
             _ = try await intake.prepare(request)
         } catch {
-            throw RecordsError(announcement: error)
+            throw SpeakError(announcement: error)
         }
         guard !request.isPrivate else {
-            throw RecordsError(
-                .invalid, code: "invalidValue",
+            throw SpeakError(
+                .invalid, name: "invalidValue",
                 "a scheduled announcement cannot be private: its text would be stored in the database",
                 field: "announcement.private")
         }
@@ -283,14 +283,14 @@ public actor ScheduleService: Service {
 
     /// The plans of every schedule, read once from the database: without their announcements,
     /// which SQLite leaves out (`ScheduleStore.plans()`).
-    private func loaded() throws(RecordsError) -> [String: Entry] {
+    private func loaded() throws(SpeakError) -> [String: Entry] {
         if let entries { return entries }
         var loaded: [String: Entry] = [:]
         let all: [StoredPlan]
         do {
             all = try store.plans()
         } catch {
-            throw RecordsError(state: error)
+            throw SpeakError(state: error)
         }
         for stored in all {
             do {
@@ -307,12 +307,12 @@ public actor ScheduleService: Service {
     }
 
     /// A schedule and its definition, from the database.
-    private func read(_ id: String) throws(RecordsError) -> (StoredSchedule, ScheduleDefinition) {
+    private func read(_ id: String) throws(SpeakError) -> (StoredSchedule, ScheduleDefinition) {
         let found: StoredSchedule?
         do {
             found = try store.get(id: id)
         } catch {
-            throw RecordsError(state: error)
+            throw SpeakError(state: error)
         }
         guard let stored = found, let definition = readable(stored) else { throw .unknownSchedule(id) }
         return (stored, definition)
@@ -331,7 +331,7 @@ public actor ScheduleService: Service {
     }
 
     /// The announcement of a schedule, read from the database when its slot comes.
-    private func request(of entry: Entry) throws(RecordsError) -> AnnouncementRequest {
+    private func request(of entry: Entry) throws(SpeakError) -> AnnouncementRequest {
         try read(entry.id).1.request
     }
 
@@ -396,7 +396,9 @@ public actor ScheduleService: Service {
                     continue
                 case .skip(let through):
                     mark(entry, slot: through)
-                    publish(entry.id, ScheduleChange(change: .skipped, slot: Self.text(through), detail: "missed"))
+                    publish(
+                        entry.id,
+                        ScheduleChange(change: .skipped, slot: ScheduleResource.text(through), detail: "missed"))
                     continue
                 case .wait(let until):
                     if ahead[id]?.slot != until, until.timeIntervalSince(at) <= Self.renderAheadSeconds {
@@ -420,7 +422,7 @@ public actor ScheduleService: Service {
     }
 
     private static func origin(_ id: String, slot: Date) -> AnnouncementOrigin {
-        AnnouncementOrigin(front: "schedule", detail: "id=\(id) slot=\(text(slot))", schedule: id)
+        AnnouncementOrigin(front: "schedule", detail: "id=\(id) slot=\(ScheduleResource.text(slot))", schedule: id)
     }
 
     /// Checks, prepares and renders the announcement of `slot` now, keeping it for the slot.
@@ -458,12 +460,12 @@ public actor ScheduleService: Service {
                 accepted = try await intake.accept(try request(of: entry), origin: Self.origin(id, slot: slot))
                     .accepted
             }
-            publish(id, ScheduleChange(change: .fired, slot: Self.text(slot), announcement: accepted.id))
+            publish(id, ScheduleChange(change: .fired, slot: ScheduleResource.text(slot), announcement: accepted.id))
         } catch {
             logger.info(
                 "scheduled announcement refused",
                 metadata: ["speakd.schedule": "\(id)", "speakd.error": "\(error)"])
-            publish(id, ScheduleChange(change: .skipped, slot: Self.text(slot), detail: "\(error)"))
+            publish(id, ScheduleChange(change: .skipped, slot: ScheduleResource.text(slot), detail: "\(error)"))
         }
         if entry.plan.timeline.nextSlot(after: slot) == nil {
             publish(id, ScheduleChange(change: .finished))
@@ -507,9 +509,5 @@ public actor ScheduleService: Service {
         sleeper = nil
         waiter?.resume()
         waiter = nil
-    }
-
-    static func text(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }

@@ -1,11 +1,9 @@
-import AnnouncementIntake
-import AnnouncementRecords
 import FoundationEssentials
 import Logging
 import ServiceLifecycle
 import SpeakAPI
 import SpeakMQTT
-import SpeakState
+import SpeakService
 import Synchronization
 
 #if canImport(Glibc)
@@ -20,7 +18,7 @@ import Glibc
 /// a refusal goes to the message's response topic as a `refused` `FleetReport` with the same
 /// error. MQTT 5 message expiry shortens `expiresAfter`.
 ///
-/// Size. A payload over the HTTP body limit (`AnnouncementIntake.Limits.maxBodyBytes`) is refused with the HTTP route's
+/// Size. A payload over the HTTP body limit (`ServiceLimits.maxBodyBytes`) is refused with the HTTP route's
 /// 413 `tooLarge` error (field `body`) before it is copied or decoded: the client leaves it in
 /// libmosquitto's read buffer, which is freed once the callback returns. libmosquitto reads a
 /// whole packet before that callback, so the link also asks the broker (MQTT 5 Maximum Packet
@@ -50,35 +48,33 @@ public final class FleetLink: Service, Sendable {
         UInt32(clamping: max(4 << 20, bodyLimit + (64 << 10)))
     }
 
-    private let intake: AnnouncementIntake
+    private let service: any SpeakService
     private let client: MQTTClient
     private let logger: Logger
     private let state: Mutex<HealthReport.MQTT>
     private let book = FleetBook(capacity: FleetLink.recentCapacity)
     /// The request ids and outcomes kept in the database (`--state-dir`), so a message the broker
     /// redelivers after a restart is answered with its first outcome and not spoken again.
-    private let memory: FleetRequestMemory?
-    /// The schedules the fleet's schedule commands change, when the kiosk keeps state.
-    private let schedules: ScheduleService?
+    private let memory: (any RequestMemory)?
+    /// Whether the fleet's schedule commands are taken: when the kiosk keeps state.
+    private let schedules: Bool
     /// The retained status last handed to the broker: one that did not change is not sent again
     /// (a `queued` and a `started` often find the same queue). Cleared on each connect.
     private let lastStatus = Mutex<Data?>(nil)
 
     /// - Parameters:
     ///   - settings: broker, device id, site, groups, credentials.
-    ///   - intake: the daemon's way in, whose decoding, preparing and submitting this link uses.
+    ///   - service: the one door, which this link calls for everything.
     ///   - logger: where connection changes and refusals are logged.
-    ///   - memory: the request ids kept across restarts, or nil to keep them in memory only.
-    ///   - schedules: the kiosk's schedules, for the fleet's schedule commands; nil takes none.
+    ///   - schedules: whether the fleet's schedule commands are taken (the kiosk keeps state).
     /// - Throws: `MQTTError` for a password file or TLS option that cannot be used.
     public init(
-        settings: FleetSettings, intake: AnnouncementIntake, logger: Logger, memory: FleetRequestMemory? = nil,
-        schedules: ScheduleService? = nil
+        settings: FleetSettings, service: any SpeakService, logger: Logger, schedules: Bool = false
     ) throws {
         self.settings = settings
-        self.memory = memory
+        self.memory = service.requests
         self.schedules = schedules
-        self.intake = intake
+        self.service = service
         self.logger = logger
         let offline = FleetStatus(state: .offline, device: settings.device, site: settings.site)
         client = try MQTTClient(
@@ -87,8 +83,8 @@ public final class FleetLink: Service, Sendable {
                 username: settings.username, password: try settings.password(), caFile: settings.caFile,
                 will: MQTTOutgoing(
                     topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true),
-                maximumPacketSize: Self.maximumPacketSize(bodyLimit: intake.limits.maxBodyBytes),
-                payloadLimit: intake.limits.maxBodyBytes))
+                maximumPacketSize: Self.maximumPacketSize(bodyLimit: service.limits.maxBodyBytes),
+                payloadLimit: service.limits.maxBodyBytes))
         state = Mutex(
             HealthReport.MQTT(
                 state: .connecting, broker: settings.broker.description, device: settings.device,
@@ -133,7 +129,7 @@ public final class FleetLink: Service, Sendable {
                     ])
                 // Also with a session present: a broker restarted without persistence forgot it.
                 for topic in settings.subscriptions { client.subscribe(topic) }
-                if schedules != nil { for topic in settings.scheduleSubscriptions { client.subscribe(topic) } }
+                if schedules { for topic in settings.scheduleSubscriptions { client.subscribe(topic) } }
                 lastStatus.withLock { $0 = nil }
                 await publishStatus()
             case .disconnected(let reason):
@@ -164,8 +160,8 @@ public final class FleetLink: Service, Sendable {
     /// Decodes, deduplicates and submits one announcement; a refusal is reported, never thrown.
     func handle(_ message: MQTTMessage) async {
         let topics = settings.topics
-        if let schedules, settings.scheduleSubscriptions.contains(message.topic) {
-            return await handleSchedule(message, schedules: schedules)
+        if schedules, settings.scheduleSubscriptions.contains(message.topic) {
+            return await handleSchedule(message)
         }
         if message.topic == topics.session(settings.device) || message.topic == topics.sessionEnd(settings.device) {
             return await handleSession(message, end: message.topic == topics.sessionEnd(settings.device))
@@ -175,10 +171,10 @@ public final class FleetLink: Service, Sendable {
         do {
             // First: an oversized payload was never copied (`payload` is empty). Its chimes and
             // output are checked once, where the intake prepares it.
-            try intake.checkBodySize(message.payloadSize)
-            request = try intake.decode(Data(message.payload))
+            try service.limits.checkBodySize(message.payloadSize)
+            request = try service.limits.decode(Data(message.payload))
         } catch {
-            refuse(message, requestId: correlation, error)
+            refuse(message, requestId: correlation, error, counted: false)
             return
         }
         let requestId = request.requestId ?? correlation
@@ -187,39 +183,38 @@ public final class FleetLink: Service, Sendable {
             return
         }
         // Seen before this run: answered with what became of it then.
-        if let requestId, let memory, let seen = Self.claim(requestId, in: memory, logger: logger) {
-            answerRedelivery(message, requestId: requestId, seen: seen, memory: memory)
+        if let requestId, let memory, let seen = await Self.claim(requestId, in: memory, logger: logger) {
+            await answerRedelivery(message, requestId: requestId, seen: seen, memory: memory)
             return
         }
         request.expiresAfter = Self.expiresAfter(body: request.expiresAfter, messageExpiry: message.messageExpiry)
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await intake.submitPersonalized(
-                request, origin: Self.origin(of: message, requestId: requestId)
-            ).accepted
+            // The same `accept` as every front's: it counts and records the refusal.
+            accepted = try await service.accept(request, origin: Self.origin(of: message, requestId: requestId))
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.
             if let requestId {
                 await book.forget(requestId)
-                _ = try? memory?.forget(requestId)
+                _ = try? await memory?.forget(requestId)
             }
-            refuse(message, requestId: requestId, error)
+            refuse(message, requestId: requestId, error, counted: true)
             return
         }
-        if let requestId { _ = try? memory?.accepted(requestId, announcement: accepted.id) }
+        if let requestId { _ = try? await memory?.accepted(requestId, announcement: accepted.id) }
         let remembers = requestId != nil && memory != nil
         guard message.responseTopic != nil || remembers else { return }
-        let intake = intake
+        let service = service
         let settings = settings
         let memory = memory
         Task {
             // The queue's own record, not the event stream: a kiosk that fell behind on the
             // stream still answers the sender exactly once.
-            guard let finished = try? await intake.finished(id: accepted.id) else { return }
+            guard let finished = try? await service.finished(id: accepted.id) else { return }
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: finished)
-            if let requestId { _ = try? memory?.outcome(requestId, report: Self.encode(report)) }
+            if let requestId { _ = try? await memory?.outcome(requestId, report: Self.encode(report)) }
             guard let responseTopic = message.responseTopic else { return }
             self.publish(
                 MQTTOutgoing(
@@ -229,10 +224,9 @@ public final class FleetLink: Service, Sendable {
 
     /// The record of `requestId` when it was seen before (by an earlier run), else nil, having
     /// claimed it. A database that cannot be read is logged, and the request taken as new.
-    private static func claim(_ requestId: String, in memory: FleetRequestMemory, logger: Logger) -> FleetRequestRecord?
-    {
+    private static func claim(_ requestId: String, in memory: any RequestMemory, logger: Logger) async -> SeenRequest? {
         do {
-            return try memory.claim(requestId, at: Date())
+            return try await memory.claim(requestId, at: Date())
         } catch {
             logger.warning(
                 "the fleet's request ids cannot be read; the request is taken as new",
@@ -245,8 +239,8 @@ public final class FleetLink: Service, Sendable {
     /// `finished` or `refused` report it had, or, when speakd stopped before it finished, a
     /// `finished` `failed` one (kept as its outcome from then on).
     private func answerRedelivery(
-        _ message: MQTTMessage, requestId: String, seen: FleetRequestRecord, memory: FleetRequestMemory
-    ) {
+        _ message: MQTTMessage, requestId: String, seen: SeenRequest, memory: any RequestMemory
+    ) async {
         logger.info(
             "MQTT message seen before the restart; answered with its outcome, not spoken again",
             metadata: ["speakd.request": "\(requestId)"])
@@ -258,7 +252,7 @@ public final class FleetLink: Service, Sendable {
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: event)
             payload = Self.encode(report)
-            _ = try? memory.outcome(requestId, report: payload!)
+            _ = try? await memory.outcome(requestId, report: payload!)
         }
         guard let responseTopic = message.responseTopic, let payload else { return }
         publish(MQTTOutgoing(topic: responseTopic, payload: payload, correlationData: message.correlationData))
@@ -271,15 +265,15 @@ public final class FleetLink: Service, Sendable {
         let correlation = message.correlationData.map(\.lowercaseHex)
         let change: SessionChange
         do {
-            try intake.checkBodySize(message.payloadSize)
-            let request = try intake.decodeSession(Data(message.payload))
+            try service.limits.checkBodySize(message.payloadSize)
+            let request = try service.limits.decodeSession(Data(message.payload))
             if end {
-                change = try await intake.sessions.end(endOnly: request)
+                change = try await service.endSession(request)
             } else {
-                change = try await intake.putSession(request)
+                change = try await service.putSession(request)
             }
         } catch {
-            refuse(message, requestId: correlation, error)
+            refuse(message, requestId: correlation, error, counted: false)
             return
         }
         guard let responseTopic = message.responseTopic else { return }
@@ -307,23 +301,23 @@ public final class FleetLink: Service, Sendable {
     /// Adds, changes or deletes a schedule as `POST`/`PATCH`/`DELETE /v1/schedules` would; the
     /// answer (a `schedule` report or a refusal) goes to the response topic, and the `schedule`
     /// event reaches the events topic with every other event.
-    private func handleSchedule(_ message: MQTTMessage, schedules: ScheduleService) async {
+    private func handleSchedule(_ message: MQTTMessage) async {
         let correlation = message.correlationData.map(\.lowercaseHex)
         let change: (id: String, change: ScheduleChange.Kind)
         do {
-            try intake.checkBodySize(message.payloadSize)
+            try service.limits.checkBodySize(message.payloadSize)
             let command = try ScheduleCommand(json: Data(message.payload))
             switch command {
             case .add(let body):
-                change = (try await schedules.create(body).id, .created)
+                change = (try await service.createSchedule(body).id, .created)
             case .update(let id, let patch):
-                change = (try await schedules.update(id: id, patch: patch).id, .updated)
+                change = (try await service.updateSchedule(id: id, patch: patch).id, .updated)
             case .delete(let id):
-                try await schedules.delete(id: id)
+                try await service.deleteSchedule(id: id)
                 change = (id, .deleted)
             }
         } catch {
-            refuse(message, requestId: correlation, error)
+            refuse(message, requestId: correlation, error, counted: true)
             return
         }
         guard let responseTopic = message.responseTopic else { return }
@@ -335,15 +329,14 @@ public final class FleetLink: Service, Sendable {
             MQTTOutgoing(topic: responseTopic, payload: Self.encode(report), correlationData: message.correlationData))
     }
 
-    private func refuse(_ message: MQTTMessage, requestId: String?, _ error: any Error) {
-        let body: ErrorResponse
-        if let error = error as? RecordsError {
-            body = error.response
-        } else if let error = error as? IntakeError {
-            body = error.errorResponse
-            intake.countRefusal(error, origin: Self.origin(of: message, requestId: requestId))
-        } else {
-            body = ErrorResponse(code: ErrorResponse.Code.internalError, message: "\(error)")
+    /// Answers a refusal on the events topic and the response topic.
+    /// - Parameter counted: whether the service counted and recorded it already (its `accept`
+    ///   does); a refusal before the service was called is counted here, except a schedule
+    ///   command's, which is no announcement.
+    private func refuse(_ message: MQTTMessage, requestId: String?, _ error: SpeakError, counted: Bool) {
+        let body = error.response
+        if !counted {
+            service.countRefusal(error, origin: Self.origin(of: message, requestId: requestId), output: nil)
         }
         logger.info(
             "MQTT announcement refused",
@@ -363,7 +356,7 @@ public final class FleetLink: Service, Sendable {
     /// falling behind.
     private func forwardEvents() async {
         // What a reader that fell behind missed is in each request's own answer (`finished(id:)`).
-        for await case .event(let event) in intake.followEvents(after: intake.lastEventSequence) {
+        for await case .event(let event) in service.followEvents(after: service.lastEventSequence, progress: false) {
             await flush([(event, Self.requestId(of: event))])
         }
     }
@@ -394,9 +387,9 @@ public final class FleetLink: Service, Sendable {
     }
 
     private func publishStatus() async {
-        let health = await intake.health.health()
-        let queue = await intake.occupancy() ?? HealthReport.Queue(waiting: 0, speaking: false, capacity: 0)
-        let voices = await book.voices(from: intake)
+        let health = await service.health()
+        let queue = health.queue ?? HealthReport.Queue(waiting: 0, speaking: false, capacity: 0)
+        let voices = await book.voices(from: service)
         let status = FleetStatus(
             state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
             outputs: health.outputs.map { $0.map { "\($0.name)=\($0.sink)" } } ?? [health.audio.sink],
@@ -450,9 +443,9 @@ actor FleetBook {
     func forget(_ requestId: String) { recent.remove(requestId) }
 
     /// The languages of the renderer's voices, asked once.
-    func voices(from intake: AnnouncementIntake) async -> [String] {
+    func voices(from service: any SpeakService) async -> [String] {
         if let voiceLanguages { return voiceLanguages }
-        let voices = (try? await intake.renderer.voices()) ?? []
+        let voices = (try? await service.voices()) ?? []
         let languages = Array(Set(voices.compactMap(\.languages.first))).sorted()
         voiceLanguages = languages
         return languages

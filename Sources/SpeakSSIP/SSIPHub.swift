@@ -1,6 +1,6 @@
-import AnnouncementIntake
 import FoundationEssentials
 import SpeakAPI
+import SpeakService
 import SpeechModel
 
 /// What every SSIP connection shares: client and message numbers, which announcement is which
@@ -38,7 +38,7 @@ actor SSIPHub {
     /// How often one message is queued again after an interruption before it ends with 703.
     static let maxRequeues = 3
 
-    private let intake: AnnouncementIntake
+    private let service: any SpeakService
     private var nextClient = 1
     private var nextMessage = 1
     /// Tracked messages by announcement id, until they finish.
@@ -49,8 +49,8 @@ actor SSIPHub {
     /// binds the message to its id and no event is held back.
     private var pending: [Int: Message] = [:]
 
-    init(intake: AnnouncementIntake) {
-        self.intake = intake
+    init(service: any SpeakService) {
+        self.service = service
     }
 
     /// A new connection's client id.
@@ -104,8 +104,8 @@ actor SSIPHub {
     private func stopSpeaking(below id: String, priority: String) async {
         for (other, message) in messages
         where other != id && SSIPMapping.stops(priority, speaking: message.priority) {
-            let state = await intake.status(id: other)?.state
-            if state == .speaking || state == .paused { _ = try? await intake.cancel(id: other) }
+            let state = await service.status(id: other, key: nil)?.state
+            if state == .speaking || state == .paused { _ = try? await service.cancel(id: other) }
         }
     }
 
@@ -116,7 +116,7 @@ actor SSIPHub {
 
     /// Follows every output's events from `after` until the queues shut down.
     func follow(after start: UInt64) async {
-        for await item in intake.followEvents(after: start, progress: true) {
+        for await item in service.followEvents(after: start, progress: true) {
             switch item {
             case .event(let event): await arrived(event)
             case .fellBehind: await reconcile()
@@ -186,7 +186,7 @@ actor SSIPHub {
         message.heardFrom = 0
         pending[message.id] = message
         do {
-            let (_, accepted) = try await intake.accept(message.body.request, origin: message.body.origin)
+            let accepted = try await service.accept(message.body.request, origin: message.body.origin)
             await self.accepted(message.id, id: accepted.id)
         } catch {
             refused(message.id)
@@ -212,7 +212,7 @@ actor SSIPHub {
     /// After falling behind the event stream: closes the messages whose end was missed.
     private func reconcile() async {
         for (id, message) in messages {
-            let status = await intake.status(id: id)
+            let status = await service.status(id: id, key: nil)
             guard status == nil || status?.state == .finished else { continue }
             guard messages[id] != nil else { continue }
             finish(message, completed: status?.reason == .completed)

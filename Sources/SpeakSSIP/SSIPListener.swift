@@ -1,8 +1,8 @@
-import AnnouncementIntake
 import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import SpeakService
 import Synchronization
 
 #if canImport(Glibc)
@@ -40,7 +40,7 @@ public final class SSIPListener: Service, Sendable {
     public let path: String
     /// The listening socket systemd made (socket activation), or nil to make it at `path`.
     public let activatedDescriptor: Int32?
-    private let intake: AnnouncementIntake
+    private let service: any SpeakService
     private let limits: Limits
     private let logger: Logger
     private let hub: SSIPHub
@@ -61,24 +61,24 @@ public final class SSIPListener: Service, Sendable {
     ///   - limits: bounds of each connection.
     ///   - logger: where connections and refusals are logged.
     public init(
-        path: String, activatedDescriptor: Int32? = nil, intake: AnnouncementIntake, limits: Limits = Limits(),
+        path: String, activatedDescriptor: Int32? = nil, service: any SpeakService, limits: Limits = Limits(),
         logger: Logger
     ) {
         self.path = path
         self.activatedDescriptor = activatedDescriptor
-        self.intake = intake
+        self.service = service
         self.logger = logger
         // One message's text: the intake's character limit at four bytes each, at least 4 kB.
         var limits = limits
-        limits.maxMessageBytes = min(limits.maxMessageBytes, max(4_096, intake.limits.maxTextLength * 4))
+        limits.maxMessageBytes = min(limits.maxMessageBytes, max(4_096, service.limits.maxTextLength * 4))
         self.limits = limits
-        self.hub = SSIPHub(intake: intake)
+        self.hub = SSIPHub(service: service)
     }
 
     public func run() async throws {
         let hub = hub
         // Subscribed before the socket exists, so no accepted message's events can be missed.
-        let start = intake.lastEventSequence
+        let start = service.lastEventSequence
         let follower = Task { await hub.follow(after: start) }
         defer { follower.cancel() }
         let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
@@ -180,7 +180,7 @@ public final class SSIPListener: Service, Sendable {
         var connectionLogger = logger
         connectionLogger[metadataKey: "speakd.ssip.client"] = "\(client)"
         let session = SSIPSession(
-            client: client, intake: intake, hub: hub, outbox: outbox, maxDataBytes: limits.maxMessageBytes,
+            client: client, service: service, hub: hub, outbox: outbox, maxDataBytes: limits.maxMessageBytes,
             logger: connectionLogger)
         var reader = SSIPLineReader(maxLine: limits.maxLine)
         do {

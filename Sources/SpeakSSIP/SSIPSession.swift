@@ -1,11 +1,11 @@
-import AnnouncementIntake
 import FoundationEssentials
 import Logging
 import SpeakAPI
+import SpeakService
 import SpeechModel
 
 /// One SSIP connection's settings and commands: it reads lines, answers each command with one
-/// reply, and turns `SPEAK`, `CHAR` and `KEY` into announcements through the intake.
+/// reply, and turns `SPEAK`, `CHAR` and `KEY` into announcements through the service.
 final class SSIPSession {
     /// The client's settings, as `SET SELF` leaves them; each message takes them as they are
     /// when it is sent.
@@ -36,7 +36,7 @@ final class SSIPSession {
 
     let client: Int
     private(set) var settings = Settings()
-    private let intake: AnnouncementIntake
+    private let service: any SpeakService
     private let hub: SSIPHub
     private let outbox: SSIPOutbox
     private let logger: Logger
@@ -49,11 +49,11 @@ final class SSIPSession {
     private var insideBlock = false
 
     init(
-        client: Int, intake: AnnouncementIntake, hub: SSIPHub, outbox: SSIPOutbox, maxDataBytes: Int,
+        client: Int, service: any SpeakService, hub: SSIPHub, outbox: SSIPOutbox, maxDataBytes: Int,
         logger: Logger
     ) {
         self.client = client
-        self.intake = intake
+        self.service = service
         self.hub = hub
         self.outbox = outbox
         self.maxDataBytes = maxDataBytes
@@ -168,7 +168,7 @@ final class SSIPSession {
         do {
             message = try self.message(text: text, ssml: ssml, spellOut: spellOut, icon: icon)
         } catch {
-            return SSIPReply.parameterInvalid.explained(IntakeError.invalid(error).description)
+            return SSIPReply.parameterInvalid.explained(SpeakError.invalid(error).description)
         }
         message.origin = AnnouncementOrigin(
             front: "ssip", detail: "client=\(settings.clientName) connection=\(client)")
@@ -177,7 +177,7 @@ final class SSIPSession {
         do {
             // An assistive client's messages take places of their own share of the queue, and
             // wait behind the platform's live announcements of their priority (docs/ssip.md).
-            let (_, accepted) = try await intake.accept(body.request, origin: body.origin)
+            let accepted = try await service.accept(body.request, origin: body.origin)
             await hub.accepted(number, id: accepted.id)
             logger.debug(
                 "SSIP message queued",
@@ -187,7 +187,11 @@ final class SSIPSession {
             await hub.refused(number)
             logger.info(
                 "SSIP message refused", metadata: ["speakd.ssip.client": "\(client)", "speakd.error": "\(error)"])
-            let reply: SSIPReply = error.isQueueFull || error.isUnavailable ? .internalError : .parameterInvalid
+            let reply: SSIPReply =
+                switch error.code {
+                case .queueFull, .audioUnavailable, .shuttingDown: .internalError
+                default: .parameterInvalid
+                }
             return reply.explained(error.description)
         }
     }
@@ -259,7 +263,7 @@ final class SSIPSession {
             settings.synthesisVoice = name
             // A voice of `LIST SYNTHESIS_VOICES` (a browser's chosen voice) picks its language,
             // which picks the voice; another name is kept and changes nothing.
-            let voices = (try? await intake.renderer.voices()) ?? []
+            let voices = (try? await service.voices()) ?? []
             if let language = voices.first(where: { $0.name == name })?.languages.first {
                 settings.language = language
             }
@@ -359,7 +363,7 @@ final class SSIPSession {
         case "output_modules":
             return .modules([Self.moduleName])
         case "synthesis_voices":
-            let voices = (try? await intake.renderer.voices()) ?? []
+            let voices = (try? await service.voices()) ?? []
             let language = words.count > 2 ? words[2].lowercased() : nil
             let lines = voices.compactMap { voice -> String? in
                 let tag = voice.languages.first ?? "none"
@@ -406,8 +410,8 @@ final class SSIPSession {
     private func soundIcon(_ words: [String]) async -> SSIPReply {
         guard words.count >= 2 else { return .missingParameter }
         let name = words[1]
-        guard let chime = intake.limits.chimes.first(where: { $0.lowercased() == name.lowercased() }) else {
-            let known = intake.limits.chimes.isEmpty ? "none" : intake.limits.chimes.joined(separator: ", ")
+        guard let chime = service.limits.chimes.first(where: { $0.lowercased() == name.lowercased() }) else {
+            let known = service.limits.chimes.isEmpty ? "none" : service.limits.chimes.joined(separator: ", ")
             return SSIPReply.unknownIcon.explained("icon: no chime is named '\(name)' (speakd's chimes: \(known))")
         }
         return await submit(text: Self.iconText, ssml: false, spellOut: false, icon: chime)
@@ -433,16 +437,16 @@ final class SSIPSession {
         }
         // Each through the intake, as HTTP's are; a message that ended meanwhile is not an error here.
         for id in await hub.announcements(of: target) {
-            let state = await intake.status(id: id)?.state
+            let state = await service.status(id: id, key: nil)?.state
             switch command {
             case "cancel":
-                _ = try? await intake.cancel(id: id)
+                _ = try? await service.cancel(id: id)
             case "stop" where state == .speaking || state == .paused:
-                _ = try? await intake.cancel(id: id)
+                _ = try? await service.cancel(id: id)
             case "pause" where state == .speaking:
-                _ = try? await intake.pause(id: id, output: nil, atWordEnd: false)
+                _ = try? await service.pause(id: id, output: nil, atWordEnd: false)
             case "resume" where state == .paused:
-                _ = try? await intake.resume(id: id, output: nil)
+                _ = try? await service.resume(id: id, output: nil)
             default:
                 break
             }

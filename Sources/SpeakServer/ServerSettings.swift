@@ -1,5 +1,5 @@
 /// How the HTTP front limits and decorates requests; the same for every listener. What an
-/// announcement may be (body size, text, spans, chimes) is the intake's (`AnnouncementIntake.Limits`).
+/// announcement may be (body size, text, spans, chimes) is the intake's (`ServiceLimits`).
 public struct ServerSettings: Sendable, Hashable {
     /// The longest audio one `POST /v1/speech` renders, in seconds: 413 beyond it naming the field
     /// that carries the text while the render is held, or its stream ended before its last chunk

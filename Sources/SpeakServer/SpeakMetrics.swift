@@ -1,8 +1,8 @@
-import AnnouncementIntake
 import CoreMetrics
 import FoundationEssentials
 import Prometheus
 import SpeakAPI
+import SpeakService
 import SpeechModel
 import SpeechRendering
 import Synchronization
@@ -140,9 +140,9 @@ public final class SpeakMetrics: Sendable {
             })
     }
 
-    /// What the intake counts: accepted and refused announcements, whatever front brought them.
-    public var intakeCounters: AnnouncementIntake.Counters {
-        AnnouncementIntake.Counters(
+    /// What the service counts: accepted and refused announcements, whatever front brought them.
+    public var serviceCounters: ServiceCounters {
+        ServiceCounters(
             accepted: { [self] in countAccepted($0) }, refused: { [self] in countRefused($0) })
     }
 

@@ -1,11 +1,9 @@
-import AnnouncementIntake
-import AnnouncementRecords
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import Logging
 import SpeakAPI
-import SpeakState
+import SpeakService
 import SpeechModel
 import SpeechRendering
 
@@ -60,45 +58,28 @@ import Glibc
 ///   `methodNotAllowed` (a known path under another method, with `Allow`), 429 `queueFull`
 ///   (with `Retry-After: 1`), 429 `tooManyRenders`, 503 `audioUnavailable` or `shuttingDown`.
 public struct SpeakServer: Sendable {
-    /// The engine.
-    public let renderer: any SpeechRenderer
-    /// Engine and audio state.
-    public let health: any HealthReporting
-    /// Render limits, heartbeat, access and CORS; what an announcement may be is `intake.limits`.
+    /// The one door: every route calls it, as every other front does.
+    public let service: any SpeakService
+    /// Render limits, heartbeat, access and CORS; what an announcement may be is `service.limits`.
     public let settings: ServerSettings
     /// The counters behind `/metrics`.
     public let metrics: SpeakMetrics
-    /// The way in that `POST /v1/announcements` shares with every other front.
-    public let intake: AnnouncementIntake
     /// Where request failures are logged.
     public let logger: Logger
     /// The renders of `POST /v1/speech` that may hold audio at once.
     let speechSlots: SpeechSlots
-    /// What `POST /v1/speech` renders: the announcement as the hall would hear it (chimes,
-    /// repeats, loudness). Nil renders the engine's own audio, as `?raw=true` always does.
-    public var hallSound: HallSound?
-    /// The schedules (`/v1/schedules`), when the daemon keeps state (`--state-dir`).
-    public var schedules: ScheduleService?
-    /// The audit log (`/v1/audit`), when the daemon keeps state.
-    public var audit: AuditLog?
-    /// The clips of the library as they are now (`/v1/clips`), when the daemon has one (`--clips`).
-    public var clips: (@Sendable () throws -> [ClipInfo])?
 
-    /// A server whose announcements come in through `intake`, which other fronts share.
+    /// A server whose routes all call `service`, which other fronts share.
     /// - Parameters:
-    ///   - intake: the way in, with the outputs' queues and the engine.
-    ///   - health: the state `/healthz` reports (it may know more than the intake's gate needs,
-    ///     such as the fleet link).
+    ///   - service: the one door.
     ///   - settings: render limits, heartbeat, access and CORS.
-    ///   - metrics: the counters behind `/metrics`; the intake should count into the same.
+    ///   - metrics: the counters behind `/metrics`; the service should count into the same.
     ///   - logger: where request failures are logged.
     public init(
-        intake: AnnouncementIntake, health: any HealthReporting, settings: ServerSettings = ServerSettings(),
+        service: any SpeakService, settings: ServerSettings = ServerSettings(),
         metrics: SpeakMetrics = SpeakMetrics(), logger: Logger = Logger(label: "speakd.server")
     ) {
-        self.intake = intake
-        self.renderer = intake.renderer
-        self.health = health
+        self.service = service
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
@@ -187,11 +168,6 @@ public struct SpeakServer: Sendable {
         return router
     }
 }
-
-/// An announcement rendered as it would be played: its chime, its speech at the announcements'
-/// loudness, its chime after, each repeat after its gap.
-public typealias HallSound =
-    @Sendable (AnnouncementRequest, PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error>
 
 extension HTTPField.Name {
     /// The header a reconnecting event-stream client sends with the last id it saw.

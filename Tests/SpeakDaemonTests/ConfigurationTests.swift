@@ -4,6 +4,7 @@ import Foundation
 import SpeakAPI
 import SpeakDaemon
 import SpeakServer
+import SpeakService
 import SpeakTestSupport
 import SpeakdVersion
 import SpeechModel
@@ -27,8 +28,8 @@ struct ConfigurationTests {
         let configuration = try ConfigurationLoader.load(flags: [:], configPath: nil, environment: Self.environment)
         #expect(configuration.intakeLimits.maxSpans == Utterance.Limits.default.maxSpans)
         #expect(configuration.intakeLimits.maxTextLength == Utterance.Limits.default.maxTextLength)
-        #expect(AnnouncementIntake.Limits().maxSpans == Utterance.Limits.default.maxSpans)
-        #expect(AnnouncementIntake.Limits().maxTextLength == Utterance.Limits.default.maxTextLength)
+        #expect(ServiceLimits().maxSpans == Utterance.Limits.default.maxSpans)
+        #expect(ServiceLimits().maxTextLength == Utterance.Limits.default.maxTextLength)
     }
 
     @Test func defaults() throws {

@@ -3,8 +3,10 @@ import AnnouncementQueue
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ServiceCore
 import SpeakAPI
 import SpeakServer
+import SpeakService
 import SpeakState
 import SpeakTestSupport
 import Testing
@@ -21,8 +23,9 @@ struct AuditRouteTests {
         let database = try StateDatabase(directory: directory.path)
         let intake = AnnouncementIntake(
             outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
-        var server = SpeakServer(intake: intake, health: SwitchableHealth())
-        server.audit = database.audit
+        var service = CoreService(intake: intake)
+        service.auditLog = database.audit
+        let server = SpeakServer(service: service)
         try await running.waitUntilRunning()
         try await Application(router: server.buildRouter()).test(.router) { client in
             for front in ["evil", "HTTP", ""] {

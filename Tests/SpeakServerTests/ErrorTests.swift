@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import SpeakAPI
 import SpeakServer
+import SpeakService
 import SpeechModel
 import Testing
 
@@ -166,7 +167,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func bodyOverLimitIs413() async throws {
-        let harness = Harness(limits: AnnouncementIntake.Limits(maxBodyBytes: 100))
+        let harness = Harness(limits: ServiceLimits(maxBodyBytes: 100))
         try await harness.test { client in
             let text = String(repeating: "a", count: 200)
             let response = try await client.execute(
@@ -181,7 +182,7 @@ struct ErrorTests {
     /// The HTTP route reads a body up to the intake's limit and refuses it past there with the
     /// intake's one message, the one the fleet link sends for an MQTT payload.
     @Test(.timeLimit(.minutes(1))) func bodyOverLimitIsTheIntakesRefusal() async throws {
-        let harness = Harness(limits: AnnouncementIntake.Limits(maxBodyBytes: 100))
+        let harness = Harness(limits: ServiceLimits(maxBodyBytes: 100))
         try await harness.test { client in
             let text = String(repeating: "a", count: 200)
             let body = jsonBody(#"{"text": "\#(text)"}"#)
@@ -226,7 +227,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func ssmlErrorsNameSSML() async throws {
-        let harness = Harness(limits: AnnouncementIntake.Limits(maxTextLength: 10, maxSpans: 2))
+        let harness = Harness(limits: ServiceLimits(maxTextLength: 10, maxSpans: 2))
         try await harness.test { client in
             let long = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"ssml": "<speak>eleven chars</speak>"}"#))
@@ -250,7 +251,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func textOverLimitIs413NamingText() async throws {
-        let harness = Harness(limits: AnnouncementIntake.Limits(maxTextLength: 10))
+        let harness = Harness(limits: ServiceLimits(maxTextLength: 10))
         try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/announcements", method: .post, body: jsonBody(#"{"text": "eleven char"}"#))
@@ -265,7 +266,7 @@ struct ErrorTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func spansOverLimitIs413NamingSpans() async throws {
-        let harness = Harness(limits: AnnouncementIntake.Limits(maxSpans: 2))
+        let harness = Harness(limits: ServiceLimits(maxSpans: 2))
         try await harness.test { client in
             let response = try await client.execute(
                 uri: "/v1/speech", method: .post,

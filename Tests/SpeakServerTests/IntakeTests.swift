@@ -2,6 +2,7 @@ import AnnouncementIntake
 import AnnouncementQueue
 import Foundation
 import SpeakAPI
+import SpeakService
 import SpeechModel
 import Testing
 
@@ -18,12 +19,12 @@ struct IntakeTests {
         let intake = AnnouncementIntake(
             outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
         let events = running.queue.events(after: 0)
-        let error = await #expect(throws: IntakeError.self) {
+        let error = await #expect(throws: SpeakError.self) {
             _ = try await intake.prepare(AnnouncementRequest(utterance: Utterance("bad"), expiresAfter: seconds))
         }
-        #expect(error?.errorResponse.error.field == "expiresAfter")
-        #expect(error?.errorResponse.error.message.contains("expiresAfter") == true)
-        #expect(error?.isMalformed == false && error?.isUnavailable == false)
+        #expect(error?.response.error.field == "expiresAfter")
+        #expect(error?.response.error.message.contains("expiresAfter") == true)
+        #expect(error?.code == .invalid)
         await running.shutdown()
         var received: [AnnouncementEvent] = []
         for await event in events { received.append(event.event) }
@@ -64,8 +65,8 @@ struct IntakeTests {
         try await running.waitUntilRunning()
         let intake = AnnouncementIntake(
             outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
-        let error = await #expect(throws: IntakeError.self) { _ = try await intake.accept(Data(body.utf8)) }
-        #expect(error?.errorResponse.error.field == field, "\(String(describing: error))")
+        let error = await #expect(throws: SpeakError.self) { _ = try await intake.accept(Data(body.utf8)) }
+        #expect(error?.response.error.field == field, "\(String(describing: error))")
         await running.shutdown()
     }
 }

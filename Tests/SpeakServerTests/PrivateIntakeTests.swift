@@ -2,6 +2,7 @@ import AnnouncementIntake
 import AnnouncementQueue
 import Foundation
 import SpeakAPI
+import SpeakService
 import SpeechModel
 import Testing
 
@@ -34,7 +35,7 @@ struct PrivateIntakeTests {
             }
         }
 
-        func accept(_ json: String) async throws(IntakeError) -> AnnouncementAccepted {
+        func accept(_ json: String) async throws(SpeakError) -> AnnouncementAccepted {
             try await intake.accept(Data(json.utf8)).accepted
         }
 
@@ -60,7 +61,7 @@ struct PrivateIntakeTests {
         await #expect {
             _ = try await harness.accept(body)
         } throws: { error in
-            (error as? IntakeError)?.errorResponse.error.field == field
+            (error as? SpeakError)?.response.error.field == field
         }
         await harness.tearDown()
         var count = 0

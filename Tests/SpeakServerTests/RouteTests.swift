@@ -4,8 +4,10 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import ServiceCore
 import SpeakAPI
 import SpeakServer
+import SpeakService
 import SpeechModel
 import Testing
 
@@ -16,15 +18,16 @@ struct Harness {
     let server: SpeakServer
 
     init(
-        capacity: Int = 4, autoComplete: Bool = false, limits: AnnouncementIntake.Limits = AnnouncementIntake.Limits(),
+        capacity: Int = 4, autoComplete: Bool = false, limits: ServiceLimits = ServiceLimits(),
         settings: ServerSettings = ServerSettings()
     ) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
         let metrics = SpeakMetrics()
         let intake = AnnouncementIntake(
             outputs: AnnouncementOutputs(single: running.queue), renderer: renderer, health: health, limits: limits,
-            counters: metrics.intakeCounters)
-        server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics)
+            counters: metrics.serviceCounters)
+        server = SpeakServer(
+            service: CoreService(intake: intake, health: health), settings: settings, metrics: metrics)
     }
 
     var app: some ApplicationProtocol {

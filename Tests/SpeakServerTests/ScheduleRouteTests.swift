@@ -6,8 +6,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import ServiceCore
 import SpeakAPI
 import SpeakServer
+import SpeakService
 import SpeakState
 import SpeakTestSupport
 import Testing
@@ -28,10 +30,10 @@ struct ScheduleRouteTests {
             let intake = AnnouncementIntake(
                 outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(),
                 health: SwitchableHealth())
-            var server = SpeakServer(intake: intake, health: SwitchableHealth())
-            server.schedules = ScheduleService(
+            var service = CoreService(intake: intake)
+            service.scheduleService = ScheduleService(
                 store: database.schedules, intake: intake, logger: Logger(label: "test"), limits: limits)
-            self.server = server
+            self.server = SpeakServer(service: service)
         }
 
         func test(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {

@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import SpeakAPI
 import SpeakServer
+import SpeakService
 import SpeakTestSupport
 import SpeechModel
 import Synchronization
@@ -155,7 +156,7 @@ struct SessionTests {
         #expect(await book.book.last(16, heardOn: "default").isEmpty, "the old session's output forgot")
         #expect(await book.book.last(16, heardOn: "headset").count == 1, "the other output did not")
 
-        await #expect(throws: IntakeError.self) { try await book.book.put(SessionRequest(id: hall.session.id)) }
+        await #expect(throws: SpeakError.self) { try await book.book.put(SessionRequest(id: hall.session.id)) }
         try await book.book.end(output: "headset")
         #expect(await book.book.last(16, heardOn: "headset").isEmpty)
         await book.shutdown()
@@ -170,7 +171,7 @@ struct SessionTests {
             _ = try await intake.putSession(SessionRequest(isPrivate: .some(true)))
             Issue.record("a private session on the public default output was accepted")
         } catch {
-            #expect(error.errorResponse.error.field == "private", "\(error)")
+            #expect(error.response.error.field == "private", "\(error)")
         }
         let started = try await intake.putSession(SessionRequest(moveTo: .some("headset"), isPrivate: .some(true)))
         #expect(started.session.isPrivate == true && started.session.headsetOut == nil)
@@ -213,7 +214,7 @@ struct SessionTests {
         #expect(repeats.map(\.repeatOf) == Array(ids.suffix(2)) && repeats.map(\.output) == ["headset", "headset"])
         #expect(repeats.first?.text == "number 18")
 
-        await #expect(throws: IntakeError.self) { _ = try await book.intake.repeatAnnouncement(id: "nothing") }
+        await #expect(throws: SpeakError.self) { _ = try await book.intake.repeatAnnouncement(id: "nothing") }
         await book.shutdown()
     }
 

@@ -5,6 +5,7 @@ import PosixSupport
 import SpeakAPI
 import SpeakClient
 import SpeakServer
+import SpeakService
 
 #if canImport(Glibc)
 import Glibc
@@ -69,7 +70,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var fallbackLanguage: String?
     /// What an announcement may be: the largest request body, the longest text, the most spans
     /// (`--max-body-bytes`, `--max-text-length`, `--max-spans`); `buildDaemon` adds the chimes.
-    public var intakeLimits: AnnouncementIntake.Limits
+    public var intakeLimits: ServiceLimits
     /// How often idle event streams send a heartbeat comment.
     public var heartbeatSeconds: Double
     /// Silence played before each announcement, for sound hardware that wakes up late and
@@ -181,7 +182,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         tcpOpen = false
         allowedHosts = []
         defaultLanguage = ""
-        intakeLimits = AnnouncementIntake.Limits()
+        intakeLimits = ServiceLimits()
         heartbeatSeconds = 0
         leadInSeconds = 0
         gapSeconds = 0

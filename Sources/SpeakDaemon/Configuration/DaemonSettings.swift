@@ -3,6 +3,7 @@ import AnnouncementRecords
 import FoundationEssentials
 import Logging
 import SpeakServer
+import SpeakService
 import SpeechModel
 
 #if canImport(Glibc)
@@ -222,15 +223,15 @@ extension DaemonConfiguration {
 
     private static let limits: [DaemonSetting] = [
         .integer(
-            "max-body-bytes", \.intakeLimits.maxBodyBytes, default: AnnouncementIntake.Limits().maxBodyBytes,
+            "max-body-bytes", \.intakeLimits.maxBodyBytes, default: ServiceLimits().maxBodyBytes,
             in: 256...(64 << 20),
             valueName: "bytes", help: "Largest request body."),
         .integer(
-            "max-text-length", \.intakeLimits.maxTextLength, default: AnnouncementIntake.Limits().maxTextLength,
+            "max-text-length", \.intakeLimits.maxTextLength, default: ServiceLimits().maxTextLength,
             in: 1...1_000_000,
             valueName: "characters", help: "Longest text of one utterance, in characters."),
         .integer(
-            "max-spans", \.intakeLimits.maxSpans, default: AnnouncementIntake.Limits().maxSpans, in: 1...100_000,
+            "max-spans", \.intakeLimits.maxSpans, default: ServiceLimits().maxSpans, in: 1...100_000,
             help: "Most spans in one utterance."),
         .seconds(
             "heartbeat", \.heartbeatSeconds,

@@ -1,4 +1,5 @@
 import AudioOutput
+import ServiceCore
 import SpeakAPI
 import SpeakServer
 import SpeechRendering

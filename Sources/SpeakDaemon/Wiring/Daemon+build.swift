@@ -112,7 +112,7 @@ public func buildDaemon(
     limits.chimes = sound.chimes.names
     var intake = AnnouncementIntake(
         outputs: outputs.queues, renderer: engines.renderer, health: health, limits: limits,
-        counters: metrics.intakeCounters)
+        counters: metrics.serviceCounters)
     intake.privateOutputs = outputs.privateNames
     intake.refusals = records?.audit
     let fronts = try makeFronts(

@@ -2,10 +2,12 @@ import AnnouncementIntake
 import AnnouncementRecords
 import AudioOutput
 import Logging
+import ServiceCore
 import SpeakAPI
 import SpeakFleet
 import SpeakSSIP
 import SpeakServer
+import SpeakService
 import SpeakState
 
 /// The ways in: the HTTP routes and their listeners, SSIP, the fleet link and the schedules.
@@ -17,7 +19,7 @@ struct Fronts {
     let schedules: ScheduleService?
 }
 
-/// Every front over the one intake; `health` is what `/healthz` reports, the fleet link added.
+/// Every front over the one service; `health` is what `/healthz` reports, the fleet link added.
 func makeFronts(
     _ configuration: DaemonConfiguration, intake: AnnouncementIntake, health: DaemonHealth, settings: ServerSettings,
     metrics: SpeakMetrics, records: (database: StateDatabase, audit: AuditRecorder)?, engines: EngineParts,
@@ -28,14 +30,12 @@ func makeFronts(
     let schedules = records.map {
         ScheduleService(store: $0.database.schedules, intake: intake, logger: logger, limits: scheduleLimits)
     }
-    let fleet = try makeFleetLink(
-        configuration, intake: intake, memory: records?.database.fleetRequests, schedules: schedules, logger: logger)
-    var health = health
-    if let fleet { health.fleet = fleet }
-    var server = SpeakServer(intake: intake, health: health, settings: settings, metrics: metrics, logger: logger)
-    server.schedules = schedules
-    server.audit = records?.database.audit
-    server.clips = engines.clips.map { library in
+    // The one door: every front below is handed this and nothing else of the daemon.
+    var service = CoreService(intake: intake, health: health)
+    service.scheduleService = schedules
+    service.auditLog = records?.database.audit
+    service.requests = records.map { StoredRequestMemory($0.database.fleetRequests) }
+    service.clipLibrary = engines.clips.map { library in
         { @Sendable () throws -> [ClipInfo] in
             try library.list().map {
                 ClipInfo(
@@ -44,7 +44,13 @@ func makeFronts(
             }
         }
     }
-    server.hallSound = sound.hallSound(renderer: engines.renderer)
+    service.hallSound = sound.hallSound(renderer: engines.renderer)
+    let fleet = try makeFleetLink(configuration, service: service, schedules: schedules != nil, logger: logger)
+    // `/healthz` reports the fleet link too, which is built on the service before it.
+    var health = health
+    if let fleet { health.fleet = fleet }
+    service.healthReporter = health
+    let server = SpeakServer(service: service, settings: settings, metrics: metrics, logger: logger)
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }
@@ -55,7 +61,7 @@ func makeFronts(
         var limits = SSIPListener.Limits()
         limits.maxConnections = configuration.connectionLimits.maxConnections
         return SSIPListener(
-            path: $0, activatedDescriptor: activatedSSIP, intake: intake, limits: limits, logger: logger)
+            path: $0, activatedDescriptor: activatedSSIP, service: service, limits: limits, logger: logger)
     }
     let outputs = intake.outputs
     let front = SpeakFront(listeners: listeners) {
@@ -71,13 +77,11 @@ func makeFronts(
 
 /// The fleet link `--mqtt` asks for, or nil.
 private func makeFleetLink(
-    _ configuration: DaemonConfiguration, intake: AnnouncementIntake, memory: FleetRequestMemory?,
-    schedules: ScheduleService?, logger: Logger
+    _ configuration: DaemonConfiguration, service: any SpeakService, schedules: Bool, logger: Logger
 ) throws -> FleetLink? {
     do {
         guard let settings = try configuration.fleetSettings else { return nil }
-        return try FleetLink(
-            settings: settings, intake: intake, logger: logger, memory: memory, schedules: schedules)
+        return try FleetLink(settings: settings, service: service, logger: logger, schedules: schedules)
     } catch {
         throw DaemonStartError(description: "--mqtt: \(error)")
     }

@@ -1,8 +1,8 @@
-import AnnouncementIntake
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import SpeakAPI
+import SpeakService
 import SpeechModel
 
 #if canImport(Glibc)
@@ -83,26 +83,19 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         APIError(status: .unprocessableContent, code: error.kind, message: error.message, field: error.field)
     }
 
-    /// The intake's refusal in HTTP: 400 a body that is not strict JSON or not an object, 413
-    /// over a limit, 429 the queue full, 503 audio unavailable or shutting down, else 422.
-    init(_ error: IntakeError) {
-        let status: HTTPResponse.Status
-        if error.isMalformed {
-            status = .badRequest
-        } else if error.isTooLarge {
-            status = .contentTooLarge
-        } else if error.isQueueFull {
-            status = .tooManyRequests
-        } else if error.isUnavailable {
-            status = .serviceUnavailable
-        } else if error.isNotFound {
-            status = .notFound
-        } else if error.isConflict {
-            status = .conflict
-        } else {
-            status = .unprocessableContent
-        }
-        self.init(status: status, body: error.errorResponse)
+    /// The service's refusal in HTTP: the one place a ``SpeakError/Code`` becomes a status.
+    init(_ error: SpeakError) {
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case .malformed: .badRequest
+            case .tooLarge: .contentTooLarge
+            case .notFound: .notFound
+            case .conflict: .conflict
+            case .queueFull: .tooManyRequests
+            case .audioUnavailable, .shuttingDown, .stateUnavailable, .engineUnavailable: .serviceUnavailable
+            default: .unprocessableContent
+            }
+        self.init(status: status, body: error.response)
     }
 
     private init(status: HTTPResponse.Status, body: ErrorResponse) {

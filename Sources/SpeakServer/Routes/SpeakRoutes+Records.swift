@@ -1,20 +1,18 @@
-import AnnouncementIntake
-import AnnouncementRecords
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import SpeakAPI
-import SpeakState
-import SpeechRendering
+import SpeakSchedules
+import SpeakService
 
 extension SpeakRoutes {
     // MARK: Schedules
 
     /// `POST /v1/schedules`: 201 with the schedule, once it is in the database.
     @Sendable func createSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let schedules = try requireSchedules()
         let body = try await jsonBody(request)
-        let resource = try await records { () async throws(RecordsError) in try await schedules.create(body) }
+        let resource = try await records { () async throws(SpeakError) in try await server.service.createSchedule(body)
+        }
         var response = raw(resource.json(), status: .created)
         response.headers[.location] = "/v1/schedules/\(resource.id)"
         return response
@@ -23,7 +21,6 @@ extension SpeakRoutes {
     /// `GET /v1/schedules?after&limit`: a page of schedules, oldest first, `{"schedules": [...],
     /// "next"}`, as `/v1/audit` pages its rows; `next` is there when more follow.
     @Sendable func listSchedules(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let schedules = try requireSchedules()
         let query = request.uri.queryParameters
         for (name, _) in query where name != "after" && name != "limit" {
             throw APIError(
@@ -32,8 +29,8 @@ extension SpeakRoutes {
         }
         let limit = try pageLimit(query["limit"].map(String.init))
         let cursor = query["after"].map(String.init)
-        let page = try await records { () async throws(RecordsError) in
-            try await schedules.list(after: cursor, limit: limit)
+        let page = try await records { () async throws(SpeakError) in
+            try await server.service.schedules(after: cursor, limit: limit)
         }
         return raw(ScheduleResource.list(page.schedules, next: page.next))
     }
@@ -51,27 +48,25 @@ extension SpeakRoutes {
 
     /// `GET /v1/schedules/{id}`.
     @Sendable func getSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let schedules = try requireSchedules()
         let id = try context.parameters.require("id")
-        return raw(try await records { () async throws(RecordsError) in try await schedules.schedule(id: id) }.json())
+        return raw(
+            try await records { () async throws(SpeakError) in try await server.service.schedule(id: id) }.json())
     }
 
     /// `PATCH /v1/schedules/{id}`: the keys given replace the schedule's; `null` removes one.
     @Sendable func patchSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let schedules = try requireSchedules()
         let id = try context.parameters.require("id")
         let body = try await jsonBody(request, mergePatch: true)
-        let resource = try await records { () async throws(RecordsError) in
-            try await schedules.update(id: id, patch: body)
+        let resource = try await records { () async throws(SpeakError) in
+            try await server.service.updateSchedule(id: id, patch: body)
         }
         return raw(resource.json())
     }
 
     /// `DELETE /v1/schedules/{id}`: 204.
     @Sendable func deleteSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let schedules = try requireSchedules()
         let id = try context.parameters.require("id")
-        try await records { () async throws(RecordsError) in try await schedules.delete(id: id) }
+        try await records { () async throws(SpeakError) in try await server.service.deleteSchedule(id: id) }
         return Response(status: .noContent)
     }
 
@@ -82,16 +77,10 @@ extension SpeakRoutes {
     /// posted: 200 `{"samples", "seconds"}`.
     @Sendable func prerender(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let body = try await jsonBody(request)
-        let speech: PreparedUtterance
-        do {
-            speech = try await server.intake.prepare(prerender: body, origin: access.origin(of: request))
-        } catch {
-            throw APIError(error)
-        }
-        var samples = 0
-        for try await chunk in server.intake.renderer.render(speech) { samples += chunk.samples.count }
-        let rate = server.intake.renderer.format.sampleRate
-        return try json(Prerendered(samples: samples, seconds: Double(samples) / Double(rate)))
+        return try json(
+            try await records { () async throws(SpeakError) in
+                try await server.service.prerender(body, origin: access.origin(of: request))
+            })
     }
 
     // MARK: Audit
@@ -107,7 +96,6 @@ extension SpeakRoutes {
     /// `GET /v1/audit?since&until&output&reason&front&after&limit`: a page of rows, oldest
     /// first; `format=ndjson` streams every matching row, one JSON object per line.
     @Sendable func audit(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        guard let log = server.audit else { throw Self.noState }
         let query = request.uri.queryParameters
         for (name, _) in query where !Self.auditParameters.contains(String(name)) {
             throw APIError(
@@ -115,7 +103,7 @@ extension SpeakRoutes {
                 message: "unknown parameter '\(name)' (\(Self.auditParameters.sorted().joined(separator: ", ")))",
                 field: String(name))
         }
-        var filter = AuditFilter()
+        var filter = AuditQuery()
         filter.since = try dateQuery(request, "since")
         filter.until = try dateQuery(request, "until")
         filter.output = query["output"].map(String.init)
@@ -128,35 +116,27 @@ extension SpeakRoutes {
                 message: "unknown front '\(front)' (\(Self.auditFronts.sorted().joined(separator: ", ")))",
                 field: "front")
         }
-        var cursor: Int64?
         if let text = query["after"] {
             guard text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else {
                 throw APIError(
                     status: .unprocessableContent, code: "invalidValue",
                     message: "'\(text)' is not a cursor: pass the 'next' of the page before", field: "after")
             }
-            cursor = value
+            filter.after = value
         }
-        var limit = 100
         if let text = query["limit"] {
             guard text.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...1_000).contains(value) else {
                 throw APIError(
                     status: .unprocessableContent, code: "invalidValue",
                     message: "limit must be a whole number from 1 to 1000, not '\(text)'", field: "limit")
             }
-            limit = value
+            filter.limit = value
         }
         switch query["format"].map(String.init) {
         case nil, "json":
-            let page: (entries: [AuditEntry], next: Int64?)
-            do {
-                page = try log.entries(filter, after: cursor, limit: limit)
-            } catch {
-                throw APIError(status: .serviceUnavailable, code: "stateUnavailable", message: "\(error)")
-            }
-            return try json(AuditPage(entries: page.entries.map(Self.record), next: page.next.map(String.init)))
+            return try json(try await records { () async throws(SpeakError) in try await server.service.audit(filter) })
         case "ndjson":
-            return try exportAudit(log, filter: filter, after: cursor)
+            return try await exportAudit(filter)
         case let other?:
             throw APIError(
                 status: .unprocessableContent, code: "invalidValue",
@@ -164,41 +144,32 @@ extension SpeakRoutes {
         }
     }
 
-    /// Every row `filter` matches, one JSON object per line, read a page at a time.
-    private func exportAudit(_ log: AuditLog, filter: AuditFilter, after cursor: Int64?) throws -> Response {
+    /// Every row `filter` matches, one JSON object per line, read a page at a time. The first
+    /// page is read before the answer starts, so a log that cannot be read is a 503, not an empty
+    /// stream.
+    private func exportAudit(_ filter: AuditQuery) async throws -> Response {
+        var filter = filter
+        filter.limit = 500
+        let service = server.service
+        let first = try await records { () async throws(SpeakError) in try await service.audit(filter) }
         let encoder = WireFormat.encoder()
-        let body = ResponseBody { writer in
-            var cursor = cursor
-            repeat {
-                let page = try log.entries(filter, after: cursor, limit: 500)
+        let body = ResponseBody { [filter] writer in
+            var filter = filter
+            var page = first
+            while true {
                 var buffer = ByteBuffer()
-                for entry in page.entries {
-                    buffer.writeBytes(try encoder.encode(Self.record(entry)))
+                for record in page.entries {
+                    buffer.writeBytes(try encoder.encode(record))
                     buffer.writeInteger(UInt8(ascii: "\n"))
                 }
                 if buffer.readableBytes > 0 { try await writer.write(buffer) }
-                cursor = page.next
-            } while cursor != nil
+                guard let next = page.next.flatMap(Int64.init) else { break }
+                filter.after = next
+                page = try await service.audit(filter)
+            }
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
-    }
-
-    static func record(_ entry: AuditEntry) -> AuditRecord {
-        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-        var record = AuditRecord(id: entry.id, front: entry.front, origin: entry.origin, repeats: entry.repeats)
-        record.output = entry.output
-        record.priority = entry.priority.flatMap(AnnouncementPriority.init(rawValue:))
-        record.queued = entry.queued?.formatted(style)
-        record.started = entry.started?.formatted(style)
-        record.finished = entry.finished?.formatted(style)
-        record.reason = entry.reason
-        record.detail = entry.detail
-        record.error = entry.error
-        record.schedule = entry.schedule
-        record.text = entry.text
-        record.private = entry.isPrivate ? true : nil
-        return record
     }
 
     private func dateQuery(_ request: Request, _ name: String) throws(APIError) -> Date? {
@@ -216,31 +187,12 @@ extension SpeakRoutes {
 
     // MARK: Helpers
 
-    private static let noState = APIError(
-        status: .serviceUnavailable, code: "stateUnavailable",
-        message: "speakd keeps no state: start it with --state-dir DIR (the system and user units do)")
-
-    private func requireSchedules() throws(APIError) -> ScheduleService {
-        guard let schedules = server.schedules else { throw Self.noState }
-        return schedules
-    }
-
-    /// `body`'s result, its `RecordsError` answered with its status.
-    private func records<Result>(_ body: () async throws(RecordsError) -> Result) async throws(APIError) -> Result {
+    /// `body`'s result, its `SpeakError` answered with its status.
+    private func records<Result>(_ body: () async throws(SpeakError) -> Result) async throws(APIError) -> Result {
         do {
             return try await body()
         } catch {
-            let status: HTTPResponse.Status =
-                switch error.kind {
-                case .invalid: .unprocessableContent
-                case .malformed: .badRequest
-                case .notFound: .notFound
-                case .conflict: .conflict
-                case .unavailable: .serviceUnavailable
-                }
-            throw APIError(
-                status: status, code: error.response.error.code, message: error.response.error.message,
-                field: error.response.error.field)
+            throw APIError(error)
         }
     }
 

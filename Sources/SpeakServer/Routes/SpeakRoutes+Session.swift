@@ -1,8 +1,8 @@
-import AnnouncementIntake
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import SpeakAPI
+import SpeakService
 
 extension SpeakRoutes {
     // MARK: Sessions
@@ -12,7 +12,7 @@ extension SpeakRoutes {
         let body = try await jsonBody(request)
         let change: SessionChange
         do {
-            change = try await server.intake.putSession(try server.intake.decodeSession(body))
+            change = try await service.putSession(try service.limits.decodeSession(body))
         } catch {
             throw APIError(error)
         }
@@ -21,7 +21,7 @@ extension SpeakRoutes {
 
     /// `GET /v1/session`: every output's session.
     @Sendable func listSessions(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(SessionList(sessions: await server.intake.sessions.list()))
+        try json(SessionList(sessions: await service.sessions()))
     }
 
     /// `DELETE /v1/session?output=NAME` or `?id=ID`: ends a session; 200 with the change.
@@ -30,7 +30,7 @@ extension SpeakRoutes {
         let id = request.uri.queryParameters["id"].map(String.init)
         let change: SessionChange
         do {
-            change = try await server.intake.sessions.end(output: output, id: id)
+            change = try await service.endSession(output: output, id: id)
         } catch {
             throw APIError(error)
         }
@@ -45,7 +45,7 @@ extension SpeakRoutes {
         let accepted: AnnouncementAccepted
         do {
             // The original's key, when its poster presents it, is what earns the repeat's key.
-            accepted = try await server.intake.repeatAnnouncement(
+            accepted = try await service.repeatAnnouncement(
                 id: id, key: request.headers[.announcementKey], origin: access.origin(of: request))
         } catch {
             throw APIError(error)
@@ -65,14 +65,14 @@ extension SpeakRoutes {
                 throw APIError(
                     status: .unprocessableContent, code: "invalidValue",
                     message:
-                        "count must be a whole number from 1 to \(AnnouncementIntake.maximumRepeatCount), not '\(text)'",
+                        "count must be a whole number from 1 to \(ServiceLimits.maximumRepeatCount), not '\(text)'",
                     field: "count")
             }
             count = number
         }
         let accepted: [AnnouncementAccepted]
         do {
-            accepted = try await server.intake.repeatLast(
+            accepted = try await service.repeatLast(
                 output: output, count: count, origin: access.origin(of: request))
         } catch {
             throw APIError(error)

@@ -1,10 +1,10 @@
-import AnnouncementIntake
 import AsyncAlgorithms
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
 import NIOCore
 import SpeakAPI
+import SpeakService
 import SpeechModel
 import SpeechRendering
 
@@ -21,7 +21,7 @@ struct SpeakRoutes: Sendable {
     /// never repeat across restarts.
     let epoch = UInt64(Date().timeIntervalSince1970 * 1000)
 
-    private var intake: AnnouncementIntake { server.intake }
+    var service: any SpeakService { server.service }
 
     // MARK: Announcements
 
@@ -36,14 +36,14 @@ struct SpeakRoutes: Sendable {
         let wait = try boolQuery(request, "wait")
         let accepted: AnnouncementAccepted
         do {
-            accepted = try await server.intake.accept(body, origin: access.origin(of: request)).accepted
+            accepted = try await service.accept(body, origin: access.origin(of: request))
         } catch {
             throw APIError(error)
         }
         if wait {
             do {
-                return try json(try await server.intake.finished(id: accepted.id), status: .ok)
-            } catch let error as IntakeError {
+                return try json(try await service.finished(id: accepted.id), status: .ok)
+            } catch let error as SpeakError {
                 throw APIError(error)
             }
         }
@@ -54,7 +54,7 @@ struct SpeakRoutes: Sendable {
 
     @Sendable func list(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let output = try outputQuery(request)
-        var announcements = await intake.snapshot()
+        var announcements = await service.snapshot()
         if let output { announcements.removeAll { $0.output != output } }
         return try json(AnnouncementList(announcements: announcements))
     }
@@ -64,8 +64,8 @@ struct SpeakRoutes: Sendable {
         // A private announcement's poster holds its key (docs/privacy.md): a header, as URLs end up in logs.
         let key = request.headers[.announcementKey]
         do {
-            return try json(try await server.intake.requireStatus(id: id, key: key))
-        } catch let error as IntakeError {
+            return try json(try await service.requireStatus(id: id, key: key))
+        } catch let error as SpeakError {
             throw APIError(error)
         }
     }
@@ -74,7 +74,7 @@ struct SpeakRoutes: Sendable {
         let id = try context.parameters.require("id")
         let cancelled: Bool
         do {
-            cancelled = try await server.intake.cancel(id: id)
+            cancelled = try await service.cancel(id: id)
         } catch {
             throw APIError(error)
         }
@@ -98,7 +98,7 @@ struct SpeakRoutes: Sendable {
         // An id is paused in whichever output's queue holds it; without one, `?output=`'s speaking
         // one, or the default output's.
         do {
-            status = try await server.intake.pause(
+            status = try await service.pause(
                 id: id, output: request.uri.queryParameters["output"].map(String.init), atWordEnd: atWordEnd)
         } catch {
             throw APIError(error)
@@ -111,7 +111,7 @@ struct SpeakRoutes: Sendable {
         let id = context.parameters.get("id")
         let status: AnnouncementStatus
         do {
-            status = try await server.intake.resume(
+            status = try await service.resume(
                 id: id, output: request.uri.queryParameters["output"].map(String.init))
         } catch {
             throw APIError(error)
@@ -123,7 +123,7 @@ struct SpeakRoutes: Sendable {
         let output = request.uri.queryParameters["output"].map(String.init)
         let cancelled: Int
         do {
-            cancelled = try await server.intake.cancelAll(output: output)
+            cancelled = try await service.cancelAll(output: output)
         } catch {
             throw APIError(error)
         }
@@ -146,7 +146,7 @@ struct SpeakRoutes: Sendable {
         let after = restarted ? 0 : resume?.sequence
         // The queue's own stream, so its per-subscriber bound applies: a reader that falls too far
         // behind has its stream ended and resumes with Last-Event-ID, instead of growing memory.
-        let events = intake.events(after: after, progress: progress)
+        let events = service.events(after: after, progress: progress)
         let heartbeat = server.settings.heartbeatInterval
         let metrics = server.metrics
         let logger = context.logger
@@ -223,19 +223,15 @@ struct SpeakRoutes: Sendable {
     /// answer, never a WAV that looks whole).
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let raw = try boolQuery(request, "raw")
-        let decoded: AnnouncementRequest.Decoded
-        let speech: PreparedUtterance
+        let render: SpeechRender
         do {
-            decoded = try server.intake.decodeNamingText(try await jsonBody(request))
-            try Self.requireHonoured(decoded, raw: raw)
-            // The output and chimes it names are checked as for an announcement.
-            speech = try await server.intake.prepare(decoded.request).speech
-        } catch let error as IntakeError {
+            render = try await service.render(service.limits.decodeNamingText(try await jsonBody(request)), raw: raw)
+        } catch let error as SpeakError {
             throw APIError(error)
         }
-        let textField = decoded.textField
+        let textField = render.textField
         let lease = try await server.speechSlots.acquire()
-        let format = server.renderer.format
+        let format = render.format
         let limit = server.settings.maxSpeechSeconds
         let maxSamples = limit * format.sampleRate * format.channels
         let bufferedSamples = Self.bufferedSeconds * format.sampleRate * format.channels
@@ -243,10 +239,7 @@ struct SpeakRoutes: Sendable {
         var file = WAVFile(format: format, capacity: 3 * format.sampleRate * format.channels)
         var samples = 0
         let began = ContinuousClock.now
-        let audio =
-            raw
-            ? server.renderer.render(speech, chunking: .whole)
-            : server.hallSound?(decoded.request, speech) ?? server.renderer.render(speech, chunking: .whole)
+        let audio = render.audio
         let chunks = OneReader(audio.makeAsyncIterator())
         let tooLong = APIError.tooLarge(
             "the speech is longer than the limit of \(limit) seconds of audio a render may hold; "
@@ -311,46 +304,32 @@ struct SpeakRoutes: Sendable {
     /// Seconds of audio a render holds before it streams: an announcement is answered whole.
     static let bufferedSeconds = 30
 
-    /// The request keys a render does not honour, refused by name rather than dropped: the
-    /// queue's (`expiresAfter`, `requestId`, and `queue: false`, an interruption) always, and with
-    /// `?raw=true` the sound's too (`chime`, `chimeAfter`, `repeat`, `output`, and `priority`,
-    /// which picks the default chimes). `queue: true`, the default, asks for nothing a render
-    /// leaves out: Swift clients send it with every request.
-    static func requireHonoured(_ decoded: AnnouncementRequest.Decoded, raw: Bool) throws(IntakeError) {
-        let queueOnly: Set = ["queue", "expiresAfter", "requestId"]
-        let soundOnly: Set = ["chime", "chimeAfter", "repeat", "output", "priority"]
-        for key in decoded.keys where queueOnly.contains(key) || (raw && soundOnly.contains(key)) {
-            if key == "queue", decoded.request.queue { continue }
-            let why =
-                queueOnly.contains(key)
-                ? "POST /v1/speech renders without queueing, so '\(key)' does not apply; leave it out"
-                : "a raw render (?raw=true) is the engine's own audio, so '\(key)' does not apply; leave it out"
-            throw .invalid(.unsupported(field: key, why))
-        }
-    }
-
     /// How much of a WAV is handed to the connection at a time.
     private static let speechSlice = 64 * 1024
 
     @Sendable func voices(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(VoiceList(voices: try await server.renderer.voices()))
+        do {
+            return try json(VoiceList(voices: try await service.voices()))
+        } catch let error as SpeakError {
+            throw APIError(error)
+        }
     }
 
     @Sendable func clips(_ request: Request, context: BasicRequestContext) async throws -> Response {
         do {
-            return try json(ClipList(clips: try server.clips?() ?? []))
-        } catch {
+            return try json(ClipList(clips: try await service.clips()))
+        } catch let error as SpeakError {
             // The directory went away or became unreadable after the start.
-            throw APIError(status: .serviceUnavailable, code: "clipsUnavailable", message: "\(error)", field: nil)
+            throw APIError(error)
         }
     }
 
     @Sendable func chimes(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        try json(ChimeList(chimes: server.intake.limits.chimes))
+        try json(ChimeList(chimes: service.limits.chimes))
     }
 
     @Sendable func healthz(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let report = await currentHealth()
+        let report = await service.health()
         return try json(report, status: report.status == .ok ? .ok : .serviceUnavailable)
     }
 
@@ -361,10 +340,10 @@ struct SpeakRoutes: Sendable {
     }
 
     @Sendable func metricsPage(_ request: Request, context: BasicRequestContext) async throws -> Response {
-        let report = await currentHealth()
+        let report = await service.health()
         let gauges = HealthGauges(
             waiting: report.queue?.waiting ?? 0, speaking: report.queue?.speaking ?? false,
-            capacity: report.queue?.capacity ?? intake.capacity, sink: report.audio.sink,
+            capacity: report.queue?.capacity ?? 0, sink: report.audio.sink,
             audioUp: report.audio.state == .ok, engineUp: report.engine.state != .unavailable,
             workers: report.engine.workers, outputs: report.outputs ?? [])
         let text = server.metrics.exposition(health: gauges)
@@ -379,23 +358,11 @@ struct SpeakRoutes: Sendable {
     private func outputQuery(_ request: Request) throws(APIError) -> String? {
         guard let output = request.uri.queryParameters["output"].map(String.init) else { return nil }
         do {
-            try server.intake.checkOutput(output)
+            try service.checkOutput(output)
         } catch {
             throw APIError(error)
         }
         return output
-    }
-
-    private func currentHealth() async -> HealthReport {
-        var report = await server.health.health()
-        report.queue = await server.intake.occupancy()
-        if var outputs = report.outputs {
-            for index in outputs.indices {
-                outputs[index].queue = await server.intake.occupancy(of: outputs[index].name)
-            }
-            report.outputs = outputs
-        }
-        return report
     }
 
     /// A JSON body (415 for another media type), read with Hummingbird's `collectBody(upTo:)` up to
@@ -404,13 +371,13 @@ struct SpeakRoutes: Sendable {
     /// - Parameter mergePatch: whether RFC 7396's `application/merge-patch+json` is taken too (a `PATCH`).
     func jsonBody(_ request: Request, mergePatch: Bool = false) async throws -> Data {
         try Self.requireJSON(request.headers[.contentType], mergePatch: mergePatch)
-        let limit = server.intake.limits.maxBodyBytes
+        let limit = service.limits.maxBodyBytes
         var request = request
         do {
             return Data(buffer: try await request.collectBody(upTo: limit))
         } catch is NIOTooManyBytesError {
             let declared = request.headers[.contentLength].flatMap(Int.init).flatMap { $0 > limit ? $0 : nil }
-            throw APIError(server.intake.bodyTooLarge(bytes: declared))
+            throw APIError(service.limits.bodyTooLarge(bytes: declared))
         }
     }
 
@@ -470,7 +437,7 @@ struct SpeakRoutes: Sendable {
                 message: "'\(given.text)' is not an event id (<epoch>-<sequence> or a sequence number)",
                 field: given.field)
         }
-        let newest = intake.lastEventSequence
+        let newest = service.lastEventSequence
         if id.epoch == nil || id.epoch == epoch, id.sequence > newest {
             throw APIError(
                 status: .unprocessableContent, code: "invalidValue",

@@ -1,6 +1,8 @@
-import AnnouncementRecords
 import Foundation
+import SpeakService
 import Testing
+
+@testable import SpeakFleet
 
 /// The fleet's schedule commands, decoded strictly.
 struct ScheduleCommandTests {
@@ -20,7 +22,7 @@ struct ScheduleCommandTests {
         #expect {
             try ScheduleCommand(json: Data(json.utf8))
         } throws: { error in
-            guard let error = error as? RecordsError, case .malformed = error.kind else { return false }
+            guard let error = error as? SpeakError, error.code == .malformed else { return false }
             return error.response.error.field == "schedule.announcement.private"
         }
     }
@@ -41,7 +43,7 @@ struct ScheduleCommandTests {
         #expect {
             try ScheduleCommand(json: Data(json.utf8))
         } throws: { error in
-            (error as? RecordsError)?.response.error.field == field
+            (error as? SpeakError)?.response.error.field == field
         }
     }
 }

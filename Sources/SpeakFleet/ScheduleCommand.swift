@@ -1,6 +1,7 @@
 import Foundation
 import SpeakAPI
 import SpeakSchedules
+import SpeakService
 import SpeechModel
 
 /// A fleet's schedule command (`speakd/{site}/…/schedule`), decoded strictly:
@@ -14,21 +15,21 @@ public enum ScheduleCommand: Sendable, Equatable {
     case update(id: String, patch: Data)
     case delete(id: String)
 
-    /// - Throws: `RecordsError` naming the field.
-    public init(json: Data) throws(RecordsError) {
+    /// - Throws: `SpeakError` naming the field.
+    public init(json: Data) throws(SpeakError) {
         do {
             try StrictJSON.check(json)
         } catch {
-            throw RecordsError(
+            throw SpeakError(
                 error.isOutOfRange ? .invalid : .malformed,
-                code: error.isOutOfRange ? "outOfRange" : "malformedRequest", error.message,
+                name: error.isOutOfRange ? "outOfRange" : "malformedRequest", error.message,
                 field: error.field ?? "body")
         }
         guard case .object(let object)? = try? WireFormat.decoder().decode(JSONValue.self, from: json) else {
-            throw RecordsError(.malformed, code: "malformedRequest", "the command is not a JSON object", field: "body")
+            throw SpeakError(.malformed, name: "malformedRequest", "the command is not a JSON object", field: "body")
         }
         guard case .string(let action)? = object["action"] else {
-            throw RecordsError(.invalid, code: "invalidValue", "action must be add, update or delete", field: "action")
+            throw SpeakError(.invalid, name: "invalidValue", "action must be add, update or delete", field: "action")
         }
         let allowed: Set<String>
         switch action {
@@ -36,24 +37,24 @@ public enum ScheduleCommand: Sendable, Equatable {
         case "update": allowed = ["action", "id", "patch"]
         case "delete": allowed = ["action", "id"]
         default:
-            throw RecordsError(
-                .invalid, code: "invalidValue", "action must be add, update or delete, not '\(action)'",
+            throw SpeakError(
+                .invalid, name: "invalidValue", "action must be add, update or delete, not '\(action)'",
                 field: "action")
         }
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw RecordsError(
-                .invalid, code: "invalidValue", "\(action) takes \(allowed.sorted().joined(separator: ", "))",
+            throw SpeakError(
+                .invalid, name: "invalidValue", "\(action) takes \(allowed.sorted().joined(separator: ", "))",
                 field: unknown)
         }
-        func body(_ key: String) throws(RecordsError) -> Data {
+        func body(_ key: String) throws(SpeakError) -> Data {
             guard let value = object[key], case .object = value else {
-                throw RecordsError(.invalid, code: "invalidValue", "\(key) must be a JSON object", field: key)
+                throw SpeakError(.invalid, name: "invalidValue", "\(key) must be a JSON object", field: key)
             }
             return value.encoded()
         }
-        func id() throws(RecordsError) -> String {
+        func id() throws(SpeakError) -> String {
             guard case .string(let id)? = object["id"], !id.isEmpty else {
-                throw RecordsError(.invalid, code: "invalidValue", "id must be a schedule's id", field: "id")
+                throw SpeakError(.invalid, name: "invalidValue", "id must be a schedule's id", field: "id")
             }
             return id
         }

@@ -1,0 +1,278 @@
+import AnnouncementIntake
+import AnnouncementRecords
+import FoundationEssentials
+import SpeakAPI
+import SpeakSchedules
+import SpeakService
+import SpeakState
+import SpeechModel
+import SpeechRendering
+
+/// An announcement rendered as it would be played: its chime, its speech at the announcements'
+/// loudness, its chime after, each repeat after its gap.
+public typealias HallSound =
+    @Sendable (AnnouncementRequest, PreparedUtterance) -> AsyncThrowingStream<PCMChunk, any Error>
+
+/// speakd's service: the intake (the outputs' queues, sessions, the engines), the schedules and
+/// the audit log behind the one protocol every front calls. The daemon builds it; no front sees
+/// what it is made of.
+public struct CoreService: SpeakService {
+    /// The way in to the queues, with the engine and the sessions.
+    public let intake: AnnouncementIntake
+    /// Engine, audio, state and fleet health, as `/healthz` reports it before the queues' occupancy.
+    public var healthReporter: any HealthReporting
+    /// The schedules, when the daemon keeps state (`--state-dir`).
+    public var scheduleService: ScheduleService?
+    /// The audit log, when the daemon keeps state.
+    public var auditLog: AuditLog?
+    /// The clips of the library as they are now, when the daemon has one (`--clips`).
+    public var clipLibrary: (@Sendable () throws -> [ClipInfo])?
+    /// What a render that is not raw sounds like; nil renders the engine's own audio.
+    public var hallSound: HallSound?
+    /// The request ids kept across restarts (the fleet's), when the daemon keeps state.
+    public var requests: (any RequestMemory)?
+
+    /// - Parameters:
+    ///   - intake: the way in, with the outputs' queues and the engine.
+    ///   - health: the state `/healthz` reports (it may know more than the intake's gate needs,
+    ///     such as the fleet link).
+    public init(intake: AnnouncementIntake, health: (any HealthReporting)? = nil) {
+        self.intake = intake
+        self.healthReporter = health ?? intake.health
+    }
+
+    public var limits: ServiceLimits { intake.limits }
+
+    // MARK: Announce
+
+    public func accept(_ body: Data, origin: AnnouncementOrigin) async throws(SpeakError) -> AnnouncementAccepted {
+        try await intake.accept(body, origin: origin).accepted
+    }
+
+    public func accept(
+        _ request: AnnouncementRequest, origin: AnnouncementOrigin
+    ) async throws(SpeakError) -> AnnouncementAccepted {
+        try await intake.accept(request, origin: origin).accepted
+    }
+
+    public func finished(id: String) async throws(SpeakError) -> AnnouncementEvent {
+        try await intake.finished(id: id)
+    }
+
+    // MARK: Render only
+
+    public func render(_ decoded: AnnouncementRequest.Decoded, raw: Bool) async throws(SpeakError) -> SpeechRender {
+        try Self.requireHonoured(decoded, raw: raw)
+        // The output and chimes it names are checked as for an announcement.
+        let speech = try await intake.prepare(decoded.request).speech
+        let renderer = intake.renderer
+        let audio =
+            raw
+            ? renderer.render(speech, chunking: .whole)
+            : hallSound?(decoded.request, speech) ?? renderer.render(speech, chunking: .whole)
+        return SpeechRender(format: renderer.format, textField: decoded.textField, audio: audio)
+    }
+
+    /// The request keys a render does not honour, refused by name rather than dropped: the
+    /// queue's (`expiresAfter`, `requestId`, and `queue: false`, an interruption) always, and with
+    /// `raw` the sound's too (`chime`, `chimeAfter`, `repeat`, `output`, and `priority`, which
+    /// picks the default chimes). `queue: true`, the default, asks for nothing a render leaves
+    /// out: Swift clients send it with every request.
+    static func requireHonoured(_ decoded: AnnouncementRequest.Decoded, raw: Bool) throws(SpeakError) {
+        let queueOnly: Set = ["queue", "expiresAfter", "requestId"]
+        let soundOnly: Set = ["chime", "chimeAfter", "repeat", "output", "priority"]
+        for key in decoded.keys where queueOnly.contains(key) || (raw && soundOnly.contains(key)) {
+            if key == "queue", decoded.request.queue { continue }
+            let why =
+                queueOnly.contains(key)
+                ? "POST /v1/speech renders without queueing, so '\(key)' does not apply; leave it out"
+                : "a raw render (?raw=true) is the engine's own audio, so '\(key)' does not apply; leave it out"
+            throw .invalid(.unsupported(field: key, why))
+        }
+    }
+
+    public func prerender(_ body: Data, origin: AnnouncementOrigin) async throws(SpeakError) -> Prerendered {
+        let speech = try await intake.prepare(prerender: body, origin: origin)
+        var samples = 0
+        do {
+            for try await chunk in intake.renderer.render(speech) { samples += chunk.samples.count }
+        } catch let error as SpeechInputError {
+            throw .invalid(error)
+        } catch {
+            throw SpeakError(.invalid, name: ErrorResponse.Code.internalError, "the render failed: \(error)")
+        }
+        let rate = intake.renderer.format.sampleRate
+        return Prerendered(samples: samples, seconds: Double(samples) / Double(rate))
+    }
+
+    // MARK: Control
+
+    public func cancel(id: String) async throws(SpeakError) -> Bool { try await intake.cancel(id: id) }
+
+    public func cancelAll(output: String?) async throws(SpeakError) -> Int {
+        try await intake.cancelAll(output: output)
+    }
+
+    public func pause(id: String?, output: String?, atWordEnd: Bool) async throws(SpeakError) -> AnnouncementStatus {
+        try await intake.pause(id: id, output: output, atWordEnd: atWordEnd)
+    }
+
+    public func resume(id: String?, output: String?) async throws(SpeakError) -> AnnouncementStatus {
+        try await intake.resume(id: id, output: output)
+    }
+
+    public func repeatAnnouncement(
+        id: String, key: String?, origin: AnnouncementOrigin
+    ) async throws(SpeakError) -> AnnouncementAccepted {
+        try await intake.repeatAnnouncement(id: id, key: key, origin: origin)
+    }
+
+    public func repeatLast(
+        output: String?, count: Int, origin: AnnouncementOrigin
+    ) async throws(SpeakError) -> [AnnouncementAccepted] {
+        try await intake.repeatLast(output: output, count: count, origin: origin)
+    }
+
+    // MARK: Sessions
+
+    public func putSession(_ request: SessionRequest) async throws(SpeakError) -> SessionChange {
+        try await intake.putSession(request)
+    }
+
+    public func sessions() async -> [SessionStatus] { await intake.sessions.list() }
+
+    public func endSession(output: String?, id: String?) async throws(SpeakError) -> SessionChange {
+        try await intake.sessions.end(output: output, id: id)
+    }
+
+    public func endSession(_ request: SessionRequest) async throws(SpeakError) -> SessionChange {
+        try await intake.sessions.end(endOnly: request)
+    }
+
+    // MARK: Schedules
+
+    /// The schedules, or 503 `stateUnavailable` when the daemon keeps no state.
+    private func requireSchedules() throws(SpeakError) -> ScheduleService {
+        guard let scheduleService else { throw Self.noState }
+        return scheduleService
+    }
+
+    /// The refusal of a schedule or audit request when speakd keeps no state.
+    static let noState = SpeakError(
+        .stateUnavailable, name: "stateUnavailable",
+        "speakd keeps no state: start it with --state-dir DIR (the system and user units do)")
+
+    public func createSchedule(_ body: Data) async throws(SpeakError) -> ScheduleResource {
+        try await requireSchedules().create(body)
+    }
+
+    public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
+        schedules: [ScheduleResource], next: String?
+    ) {
+        try await requireSchedules().list(after: after, limit: limit)
+    }
+
+    public func schedule(id: String) async throws(SpeakError) -> ScheduleResource {
+        try await requireSchedules().schedule(id: id)
+    }
+
+    public func updateSchedule(id: String, patch: Data) async throws(SpeakError) -> ScheduleResource {
+        try await requireSchedules().update(id: id, patch: patch)
+    }
+
+    public func deleteSchedule(id: String) async throws(SpeakError) {
+        try await requireSchedules().delete(id: id)
+    }
+
+    // MARK: Audit
+
+    public func audit(_ query: AuditQuery) async throws(SpeakError) -> AuditPage {
+        guard let auditLog else { throw Self.noState }
+        var filter = AuditFilter()
+        filter.since = query.since
+        filter.until = query.until
+        filter.output = query.output
+        filter.reason = query.reason
+        filter.front = query.front
+        let page: (entries: [AuditEntry], next: Int64?)
+        do {
+            page = try auditLog.entries(filter, after: query.after, limit: query.limit)
+        } catch {
+            throw SpeakError(state: error)
+        }
+        return AuditPage(entries: page.entries.map(Self.record), next: page.next.map(String.init))
+    }
+
+    /// A row of the log as the API shows it.
+    static func record(_ entry: AuditEntry) -> AuditRecord {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        var record = AuditRecord(id: entry.id, front: entry.front, origin: entry.origin, repeats: entry.repeats)
+        record.output = entry.output
+        record.priority = entry.priority.flatMap(AnnouncementPriority.init(rawValue:))
+        record.queued = entry.queued?.formatted(style)
+        record.started = entry.started?.formatted(style)
+        record.finished = entry.finished?.formatted(style)
+        record.reason = entry.reason
+        record.detail = entry.detail
+        record.error = entry.error
+        record.schedule = entry.schedule
+        record.text = entry.text
+        record.private = entry.isPrivate ? true : nil
+        return record
+    }
+
+    // MARK: Events
+
+    public var lastEventSequence: UInt64 { intake.lastEventSequence }
+
+    public func followEvents(after start: UInt64, progress: Bool) -> AsyncStream<EventFeed> {
+        intake.followEvents(after: start, progress: progress)
+    }
+
+    public func events(after start: UInt64?, progress: Bool) -> AsyncStream<SequencedAnnouncementEvent> {
+        intake.events(after: start, progress: progress)
+    }
+
+    // MARK: Status
+
+    public func status(id: String, key: String?) async -> AnnouncementStatus? {
+        await intake.status(id: id, key: key)
+    }
+
+    public func snapshot() async -> [AnnouncementStatus] { await intake.snapshot() }
+
+    public func health() async -> HealthReport {
+        var report = await healthReporter.health()
+        report.queue = await intake.occupancy()
+        if var outputs = report.outputs {
+            for index in outputs.indices {
+                outputs[index].queue = await intake.occupancy(of: outputs[index].name)
+            }
+            report.outputs = outputs
+        }
+        return report
+    }
+
+    public func checkOutput(_ name: String) throws(SpeakError) { try intake.checkOutput(name) }
+
+    public func voices() async throws(SpeakError) -> [VoiceInfo] {
+        do {
+            return try await intake.renderer.voices()
+        } catch {
+            throw SpeakError(
+                .engineUnavailable, name: "engineUnavailable", "the engine cannot list its voices: \(error)")
+        }
+    }
+
+    public func clips() async throws(SpeakError) -> [ClipInfo] {
+        do {
+            return try clipLibrary?() ?? []
+        } catch {
+            throw SpeakError(.stateUnavailable, name: "clipsUnavailable", "\(error)")
+        }
+    }
+
+    public func countRefusal(_ error: SpeakError, origin: AnnouncementOrigin, output: String?) {
+        intake.countRefusal(error, origin: origin, output: output)
+    }
+}
