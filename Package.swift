@@ -397,7 +397,10 @@ let package = Package(
         // Test helpers: a private PulseAudio server, a monitor recorder, audio analysis.
         .target(
             name: "SpeakTestSupport",
-            dependencies: ["PosixSupport", "SpeechModel", "SpeechRendering", "SpeakAPI", "SpeakClient"],
+            dependencies: [
+                "PosixSupport", "SpeechModel", "SpeechRendering", "SpeakAPI", "SpeakClient", "SpeakSchedules",
+                "SpeakService",
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -540,7 +543,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpeakSSIPTests",
-            dependencies: ["SpeakSSIP", "SpeakAPI"],
+            dependencies: ["SpeakSSIP", "SpeakAPI", "SpeakService", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

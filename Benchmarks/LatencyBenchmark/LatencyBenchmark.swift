@@ -251,7 +251,7 @@ struct LatencyBenchmark {
     }
 
     func render(_ text: String) async throws -> Rendered {
-        let wav = try await daemon.speech(["text": text], raw: true)
+        let wav = try await daemon.speech(json: try JSONEncoder().encode(["text": text]), raw: true)
         let first = wav.samples.firstIndex { abs(Int($0)) > Int(Self.soundThreshold) } ?? 0
         let last = wav.samples.lastIndex { abs(Int($0)) > Int(Self.soundThreshold) } ?? 0
         let rate = Double(wav.sampleRate)

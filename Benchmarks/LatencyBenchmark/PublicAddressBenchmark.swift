@@ -173,7 +173,7 @@ struct PublicAddressBenchmark {
 
     /// Seconds from the rendering's start to its onset, as `onset` finds it.
     static func referenceLeading(_ daemon: SpeakdProcess) async throws -> Double {
-        let wav = try await daemon.speech(["text": text], raw: true)
+        let wav = try await daemon.speech(json: try JSONEncoder().encode(["text": text]), raw: true)
         guard let onset = onset(wav.samples) else {
             throw SpeakdProcess.Failure(description: "the reference is silent")
         }

@@ -247,7 +247,7 @@ struct ScheduleBenchmark {
     /// Seconds from the start of the announcement as the hall hears it (`POST /v1/speech`, with
     /// the loudness stage) to its first sample above `LatencyBenchmark.soundThreshold`.
     static func audibleLeading(_ daemon: SpeakdProcess) async throws -> Double {
-        let wav = try await daemon.speech(["text": text])
+        let wav = try await daemon.speech(json: try JSONEncoder().encode(["text": text]))
         guard let first = wav.samples.firstIndex(where: { abs(Int($0)) > Int(LatencyBenchmark.soundThreshold) }) else {
             throw SpeakdProcess.Failure(description: "the reference is silent")
         }

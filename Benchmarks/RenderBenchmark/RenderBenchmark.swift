@@ -104,7 +104,7 @@ struct RenderBenchmark {
         }
         _ = await cached.stop()
         // One more response, read whole: the audio speakd made, to set beside the raw renders'.
-        let wav = try await daemon.speech(body, raw: true)
+        let wav = try await daemon.speech(json: try JSONEncoder().encode(body), raw: true)
         let requests = max(Double(measured.map(\.requests).reduce(0, +)), 1)
         let cpu = (
             raw: measured.map { $0.raw.cpuPerRender }.reduce(0, +) / Double(rounds),

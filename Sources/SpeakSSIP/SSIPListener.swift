@@ -57,7 +57,7 @@ public final class SSIPListener: Service, Sendable {
     ///   - path: the Unix socket to listen on; a stale socket there is replaced.
     ///   - activatedDescriptor: the socket at `path` as systemd passed it (socket activation),
     ///     which is used as it is and left in place at exit; nil to make the socket.
-    ///   - intake: the daemon's way in.
+    ///   - service: the one door, which every message goes through.
     ///   - limits: bounds of each connection.
     ///   - logger: where connections and refusals are logged.
     public init(

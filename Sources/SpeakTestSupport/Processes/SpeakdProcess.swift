@@ -200,13 +200,13 @@ public final class SpeakdProcess: Sendable {
         return (status, took)
     }
 
-    /// Renders `body` (a JSON announcement) with `POST /v1/speech` over the Unix socket and reads
+    /// Renders a JSON announcement body with `POST /v1/speech` over the Unix socket and reads
     /// the WAV file it answers, checked by `WAVReader`: as the hall would hear it, or with `raw`
     /// the engine's own audio.
-    public func speech(_ body: [String: Any], raw: Bool = false) async throws -> WAVReader {
+    public func speech(json body: Data, raw: Bool = false) async throws -> WAVReader {
         let response = try await unixClient.send(
             "POST", raw ? "/v1/speech?raw=true" : "/v1/speech", headers: [("Content-Type", "application/json")],
-            body: Array(try JSONSerialization.data(withJSONObject: body)))
+            body: Array(body))
         guard response.status == 200 else {
             throw Failure(description: "/v1/speech answered \(response.status)")
         }
