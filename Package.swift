@@ -315,6 +315,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The Wyoming protocol on TCP or a Unix socket, over a small backend protocol the daemon
+        // conforms to: Home Assistant speaks through speakd as a TTS server and an announce target.
+        .target(
+            name: "SpeakWyoming",
+            dependencies: [
+                "SpeakAPI", "SpeechModel", "SpeechRendering",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -526,6 +539,16 @@ let package = Package(
         .testTarget(
             name: "SpeakSSIPTests",
             dependencies: ["SpeakSSIP", "SpeakAPI"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakWyomingTests",
+            dependencies: [
+                "SpeakWyoming", "SpeakAPI", "SpeechRendering",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
