@@ -339,7 +339,7 @@ let package = Package(
                 "AnnouncementIntake", "AnnouncementRecords", "SpeakState",
                 "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
-                "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakdVersion",
+                "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakWyoming", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

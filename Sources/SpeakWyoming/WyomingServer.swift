@@ -132,7 +132,10 @@ public final class WyomingServer: Service, Sendable {
             state.connections[key] = channel
             return true
         }
-        let peer = channel.remoteAddress.map { "\($0)" } ?? "unix"
+        let peer =
+            channel.remoteAddress.map { address in
+                address.ipAddress.map { "\($0):\(address.port ?? 0)" } ?? "unix socket"
+            } ?? "unix socket"
         guard admitted else {
             logger.warning(
                 "Wyoming connection refused: at the connection limit",

@@ -372,7 +372,7 @@ final class WyomingSession {
         let backend = backend
         let send = send
         let logger = logger
-        let origin = AnnouncementOrigin(front: "wyoming", detail: "wyoming \(peer)")
+        let origin = AnnouncementOrigin(front: "wyoming", detail: "wyoming peer=\(peer)")
         announcing.append(
             Task {
                 do throws(ErrorResponse) {

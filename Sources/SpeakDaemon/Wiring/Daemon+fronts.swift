@@ -7,12 +7,14 @@ import SpeakFleet
 import SpeakSSIP
 import SpeakServer
 import SpeakState
+import SpeakWyoming
 
-/// The ways in: the HTTP routes and their listeners, SSIP, the fleet link and the schedules.
+/// The ways in: the HTTP routes and their listeners, SSIP, Wyoming, the fleet link and the schedules.
 struct Fronts {
     let server: SpeakServer
     let listeners: SpeakFront
     let ssip: SSIPListener?
+    let wyoming: WyomingServer?
     let fleet: FleetLink?
     let schedules: ScheduleService?
 }
@@ -57,6 +59,7 @@ func makeFronts(
         return SSIPListener(
             path: $0, activatedDescriptor: activatedSSIP, intake: intake, limits: limits, logger: logger)
     }
+    let wyoming = try makeWyomingServer(configuration, intake: intake, hallSound: server.hallSound, logger: logger)
     let outputs = intake.outputs
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
@@ -66,7 +69,8 @@ func makeFronts(
         // The other streams back at their volume before the process ends.
         ducker?.stop()
     }
-    return Fronts(server: server, listeners: front, ssip: ssip, fleet: fleet, schedules: schedules)
+    return Fronts(
+        server: server, listeners: front, ssip: ssip, wyoming: wyoming, fleet: fleet, schedules: schedules)
 }
 
 /// The fleet link `--mqtt` asks for, or nil.
