@@ -328,6 +328,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The Wyoming protocol on TCP or a Unix socket, over the one service like every front:
+        // Home Assistant speaks through speakd as a TTS server and an announce target.
+        .target(
+            name: "SpeakWyoming",
+            dependencies: [
+                "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The repository's openapi.json and the status page, compiled into SpeakServer.
         .plugin(name: "EmbedServedFiles", capability: .buildTool(), dependencies: ["speakd-embed-text"]),
         .executableTarget(name: "speakd-embed-text", swiftSettings: swiftSettings),
@@ -339,7 +352,7 @@ let package = Package(
                 "AnnouncementIntake", "AnnouncementRecords", "SpeakState", "SpeakService", "ServiceCore",
                 "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
-                "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakdVersion",
+                "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakWyoming", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -544,6 +557,16 @@ let package = Package(
         .testTarget(
             name: "SpeakSSIPTests",
             dependencies: ["SpeakSSIP", "SpeakAPI", "SpeakService", "SpeakTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SpeakWyomingTests",
+            dependencies: [
+                "SpeakWyoming", "SpeakAPI", "SpeakService", "SpeakTestSupport", "SpeechRendering",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

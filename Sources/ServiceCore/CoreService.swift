@@ -55,6 +55,21 @@ public struct CoreService: SpeakService {
         try await intake.accept(request, origin: origin).accepted
     }
 
+    public func accept(
+        recording samples: [Int16], as request: AnnouncementRequest, origin: AnnouncementOrigin
+    ) async throws(SpeakError) -> AnnouncementAccepted {
+        let body: Data
+        do {
+            body = try WireFormat.encoder().encode(request)
+        } catch {
+            throw SpeakError(.invalid, name: "invalidValue", "the request cannot be encoded: \(error)")
+        }
+        var (original, prepared) = try await intake.prepare(ahead: body, origin: origin)
+        // The announcement plays what was sent instead of rendering its text.
+        prepared.prerendered = [PCMChunk(samples: samples)]
+        return try await intake.submit(ahead: prepared, original: original)
+    }
+
     public func finished(id: String) async throws(SpeakError) -> AnnouncementEvent {
         try await intake.finished(id: id)
     }
@@ -263,6 +278,10 @@ public struct CoreService: SpeakService {
                 .engineUnavailable, name: "engineUnavailable", "the engine cannot list its voices: \(error)")
         }
     }
+
+    public var engines: [EngineIdentity] { intake.renderer.engineIdentities }
+
+    public var engineFormat: AudioFormat { intake.renderer.format }
 
     public func clips() async throws(SpeakError) -> [ClipInfo] {
         do {

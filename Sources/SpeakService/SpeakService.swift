@@ -32,6 +32,14 @@ public protocol SpeakService: Sendable {
     func accept(_ request: AnnouncementRequest, origin: AnnouncementOrigin) async throws(SpeakError)
         -> AnnouncementAccepted
 
+    /// Queues recorded audio as one announcement (an announce target's sound): `request` says
+    /// its output, priority and chimes, and its text is what events and the audit log show; the
+    /// samples, in the engine's format (``engineFormat``), are played instead of a render, at
+    /// the output's loudness.
+    func accept(
+        recording samples: [Int16], as request: AnnouncementRequest, origin: AnnouncementOrigin
+    ) async throws(SpeakError) -> AnnouncementAccepted
+
     /// The `finished` event of `id`, once it has one (`?wait=true`, an MQTT answer).
     func finished(id: String) async throws(SpeakError) -> AnnouncementEvent
 
@@ -124,6 +132,10 @@ public protocol SpeakService: Sendable {
     func checkOutput(_ name: String) throws(SpeakError)
     /// The voices of every engine.
     func voices() async throws(SpeakError) -> [VoiceInfo]
+    /// Each engine's name and version, the primary (espeak-ng) first.
+    var engines: [EngineIdentity] { get }
+    /// The sample format of every render and of a recording `accept(recording:as:origin:)` takes.
+    var engineFormat: AudioFormat { get }
     /// The clips of the library as they are now.
     func clips() async throws(SpeakError) -> [ClipInfo]
 

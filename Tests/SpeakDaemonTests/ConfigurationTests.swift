@@ -426,6 +426,8 @@ struct ConfigurationSettingsTests {
         "socket": ("/tmp/kiosk/speakd.sock", "speakd.sock"),
         "http": ("[::1]:8080", "localhost"),
         "ssip": ("/run/user/1000/speech-dispatcher/speechd.sock", "speechd.sock"),
+        "wyoming": ("tcp://0.0.0.0:10200", "http://localhost:10200"),
+        "wyoming-satellite": ("hall", "Hall"),
         "audio": ("alsa:hw:0", "speakers"),
         "output": ("headset=pulse:usb-headset", "headset=speakers"),
         "voices": ("/usr/local/share/speakd/Voices", "Voices"),

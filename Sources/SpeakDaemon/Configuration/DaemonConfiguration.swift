@@ -6,6 +6,7 @@ import SpeakAPI
 import SpeakClient
 import SpeakServer
 import SpeakService
+import SpeakWyoming
 
 #if canImport(Glibc)
 import Glibc
@@ -21,6 +22,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var http: SpeakEndpoint?
     /// The speech-dispatcher (SSIP) Unix socket path, or nil for no SSIP listener.
     public var ssipPath: String?
+    /// Where the Wyoming front listens (`--wyoming`), or nil for none.
+    public var wyoming: WyomingAddress?
+    /// The output the Wyoming front's announce target speaks on (`--wyoming-satellite`), or nil.
+    public var wyomingSatellite: String?
     /// The audio sink: `auto`, `pulse`, `alsa[:DEVICE]`, `wav:PATH` or `null`.
     public var audio: String
     /// Further named outputs (`--output NAME=SPEC`), in the order given; `audio` is the one called

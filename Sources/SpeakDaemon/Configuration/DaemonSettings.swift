@@ -4,6 +4,7 @@ import FoundationEssentials
 import Logging
 import SpeakServer
 import SpeakService
+import SpeakWyoming
 import SpeechModel
 
 #if canImport(Glibc)
@@ -34,6 +35,28 @@ extension DaemonConfiguration {
                 + "or 'none'.",
             default: nil, shown: "none"
         ) { value in try value.isNone ? nil : value.path() },
+        DaemonSetting(
+            "wyoming", \.wyoming, valueName: "address",
+            help: "Wyoming protocol listener for Home Assistant: tcp://HOST:PORT (10200 by convention; loopback "
+                + "when HOST is left out), unix://PATH, or 'none'. The protocol has no authentication.",
+            default: nil, shown: "none"
+        ) { value throws(ConfigurationError) in
+            guard !value.isNone else { return nil }
+            guard let address = WyomingAddress(value.value) else {
+                throw value.invalid("expected tcp://HOST:PORT, tcp://:PORT or unix:///PATH")
+            }
+            return address
+        },
+        DaemonSetting(
+            "wyoming-satellite", \.wyomingSatellite, valueName: "output",
+            help: "With --wyoming: also an announce target (assist_satellite.announce) whose sound is one "
+                + "announcement on this output ('default' for --audio's), or 'none'.",
+            default: nil, shown: "none"
+        ) { value throws(ConfigurationError) in
+            guard !value.isNone else { return nil }
+            if value.value != "default" { try SettingValue.outputName(value, value.value) }
+            return value.value
+        },
     ]
 
     private static let speech: [DaemonSetting] = [

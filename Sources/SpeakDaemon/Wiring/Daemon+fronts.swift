@@ -9,12 +9,14 @@ import SpeakSSIP
 import SpeakServer
 import SpeakService
 import SpeakState
+import SpeakWyoming
 
-/// The ways in: the HTTP routes and their listeners, SSIP, the fleet link and the schedules.
+/// The ways in: the HTTP routes and their listeners, SSIP, Wyoming, the fleet link and the schedules.
 struct Fronts {
     let server: SpeakServer
     let listeners: SpeakFront
     let ssip: SSIPListener?
+    let wyoming: WyomingServer?
     let fleet: FleetLink?
     let schedules: ScheduleService?
 }
@@ -63,6 +65,7 @@ func makeFronts(
         return SSIPListener(
             path: $0, activatedDescriptor: activatedSSIP, service: service, limits: limits, logger: logger)
     }
+    let wyoming = try makeWyomingServer(configuration, service: service, logger: logger)
     let outputs = intake.outputs
     let front = SpeakFront(listeners: listeners) {
         logger.info("listeners closed; finishing announcements")
@@ -72,7 +75,8 @@ func makeFronts(
         // The other streams back at their volume before the process ends.
         ducker?.stop()
     }
-    return Fronts(server: server, listeners: front, ssip: ssip, fleet: fleet, schedules: schedules)
+    return Fronts(
+        server: server, listeners: front, ssip: ssip, wyoming: wyoming, fleet: fleet, schedules: schedules)
 }
 
 /// The fleet link `--mqtt` asks for, or nil.

@@ -29,6 +29,11 @@ func makeServiceGroup(
         fronts.ssip.map {
             [.init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "ssip")]
         } ?? []
+    // Beside SSIP: a Wyoming announcement waiting for its `finished` gets its `played`.
+    let wyomingServices: [Configured] =
+        fronts.wyoming.map {
+            [.init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: "wyoming")]
+        } ?? []
     let headsetServices: [Configured] =
         outputs.headsets.isEmpty
         ? []
@@ -40,7 +45,7 @@ func makeServiceGroup(
                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "headsets")
         ]
     var group = ServiceGroupConfiguration(
-        services: outputServices + headsetServices + ssipServices + [
+        services: outputServices + headsetServices + ssipServices + wyomingServices + [
             .init(
                 service: MetricsObserver(metrics: fronts.server.metrics, outputs: outputs.queues),
                 successTerminationBehavior: .ignore, serviceName: "metrics"),

@@ -92,6 +92,13 @@ public final class FakeSpeakService: SpeakService {
         return nextAccepted()
     }
 
+    public func accept(
+        recording samples: [Int16], as request: AnnouncementRequest, origin: AnnouncementOrigin
+    ) async throws(SpeakError) -> AnnouncementAccepted {
+        try enter("acceptRecording", "\(samples.count) samples to \(request.output ?? "default") from \(origin.front)")
+        return nextAccepted()
+    }
+
     public func finished(id: String) async throws(SpeakError) -> AnnouncementEvent {
         try enter("finished", id)
         return AnnouncementEvent(
@@ -106,7 +113,7 @@ public final class FakeSpeakService: SpeakService {
             continuation.finish()
         }
         return SpeechRender(
-            format: AudioFormat(sampleRate: 22_050), textField: decoded.textField, audio: audio)
+            format: engineFormat, textField: decoded.textField, audio: audio)
     }
 
     public func prerender(_ body: Data, origin: AnnouncementOrigin) async throws(SpeakError) -> Prerendered {
@@ -230,6 +237,10 @@ public final class FakeSpeakService: SpeakService {
         try enter("voices")
         return voiceList
     }
+
+    public var engines: [EngineIdentity] { [EngineIdentity(name: "fake", version: "1")] }
+
+    public var engineFormat: AudioFormat { AudioFormat(sampleRate: 22_050) }
 
     public func clips() async throws(SpeakError) -> [ClipInfo] {
         try enter("clips")

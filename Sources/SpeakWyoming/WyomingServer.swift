@@ -1,0 +1,205 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import SpeakAPI
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Wyoming protocol on TCP or a Unix socket: Home Assistant's Wyoming integration speaks
+/// through speakd as a TTS server (`tts.speak`) and, with a satellite output, as an announce
+/// target (`assist_satellite.announce`).
+///
+/// The protocol has no authentication: anyone who can connect can speak and announce, so the
+/// daemon listens on loopback unless told otherwise (docs/security.md). Every event is bounded
+/// (`WyomingSettings`): a peer that claims a huge header, data or payload is sent an `error`
+/// and disconnected before those bytes are held.
+///
+/// Graceful shutdown: the socket stops accepting, and each connection ends when its peer
+/// leaves or the daemon's own shutdown closes it.
+public final class WyomingServer: Service, Sendable {
+    public let address: WyomingAddress
+    private let backend: any WyomingBackend
+    private let settings: WyomingSettings
+    private let logger: Logger
+    private let state = Mutex(ServerState())
+
+    private struct ServerState {
+        var listening = false
+        var failure: (any Error)?
+        var waiters: [CheckedContinuation<Void, any Error>] = []
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        var port: Int?
+    }
+
+    /// - Parameters:
+    ///   - address: where to listen.
+    ///   - backend: the daemon, as the front sees it.
+    ///   - settings: what is offered, and the bounds.
+    ///   - logger: where connections and refusals are logged.
+    public init(address: WyomingAddress, backend: any WyomingBackend, settings: WyomingSettings, logger: Logger) {
+        self.address = address
+        self.backend = backend
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// The TCP port listened on once listening (the one the system chose for port 0); nil before, or on a Unix socket.
+    public var port: Int? { state.withLock { $0.port } }
+
+    public func run() async throws {
+        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = {
+            channel in
+            channel.eventLoop.makeCompletedFuture {
+                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }
+        }
+        do {
+            let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            switch address {
+            case .tcp(let host, let port):
+                server = try await bootstrap.bind(host: host, port: port, childChannelInitializer: initializer)
+            case .unix(let path):
+                if isSocket(path) { unlink(path) }
+                server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.backlog, value: 256)
+                    .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+                if chmod(path, 0o600) != 0 {
+                    logger.error(
+                        "could not set the Wyoming socket's mode to 0600", metadata: ["speakd.wyoming": "\(path)"])
+                }
+            }
+        } catch {
+            let failure = WyomingServerError(description: "cannot listen for Wyoming on \(address): \(error)")
+            finishWaiting(failure, port: nil)
+            throw failure
+        }
+        logger.info("listening for Wyoming", metadata: ["speakd.wyoming": "\(address)"])
+        finishWaiting(nil, port: server.channel.localAddress?.port)
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                try? await server.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        group.addTask { await self.serve(connection) }
+                    }
+                }
+                for channel in state.withLock({ $0.connections.values }) { channel.close(promise: nil) }
+            }
+        } onGracefulShutdown: {
+            server.channel.close(promise: nil)
+        }
+        if case .unix(let path) = address, isSocket(path) { unlink(path) }
+    }
+
+    /// Waits until the socket accepts connections; throws when it could not be made.
+    public func waitUntilListening() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let ready: Result<Void, any Error>? = state.withLock { state in
+                if let failure = state.failure { return .failure(failure) }
+                if state.listening { return .success(()) }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    private func finishWaiting(_ failure: (any Error)?, port: Int?) {
+        let waiters = state.withLock { state in
+            state.listening = failure == nil
+            state.failure = failure
+            state.port = port
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters {
+            if let failure { waiter.resume(throwing: failure) } else { waiter.resume() }
+        }
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        let channel = connection.channel
+        let key = ObjectIdentifier(channel)
+        let admitted = state.withLock { state in
+            guard state.connections.count < settings.maxConnections else { return false }
+            state.connections[key] = channel
+            return true
+        }
+        let peer =
+            channel.remoteAddress.map { address in
+                address.ipAddress.map { "\($0):\(address.port ?? 0)" } ?? "unix socket"
+            } ?? "unix socket"
+        guard admitted else {
+            logger.warning(
+                "Wyoming connection refused: at the connection limit",
+                metadata: ["speakd.wyoming.peer": "\(peer)", "speakd.max_connections": "\(settings.maxConnections)"])
+            try? await connection.channel.close()
+            return
+        }
+        defer { _ = state.withLock { $0.connections.removeValue(forKey: key) } }
+        var connectionLogger = logger
+        connectionLogger[metadataKey: "speakd.wyoming.peer"] = "\(peer)"
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                try await converse(inbound: inbound, outbound: outbound, peer: peer, logger: connectionLogger)
+            }
+        } catch {
+            connectionLogger.debug("Wyoming connection ended", metadata: ["speakd.error": "\(error)"])
+        }
+    }
+
+    /// Reads `inbound`'s events and answers each, until the peer leaves or sends what cannot be read.
+    private func converse(
+        inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        peer: String, logger: Logger
+    ) async throws {
+        var reader = WyomingEventReader(limits: settings.readerLimits)
+        let session = WyomingSession(
+            backend: backend, settings: settings, peer: peer,
+            send: { event in try await outbound.write(event.encoded()) }, logger: logger)
+        do {
+            reading: for try await buffer in inbound {
+                let events: [WyomingEvent]
+                do {
+                    events = try reader.read(buffer)
+                } catch {
+                    logger.info(
+                        "Wyoming connection closed: an event could not be read", metadata: ["speakd.error": "\(error)"])
+                    try? await session.sendError(ErrorResponse(code: error.code, message: error.description))
+                    break reading
+                }
+                for event in events {
+                    if logger.logLevel <= .trace {
+                        logger.trace(
+                            "Wyoming event",
+                            metadata: [
+                                "speakd.wyoming.type": "\(event.type)", "speakd.bytes": "\(event.payload.count)",
+                            ])
+                    }
+                    try await session.handle(event)
+                }
+            }
+        } catch {
+            logger.debug("Wyoming connection ended", metadata: ["speakd.error": "\(error)"])
+        }
+        // Announcements made on this connection still get their `played` if the peer is there.
+        await session.finish()
+    }
+
+    private func isSocket(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
+    }
+}
+
+/// The Wyoming socket cannot be made.
+public struct WyomingServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
