@@ -16,24 +16,6 @@ extension SpeakdIntegration {
     @Suite(.serialized, .timeLimit(.minutes(3)))
     struct WyomingTests {
         /// A loopback TCP port nothing listens on now.
-        private static func freePort() throws -> Int {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            try #require(descriptor >= 0)
-            defer { close(descriptor) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                    bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-                }
-            }
-            try #require(bound)
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
-
-        /// Waits until `port` accepts connections (the front starts beside the HTTP listeners).
         private static func waitForListener(_ port: Int) async throws {
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline {
@@ -55,19 +37,22 @@ extension SpeakdIntegration {
         }
 
         @Test func homeAssistantsClientSynthesizesStreamsAnnouncesAndIsRefusedSafely() async throws {
-            let port = try Self.freePort()
+            let port = try SpeakdProcess.freeLoopbackPort()
             // A state directory, for the audit log the announcement is checked in.
             let state = URL(fileURLWithPath: "/tmp/speakd-wyoming-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: state) }
-            let speakd = try await AudibleDaemon.start(arguments: [
-                "--wyoming", "tcp://127.0.0.1:\(port)", "--wyoming-satellite", "default", "--state-dir", state.path,
-            ])
+            // With Piper too: describe lists both engines' voices, and a Piper synthesis is checked
+            // against /v1/speech like espeak-ng's.
+            let speakd = try await AudibleDaemon.start(
+                arguments: [
+                    "--wyoming", "tcp://127.0.0.1:\(port)", "--wyoming-satellite", "default", "--state-dir", state.path,
+                ] + PiperTests.arguments)
             try await Self.waitForListener(port)
             let result = try await PythonTools.script(
                 "check-wyoming.py",
                 [
                     "--wyoming-port", "\(port)", "--http-port", "\(speakd.daemon.port)", "--token-file",
-                    speakd.daemon.tokenFile, "--satellite",
+                    speakd.daemon.tokenFile, "--satellite", "--piper-voice", PiperTests.voice,
                 ],
                 timeout: .seconds(150))
             let events = speakd.events.events
