@@ -68,6 +68,8 @@ public struct SpeakServer: Sendable {
     public let logger: Logger
     /// The renders of `POST /v1/speech` that may hold audio at once.
     let speechSlots: SpeechSlots
+    /// Each output's RTP session description, by output name (`GET /v1/outputs/{name}/sdp`).
+    public var sessionDescription: @Sendable (String) -> OutputSessionDescription = { _ in .unknownOutput }
 
     /// A server whose routes all call `service`, which other fronts share.
     /// - Parameters:
@@ -159,6 +161,7 @@ public struct SpeakServer: Sendable {
         router.delete("/v1/schedules/:id", use: routes.deleteSchedule)
         router.get("/v1/audit", use: routes.audit)
         router.get("/healthz", use: routes.healthz)
+        router.get("/v1/outputs/:name/sdp", use: routes.sessionDescription)
         router.get("/metrics", use: routes.metricsPage)
         router.get("/openapi.json", use: routes.openAPI)
         let tokenRequired = access.requiresToken
@@ -177,4 +180,14 @@ extension HTTPField.Name {
     /// The Unix socket peer's credentials as the listener read them (`uid=1000`), for the
     /// announcement's origin. Set by the listener only: whatever a client sends is removed first.
     static let speakdPeer = HTTPField.Name("Speakd-Peer")!
+}
+
+/// What `GET /v1/outputs/{name}/sdp` answers for an output.
+public enum OutputSessionDescription: Sendable, Hashable {
+    /// The output is an RTP stream: its SDP.
+    case rtp(sdp: String)
+    /// The output plays to a local sink (named), which has no session description.
+    case notRTP(sink: String)
+    /// No output has that name.
+    case unknownOutput
 }

@@ -23,7 +23,8 @@ struct Fronts {
 func makeFronts(
     _ configuration: DaemonConfiguration, intake: AnnouncementIntake, health: DaemonHealth, settings: ServerSettings,
     metrics: SpeakMetrics, records: (database: StateDatabase, audit: AuditRecorder)?, engines: EngineParts,
-    sound: AnnouncementSound, ducker: PulseAudioDucker?, activatedSSIP: Int32?, logger: Logger
+    sound: AnnouncementSound, ducker: PulseAudioDucker?, sinks: [(name: String, spec: AudioSinkSpec)],
+    activatedSSIP: Int32?, logger: Logger
 ) throws -> Fronts {
     let scheduleLimits = ScheduleService.Limits(
         maxSchedules: configuration.maxSchedules, maxStoredBytes: configuration.maxScheduleMiB << 20)
@@ -50,7 +51,15 @@ func makeFronts(
     var health = health
     if let fleet { health.fleet = fleet }
     service.healthReporter = health
-    let server = SpeakServer(service: service, settings: settings, metrics: metrics, logger: logger)
+    var server = SpeakServer(service: service, settings: settings, metrics: metrics, logger: logger)
+    let sinkSpecs = Dictionary(sinks.map { ($0.name, $0.spec) }, uniquingKeysWith: { first, _ in first })
+    server.sessionDescription = { name in
+        switch sinkSpecs[name] {
+        case nil: .unknownOutput
+        case .rtp(let stream)?: .rtp(sdp: stream.sessionDescription(outputName: name))
+        case let spec?: .notRTP(sink: spec.description)
+        }
+    }
     let listeners = configuration.listenAddresses.map {
         server.makeListener(at: $0, limits: configuration.connectionLimits, logger: logger)
     }

@@ -333,6 +333,26 @@ struct SpeakRoutes: Sendable {
         return try json(report, status: report.status == .ok ? .ok : .serviceUnavailable)
     }
 
+    /// An RTP output's session description (RFC 8866), for receivers configured by file.
+    @Sendable func sessionDescription(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let name = try context.parameters.require("name")
+        switch server.sessionDescription(name) {
+        case .rtp(let sdp):
+            return Response(
+                status: .ok, headers: [.contentType: "application/sdp"],
+                body: .init(byteBuffer: ByteBuffer(string: sdp)))
+        case .notRTP(let sink):
+            throw APIError(
+                status: .conflict, code: ErrorResponse.Code.notRTP,
+                message: "output '\(name)' plays to \(sink), not an RTP stream; it has no session description",
+                field: "name")
+        case .unknownOutput:
+            throw APIError(
+                status: .notFound, code: ErrorResponse.Code.unknownOutput, message: "no output is called '\(name)'",
+                field: "name")
+        }
+    }
+
     @Sendable func openAPI(_ request: Request, context: BasicRequestContext) async throws -> Response {
         Response(
             status: .ok, headers: [.contentType: WireFormat.jsonContentType],
