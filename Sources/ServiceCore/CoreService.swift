@@ -29,6 +29,9 @@ public struct CoreService: SpeakService {
     public var clipLibrary: (@Sendable () throws -> [ClipInfo])?
     /// What a render that is not raw sounds like; nil renders the engine's own audio.
     public var hallSound: HallSound?
+    /// Each RTP output's session description by output name, as the daemon's sinks make it; nil
+    /// for an output that plays to a local sink, or that does not exist.
+    public var sessionDescriptions: @Sendable (String) -> String? = { _ in nil }
     /// The request ids kept across restarts (the fleet's), when the daemon keeps state.
     public var requests: (any RequestMemory)?
 
@@ -269,6 +272,22 @@ public struct CoreService: SpeakService {
     }
 
     public func checkOutput(_ name: String) throws(SpeakError) { try intake.checkOutput(name) }
+
+    public func sessionDescription(output name: String) async throws(SpeakError) -> String {
+        do throws(SpeakError) {
+            try intake.checkOutput(name)
+        } catch {
+            throw SpeakError(
+                .notFound, name: ErrorResponse.Code.unknownOutput, "no output is called '\(name)'", field: "name")
+        }
+        guard let sdp = sessionDescriptions(name) else {
+            throw SpeakError(
+                .conflict, name: ErrorResponse.Code.notRTP,
+                "output '\(name)' plays to a local sink, not an RTP stream; it has no session description",
+                field: "name")
+        }
+        return sdp
+    }
 
     public func voices() async throws(SpeakError) -> [VoiceInfo] {
         do {

@@ -159,6 +159,7 @@ public struct SpeakServer: Sendable {
         router.delete("/v1/schedules/:id", use: routes.deleteSchedule)
         router.get("/v1/audit", use: routes.audit)
         router.get("/healthz", use: routes.healthz)
+        router.get("/v1/outputs/:name/sdp", use: routes.sessionDescription)
         router.get("/metrics", use: routes.metricsPage)
         router.get("/openapi.json", use: routes.openAPI)
         let tokenRequired = access.requiresToken

@@ -128,6 +128,9 @@ public protocol SpeakService: Sendable {
     func snapshot() async -> [AnnouncementStatus]
     /// Engine, audio, state and fleet health, with each output's queue.
     func health() async -> HealthReport
+    /// The session description (RFC 8866) of RTP output `name`, for receivers configured by
+    /// file: 404 for no such output, 409 for an output that plays to a local sink.
+    func sessionDescription(output name: String) async throws(SpeakError) -> String
     /// Checks that an output called `name` exists (422 naming `output`).
     func checkOutput(_ name: String) throws(SpeakError)
     /// The voices of every engine.

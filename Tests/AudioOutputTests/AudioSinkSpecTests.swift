@@ -27,9 +27,18 @@ import Testing
     }
 
     @Test(arguments: [
-        ("foo", "unknown audio sink 'foo'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null"),
-        ("", "unknown audio sink ''; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null"),
-        ("pulseaudio", "unknown audio sink 'pulseaudio'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null"),
+        (
+            "foo",
+            "unknown audio sink 'foo'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or rtp://ADDRESS:PORT?…"
+        ),
+        (
+            "",
+            "unknown audio sink ''; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or rtp://ADDRESS:PORT?…"
+        ),
+        (
+            "pulseaudio",
+            "unknown audio sink 'pulseaudio'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or rtp://ADDRESS:PORT?…"
+        ),
         ("wav", "audio sink 'wav' needs a file; expected wav:PATH"),
         ("wav:", "audio sink 'wav:' needs a file; expected wav:PATH"),
         ("alsa:", "audio sink 'alsa:' names no ALSA device; expected alsa or alsa:DEVICE"),

@@ -21,6 +21,9 @@ public struct AudioSinkOptions: Sendable, Hashable {
     /// for none. It tags this stream alone: other sinks, ALSA through the pulse plugin included,
     /// carry no role.
     public var mediaRole: String? = nil
+    /// The name of the output the sink plays for: an RTP stream's SSRC and session name come
+    /// from it.
+    public var outputName: String = "default"
 
     /// - Parameters:
     ///   - openTimeout: limit for opening or connecting.

@@ -31,6 +31,8 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
     case wav(path: String)
     /// Discard the audio.
     case null
+    /// An RTP stream to IP speakers (`rtp://GROUP:PORT?codec=…`).
+    case rtp(RTPStream)
 
     /// Parses `auto|pulse[:SINK]|alsa[:DEVICE]|wav:PATH|null`; keywords are case-insensitive.
     /// - Throws: `AudioOutputError` naming the value when it does not parse.
@@ -55,11 +57,14 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         case ("wav", let path?) where !path.isEmpty: self = .wav(path: String(path))
         case ("wav", _):
             throw .invalidSpec(value, "audio sink '\(value)' needs a file; expected wav:PATH")
+        case ("rtp", let stream?): self = .rtp(try RTPStream(parsing: String(stream)))
         case ("auto", _), ("null", _):
             throw .invalidSpec(value, "audio sink '\(value)' takes no argument; expected \(keyword.lowercased())")
         default:
             throw .invalidSpec(
-                value, "unknown audio sink '\(value)'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null")
+                value,
+                "unknown audio sink '\(value)'; expected auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or rtp://ADDRESS:PORT?…"
+            )
         }
     }
 
@@ -71,6 +76,7 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         case .alsa(let device): "alsa:\(device)"
         case .wav(let path): "wav:\(path)"
         case .null: "null"
+        case .rtp(let stream): stream.description
         }
     }
 
@@ -104,6 +110,14 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
             return WAVFileSink(path: path, format: format, options: options, logger: logger)
         case .null:
             return NullSink(format: format, pacing: .realTime(buffer: options.targetLatency))
+        case .rtp(let stream):
+            let session = RTPSession(stream: stream, outputName: options.outputName)
+            var logger = logger
+            logger[metadataKey: "speakd.output"] = "\(options.outputName)"
+            return DeviceSink(name: stream.description, format: format, options: options, logger: logger) {
+                [logger] () throws(AudioOutputError) -> any BlockingAudioDevice in
+                try RTPDevice(session: session, format: format, buffer: options.targetLatency, logger: logger)
+            }
         case .auto:
             let candidates: [any ReopenableAudioSink] = [
                 PulseAudioSink(format: format, server: server, options: options, logger: logger),

@@ -59,6 +59,10 @@ extension ErrorResponse {
         public static let notPaused = "notPaused"
         /// 404: no such route.
         public static let notFound = "notFound"
+        /// 404: no output has that name (`GET /v1/outputs/{name}/sdp`).
+        public static let unknownOutput = "unknownOutput"
+        /// 409: the output is not an RTP stream, so it has no session description.
+        public static let notRTP = "notRTP"
         /// 405: the route does not take that method.
         public static let methodNotAllowed = "methodNotAllowed"
         /// 429: the queue is full and nothing of lower priority can be displaced.

@@ -62,7 +62,7 @@ extension DaemonConfiguration {
     private static let speech: [DaemonSetting] = [
         DaemonSetting(
             "audio", \.audio, valueName: "sink",
-            help: "Audio sink: auto, pulse[:SINK], alsa[:DEVICE], wav:PATH or null.",
+            help: "Audio sink: auto, pulse[:SINK], alsa[:DEVICE], wav:PATH, null or rtp://ADDRESS:PORT?PARAMETERS.",
             default: "auto"
         ) { value in
             // Else `pulse:x,private` would name a sink called "x,private".
@@ -75,7 +75,9 @@ extension DaemonConfiguration {
         DaemonSetting(
             "output", \.outputs, kind: .keyed, valueName: "name=sink",
             help: "A further named output with its own queue (repeatable; file: output.NAME = SINK), e.g. "
-                + "headset=pulse:SINK. Requests pick it with \"output\"; --audio is the one called default. "
+                + "headset=pulse:SINK, or an RTP stream to IP speakers: "
+                + "platform1=rtp://239.255.10.1:5004?codec=pcmu&ptime=20 (docs/audio.md). "
+                + "Requests pick it with \"output\"; --audio is the one called default. "
                 + "SINK,private makes it private: the only kind that speaks \"private\" announcements.",
             default: [], shown: "none"
         ) { value in

@@ -28,7 +28,7 @@ struct HeadsetService: Service {
                 PulseAudioHeadsetMonitor(sinkName: nil, server: server, presence: output.presence, logger: logger)
             case .pulseSink(let name):
                 PulseAudioHeadsetMonitor(sinkName: name, server: server, presence: output.presence, logger: logger)
-            case .auto, .alsa, .wav, .null:
+            case .auto, .alsa, .wav, .null, .rtp:
                 nil
             }
         }

@@ -117,7 +117,8 @@ public func buildDaemon(
     intake.refusals = records?.audit
     let fronts = try makeFronts(
         configuration, intake: intake, health: health, settings: settings, metrics: metrics, records: records,
-        engines: engines, sound: sound, ducker: outputs.ducker, activatedSSIP: activatedSSIP, logger: logger)
+        engines: engines, sound: sound, ducker: outputs.ducker,
+        sinks: outputs.parts.map { ($0.name, $0.spec) }, activatedSSIP: activatedSSIP, logger: logger)
     let group = makeServiceGroup(
         configuration, outputs: outputs, fronts: fronts, intake: intake, environment: environment,
         gracefulShutdownSignals: gracefulShutdownSignals, logger: logger)

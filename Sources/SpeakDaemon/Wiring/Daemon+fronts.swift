@@ -25,7 +25,8 @@ struct Fronts {
 func makeFronts(
     _ configuration: DaemonConfiguration, intake: AnnouncementIntake, health: DaemonHealth, settings: ServerSettings,
     metrics: SpeakMetrics, records: (database: StateDatabase, audit: AuditRecorder)?, engines: EngineParts,
-    sound: AnnouncementSound, ducker: PulseAudioDucker?, activatedSSIP: Int32?, logger: Logger
+    sound: AnnouncementSound, ducker: PulseAudioDucker?, sinks: [(name: String, spec: AudioSinkSpec)],
+    activatedSSIP: Int32?, logger: Logger
 ) throws -> Fronts {
     let scheduleLimits = ScheduleService.Limits(
         maxSchedules: configuration.maxSchedules, maxStoredBytes: configuration.maxScheduleMiB << 20)
@@ -47,6 +48,11 @@ func makeFronts(
         }
     }
     service.hallSound = sound.hallSound(renderer: engines.renderer)
+    let sinkSpecs = Dictionary(sinks.map { ($0.name, $0.spec) }, uniquingKeysWith: { first, _ in first })
+    service.sessionDescriptions = { name in
+        guard case .rtp(let stream)? = sinkSpecs[name] else { return nil }
+        return stream.sessionDescription(outputName: name)
+    }
     let fleet = try makeFleetLink(configuration, service: service, schedules: schedules != nil, logger: logger)
     // `/healthz` reports the fleet link too, which is built on the service before it.
     var health = health

@@ -107,6 +107,7 @@ private func makeOutput(
     if output.name != AnnouncementOutputs.defaultName { outputLogger[metadataKey: "speakd.output"] = "\(output.name)" }
     var sinkOptions = AudioSinkOptions(
         targetLatency: .milliseconds(Int((configuration.audioLatencySeconds * 1000).rounded())))
+    sinkOptions.outputName = output.name
     // The role tags PulseAudio streams only (`pulse`, `pulse:SINK`, `auto` when it finds a
     // server), and a tagged stream is closed when idle: the server ducks the other streams
     // for as long as it exists, silent or not. ALSA through the pulse plugin carries no role.

@@ -333,6 +333,19 @@ struct SpeakRoutes: Sendable {
         return try json(report, status: report.status == .ok ? .ok : .serviceUnavailable)
     }
 
+    /// An RTP output's session description (RFC 8866), for receivers configured by file.
+    @Sendable func sessionDescription(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let name = try context.parameters.require("name")
+        do {
+            let sdp = try await service.sessionDescription(output: name)
+            return Response(
+                status: .ok, headers: [.contentType: "application/sdp"],
+                body: .init(byteBuffer: ByteBuffer(string: sdp)))
+        } catch let error as SpeakError {
+            throw APIError(error)
+        }
+    }
+
     @Sendable func openAPI(_ request: Request, context: BasicRequestContext) async throws -> Response {
         Response(
             status: .ok, headers: [.contentType: WireFormat.jsonContentType],

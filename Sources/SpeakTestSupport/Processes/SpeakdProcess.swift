@@ -17,6 +17,8 @@ public final class SpeakdProcess: Sendable {
     /// The daemon's PID.
     public let pid: pid_t
     private let process: ChildProcess
+    /// False when the daemon runs in another network namespace, where its loopback is its own.
+    private let tcpReachable: Bool
 
     /// What went wrong starting or stopping the daemon.
     public struct Failure: Error, CustomStringConvertible {
@@ -72,9 +74,11 @@ public final class SpeakdProcess: Sendable {
     ///   - environment: laid over this process's environment (a `PulseAudioServer.environment`);
     ///     `NOTIFY_SOCKET` and `PULSE_SERVER` are taken out unless given here.
     ///   - timeout: how long to wait for the daemon to become healthy.
+    ///   - networkNamespace: runs the daemon in this network namespace (`ip netns exec`, as root);
+    ///     its TCP listener is then out of reach, so only the Unix socket is waited for.
     public static func start(
         executable: String? = nil, audio: String, arguments: [String] = [], environment: [String: String] = [:],
-        timeout: Duration = .seconds(30)
+        timeout: Duration = .seconds(30), networkNamespace: String? = nil
     ) async throws -> SpeakdProcess {
         let executable = executable ?? BuiltProduct.path("speakd")
         // Another process can take the free port between the probe and the daemon's bind; try again then.
@@ -91,12 +95,17 @@ public final class SpeakdProcess: Sendable {
             childEnvironment["PULSE_SERVER"] = nil
             childEnvironment["RUNTIME_DIRECTORY"] = directory.appendingPathComponent("runtime").path
             childEnvironment.merge(environment) { $1 }
-            let process = try ChildProcess(
-                executable,
+            let daemonArguments =
                 ["--socket", socketPath, "--http", "127.0.0.1:\(port)", "--audio", audio, "--log-level", "info"]
-                    + arguments,
+                + arguments
+            // `ip netns exec` execs the daemon in place, so the PID is still the daemon's.
+            let process = try ChildProcess(
+                networkNamespace == nil ? executable : "/usr/sbin/ip",
+                networkNamespace.map { ["netns", "exec", $0, executable] + daemonArguments } ?? daemonArguments,
                 environment: childEnvironment, output: directory.appendingPathComponent("speakd.log").path)
-            let daemon = SpeakdProcess(directory: directory, socketPath: socketPath, port: port, process: process)
+            let daemon = SpeakdProcess(
+                directory: directory, socketPath: socketPath, port: port, process: process,
+                tcpReachable: networkNamespace == nil)
             do {
                 try await daemon.waitUntilHealthy(timeout: timeout)
                 return daemon
@@ -131,7 +140,8 @@ public final class SpeakdProcess: Sendable {
         throw Failure(description: "speakd started, though its start should have been refused:\n\(log)")
     }
 
-    private init(directory: URL, socketPath: String, port: Int, process: ChildProcess) {
+    private init(directory: URL, socketPath: String, port: Int, process: ChildProcess, tcpReachable: Bool = true) {
+        self.tcpReachable = tcpReachable
         self.directory = directory
         self.socketPath = socketPath
         self.port = port
@@ -164,7 +174,7 @@ public final class SpeakdProcess: Sendable {
             let quick = [
                 SpeakHTTPClient(endpoint: .unixSocket(path: socketPath), timeout: .seconds(2)),
                 SpeakHTTPClient(endpoint: .tcp(host: "127.0.0.1", port: port), timeout: .seconds(2)),
-            ]
+            ].prefix(tcpReachable ? 2 : 1)
             var healthy = 0
             for client in quick {
                 do {

@@ -229,6 +229,12 @@ public final class FakeSpeakService: SpeakService {
 
     public func health() async -> HealthReport { report }
 
+    public func sessionDescription(output name: String) async throws(SpeakError) -> String {
+        try enter("sessionDescription", name)
+        throw SpeakError(
+            .notFound, name: ErrorResponse.Code.unknownOutput, "no output is called '\(name)'", field: "name")
+    }
+
     public func checkOutput(_ name: String) throws(SpeakError) {
         try enter("checkOutput", name)
     }

@@ -1,0 +1,167 @@
+import Foundation
+import SpeakTestSupport
+import SpeakdHarness
+import Testing
+
+extension SpeakdIntegration {
+    /// An RTP output heard by real receivers: speakd in a network namespace with multicast on
+    /// loopback, ffmpeg decoding the stream from the SDP speakd serves, and a capture of the
+    /// packets with the kernel's receive times.
+    @Suite(
+        .serialized, .timeLimit(.minutes(2)),
+        .enabled(
+            if: rtpReceiversMissing == nil,
+            "needs root (network namespaces), ip, ffmpeg and python3: scripts/install-deps --test"))
+    struct RTPOutputTests {
+        static let text = "The train to Porto leaves from platform four. Please stand clear of the doors."
+        static let group = "239.255.10.1"
+
+        @Test("A µ-law multicast announcement is heard in full by ffmpeg, paced within 2 ms")
+        func ffmpegHearsTheAnnouncement() async throws {
+            let namespace = try NetworkNamespace()
+            defer { namespace.remove() }
+            let speakd = try await SpeakdProcess.start(
+                audio: "null",
+                arguments: ["--output", "platform1=rtp://\(Self.group):5004?codec=pcmu&ptime=20&ttl=1"],
+                networkNamespace: namespace.name)
+            defer { Task { await speakd.stop() } }
+            let directory = speakd.directory
+
+            // The session description, and the route's refusals.
+            let sdpAnswer = try await speakd.unixClient.send("GET", "/v1/outputs/platform1/sdp")
+            #expect(sdpAnswer.status == 200)
+            let sdp = String(decoding: sdpAnswer.body, as: UTF8.self)
+            #expect(sdp.contains("c=IN IP4 \(Self.group)/1") && sdp.contains("a=rtpmap:0 PCMU/8000"), "\(sdp)")
+            #expect(try await speakd.unixClient.send("GET", "/v1/outputs/nowhere/sdp").status == 404)
+            #expect(try await speakd.unixClient.send("GET", "/v1/outputs/default/sdp").status == 409)
+            let sdpFile = directory.appendingPathComponent("platform1.sdp")
+            try Data(sdp.utf8).write(to: sdpFile)
+
+            // The receivers, in the namespace, before anything plays.
+            let ready = directory.appendingPathComponent("capture.ready")
+            let captureOutput = directory.appendingPathComponent("capture.json")
+            let capture = try ChildProcess(
+                "/usr/sbin/ip",
+                [
+                    "netns", "exec", namespace.name, "/usr/bin/python3", Self.script("rtp-capture"), Self.group,
+                    "5004", "--timeout", "40", "--ready", ready.path,
+                ],
+                environment: ProcessInfo.processInfo.environment, output: captureOutput.path)
+            let heard = directory.appendingPathComponent("ffmpeg.wav")
+            let ffmpeg = try ChildProcess(
+                "/usr/sbin/ip",
+                [
+                    "netns", "exec", namespace.name, "/usr/bin/ffmpeg", "-nostdin", "-loglevel", "error",
+                    "-protocol_whitelist", "file,udp,rtp", "-i", sdpFile.path, "-ar", "8000", "-ac", "1",
+                    "-c:a", "pcm_s16le", "-y", heard.path,
+                ],
+                environment: ProcessInfo.processInfo.environment,
+                output: directory.appendingPathComponent("ffmpeg.log").path)
+            let listening = ContinuousClock.now + .seconds(10)
+            while !FileManager.default.fileExists(atPath: ready.path) && ContinuousClock.now < listening {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // ffmpeg opens its sockets after reading the SDP; give it a moment.
+            try await Task.sleep(for: .seconds(1.5))
+
+            let answer = try await speakd.unixClient.send(
+                "POST", "/v1/announcements?wait=true", json: ["text": Self.text, "output": "platform1"])
+            #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+            #expect(String(decoding: answer.body, as: UTF8.self).contains(#""success":true"#))
+
+            // The capture ends at the stream's BYE; ffmpeg writes its WAV out when told to stop.
+            #expect(await capture.wait(timeout: .seconds(10)) == 0, "capture: \(Self.read(captureOutput))")
+            try await Task.sleep(for: .milliseconds(300))
+            ffmpeg.send(SIGINT)
+            _ = await ffmpeg.wait(timeout: .seconds(5))
+            await ffmpeg.terminate()
+
+            let report = try JSONSerialization.jsonObject(with: Data(contentsOf: captureOutput)) as? [String: Any]
+            let packets = try #require(report?["packets"] as? [[String: Any]])
+            try #require(packets.count > 10, "\(packets.count) packets")
+            let sequences = packets.compactMap { $0["seq"] as? Int }
+            let timestamps = packets.compactMap { $0["ts"] as? Int }
+            for index in 1..<packets.count {
+                #expect(sequences[index] == (sequences[index - 1] + 1) & 0xffff, "sequence at \(index)")
+                #expect(timestamps[index] == (timestamps[index - 1] + 160) & 0xffff_ffff, "timestamp at \(index)")
+            }
+            #expect(packets.first?["marker"] as? Bool == true)
+            #expect(packets.dropFirst().allSatisfy { $0["marker"] as? Bool == false })
+            #expect(packets.allSatisfy { $0["pt"] as? Int == 0 && $0["bytes"] as? Int == 160 })
+            #expect((report?["byes"] as? Int ?? 0) >= 1)
+            #expect((report?["reports"] as? Int ?? 0) >= 1)
+            let spacing = try #require(report?["spacingMs"] as? Double)
+            #expect(abs(spacing - 20) < 0.05, "mean spacing \(spacing) ms")
+            let jitter = try #require(report?["jitterMs"] as? [String: Double])
+            #expect((jitter["p99"] ?? 99) <= 2, "jitter \(jitter)")
+
+            // What ffmpeg decoded is the announcement in full: as long as the raw render, as loud
+            // in shape (its sounding part starts at once and lasts as long).
+            let raw = try await speakd.speech(["text": Self.text], raw: true)
+            let decoded = try WAVReader(contentsOf: heard)
+            let reference = AudioAnalysis(samples: raw.samples, sampleRate: raw.sampleRate)
+            let received = AudioAnalysis(samples: decoded.samples, sampleRate: decoded.sampleRate)
+            let referenceSound = reference.soundingSegments(minimumSilence: 0.5)
+            let receivedSound = received.soundingSegments(minimumSilence: 0.5)
+            let expected = try #require(referenceSound.last?.end) - (referenceSound.first?.start ?? 0)
+            let got = try #require(receivedSound.last?.end) - (receivedSound.first?.start ?? 0)
+            #expect(abs(got - expected) < 0.1, "heard \(got) s of sound, rendered \(expected) s: \(receivedSound)")
+            #expect(received.rms > 0.2 * reference.rms, "RMS \(received.rms) against \(reference.rms)")
+            // The stream carries what the sink was given, so sound starts within its lead-in.
+            #expect((receivedSound.first?.start ?? 9) < 0.5, "sound starts at \(receivedSound.first?.start ?? -1) s")
+        }
+
+        static func script(_ name: String) -> String {
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("scripts/\(name)").path
+        }
+
+        static func read(_ url: URL) -> String {
+            (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        }
+    }
+}
+
+/// Why the RTP receiver tests cannot run here; nil when they can.
+let rtpReceiversMissing: String? = {
+    if geteuid() != 0 { return "network namespaces need root (as CI has)" }
+    for tool in ["/usr/sbin/ip", "/usr/bin/ffmpeg", "/usr/bin/python3"]
+    where !FileManager.default.isExecutableFile(atPath: tool) {
+        return "\(tool) is not installed (scripts/install-deps --test)"
+    }
+    return nil
+}()
+
+/// A private network namespace whose loopback carries multicast (docs/audio.md, ../AUDIO.md).
+struct NetworkNamespace {
+    let name = "speakd-rtp-\(getpid())-\(Int.random(in: 1000...9999))"
+
+    init() throws {
+        for command in [
+            ["netns", "add", name], ["-n", name, "link", "set", "lo", "up"],
+            ["-n", name, "link", "set", "lo", "multicast", "on"],
+            ["-n", name, "route", "add", "224.0.0.0/4", "dev", "lo"],
+        ] {
+            let status = Self.run(command)
+            guard status == 0 else {
+                remove()
+                throw SpeakdProcess.Failure(description: "ip \(command.joined(separator: " ")) exited with \(status)")
+            }
+        }
+    }
+
+    func remove() {
+        _ = Self.run(["netns", "del", name])
+    }
+
+    private static func run(_ arguments: [String]) -> Int32 {
+        guard let child = try? ChildProcess("/usr/sbin/ip", arguments, environment: [:]) else { return -1 }
+        var status: Int32? = nil
+        let deadline = ContinuousClock.now + .seconds(10)
+        while status == nil && ContinuousClock.now < deadline {
+            status = child.exitStatus
+            usleep(2000)
+        }
+        return status ?? -1
+    }
+}
