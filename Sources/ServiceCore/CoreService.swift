@@ -35,13 +35,23 @@ public struct CoreService: SpeakService {
     /// The request ids kept across restarts (the fleet's), when the daemon keeps state.
     public var requests: (any RequestMemory)?
 
+    /// The bounds on renders without queueing.
+    public let renderLimits: RenderLimits
+    /// The renders that hold audio now, and those waiting for a slot.
+    let renderSlots: RenderSlots
+
     /// - Parameters:
     ///   - intake: the way in, with the outputs' queues and the engine.
     ///   - health: the state `/healthz` reports (it may know more than the intake's gate needs,
     ///     such as the fleet link).
-    public init(intake: AnnouncementIntake, health: (any HealthReporting)? = nil) {
+    ///   - renderLimits: the bounds on renders without queueing, whichever front asks.
+    public init(
+        intake: AnnouncementIntake, health: (any HealthReporting)? = nil, renderLimits: RenderLimits = RenderLimits()
+    ) {
         self.intake = intake
         self.healthReporter = health ?? intake.health
+        self.renderLimits = renderLimits
+        self.renderSlots = RenderSlots(count: renderLimits.maxConcurrent, maxWaiting: renderLimits.maxWaiting)
     }
 
     public var limits: ServiceLimits { intake.limits }
@@ -83,12 +93,47 @@ public struct CoreService: SpeakService {
         try Self.requireHonoured(decoded, raw: raw)
         // The output and chimes it names are checked as for an announcement.
         let speech = try await intake.prepare(decoded.request).speech
+        let hold: RenderHold
+        do {
+            hold = try await renderSlots.acquire()
+        } catch let error as SpeakError {
+            throw error
+        } catch {
+            throw SpeakError(
+                .shuttingDown, name: ErrorResponse.Code.shuttingDown,
+                "the render was cancelled while it waited for a slot")
+        }
         let renderer = intake.renderer
         let audio =
             raw
             ? renderer.render(speech, chunking: .whole)
             : hallSound?(decoded.request, speech) ?? renderer.render(speech, chunking: .whole)
-        return SpeechRender(format: renderer.format, textField: decoded.textField, audio: audio)
+        return SpeechRender(
+            format: renderer.format, textField: decoded.textField,
+            audio: Self.bounded(audio, format: renderer.format, limits: renderLimits, field: decoded.textField),
+            hold: hold)
+    }
+
+    /// `audio`, ending with `SpeakError` `tooLarge` naming `field` once it passes the longest
+    /// render; the engine stops with it.
+    static func bounded(
+        _ audio: AsyncThrowingStream<PCMChunk, any Error>, format: AudioFormat, limits: RenderLimits, field: String
+    ) -> AsyncThrowingStream<PCMChunk, any Error> {
+        let maxSamples = limits.maxSeconds * format.sampleRate * format.channels
+        var iterator = audio.makeAsyncIterator()
+        var samples = 0
+        return AsyncThrowingStream {
+            guard let chunk = try await iterator.next() else { return nil }
+            samples += chunk.samples.count
+            guard samples <= maxSamples else {
+                throw SpeakError(
+                    .tooLarge, name: ErrorResponse.Code.tooLarge,
+                    "the speech is longer than the limit of \(limits.maxSeconds) seconds of audio a render may hold; "
+                        + "split it into shorter requests",
+                    field: field)
+            }
+            return chunk
+        }
     }
 
     /// The request keys a render does not honour, refused by name rather than dropped: the

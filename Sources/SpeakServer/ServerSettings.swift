@@ -1,15 +1,7 @@
 /// How the HTTP front limits and decorates requests; the same for every listener. What an
-/// announcement may be (body size, text, spans, chimes) is the intake's (`ServiceLimits`).
+/// announcement may be (body size, text, spans, chimes) is the service's (`ServiceLimits`), and
+/// so are the bounds on renders (`RenderLimits`), which every front that renders shares.
 public struct ServerSettings: Sendable, Hashable {
-    /// The longest audio one `POST /v1/speech` renders, in seconds: 413 beyond it naming the field
-    /// that carries the text while the render is held, or its stream ended before its last chunk
-    /// once it streams (a render longer than `SpeakRoutes.bufferedSeconds` streams).
-    public var maxSpeechSeconds: Int
-    /// How many `POST /v1/speech` renders hold audio at once; more wait for one of them. Each holds
-    /// at most 30 s of audio and what its engine renders ahead (1.3 MB and 0.5 MB at 22050 Hz).
-    public var maxConcurrentSpeech: Int
-    /// How many `POST /v1/speech` requests may wait for a render slot (429 `tooManyRenders` beyond).
-    public var maxWaitingSpeech: Int
     /// How often an idle event stream sends a comment so proxies and clients see it is alive.
     public var heartbeatInterval: Duration
     /// The one browser origin allowed to call the API (a kiosk page), or nil for no CORS headers.
@@ -27,14 +19,9 @@ public struct ServerSettings: Sendable, Hashable {
     /// - Parameters: see the properties of the same names; the defaults are speakd's, except
     ///   that speakd's TCP listener has a token.
     public init(
-        maxSpeechSeconds: Int = 20 * 60,
-        maxConcurrentSpeech: Int = 2, maxWaitingSpeech: Int = 64,
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
         tokenFile: String? = nil, allowedHosts: [String] = []
     ) {
-        self.maxSpeechSeconds = maxSpeechSeconds
-        self.maxConcurrentSpeech = maxConcurrentSpeech
-        self.maxWaitingSpeech = maxWaitingSpeech
         self.heartbeatInterval = heartbeatInterval
         self.corsOrigin = corsOrigin
         self.tcpToken = tcpToken

@@ -46,10 +46,10 @@ import Glibc
 ///   (`StrictJSON`: a trailing comma, a duplicate key, invalid UTF-8, a lone surrogate, `NaN` is
 ///   400 naming the field; a number out of range is 422 `outOfRange`).
 /// - `POST /v1/speech` answers a complete WAV with its length. A render holds it whole, so its
-///   audio is capped (`ServerSettings.maxSpeechSeconds`; 413 `tooLarge` once the render passes
-///   it, naming the field that carries the text) and at most `maxConcurrentSpeech` renders hold
+///   audio is capped (the service's `RenderLimits.maxSeconds`; 413 `tooLarge` once the render passes
+///   it, naming the field that carries the text) and at most `maxConcurrent` renders hold
 ///   audio at once, each until its WAV is written to the connection; others wait, and beyond
-///   `maxWaitingSpeech` waiting ones it is 429 `tooManyRenders`.
+///   `maxWaiting` waiting ones it is 429 `tooManyRenders`, whichever front's renders they are.
 /// - Errors are `{"error": {"code", "message", "field"}}`: 400 `malformedRequest` (not JSON, not
 ///   an object: `field` is `body`), 413 `tooLarge` (body, text, span count or rendered audio over
 ///   the limit; `field` is `body`, `text`, `ssml` or `spans`), 422 with the speech model's error kind (`malformed`, `outOfRange`, `unsupported`,
@@ -66,8 +66,6 @@ public struct SpeakServer: Sendable {
     public let metrics: SpeakMetrics
     /// Where request failures are logged.
     public let logger: Logger
-    /// The renders of `POST /v1/speech` that may hold audio at once.
-    let speechSlots: SpeechSlots
 
     /// A server whose routes all call `service`, which other fronts share.
     /// - Parameters:
@@ -83,7 +81,6 @@ public struct SpeakServer: Sendable {
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
-        self.speechSlots = SpeechSlots(count: settings.maxConcurrentSpeech, maxWaiting: settings.maxWaitingSpeech)
     }
 
     /// The router with every route, under the access rules of `listener` (`AccessPolicy`): its

@@ -3,6 +3,7 @@ import SpeakAPI
 import SpeakSchedules
 import SpeechModel
 import SpeechRendering
+import Synchronization
 
 /// The one door of speakd: what every front (HTTP on TCP and the Unix socket, the MQTT fleet
 /// link, SSIP) and the tests call, for everything a client can ask.
@@ -171,6 +172,10 @@ public enum EventFeed: Sendable {
 
 /// A render without queueing: its format, the field that carries its text (for a refusal of its
 /// length), and its audio, pulled as the front writes it (dropping the stream stops the engine).
+///
+/// The audio is bounded: past the service's longest render it throws `SpeakError` `tooLarge`
+/// naming `textField`. The render holds one of the service's render slots until the front
+/// releases `hold` (or drops it): when its last byte is written.
 public struct SpeechRender: Sendable {
     /// The audio's sample format.
     public var format: AudioFormat
@@ -178,12 +183,40 @@ public struct SpeechRender: Sendable {
     public var textField: String
     /// The audio.
     public var audio: AsyncThrowingStream<PCMChunk, any Error>
+    /// The render's slot: released once the front has written the audio.
+    public var hold: RenderHold
 
     /// - Parameters: see the properties of the same names.
-    public init(format: AudioFormat, textField: String, audio: AsyncThrowingStream<PCMChunk, any Error>) {
+    public init(
+        format: AudioFormat, textField: String, audio: AsyncThrowingStream<PCMChunk, any Error>,
+        hold: RenderHold = RenderHold {}
+    ) {
         self.format = format
         self.textField = textField
         self.audio = audio
+        self.hold = hold
+    }
+}
+
+/// A hold on something the service lends a front for a while (a render slot). It is given back
+/// once: by `release()`, or when the hold is dropped, so a front that goes away frees it too.
+public final class RenderHold: Sendable {
+    private let giveBack: @Sendable () -> Void
+    private let released = Atomic(false)
+
+    /// - Parameter giveBack: what releasing does; called once.
+    public init(_ giveBack: @escaping @Sendable () -> Void) {
+        self.giveBack = giveBack
+    }
+
+    /// Gives it back; later calls do nothing.
+    public func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        giveBack()
+    }
+
+    deinit {
+        release()
     }
 }
 

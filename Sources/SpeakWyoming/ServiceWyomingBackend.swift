@@ -52,23 +52,33 @@ public struct ServiceWyomingBackend: WyomingBackend {
                 throw SpeakError.invalid(.malformed(field: nil, "\(error)"))
             }
             let render = try await service.render(service.limits.decodeNamingText(json), raw: false)
-            return WyomingRender(format: render.format, chunks: Self.mappingErrors(render.audio))
+            return WyomingRender(format: render.format, chunks: Self.mappingErrors(render.audio, holding: render.hold))
         } catch {
             throw error.response
         }
     }
 
-    /// `chunks` with a refusal of the speech (a `SpeechInputError` found while rendering) as the
-    /// `ErrorResponse` the HTTP API would give.
+    /// `chunks` with a refusal of the speech (a `SpeechInputError` found while rendering, or the
+    /// service's limit on a render's length) as the `ErrorResponse` the HTTP API would give. The
+    /// render's slot is held until the stream ends or is dropped: the session sends each chunk
+    /// as it comes, so the last one read is the last one sent.
     private static func mappingErrors(
-        _ chunks: AsyncThrowingStream<PCMChunk, any Error>
+        _ chunks: AsyncThrowingStream<PCMChunk, any Error>, holding hold: RenderHold
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
         var iterator = chunks.makeAsyncIterator()
         return AsyncThrowingStream {
             do {
-                return try await iterator.next()
+                guard let chunk = try await iterator.next() else {
+                    hold.release()
+                    return nil
+                }
+                return chunk
             } catch let error as SpeechInputError {
+                hold.release()
                 throw SpeakError.invalid(error).response
+            } catch let error as SpeakError {
+                hold.release()
+                throw error.response
             }
         }
     }

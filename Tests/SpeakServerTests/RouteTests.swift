@@ -19,7 +19,7 @@ struct Harness {
 
     init(
         capacity: Int = 4, autoComplete: Bool = false, limits: ServiceLimits = ServiceLimits(),
-        settings: ServerSettings = ServerSettings()
+        settings: ServerSettings = ServerSettings(), renderLimits: RenderLimits = RenderLimits()
     ) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
         let metrics = SpeakMetrics()
@@ -27,7 +27,8 @@ struct Harness {
             outputs: AnnouncementOutputs(single: running.queue), renderer: renderer, health: health, limits: limits,
             counters: metrics.serviceCounters)
         server = SpeakServer(
-            service: CoreService(intake: intake, health: health), settings: settings, metrics: metrics)
+            service: CoreService(intake: intake, health: health, renderLimits: renderLimits), settings: settings,
+            metrics: metrics)
     }
 
     var app: some ApplicationProtocol {

@@ -3,17 +3,19 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import SpeakAPI
+import SpeakServer
+import SpeakService
 import Synchronization
 import Testing
 
-@testable import SpeakServer
+@testable import ServiceCore
 
 /// The bounds on what `POST /v1/speech` holds: the audio of one render and the renders at once.
 @Suite("Speech limits")
 struct SpeechLimitTests {
     /// `ToneRenderer` makes 0.1 s per span: eleven spans pass a one-second limit, ten do not.
     @Test(.timeLimit(.minutes(1))) func audioOverTheLimitIs413NamingTheField() async throws {
-        let harness = Harness(settings: ServerSettings(maxSpeechSeconds: 1))
+        let harness = Harness(renderLimits: RenderLimits(maxSeconds: 1))
         try await harness.test { client in
             let spans = { (count: Int) in
                 "{\"spans\": [" + (0..<count).map { _ in #"{"text": "a"}"# }.joined(separator: ", ") + "]}"
@@ -38,7 +40,7 @@ struct SpeechLimitTests {
     }
 
     @Test(.timeLimit(.minutes(1))) func slotsAreTakenInTurnAndRefusedBeyondTheWaitingLimit() async throws {
-        let slots = SpeechSlots(count: 1, maxWaiting: 2)
+        let slots = RenderSlots(count: 1, maxWaiting: 2)
         let first = try await slots.acquire()
         let order = OrderLog()
         // The second holds its slot until told to go, then drops its lease without releasing it.
@@ -60,10 +62,10 @@ struct SpeechLimitTests {
         do {
             _ = try await slots.acquire()
             Issue.record("a third waiting request was accepted")
-        } catch let error as APIError {
-            #expect(error.status == .tooManyRequests)
-            #expect(error.body.error.code == ErrorResponse.Code.tooManyRenders)
-            #expect(error.body.error.message.contains("1 renders are running and 2 are waiting"))
+        } catch let error as SpeakError {
+            #expect(error.code == .queueFull)
+            #expect(error.response.error.code == ErrorResponse.Code.tooManyRenders)
+            #expect(error.response.error.message.contains("1 renders are running and 2 are waiting"))
         }
 
         // Released, the slot goes to the one that waited longest; a dropped lease frees it too.

@@ -217,10 +217,10 @@ struct SpeakRoutes: Sendable {
     /// Renders the utterance to one WAV. A render whose audio fits in `bufferedSeconds` is
     /// answered whole, with its length; a longer one is streamed as it renders (chunked, its
     /// header giving no length), so a render holds a few seconds of audio, not all of it. The
-    /// render holds a slot of `SpeechSlots` until its last byte is handed to the connection, and
-    /// stops once its audio passes `maxSpeechSeconds`: 413 while it is still held, or, once it
-    /// streams, the connection ends before the body's last chunk (a client sees an incomplete
-    /// answer, never a WAV that looks whole).
+    /// render holds one of the service's render slots (`SpeechRender.hold`) until its last byte
+    /// is handed to the connection, and stops once its audio passes the service's longest render:
+    /// 413 while it is still held, or, once it streams, the connection ends before the body's
+    /// last chunk (a client sees an incomplete answer, never a WAV that looks whole).
     @Sendable func speech(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let raw = try boolQuery(request, "raw")
         let render: SpeechRender
@@ -229,11 +229,8 @@ struct SpeakRoutes: Sendable {
         } catch let error as SpeakError {
             throw APIError(error)
         }
-        let textField = render.textField
-        let lease = try await server.speechSlots.acquire()
+        let hold = render.hold
         let format = render.format
-        let limit = server.settings.maxSpeechSeconds
-        let maxSamples = limit * format.sampleRate * format.channels
         let bufferedSamples = Self.bufferedSeconds * format.sampleRate * format.channels
         // About three seconds: most announcements fit without the buffer growing.
         var file = WAVFile(format: format, capacity: 3 * format.sampleRate * format.channels)
@@ -241,19 +238,17 @@ struct SpeakRoutes: Sendable {
         let began = ContinuousClock.now
         let audio = render.audio
         let chunks = OneReader(audio.makeAsyncIterator())
-        let tooLong = APIError.tooLarge(
-            "the speech is longer than the limit of \(limit) seconds of audio a render may hold; "
-                + "split it into shorter requests",
-            field: textField)
         do {
+            // Past the longest render, the service's stream ends with 413 naming the text's field;
+            // dropping the stream stops the synthesis.
             while samples <= bufferedSamples, let chunk = try await chunks.next() {
                 samples += chunk.samples.count
-                // Dropping the stream stops the synthesis.
-                guard samples <= maxSamples else { throw tooLong }
                 file.append(chunk.samples)
             }
         } catch let error as SpeechInputError {
             throw APIError.invalid(error)
+        } catch let error as SpeakError {
+            throw APIError(error)
         }
         guard samples > bufferedSamples else {
             server.metrics.countRender(duration: .now - began)
@@ -261,7 +256,7 @@ struct SpeakRoutes: Sendable {
             return Response(
                 status: .ok, headers: [.contentType: "audio/wav", .contentLength: String(wav.readableBytes)],
                 body: ResponseBody(contentLength: wav.readableBytes) { writer in
-                    defer { lease.release() }
+                    defer { hold.release() }
                     // In slices, each written when the connection takes more, so the slot is held
                     // until the file is nearly sent: a client that reads slowly holds its own slot,
                     // not memory beyond it. Slices share the file's storage; nothing is copied.
@@ -275,26 +270,24 @@ struct SpeakRoutes: Sendable {
                 })
         }
         let held = file.streamingStart()
-        let heldSamples = samples
         let metrics = server.metrics
         let logger = server.logger
         return Response(
             status: .ok, headers: [.contentType: "audio/wav"],
             body: ResponseBody { writer in
-                defer { lease.release() }
+                defer { hold.release() }
                 // Each chunk is written when the connection takes it: a slow client holds back
                 // the render (the engine renders a few seconds ahead of what is read), not memory.
                 try await writer.write(held)
-                var streamed = heldSamples
-                while let chunk = try await chunks.next() {
-                    streamed += chunk.samples.count
-                    guard streamed <= maxSamples else {
-                        logger.warning(
-                            "POST /v1/speech stopped: its audio passed the limit while streaming",
-                            metadata: ["speakd.max_speech_seconds": "\(limit)"])
-                        throw tooLong
+                do {
+                    while let chunk = try await chunks.next() {
+                        try await writer.write(WAVFile.bytes(of: chunk.samples))
                     }
-                    try await writer.write(WAVFile.bytes(of: chunk.samples))
+                } catch let error as SpeakError {
+                    logger.warning(
+                        "POST /v1/speech stopped: its audio passed the limit while streaming",
+                        metadata: ["speakd.error": "\(error)"])
+                    throw error
                 }
                 metrics.countRender(duration: .now - began)
                 try await writer.finish(nil)

@@ -1,14 +1,15 @@
 import SpeakAPI
+import SpeakService
 import Synchronization
 
-/// The renders of `POST /v1/speech` that may hold audio at once, so the memory they take is
-/// bounded: each holds its WAV (whole up to 30 s, then streamed) from the first chunk until the
-/// last byte is handed to the connection.
+/// The renders that may hold audio at once (`POST /v1/speech`, a Wyoming `synthesize`), so the
+/// memory they take is bounded: each holds its audio (a WAV whole up to 30 s, then streamed)
+/// from the first chunk until the front has handed its last byte to the connection.
 ///
 /// A request beyond `count` waits, first come first served, holding only its body; beyond
 /// `maxWaiting` waiting ones it is refused (429). Waiting costs no throughput: the engine
 /// workers render one utterance each, so renders beyond their number wait for one anyway.
-final class SpeechSlots: Sendable {
+final class RenderSlots: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Void, any Error>
@@ -39,9 +40,9 @@ final class SpeechSlots: Sendable {
     var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     /// Waits for a slot; the lease gives it back when released or dropped.
-    /// - Throws: `APIError` 429 when `maxWaiting` requests wait already; `CancellationError`
-    ///   when the task is cancelled while it waits.
-    func acquire() async throws -> SpeechSlotLease {
+    /// - Throws: `SpeakError` `queueFull` (`tooManyRenders`, HTTP 429) when `maxWaiting` requests
+    ///   wait already; `CancellationError` when the task is cancelled while it waits.
+    func acquire() async throws -> RenderHold {
         enum Outcome {
             case granted
             case refused
@@ -58,12 +59,11 @@ final class SpeechSlots: Sendable {
         }
         switch outcome {
         case .granted:
-            return SpeechSlotLease(self)
+            return hold()
         case .refused:
-            throw APIError(
-                status: .tooManyRequests, code: ErrorResponse.Code.tooManyRenders,
-                message:
-                    "\(count) renders are running and \(maxWaiting) are waiting, the most this speakd takes at once; "
+            throw SpeakError(
+                .queueFull, name: ErrorResponse.Code.tooManyRenders,
+                "\(count) renders are running and \(maxWaiting) are waiting, the most this speakd takes at once; "
                     + "retry after a second")
         case .wait(let id):
             try await withTaskCancellationHandler {
@@ -83,12 +83,17 @@ final class SpeechSlots: Sendable {
                 waiter?.continuation.resume(throwing: CancellationError())
             }
             // Handed over by `release()`: the slot is this one's now.
-            return SpeechSlotLease(self)
+            return hold()
         }
     }
 
+    /// A slot's hold, which gives it back once.
+    private func hold() -> RenderHold {
+        RenderHold { [self] in release() }
+    }
+
     /// Hands the slot to the longest waiting request, or frees it.
-    fileprivate func release() {
+    private func release() {
         let next = state.withLock { state -> Waiter? in
             if state.waiting.isEmpty {
                 state.free += 1
@@ -97,27 +102,5 @@ final class SpeechSlots: Sendable {
             return state.waiting.removeFirst()
         }
         next?.continuation.resume()
-    }
-}
-
-/// One render's hold on a `SpeechSlots` slot. It is given back once, by `release()` or when the
-/// lease is dropped: a response whose body is never written (the client went away first) frees
-/// its slot with it.
-final class SpeechSlotLease: Sendable {
-    private let slots: SpeechSlots
-    private let released = Atomic(false)
-
-    fileprivate init(_ slots: SpeechSlots) {
-        self.slots = slots
-    }
-
-    /// Gives the slot back; later calls do nothing.
-    func release() {
-        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        slots.release()
-    }
-
-    deinit {
-        release()
     }
 }
