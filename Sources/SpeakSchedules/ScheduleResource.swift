@@ -1,4 +1,5 @@
 import Foundation
+import SpeakAPI
 
 /// A schedule as `GET /v1/schedules/{id}` shows it: its definition's fields (`announcement`,
 /// `at` or `rrule`, `start`, `timeZone`, `missed`, `name`), and `id`, `created`, `updated`,

@@ -31,7 +31,7 @@ struct WyomingEventReader: Sendable {
 
     private struct Header: Decodable {
         var type: String
-        var data: [String: WyomingValue]?
+        var data: [String: JSONValue]?
         var dataLength: Int?
         var payloadLength: Int?
 
@@ -122,9 +122,9 @@ struct WyomingEventReader: Sendable {
             case .data(var event, let dataLength, let payloadLength):
                 if dataLength > 0 {
                     guard let bytes = pending.readBytes(length: dataLength) else { return nil }
-                    let data: [String: WyomingValue]
+                    let data: [String: JSONValue]
                     do {
-                        data = try JSONDecoder().decode([String: WyomingValue].self, from: Data(bytes))
+                        data = try JSONDecoder().decode([String: JSONValue].self, from: Data(bytes))
                     } catch {
                         throw .malformed("'\(event.type)': its data section is not a JSON object")
                     }

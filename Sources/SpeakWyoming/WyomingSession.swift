@@ -95,9 +95,9 @@ final class WyomingSession {
             logger.warning("Wyoming describe: the voices could not be listed", metadata: ["speakd.error": "\(error)"])
             voices = []
         }
-        let attribution: WyomingValue = ["name": "speakd", "url": .string(settings.url)]
-        let version: WyomingValue = .string(settings.version)
-        let program: WyomingValue = [
+        let attribution: JSONValue = ["name": "speakd", "url": .string(settings.url)]
+        let version: JSONValue = .string(settings.version)
+        let program: JSONValue = [
             "name": "speakd", "attribution": attribution, "installed": true,
             "description": "speakd: espeak-ng and Piper voices, queued announcements", "version": version,
             "supports_synthesize_streaming": true,
@@ -110,7 +110,7 @@ final class WyomingSession {
                     ]
                 }),
         ]
-        var data: [String: WyomingValue] = [
+        var data: [String: JSONValue] = [
             "asr": [], "tts": [program], "handle": [], "intent": [], "wake": [], "mic": [], "snd": [],
         ]
         if let satellite = settings.satellite {
@@ -125,8 +125,8 @@ final class WyomingSession {
                     "name": .string(satellite.output), "attribution": attribution, "installed": true,
                     "description": .string("the speakd output '\(satellite.output)'"), "version": version,
                     "snd_format": [
-                        "rate": .int(satellite.format.sampleRate), "width": 2,
-                        "channels": .int(satellite.format.channels),
+                        "rate": .integer(Int64(satellite.format.sampleRate)), "width": 2,
+                        "channels": .integer(Int64(satellite.format.channels)),
                     ],
                 ]
             ]
@@ -136,7 +136,7 @@ final class WyomingSession {
 
     // MARK: - Synthesis
 
-    private func speechOptions(_ data: [String: WyomingValue]) -> WyomingSpeech {
+    private func speechOptions(_ data: [String: JSONValue]) -> WyomingSpeech {
         let voice = data["voice"]?.object
         return WyomingSpeech(text: "", voice: voice?["name"]?.string, language: voice?["language"]?.string)
     }
@@ -219,8 +219,9 @@ final class WyomingSession {
             try await sendError(error)
             return false
         }
-        let format: [String: WyomingValue] = [
-            "rate": .int(render.format.sampleRate), "width": 2, "channels": .int(render.format.channels),
+        let format: [String: JSONValue] = [
+            "rate": .integer(Int64(render.format.sampleRate)), "width": 2,
+            "channels": .integer(Int64(render.format.channels)),
         ]
         var started = false
         let step = max(1, settings.samplesPerChunk) * render.format.channels
@@ -276,7 +277,7 @@ final class WyomingSession {
                 field: "type"))
     }
 
-    private func audioFormat(_ data: [String: WyomingValue], of type: String) throws(ErrorResponse) -> AudioFormat {
+    private func audioFormat(_ data: [String: JSONValue], of type: String) throws(ErrorResponse) -> AudioFormat {
         guard let rate = data["rate"]?.int, let width = data["width"]?.int, let channels = data["channels"]?.int else {
             throw ErrorResponse(
                 code: ErrorResponse.Code.malformedRequest, message: "'\(type)' needs integer rate, width and channels",

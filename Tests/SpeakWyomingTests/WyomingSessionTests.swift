@@ -115,7 +115,7 @@ import Testing
         // A satellite hears the pipeline's other events and does not answer them.
         try await session.handle(WyomingEvent("synthesize", data: ["text": "announced by HA"]))
         try await session.handle(WyomingEvent("transcript", data: ["text": "x"]))
-        let format: [String: WyomingValue] = ["rate": 22_050, "width": 2, "channels": 1]
+        let format: [String: JSONValue] = ["rate": 22_050, "width": 2, "channels": 1]
         try await session.handle(WyomingEvent("audio-start", data: format))
         try await session.handle(WyomingEvent("audio-chunk", data: format, payload: [1, 0, 2, 0]))
         try await session.handle(WyomingEvent("audio-chunk", data: format, payload: [0xFF, 0xFF]))

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 
 /// A JSON value as `JSONDecoder` read it: what a schedule keeps of the fields it checks itself,
-/// and of its announcement as the client wrote it, so that `GET` gives back what was posted.
+/// and of its announcement as the client wrote it, so that `GET` gives back what was posted; a
+/// Wyoming event's free-form data.
 ///
 /// Decoding one is part of the decode of the body it sits in, not a parse of its own; encoding
 /// it with sorted keys gives a schedule's canonical JSON.
@@ -54,5 +55,41 @@ public enum JSONValue: Sendable, Hashable, Codable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Only finite numbers are ever decoded (the strict check refuses the rest), so this cannot fail.
         return (try? encoder.encode(self)) ?? Data("null".utf8)
+    }
+}
+
+extension JSONValue {
+    /// The string, or nil for any other value.
+    public var string: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// The whole number (a number without a fraction too), or nil for any other value.
+    public var int: Int? {
+        switch self {
+        case .integer(let value): Int(exactly: value)
+        case .number(let value) where value.rounded() == value && abs(value) < 1e15: Int(value)
+        default: nil
+        }
+    }
+
+    /// The members, or nil for any other value.
+    public var object: [String: JSONValue]? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .integer(Int64(value)) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
