@@ -570,6 +570,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ServiceCoreTests",
+            dependencies: ["ServiceCore", "SpeakService", "SpeakState"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "SpeakFleetTests",
             dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI", "SpeakService"],
             swiftSettings: swiftSettings

@@ -32,8 +32,9 @@ public struct CoreService: SpeakService {
     /// Each RTP output's session description by output name, as the daemon's sinks make it; nil
     /// for an output that plays to a local sink, or that does not exist.
     public var sessionDescriptions: @Sendable (String) -> String? = { _ in nil }
-    /// The request ids kept across restarts (the fleet's), when the daemon keeps state.
-    public var requests: (any RequestMemory)?
+    /// The request ids a redelivering front (the fleet's) has seen: this run's, and the ones kept
+    /// across restarts when the daemon keeps state.
+    public var requests: any RequestMemory = RequestStore(table: nil)
 
     /// The bounds on renders without queueing.
     public let renderLimits: RenderLimits

@@ -30,15 +30,15 @@ import Glibc
 /// is lost (it was never queued, so no `queued` event was published either; a sender waiting for
 /// outcomes sees the kiosk missing). What the broker redelivers — a message whose PUBACK was
 /// lost with the connection, a sender's retry of a publish it never saw acknowledged — arrives
-/// again; the `requestId` (or, without one, the correlation data) of the last
-/// `recentCapacity` requests is remembered, and a repeat is dropped without a second outcome.
+/// again; the `requestId` (or, without one, the correlation data) is claimed in the service's one
+/// store of request ids (`SpeakService.requests`: the last 4,096 of this run in memory, and with a
+/// state database the table that keeps them across restarts), and a repeat is dropped without a
+/// second outcome.
 /// A request the kiosk refused is forgotten, so the sender's retry is handled.
 /// A message with neither cannot be told from a new one and is spoken again.
 public final class FleetLink: Service, Sendable {
     /// The fleet settings.
     public let settings: FleetSettings
-    /// Requests remembered to drop redeliveries.
-    public static let recentCapacity = 4_096
 
     /// The largest packet the kiosk takes from the broker: 4 MiB, or the body limit and 64 KiB
     /// of topic and properties when the limit is larger. Between the body limit and this a
@@ -52,10 +52,10 @@ public final class FleetLink: Service, Sendable {
     private let client: MQTTClient
     private let logger: Logger
     private let state: Mutex<HealthReport.MQTT>
-    private let book = FleetBook(capacity: FleetLink.recentCapacity)
+    private let book = FleetBook()
     /// The request ids and outcomes kept in the database (`--state-dir`), so a message the broker
     /// redelivers after a restart is answered with its first outcome and not spoken again.
-    private let memory: (any RequestMemory)?
+    private let memory: any RequestMemory
     /// Whether the fleet's schedule commands are taken: when the kiosk keeps state.
     private let schedules: Bool
     /// The retained status last handed to the broker: one that did not change is not sent again
@@ -178,13 +178,15 @@ public final class FleetLink: Service, Sendable {
             return
         }
         let requestId = request.requestId ?? correlation
-        if let requestId, await !book.remember(requestId) {
-            logger.debug("MQTT message delivered again; not spoken twice", metadata: ["speakd.request": "\(requestId)"])
-            return
-        }
-        // Seen before this run: answered with what became of it then.
-        if let requestId, let memory, let seen = await Self.claim(requestId, in: memory, logger: logger) {
-            await answerRedelivery(message, requestId: requestId, seen: seen, memory: memory)
+        // The service's one store of request ids: seen in this run, dropped; seen before a
+        // restart, answered with what became of it then.
+        if let requestId, let seen = await Self.claim(requestId, in: memory, logger: logger) {
+            if seen.thisRun {
+                logger.debug(
+                    "MQTT message delivered again; not spoken twice", metadata: ["speakd.request": "\(requestId)"])
+            } else {
+                await answerRedelivery(message, requestId: requestId, seen: seen, memory: memory)
+            }
             return
         }
         request.expiresAfter = Self.expiresAfter(body: request.expiresAfter, messageExpiry: message.messageExpiry)
@@ -195,16 +197,12 @@ public final class FleetLink: Service, Sendable {
         } catch {
             // Nothing was queued: a retry of this request (the answer to `queueFull` or
             // `audioUnavailable`) is a new attempt, not a redelivery.
-            if let requestId {
-                await book.forget(requestId)
-                _ = try? await memory?.forget(requestId)
-            }
+            if let requestId { _ = try? await memory.forget(requestId) }
             refuse(message, requestId: requestId, error, counted: true)
             return
         }
-        if let requestId { _ = try? await memory?.accepted(requestId, announcement: accepted.id) }
-        let remembers = requestId != nil && memory != nil
-        guard message.responseTopic != nil || remembers else { return }
+        if let requestId { _ = try? await memory.accepted(requestId, announcement: accepted.id) }
+        guard message.responseTopic != nil || requestId != nil else { return }
         let service = service
         let settings = settings
         let memory = memory
@@ -214,7 +212,7 @@ public final class FleetLink: Service, Sendable {
             guard let finished = try? await service.finished(id: accepted.id) else { return }
             let report = FleetReport(
                 type: .finished, device: settings.device, site: settings.site, requestId: requestId, event: finished)
-            if let requestId { _ = try? await memory?.outcome(requestId, report: Self.encode(report)) }
+            if let requestId { _ = try? await memory.outcome(requestId, report: Self.encode(report)) }
             guard let responseTopic = message.responseTopic else { return }
             self.publish(
                 MQTTOutgoing(
@@ -222,8 +220,9 @@ public final class FleetLink: Service, Sendable {
         }
     }
 
-    /// The record of `requestId` when it was seen before (by an earlier run), else nil, having
-    /// claimed it. A database that cannot be read is logged, and the request taken as new.
+    /// What became of `requestId` when it was seen before (in this run or an earlier one), else
+    /// nil, having claimed it. A database that cannot be read is logged, and the request taken as
+    /// new (this run's ids are known without it).
     private static func claim(_ requestId: String, in memory: any RequestMemory, logger: Logger) async -> SeenRequest? {
         do {
             return try await memory.claim(requestId, at: Date())
@@ -426,21 +425,10 @@ public final class FleetLink: Service, Sendable {
     }
 }
 
-/// The link's memory: recent request ids, and the languages of the voices for its status. Which
-/// request an event is of, its origin says.
+/// The link's memory: the languages of the voices for its status. Which request an event is of,
+/// its origin says; which requests were seen, the service's one store (`SpeakService.requests`).
 actor FleetBook {
-    private var recent: RecentRequests
     private var voiceLanguages: [String]?
-
-    init(capacity: Int) {
-        recent = RecentRequests(capacity: capacity)
-    }
-
-    /// False when `requestId` was seen lately.
-    func remember(_ requestId: String) -> Bool { recent.insert(requestId) }
-
-    /// Forgets `requestId`, remembered for a request that was then refused.
-    func forget(_ requestId: String) { recent.remove(requestId) }
 
     /// The languages of the renderer's voices, asked once.
     func voices(from service: any SpeakService) async -> [String] {

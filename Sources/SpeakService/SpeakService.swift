@@ -101,8 +101,9 @@ public protocol SpeakService: Sendable {
 
     // MARK: Requests seen
 
-    /// The request ids kept across restarts, when the daemon keeps state; nil without.
-    var requests: (any RequestMemory)? { get }
+    /// The request ids a redelivering front has seen: this run's, and with a state database the
+    /// ones kept across restarts.
+    var requests: any RequestMemory { get }
 
     // MARK: Audit
 
@@ -253,12 +254,14 @@ public struct AuditQuery: Sendable, Hashable {
     }
 }
 
-/// The request ids a front whose transport redelivers (MQTT) has seen, kept across restarts,
-/// so a message delivered again after a restart is answered with its first outcome and not
-/// spoken twice. Each call that cannot reach the store throws `SpeakError.Code.stateUnavailable`.
+/// The request ids a front whose transport redelivers (MQTT) has seen: the one store that makes
+/// a message delivered again speak once. In this run it is always there; with a state database
+/// it is kept across restarts too, so a message delivered again after a restart is answered with
+/// its first outcome. Each call that cannot reach the database throws `stateUnavailable`; what
+/// this run saw is still known then.
 public protocol RequestMemory: Sendable {
     /// Claims `requestId`: nil when it is new (it is remembered from now on), else what became
-    /// of it when it was seen before.
+    /// of it when it was seen before, in this run or an earlier one.
     func claim(_ requestId: String, at time: Date) async throws(SpeakError) -> SeenRequest?
     /// Records the announcement a claimed request became.
     func accepted(_ requestId: String, announcement: String) async throws(SpeakError)
@@ -268,16 +271,20 @@ public protocol RequestMemory: Sendable {
     func forget(_ requestId: String) async throws(SpeakError)
 }
 
-/// What became of a request seen before: the announcement it became, and the report that
-/// answered it (nil when speakd stopped before it finished).
+/// What became of a request seen before: whether this run saw it (it is being or was answered
+/// here), else the announcement it became before a restart and the report that answered it (nil
+/// when speakd stopped before it finished).
 public struct SeenRequest: Sendable, Hashable {
+    /// Seen in this run: its answer is this run's to give, once.
+    public var thisRun: Bool
     /// The announcement's id, once it was accepted.
     public var announcement: String?
     /// The report sent as its answer, as sent.
     public var report: Data?
 
     /// - Parameters: see the properties of the same names.
-    public init(announcement: String?, report: Data?) {
+    public init(thisRun: Bool, announcement: String? = nil, report: Data? = nil) {
+        self.thisRun = thisRun
         self.announcement = announcement
         self.report = report
     }

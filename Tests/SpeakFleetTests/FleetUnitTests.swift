@@ -7,37 +7,6 @@ import Testing
 
 @Suite("Fleet parts")
 struct FleetUnitTests {
-    @Test func recentRequestsRemembersABoundedNumber() {
-        var recent = RecentRequests(capacity: 3)
-        let inserted = ["a", "a", "b", "c"].map { recent.insert($0) }
-        #expect(inserted == [true, false, true, true])
-        // A fourth pushes out the oldest, and only it.
-        let fourth = recent.insert("d")
-        #expect(fourth)
-        #expect(!recent.contains("a"))
-        #expect(recent.contains("b") && recent.contains("c") && recent.contains("d"))
-        let again = recent.insert("a")
-        #expect(again)
-        #expect(!recent.contains("b"))
-    }
-
-    /// A refused request is forgotten, and its place is not taken from an id remembered later.
-    @Test func recentRequestsForgetsARefusedRequest() {
-        var recent = RecentRequests(capacity: 3)
-        for id in ["a", "b"] { _ = recent.insert(id) }
-        recent.remove("a")
-        #expect(!recent.contains("a"))
-        let again = recent.insert("a")
-        #expect(again)
-        // Full: a, b, a (the first a's slot empty). The next id takes the empty slot first,
-        // so b and the second a stay.
-        let fourth = recent.insert("c")
-        #expect(fourth)
-        #expect(recent.contains("a") && recent.contains("b") && recent.contains("c"))
-        recent.remove("unknown")
-        #expect(recent.contains("a") && recent.contains("b") && recent.contains("c"))
-    }
-
     @Test(arguments: [
         ("mqtt://broker.local", "mqtt://broker.local:1883"),
         ("mqtts://broker.local", "mqtts://broker.local:8883"),

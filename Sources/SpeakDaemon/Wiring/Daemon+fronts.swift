@@ -37,7 +37,7 @@ func makeFronts(
     var service = CoreService(intake: intake, health: health)
     service.scheduleService = schedules
     service.auditLog = records?.database.audit
-    service.requests = records.map { StoredRequestMemory($0.database.fleetRequests) }
+    service.requests = RequestStore(table: records?.database.fleetRequests)
     service.clipLibrary = engines.clips.map { library in
         { @Sendable () throws -> [ClipInfo] in
             try library.list().map {

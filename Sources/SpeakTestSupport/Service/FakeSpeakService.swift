@@ -77,7 +77,8 @@ public final class FakeSpeakService: SpeakService {
 
     // MARK: SpeakService
 
-    public var requests: (any RequestMemory)? { nil }
+    /// Request ids as a service without a state database keeps them: this run's, in memory.
+    public let requests: any RequestMemory = FakeRequestMemory()
 
     public func accept(_ body: Data, origin: AnnouncementOrigin) async throws(SpeakError) -> AnnouncementAccepted {
         let request = try limits.decode(body)
@@ -255,5 +256,22 @@ public final class FakeSpeakService: SpeakService {
 
     public func countRefusal(_ error: SpeakError, origin: AnnouncementOrigin, output: String?) {
         state.withLock { $0.counted.append(error) }
+    }
+}
+
+/// Request ids kept in memory for this run, as a service without a state database keeps them.
+final class FakeRequestMemory: RequestMemory {
+    private let seen = Mutex(Set<String>())
+
+    func claim(_ requestId: String, at time: Date) async throws(SpeakError) -> SeenRequest? {
+        seen.withLock { $0.insert(requestId).inserted } ? nil : SeenRequest(thisRun: true)
+    }
+
+    func accepted(_ requestId: String, announcement: String) async throws(SpeakError) {}
+
+    func outcome(_ requestId: String, report: Data) async throws(SpeakError) {}
+
+    func forget(_ requestId: String) async throws(SpeakError) {
+        _ = seen.withLock { $0.remove(requestId) }
     }
 }

@@ -1,5 +1,5 @@
-/// The request ids seen lately, the oldest forgotten first: what makes a redelivered MQTT
-/// message (a reconnect, a sender's retry) speak once.
+/// The request ids seen lately in this run, the oldest forgotten first: what makes a redelivered
+/// MQTT message (a reconnect, a sender's retry) speak once, with or without a state database.
 struct RecentRequests: Sendable {
     /// A ring of the ids in the order they came; nil where one was removed.
     private var order: [String?] = []
