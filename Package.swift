@@ -291,7 +291,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            exclude: ["StatusPage"],
+            exclude: ["StatusPage", "Console"],
             swiftSettings: swiftSettings,
             plugins: ["EmbedServedFiles"]
         ),

@@ -2,7 +2,8 @@ import Foundation
 import PackagePlugin
 
 /// Compiles the files SpeakServer serves into it: the repository's `openapi.json` (for
-/// `GET /openapi.json`) and the status page (`StatusPage/index.html` in the target, for `GET /`).
+/// `GET /openapi.json`), the status page (`StatusPage/index.html` in the target, for `GET /`) and the
+/// operator console (`Console/index.html`, for `GET /console`).
 /// What a client reads is then the file in the repository, byte for byte, and an installed
 /// `speakd` needs no resource files beside it.
 @main
@@ -11,6 +12,7 @@ struct EmbedServedFiles: BuildToolPlugin {
         let files = [
             (context.package.directoryURL.appending(path: "openapi.json"), "OpenAPIDocument", "json"),
             (target.directoryURL.appending(path: "StatusPage/index.html"), "StatusPage", "html"),
+            (target.directoryURL.appending(path: "Console/index.html"), "OperatorConsole", "html"),
         ]
         let tool = try context.tool(named: "speakd-embed-text").url
         return files.map { input, type, property in

@@ -31,6 +31,7 @@ import Glibc
 /// | `GET /metrics` | Prometheus text format |
 /// | `GET /openapi.json` | the OpenAPI 3.1 document of these routes (`OpenAPIDocument`) |
 /// | `GET /` | the status page (`StatusPage`), HTML |
+/// | `GET /console` | the operator console (`OperatorConsole`), HTML that calls only the routes above |
 ///
 /// Decisions the contract leaves open:
 /// - The event stream starts with live events; `Last-Event-ID: N` (or `?after=N`) first replays
@@ -161,6 +162,7 @@ public struct SpeakServer: Sendable {
         router.get("/openapi.json", use: routes.openAPI)
         let tokenRequired = access.requiresToken
         router.get("/") { _, _ in StatusPage.response(tokenRequired: tokenRequired) }
+        router.get("/console") { _, _ in OperatorConsole.response(tokenRequired: tokenRequired) }
         // Last, so it wraps only the not-found answer: a known path under another method is a 405.
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))
         return router

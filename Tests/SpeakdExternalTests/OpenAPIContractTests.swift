@@ -35,7 +35,7 @@ extension SpeakdExternal {
                 Set(paths.keys) == [
                     "/v1/announcements", "/v1/announcements/{id}", "/v1/events", "/v1/speech", "/v1/voices",
                     "/v1/chimes", "/v1/announcements/{id}/pause", "/v1/announcements/{id}/resume", "/v1/pause",
-                    "/v1/resume", "/healthz", "/metrics", "/openapi.json", "/", "/v1/session",
+                    "/v1/resume", "/healthz", "/metrics", "/openapi.json", "/", "/console", "/v1/session",
                     "/v1/announcements/{id}/repeat", "/v1/repeat", "/v1/schedules", "/v1/schedules/{id}", "/v1/audit",
                     "/v1/prerender", "/v1/clips",
                 ])

@@ -23,7 +23,7 @@ import Glibc
 ///   the `text/plain` and form posts they make without a CORS preflight.
 /// - `Authorization: Bearer <token>` (401 otherwise) on TCP when `ServerSettings.tcpToken` is
 ///   set, for every route but `GET /healthz`, whose report names no announcement and which
-///   probes and the CLI use to find a daemon, and `GET /`, the status page, which holds no data. The token is compared in constant time. It is
+///   probes and the CLI use to find a daemon, `GET /`, the status page, and `GET /console`, the operator console, which hold no data. The token is compared in constant time. It is
 ///   not accepted in the query or a cookie: URLs end up in logs, and cookies are sent by any
 ///   page the browser shows.
 struct AccessPolicy: Sendable {
@@ -124,9 +124,9 @@ struct AccessPolicy: Sendable {
     /// The refusal of a TCP request without the right bearer token, or nil.
     func checkToken(_ request: Request) -> APIError? {
         guard let token else { return nil }
-        // Health names no announcement and the status page holds no data; everything the page
-        // then reads goes through this check.
-        if request.method == .get || request.method == .head, ["/healthz", "/"].contains(request.uri.path) {
+        // Health names no announcement and the status page and the console hold no data;
+        // everything they then read goes through this check.
+        if request.method == .get || request.method == .head, ["/healthz", "/", "/console"].contains(request.uri.path) {
             return nil
         }
         let whereToFind = tokenFile.map { "the token in \($0)" } ?? "the daemon's token"

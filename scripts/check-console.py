@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Drives speakd's operator console (/console) in headless Chromium and checks the main flows.
+
+Usage: check-console.py BASE_URL TOKEN_FILE SCREENSHOT_DIR
+
+Against a real daemon (a null sink that plays in real time, a state directory):
+- sign-in: a wrong token is refused with a message, the right one opens "Now";
+- Announce: a field error from the API shows next to its field; a long announcement made through
+  the form is accepted, then cancelled with its button on "Now" (the API then says cancelled);
+- Schedules: a weekday schedule made with the rule builder has the RRULE the builder showed, as
+  the API returns it, and is listed with its next slot; it is deleted after a confirmation;
+- Log: filtered by front, it shows the cancelled announcement; the CSV export parses to the same
+  rows as the API's NDJSON with the same filter;
+- a cross-site form post (a page on another origin, no script needed) is refused with 403;
+- axe-core (from PyPI's axe-selenium-python): no serious or critical violation on any view;
+- the main flow (announce, then cancel it on "Now") again with the keyboard only;
+- sign-out forgets the token; the browser console has no errors.
+A screenshot of each view is saved in SCREENSHOT_DIR. Prints one line per step; exits 1 naming
+the step that failed.
+"""
+import csv
+import glob
+import http.server
+import io
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+# Selenium Manager would try to download a driver and send statistics: there is no network here,
+# and the Debian driver is given explicitly.
+os.environ["SE_AVOID_STATS"] = "true"
+
+LONG_TEXT = ("Attention please. The lift on level two is out of order. Please use the lift near the main "
+             "entrance or the stairs beside the cafe. We are sorry for the inconvenience. ") * 3
+
+
+class Failure(Exception):
+    pass
+
+
+def main() -> int:
+    base_url, token_file, shots = sys.argv[1:4]
+    os.makedirs(shots, exist_ok=True)
+    if os.path.exists(os.path.join(shots, "failure.png")):
+        os.remove(os.path.join(shots, "failure.png"))
+    with open(token_file, encoding="utf-8") as f:
+        token = f.read().strip()
+    downloads = tempfile.mkdtemp(prefix="speakd-console-downloads-")
+
+    def api(method, path, body=None, raw=False):
+        request = urllib.request.Request(
+            base_url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            data = response.read()
+            return data.decode() if raw else (json.loads(data) if data else None)
+
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
+                     "--disable-dev-shm-usage", "--no-first-run", "--autoplay-policy=no-user-gesture-required"):
+        options.add_argument(argument)
+    options.add_experimental_option("prefs", {"download.default_directory": downloads,
+                                              "download.prompt_for_download": False})
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    wait = WebDriverWait(driver, 20, poll_frequency=0.05)
+    step = "load the console"
+
+    def find(id):
+        return driver.find_element(By.ID, id)
+
+    def text_of(selector):
+        try:
+            rows = driver.find_elements(By.CSS_SELECTOR, selector)
+            return rows[0].text if rows else None
+        except StaleElementReferenceException:
+            return None
+
+    def click(selector):
+        def clicked(d):
+            try:
+                d.find_element(By.CSS_SELECTOR, selector).click()
+                return True
+            except StaleElementReferenceException:
+                return False
+        wait.until(clicked)
+
+    def go(view):
+        click("#nav-" + view)
+        wait.until(lambda d: find("view-" + view).is_displayed())
+
+    axe_source = None
+    try:
+        import axe_selenium_python
+        axe_path = os.path.join(os.path.dirname(axe_selenium_python.__file__), "node_modules", "axe-core", "axe.min.js")
+        with open(axe_path, encoding="utf-8") as f:
+            axe_source = f.read()
+    except (ImportError, OSError) as error:
+        print("axe-core not found:", error)
+        return 1
+
+    def check_axe(name):
+        # Injected through the driver, which the page's CSP does not govern; the page itself loads
+        # nothing from elsewhere.
+        driver.execute_script(axe_source)
+        violations = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "axe.run(document, {resultTypes: ['violations']}).then("
+            "  (r) => done(r.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help,"
+            "    nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 3)}))),"
+            "  (e) => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: []}]));")
+        bad = [v for v in violations if v["impact"] in ("serious", "critical")]
+        for v in violations:
+            print(f"  axe {name}: {v['impact']} {v['id']}: {v['help']} {v['nodes']}")
+        if bad:
+            raise Failure(f"axe found {len(bad)} serious or critical violations on {name}")
+        print(f"axe {name}: 0 serious or critical ({len(violations)} minor)")
+
+    def shot(name):
+        driver.save_screenshot(os.path.join(shots, name + ".png"))
+
+    try:
+        driver.set_script_timeout(30)
+        driver.get(base_url + "/console")
+        print("loaded:", driver.title)
+
+        step = "be asked to sign in, refuse a wrong token"
+        wait.until(lambda d: find("sign-in").is_displayed())
+        if find("view-now").is_displayed():
+            raise Failure("a view shows before signing in")
+        check_axe("sign-in")
+        shot("sign-in")
+        find("token").send_keys("not-the-token")
+        find("sign-in-button").click()
+        wait.until(lambda d: find("sign-in-error").text.startswith("Not signed in"))
+        print("wrong token:", find("sign-in-error").text)
+
+        step = "sign in with the token"
+        find("token").send_keys(token)
+        find("sign-in-button").click()
+        wait.until(lambda d: find("view-now").is_displayed())
+        wait.until(lambda d: find("stream-state").text == "event stream: live")
+        wait.until(lambda d: text_of("#outputs article[data-output='default']") is not None)
+        if driver.execute_script("return sessionStorage.getItem('speakd-token')") != token:
+            raise Failure("the token is not kept in the tab's session storage")
+        print("signed in; outputs:", [e.get_attribute("data-output") for e in driver.find_elements(By.CSS_SELECTOR, "#outputs article")])
+
+        step = "show a field error next to its field"
+        go("announce")
+        wait.until(lambda d: len(Select(find("a-voice")).options) > 1)
+        find("a-text").send_keys("Wrong language.")
+        find("a-language").send_keys("qaa-x-none")
+        find("send").click()
+        wait.until(lambda d: find("err-language").text != "")
+        if find("a-language").get_attribute("aria-invalid") != "true":
+            raise Failure("the refused field is not marked invalid")
+        print("field error next to language:", find("err-language").text)
+        find("a-language").clear()
+
+        step = "announce through the form"
+        find("a-text").clear()
+        find("a-text").send_keys(LONG_TEXT)
+        Select(find("a-priority")).select_by_value("high")
+        find("send").click()
+        wait.until(lambda d: find("announce-message").text.startswith("Queued as "))
+        announced = find("announce-message").get_attribute("data-id")
+        print("accepted:", announced)
+        check_axe("announce")
+        shot("announce")
+
+        step = "see it on Now and in the live region, and cancel it there"
+        go("now")
+        wait.until(lambda d: "speaking" in (text_of(f"#outputs tr[data-id='{announced}'] td.state-cell") or ""))
+        wait.until(lambda d: find("speaking-now").text.startswith("Saying now on default"))
+        if find("speaking-now").get_attribute("aria-live") != "polite":
+            raise Failure("the live region is not polite")
+        check_axe("now")
+        shot("now")
+        click(f"#outputs tr[data-id='{announced}'] button.cancel")
+        wait.until(lambda d: text_of(f"#outputs tr[data-id='{announced}']") is None)
+        status = api("GET", "/v1/announcements/" + announced)
+        if status.get("reason") != "cancelled":
+            raise Failure(f"the API says {status}")
+        print("cancelled from Now:", status["state"], status["reason"])
+
+        step = "make a weekday schedule with the rule builder"
+        go("schedules")
+        find("new-schedule").click()
+        wait.until(lambda d: find("schedule-form").is_displayed())
+        find("s-name").send_keys("Lift notice")
+        find("s-text").send_keys("The lift on level two is out of order.")
+        Select(find("s-kind")).select_by_value("weekdays")
+        driver.execute_script("arguments[0].value = '08:30'; arguments[0].dispatchEvent(new Event('input'))", find("s-time"))
+        find("s-zone").clear()
+        find("s-zone").send_keys("Europe/Lisbon")
+        shown = find("s-rule").get_attribute("data-rrule")
+        if shown != "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8;BYMINUTE=30;BYSECOND=0":
+            raise Failure(f"the builder shows {shown}")
+        check_axe("schedule form")
+        shot("schedule-form")
+        find("s-save").click()
+        wait.until(lambda d: find("schedules-message").text.startswith("Saved "))
+        schedule_id = find("schedules-message").get_attribute("data-id")
+        schedule = api("GET", "/v1/schedules/" + schedule_id)
+        if schedule["rrule"] != shown or schedule["timeZone"] != "Europe/Lisbon":
+            raise Failure(f"the API returned {schedule['rrule']} in {schedule['timeZone']}, the builder showed {shown}")
+        print("schedule", schedule_id, schedule["rrule"], "next", schedule["next"])
+        wait.until(lambda d: text_of(f"#schedules tr[data-id='{schedule_id}'] td.rrule") == shown)
+        next_cell = text_of(f"#schedules tr[data-id='{schedule_id}'] td.next")
+        if not next_cell or "Europe/Lisbon" not in next_cell or "8:30" not in next_cell:
+            raise Failure(f"the next slot shows as {next_cell}")
+        print("listed, next slot in its zone:", next_cell)
+        check_axe("schedules")
+        shot("schedules")
+
+        step = "edit it: the builder reads the rule back"
+        click(f"#schedules tr[data-id='{schedule_id}'] button.edit")
+        wait.until(lambda d: find("schedule-form").is_displayed())
+        if Select(find("s-kind")).first_selected_option.get_attribute("value") != "weekdays" or find("s-time").get_attribute("value") != "08:30":
+            raise Failure("the rule was not read back into the builder")
+        find("s-cancel").click()
+
+        step = "the log shows the announcement, filtered"
+        go("log")
+        Select(find("l-front")).select_by_value("http")
+        find("log-apply").click()
+        wait.until(lambda d: "cancelled" in (text_of(f"#log tr[data-id='{announced}'] td.outcome") or ""))
+        print("log row:", text_of(f"#log tr[data-id='{announced}']")[:100])
+        check_axe("log")
+        shot("log")
+
+        step = "export the log as CSV: the same rows as the API"
+        find("export-csv").click()
+        def exported(_):
+            files = [f for f in glob.glob(os.path.join(downloads, "*.csv"))]
+            return files[0] if files else False
+        path = wait.until(exported)
+        time.sleep(0.3)
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+        ndjson = api("GET", "/v1/audit?front=http&format=ndjson", raw=True)
+        entries = [json.loads(line) for line in ndjson.splitlines() if line.strip()]
+        def key(entry):
+            return (entry.get("id") or "", entry.get("queued") or "", entry.get("reason") or "", entry.get("text") or "")
+        if [key(r) for r in rows] != [key(e) for e in entries]:
+            raise Failure(f"CSV rows {len(rows)} differ from the API's {len(entries)}")
+        if not any(r["id"] == announced and r["reason"] == "cancelled" for r in rows):
+            raise Failure("the CSV has no row for the cancelled announcement")
+        print("CSV:", len(rows), "rows, the same as the API's")
+
+        step = "export the log as NDJSON"
+        find("export-ndjson").click()
+        wait.until(lambda d: glob.glob(os.path.join(downloads, "*.ndjson")) or False)
+
+        step = "delete the schedule after confirming"
+        go("schedules")
+        click(f"#schedules tr[data-id='{schedule_id}'] button.delete")
+        wait.until(lambda d: d.switch_to.alert)
+        driver.switch_to.alert.accept()
+        wait.until(lambda d: text_of(f"#schedules tr[data-id='{schedule_id}']") is None)
+        try:
+            api("GET", "/v1/schedules/" + schedule_id)
+            raise Failure("the schedule is still there")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+        print("schedule deleted")
+
+        step = "keyboard only: announce, then cancel it on Now"
+        go("now")
+        driver.execute_script("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)")
+        keys = ActionChains(driver)
+
+        def active_id():
+            return driver.execute_script("return document.activeElement ? document.activeElement.id : ''")
+
+        def tab_to(test, back=False, limit=80):
+            for _ in range(limit):
+                if back:
+                    ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+                else:
+                    ActionChains(driver).send_keys(Keys.TAB).perform()
+                if test():
+                    return
+            raise Failure("the keyboard could not reach the element")
+
+        tab_to(lambda: active_id() == "nav-announce")
+        keys.send_keys(Keys.ENTER).perform()
+        wait.until(lambda d: find("view-announce").is_displayed())
+        tab_to(lambda: active_id() == "a-text")
+        ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(
+            "Typed with the keyboard only. " + LONG_TEXT).perform()
+        tab_to(lambda: active_id() == "send")
+        ActionChains(driver).send_keys(Keys.ENTER).perform()
+        wait.until(lambda d: find("announce-message").get_attribute("data-id") not in (None, announced))
+        typed = find("announce-message").get_attribute("data-id")
+        tab_to(lambda: active_id() == "nav-now", back=True)
+        ActionChains(driver).send_keys(Keys.ENTER).perform()
+        wait.until(lambda d: text_of(f"#outputs tr[data-id='{typed}']") is not None)
+        tab_to(lambda: driver.execute_script(
+            "const a = document.activeElement; return !!a && a.classList.contains('cancel') && a.closest('tr') && a.closest('tr').dataset.id === arguments[0]", typed))
+        outline = driver.execute_script("return getComputedStyle(document.activeElement).outlineStyle")
+        if outline in ("none", ""):
+            raise Failure("the focused button has no visible outline")
+        ActionChains(driver).send_keys(Keys.ENTER).perform()
+        wait.until(lambda d: api("GET", "/v1/announcements/" + typed).get("reason") == "cancelled")
+        print("keyboard only: announced", typed, "and cancelled it; focus outline", outline)
+
+        step = "stop all asks once"
+        first = api("POST", "/v1/announcements", {"text": LONG_TEXT})["id"]
+        wait.until(lambda d: text_of(f"#outputs tr[data-id='{first}']") is not None)
+        find("stop-all").click()
+        wait.until(lambda d: d.switch_to.alert)
+        driver.switch_to.alert.dismiss()
+        time.sleep(0.3)
+        if api("GET", "/v1/announcements/" + first).get("reason"):
+            raise Failure("stop-all acted without its confirmation")
+        find("stop-all").click()
+        wait.until(lambda d: d.switch_to.alert)
+        driver.switch_to.alert.accept()
+        wait.until(lambda d: api("GET", "/v1/announcements/" + first).get("reason") == "cancelled")
+        print("stop-all: dismissed did nothing, confirmed cancelled", first)
+
+        step = "sign out"
+        find("sign-out").click()
+        wait.until(lambda d: find("sign-in").is_displayed())
+        if driver.execute_script("return sessionStorage.getItem('speakd-token')") is not None:
+            raise Failure("the token is still kept after signing out")
+        if find("view-now").is_displayed():
+            raise Failure("a view still shows after signing out")
+        print("signed out")
+
+        step = "a console without errors"
+        # The wrong token's 401 and the field error's 422 are logged by Chromium as failed resource
+        # loads; nothing else may be.
+        expected = ("status of 401", "status of 422")
+        errors = [e for e in driver.get_log("browser")
+                  if e["level"] == "SEVERE" and not any(code in e["message"] for code in expected)]
+        for entry in errors:
+            print("console error:", entry["message"])
+        if errors:
+            raise Failure("the browser console has errors")
+        print("console: no errors")
+
+        step = "a cross-site form post is refused"
+        page = ("<!doctype html><form method=post enctype=text/plain action='" + base_url +
+                "/v1/announcements'><input name='{\"text\":\"x' value='\"}'><button id=go>go</button></form>").encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(page)
+
+            def log_message(self, *args):
+                pass
+
+        foreign = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=foreign.serve_forever, daemon=True).start()
+        try:
+            driver.get(f"http://127.0.0.1:{foreign.server_port}/")
+            find("go").click()
+            wait.until(lambda d: "forbiddenOrigin" in d.page_source)
+            print("cross-site post refused:", driver.find_element(By.TAG_NAME, "body").text[:120])
+        finally:
+            foreign.shutdown()
+        if any(item.get("text") == "x" for item in api("GET", "/v1/announcements")["announcements"]):
+            raise Failure("the cross-site post was queued")
+        return 0
+    except (TimeoutException, Failure) as error:
+        print(f"failed to {step}" + (f": {error}" if isinstance(error, Failure) else ""))
+        try:
+            driver.save_screenshot(os.path.join(shots, "failure.png"))
+            for entry in driver.get_log("browser"):
+                print("console:", entry["level"], entry["message"])
+        except Exception:
+            pass
+        return 1
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
