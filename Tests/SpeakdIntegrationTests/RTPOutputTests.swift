@@ -11,18 +11,28 @@ extension SpeakdIntegration {
         .serialized, .timeLimit(.minutes(2)),
         .enabled(
             if: rtpReceiversMissing == nil,
-            "needs root (network namespaces), ip, ffmpeg and python3: scripts/install-deps --test"))
+            "needs root (network namespaces), ip, ffmpeg, GStreamer and python3: scripts/install-deps --test"))
     struct RTPOutputTests {
         static let text = "The train to Porto leaves from platform four. Please stand clear of the doors."
         static let group = "239.255.10.1"
 
-        @Test("A µ-law multicast announcement is heard in full by ffmpeg, paced within 2 ms")
+        @Test("A µ-law multicast announcement is heard in full by ffmpeg and GStreamer, paced within 2 ms")
         func ffmpegHearsTheAnnouncement() async throws {
+            // Pacing is timed as the packets arrive: run once more, with the reason printed, when
+            // a figure misses its bound on a loaded machine (retryingSinkTimingOnce); the bounds
+            // are as they are.
+            let misses = try await retryingSinkTimingOnce("RTPOutputTests.ffmpegHearsTheAnnouncement") { timing in
+                try await Self.hearAnnouncement(&timing)
+            }
+            #expect(misses.isEmpty, "\(misses)")
+        }
+
+        static func hearAnnouncement(_ timing: inout SinkTiming) async throws {
             let namespace = try NetworkNamespace()
             defer { namespace.remove() }
             let speakd = try await SpeakdProcess.start(
                 audio: "null",
-                arguments: ["--output", "platform1=rtp://\(Self.group):5004?codec=pcmu&ptime=20&ttl=1"],
+                arguments: ["--output", "platform1=rtp://\(group):5004?codec=pcmu&ptime=20&ttl=1"],
                 networkNamespace: namespace.name)
             defer { Task { await speakd.stop() } }
             let directory = speakd.directory
@@ -31,7 +41,7 @@ extension SpeakdIntegration {
             let sdpAnswer = try await speakd.unixClient.send("GET", "/v1/outputs/platform1/sdp")
             #expect(sdpAnswer.status == 200)
             let sdp = String(decoding: sdpAnswer.body, as: UTF8.self)
-            #expect(sdp.contains("c=IN IP4 \(Self.group)/1") && sdp.contains("a=rtpmap:0 PCMU/8000"), "\(sdp)")
+            #expect(sdp.contains("c=IN IP4 \(group)/1") && sdp.contains("a=rtpmap:0 PCMU/8000"), "\(sdp)")
             #expect(try await speakd.unixClient.send("GET", "/v1/outputs/nowhere/sdp").status == 404)
             #expect(try await speakd.unixClient.send("GET", "/v1/outputs/default/sdp").status == 409)
             let sdpFile = directory.appendingPathComponent("platform1.sdp")
@@ -43,7 +53,7 @@ extension SpeakdIntegration {
             let capture = try ChildProcess(
                 "/usr/sbin/ip",
                 [
-                    "netns", "exec", namespace.name, "/usr/bin/python3", Self.script("rtp-capture"), Self.group,
+                    "netns", "exec", namespace.name, "/usr/bin/python3", script("rtp-capture"), group,
                     "5004", "--timeout", "40", "--ready", ready.path,
                 ],
                 environment: ProcessInfo.processInfo.environment, output: captureOutput.path)
@@ -57,6 +67,19 @@ extension SpeakdIntegration {
                 ],
                 environment: ProcessInfo.processInfo.environment,
                 output: directory.appendingPathComponent("ffmpeg.log").path)
+            // GStreamer's own RTP elements, configured by hand as a receiver without SDP would be.
+            let gstreamerHeard = directory.appendingPathComponent("gstreamer.wav")
+            let gstreamer = try ChildProcess(
+                "/usr/sbin/ip",
+                [
+                    "netns", "exec", namespace.name, "/usr/bin/gst-launch-1.0", "-q", "-e", "udpsrc",
+                    "address=\(group)", "port=5004",
+                    "caps=application/x-rtp,media=audio,clock-rate=8000,encoding-name=PCMU,payload=0", "!",
+                    "rtpjitterbuffer", "!", "rtppcmudepay", "!", "mulawdec", "!", "wavenc", "!", "filesink",
+                    "location=\(gstreamerHeard.path)",
+                ],
+                environment: ProcessInfo.processInfo.environment,
+                output: directory.appendingPathComponent("gstreamer.log").path)
             let listening = ContinuousClock.now + .seconds(10)
             while !FileManager.default.fileExists(atPath: ready.path) && ContinuousClock.now < listening {
                 try await Task.sleep(for: .milliseconds(20))
@@ -65,16 +88,21 @@ extension SpeakdIntegration {
             try await Task.sleep(for: .seconds(1.5))
 
             let answer = try await speakd.unixClient.send(
-                "POST", "/v1/announcements?wait=true", json: ["text": Self.text, "output": "platform1"])
+                "POST", "/v1/announcements?wait=true", json: ["text": text, "output": "platform1"])
             #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
             #expect(String(decoding: answer.body, as: UTF8.self).contains(#""success":true"#))
 
             // The capture ends at the stream's BYE; ffmpeg writes its WAV out when told to stop.
-            #expect(await capture.wait(timeout: .seconds(10)) == 0, "capture: \(Self.read(captureOutput))")
+            #expect(await capture.wait(timeout: .seconds(10)) == 0, "capture: \(read(captureOutput))")
             try await Task.sleep(for: .milliseconds(300))
             ffmpeg.send(SIGINT)
+            // With -e, an interrupt ends GStreamer's pipeline with end-of-stream: wavenc then writes
+            // its header's sizes.
+            gstreamer.send(SIGINT)
             _ = await ffmpeg.wait(timeout: .seconds(5))
             await ffmpeg.terminate()
+            _ = await gstreamer.wait(timeout: .seconds(5))
+            await gstreamer.terminate()
 
             let report = try JSONSerialization.jsonObject(with: Data(contentsOf: captureOutput)) as? [String: Any]
             let packets = try #require(report?["packets"] as? [[String: Any]])
@@ -91,13 +119,13 @@ extension SpeakdIntegration {
             #expect((report?["byes"] as? Int ?? 0) >= 1)
             #expect((report?["reports"] as? Int ?? 0) >= 1)
             let spacing = try #require(report?["spacingMs"] as? Double)
-            #expect(abs(spacing - 20) < 0.05, "mean spacing \(spacing) ms")
+            timing.check(abs(spacing - 20) < 0.05, "mean spacing \(spacing) ms, not within 0.05 ms of 20")
             let jitter = try #require(report?["jitterMs"] as? [String: Double])
-            #expect((jitter["p99"] ?? 99) <= 2, "jitter \(jitter)")
+            timing.check((jitter["p99"] ?? 99) <= 2, "pacing jitter p99 over 2 ms: \(jitter)")
 
             // What ffmpeg decoded is the announcement in full: as long as the raw render, as loud
             // in shape (its sounding part starts at once and lasts as long).
-            let raw = try await speakd.speech(["text": Self.text], raw: true)
+            let raw = try await speakd.speech(["text": text], raw: true)
             let decoded = try WAVReader(contentsOf: heard)
             let reference = AudioAnalysis(samples: raw.samples, sampleRate: raw.sampleRate)
             let received = AudioAnalysis(samples: decoded.samples, sampleRate: decoded.sampleRate)
@@ -109,6 +137,21 @@ extension SpeakdIntegration {
             #expect(received.rms > 0.2 * reference.rms, "RMS \(received.rms) against \(reference.rms)")
             // The stream carries what the sink was given, so sound starts within its lead-in.
             #expect((receivedSound.first?.start ?? 9) < 0.5, "sound starts at \(receivedSound.first?.start ?? -1) s")
+
+            // GStreamer hears the same sound.
+            let gstreamerDecoded = try WAVReader(contentsOf: gstreamerHeard)
+            let gstreamerAnalysis = AudioAnalysis(
+                samples: gstreamerDecoded.samples, sampleRate: gstreamerDecoded.sampleRate)
+            let gstreamerSound = gstreamerAnalysis.soundingSegments(minimumSilence: 0.5)
+            let gstreamerGot =
+                try #require(
+                    gstreamerSound.last?.end,
+                    "GStreamer: \(read(directory.appendingPathComponent("gstreamer.log")))")
+                - (gstreamerSound.first?.start ?? 0)
+            #expect(gstreamerDecoded.sampleRate == 8000)
+            #expect(abs(gstreamerGot - expected) < 0.1, "GStreamer heard \(gstreamerGot) s, rendered \(expected) s")
+            #expect(
+                gstreamerAnalysis.rms > 0.2 * reference.rms, "RMS \(gstreamerAnalysis.rms) against \(reference.rms)")
         }
 
         static func script(_ name: String) -> String {
@@ -125,7 +168,7 @@ extension SpeakdIntegration {
 /// Why the RTP receiver tests cannot run here; nil when they can.
 let rtpReceiversMissing: String? = {
     if geteuid() != 0 { return "network namespaces need root (as CI has)" }
-    for tool in ["/usr/sbin/ip", "/usr/bin/ffmpeg", "/usr/bin/python3"]
+    for tool in ["/usr/sbin/ip", "/usr/bin/ffmpeg", "/usr/bin/gst-launch-1.0", "/usr/bin/python3"]
     where !FileManager.default.isExecutableFile(atPath: tool) {
         return "\(tool) is not installed (scripts/install-deps --test)"
     }
