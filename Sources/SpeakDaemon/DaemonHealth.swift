@@ -19,6 +19,8 @@ struct DaemonHealth: HealthReporting {
     var fleet: FleetLink? = nil
     /// Each private output's headphone presence, by name.
     var headsets: [String: HeadsetPresence] = [:]
+    /// What each RTP output has sent, by name.
+    var rtp: [String: RTPStatistics] = [:]
     /// The database and its audit writer, when `--state-dir` gave one.
     var database: (path: String, audit: AuditRecorder)? = nil
 
@@ -41,6 +43,10 @@ struct DaemonHealth: HealthReporting {
             if let headset = headsets[output.name] {
                 report.private = true
                 report.headset = headset.present.map { $0 ? .present : .absent } ?? .unknown
+            }
+            if let sent = rtp[output.name] {
+                report.rtp = HealthReport.Output.RTP(
+                    packets: sent.packets, bytes: sent.bytes, latePackets: sent.latePackets)
             }
             return report
         }

@@ -65,6 +65,8 @@ public final class SpeakMetrics: Sendable {
     private let restartsCounted = Mutex(0)
     /// The render cache, when there is one, and its counts at the last exposition.
     private let renderCache = Mutex<(cache: RenderCache?, counted: RenderCache.Statistics)>((nil, .init()))
+    /// What each RTP output had sent at the last scrape, so its counters grow by the difference.
+    private let rtpCounted = Mutex<[String: HealthReport.Output.RTP]>([:])
     private let cacheHits: Counter
     private let cacheMisses: Counter
     private let cacheEvictions: Counter
@@ -144,6 +146,24 @@ public final class SpeakMetrics: Sendable {
     public var serviceCounters: ServiceCounters {
         ServiceCounters(
             accepted: { [self] in countAccepted($0) }, refused: { [self] in countRefused($0) })
+    }
+
+    /// Brings an RTP output's counters up to what its sink counted (`/healthz` has the totals):
+    /// `speakd_rtp_packets_total`, `speakd_rtp_bytes_total`, `speakd_rtp_late_packets_total`.
+    private func countRTP(_ sent: HealthReport.Output.RTP, output: String) {
+        let before = rtpCounted.withLock { counted in
+            defer { counted[output] = sent }
+            return counted[output] ?? HealthReport.Output.RTP(packets: 0, bytes: 0, latePackets: 0)
+        }
+        let label = [("output", output)]
+        for (name, now, then) in [
+            ("speakd_rtp_packets_total", sent.packets, before.packets),
+            ("speakd_rtp_bytes_total", sent.bytes, before.bytes),
+            ("speakd_rtp_late_packets_total", sent.latePackets, before.latePackets),
+        ] {
+            let counter = Counter(label: name, dimensions: label, factory: factory)
+            if now > then { counter.increment(by: now - then) } else { counter.increment(by: 0) }
+        }
     }
 
     func countAccepted(_ priority: AnnouncementPriority) {
@@ -310,6 +330,7 @@ public final class SpeakMetrics: Sendable {
                 Gauge(label: "speakd_output_speaking", dimensions: label, factory: factory)
                     .record(queue.speaking ? 1 : 0)
             }
+            if let rtp = output.rtp { countRTP(rtp, output: output.name) }
         }
         if let workers = health.workers {
             Gauge(label: "speakd_engine_workers", factory: factory).record(workers.running)

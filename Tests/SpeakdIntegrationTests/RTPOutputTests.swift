@@ -1,4 +1,5 @@
 import Foundation
+import SpeakAPI
 import SpeakTestSupport
 import SpeakdHarness
 import Testing
@@ -122,6 +123,16 @@ extension SpeakdIntegration {
             timing.check(abs(spacing - 20) < 0.05, "mean spacing \(spacing) ms, not within 0.05 ms of 20")
             let jitter = try #require(report?["jitterMs"] as? [String: Double])
             timing.check((jitter["p99"] ?? 99) <= 2, "pacing jitter p99 over 2 ms: \(jitter)")
+
+            // /healthz and /metrics count what was sent: every packet the capture saw, none late
+            // by the sender's own clock on this run or not, and the payload bytes.
+            let health = try await speakd.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            let sent = try #require(health.outputs?.first { $0.name == "platform1" }?.rtp, "\(health)")
+            #expect(sent.packets >= packets.count && sent.bytes == sent.packets * 160, "\(sent)")
+            #expect(health.outputs?.first { $0.name == "default" }?.rtp == nil)
+            let metrics = String(decoding: try await speakd.unixClient.send("GET", "/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"speakd_rtp_packets_total{output="platform1"} \#(sent.packets)"#), "\(metrics)")
+            #expect(metrics.contains(#"speakd_rtp_late_packets_total{output="platform1"}"#))
 
             // What ffmpeg decoded is the announcement in full: as long as the raw render, as loud
             // in shape (its sounding part starts at once and lasts as long).

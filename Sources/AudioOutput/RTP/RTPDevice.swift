@@ -24,13 +24,14 @@ final class RTPSession: Sendable {
     let outputName: String
     let ssrc: UInt32
     let counters = Mutex(Counters())
-    /// Packets sent later than a millisecond after they were due, since the output was made.
-    let latePackets = Atomic<Int>(0)
+    /// What the output has sent, for the daemon's health and metrics.
+    let statistics: RTPStatistics
 
-    init(stream: RTPStream, outputName: String) {
+    init(stream: RTPStream, outputName: String, statistics: RTPStatistics = RTPStatistics()) {
         self.stream = stream
         self.outputName = outputName
         self.ssrc = stream.ssrc(forOutput: outputName)
+        self.statistics = statistics
     }
 }
 
@@ -352,7 +353,7 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
                         timestamp: counters.timestamp, ssrc: session.ssrc, payload: payload)
                 }
                 now = Self.now()
-                if now > deadline + 1_000_000 { session.latePackets.add(1, ordering: .relaxed) }
+                session.statistics.sent(payloadBytes: payload.count, late: now > deadline + 1_000_000)
                 let sent = Result { () throws(UDPSenderError) in try sender.send(packet) }
                 if now >= lastReport + Self.reportInterval {
                     lastReport = now

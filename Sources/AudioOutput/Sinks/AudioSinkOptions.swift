@@ -24,6 +24,8 @@ public struct AudioSinkOptions: Sendable, Hashable {
     /// The name of the output the sink plays for: an RTP stream's SSRC and session name come
     /// from it.
     public var outputName: String = "default"
+    /// Where an RTP sink counts what it sends; nil counts for no one.
+    public var rtpStatistics: RTPStatistics? = nil
 
     /// - Parameters:
     ///   - openTimeout: limit for opening or connecting.

@@ -111,7 +111,8 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         case .null:
             return NullSink(format: format, pacing: .realTime(buffer: options.targetLatency))
         case .rtp(let stream):
-            let session = RTPSession(stream: stream, outputName: options.outputName)
+            let session = RTPSession(
+                stream: stream, outputName: options.outputName, statistics: options.rtpStatistics ?? RTPStatistics())
             var logger = logger
             logger[metadataKey: "speakd.output"] = "\(options.outputName)"
             return DeviceSink(name: stream.description, format: format, options: options, logger: logger) {

@@ -130,6 +130,25 @@ public struct HealthReport: Sendable, Hashable, Codable {
         public var `private`: Bool?
         /// A private output's headphones, as its sound server reports them.
         public var headset: Headset?
+        /// What an RTP output has sent since speakd started; absent for a local sink.
+        public var rtp: RTP?
+
+        /// An RTP output's counts.
+        public struct RTP: Sendable, Hashable, Codable {
+            /// RTP packets sent.
+            public var packets: Int
+            /// Their payload bytes.
+            public var bytes: Int
+            /// Packets that left more than a millisecond after they were due.
+            public var latePackets: Int
+
+            /// - Parameters: see the properties of the same names.
+            public init(packets: Int, bytes: Int, latePackets: Int) {
+                self.packets = packets
+                self.bytes = bytes
+                self.latePackets = latePackets
+            }
+        }
 
         /// Whether headphones are plugged into a private output.
         public enum Headset: String, Sendable, Hashable, Codable {

@@ -12,6 +12,8 @@ struct OutputParts {
     let spec: AudioSinkSpec
     /// A private output's headphone presence.
     let headset: HeadsetPresence?
+    /// What an RTP output has sent.
+    let rtp: RTPStatistics?
 }
 
 /// Every named output: each one's parts, and their queues together.
@@ -108,6 +110,7 @@ private func makeOutput(
     var sinkOptions = AudioSinkOptions(
         targetLatency: .milliseconds(Int((configuration.audioLatencySeconds * 1000).rounded())))
     sinkOptions.outputName = output.name
+    if case .rtp = spec { sinkOptions.rtpStatistics = RTPStatistics() }
     // The role tags PulseAudio streams only (`pulse`, `pulse:SINK`, `auto` when it finds a
     // server), and a tagged stream is closed when idle: the server ducks the other streams
     // for as long as it exists, silent or not. ALSA through the pulse plugin carries no role.
@@ -144,5 +147,6 @@ private func makeOutput(
         pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
         playbackTiming: PlaybackTiming(firstSample: metrics.firstSampleHeard, lastSound: metrics.lastSoundEnded),
         output: output.name, shared: shared, logger: outputLogger)
-    return OutputParts(name: output.name, audio: audio, queue: queue, spec: spec, headset: headset)
+    return OutputParts(
+        name: output.name, audio: audio, queue: queue, spec: spec, headset: headset, rtp: sinkOptions.rtpStatistics)
 }
