@@ -320,7 +320,7 @@ let package = Package(
         .target(
             name: "SpeakSSIP",
             dependencies: [
-                "SpeakAPI", "SpeakService", "SpeechModel",
+                "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -333,7 +333,7 @@ let package = Package(
         .target(
             name: "SpeakWyoming",
             dependencies: [
-                "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering",
+                "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

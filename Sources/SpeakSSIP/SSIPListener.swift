@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import PosixSupport
 import ServiceLifecycle
 import SpeakService
 import Synchronization
@@ -45,11 +46,9 @@ public final class SSIPListener: Service, Sendable {
     private let logger: Logger
     private let hub: SSIPHub
     private let state = Mutex(ListenerState())
+    private let readiness = ReadinessLatch()
 
     private struct ListenerState {
-        var listening = false
-        var failure: (any Error)?
-        var waiters: [CheckedContinuation<Void, any Error>] = []
         var connections: [ObjectIdentifier: (channel: any Channel, outbox: SSIPOutbox)] = [:]
     }
 
@@ -136,27 +135,11 @@ public final class SSIPListener: Service, Sendable {
 
     /// Waits until the socket accepts connections; throws when it could not be made.
     public func waitUntilListening() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let ready: Result<Void, any Error>? = state.withLock { state in
-                if let failure = state.failure { return .failure(failure) }
-                if state.listening { return .success(()) }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let ready { continuation.resume(with: ready) }
-        }
+        try await readiness.wait()
     }
 
     private func finishWaiting(_ failure: (any Error)?) {
-        let waiters = state.withLock { state in
-            state.listening = failure == nil
-            state.failure = failure
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters {
-            if let failure { waiter.resume(throwing: failure) } else { waiter.resume() }
-        }
+        if let failure { readiness.fail(failure) } else { readiness.open() }
     }
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {

@@ -40,7 +40,7 @@ public struct ServiceWyomingBackend: WyomingBackend {
         }
     }
 
-    public func render(_ speech: WyomingSpeech) async throws(ErrorResponse) -> WyomingRender {
+    public func render(_ speech: WyomingSpeech) async throws(ErrorResponse) -> SpeechRender {
         var body: [String: String?] = ["text": speech.text, "chime": nil, "chimeAfter": nil]
         if let voice = speech.voice { body["voice"] = voice }
         if let language = speech.language { body["language"] = language }
@@ -52,7 +52,9 @@ public struct ServiceWyomingBackend: WyomingBackend {
                 throw SpeakError.invalid(.malformed(field: nil, "\(error)"))
             }
             let render = try await service.render(service.limits.decodeNamingText(json), raw: false)
-            return WyomingRender(format: render.format, chunks: Self.mappingErrors(render.audio, holding: render.hold))
+            var mapped = render
+            mapped.audio = Self.mappingErrors(render.audio, holding: render.hold)
+            return mapped
         } catch {
             throw error.response
         }

@@ -1,4 +1,5 @@
 import SpeakAPI
+import SpeakService
 import SpeechModel
 import SpeechRendering
 
@@ -18,7 +19,7 @@ public protocol WyomingBackend: Sendable {
     ///   dropping it stops the render.
     /// - Throws: a refusal before any audio (an unknown voice, an empty text, a full render
     ///   slot), as `POST /v1/speech` would refuse it.
-    func render(_ speech: WyomingSpeech) async throws(ErrorResponse) -> WyomingRender
+    func render(_ speech: WyomingSpeech) async throws(ErrorResponse) -> SpeechRender
 
     /// Queues `recording` as one announcement on the output `output` (an output or a zone
     /// group), with that output's priority, chime, ducking and loudness, from `origin`.
@@ -62,17 +63,6 @@ public struct WyomingSpeech: Sendable, Hashable {
         self.text = text
         self.voice = voice
         self.language = language
-    }
-}
-
-/// A render under way: its format and its chunks.
-public struct WyomingRender: Sendable {
-    public var format: AudioFormat
-    public var chunks: AsyncThrowingStream<PCMChunk, any Error>
-
-    public init(format: AudioFormat, chunks: AsyncThrowingStream<PCMChunk, any Error>) {
-        self.format = format
-        self.chunks = chunks
     }
 }
 

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import PosixSupport
 import ServiceLifecycle
 import SpeakAPI
 import Synchronization
@@ -26,11 +27,9 @@ public final class WyomingServer: Service, Sendable {
     private let settings: WyomingSettings
     private let logger: Logger
     private let state = Mutex(ServerState())
+    private let readiness = ReadinessLatch()
 
     private struct ServerState {
-        var listening = false
-        var failure: (any Error)?
-        var waiters: [CheckedContinuation<Void, any Error>] = []
         var connections: [ObjectIdentifier: any Channel] = [:]
         var port: Int?
     }
@@ -100,28 +99,12 @@ public final class WyomingServer: Service, Sendable {
 
     /// Waits until the socket accepts connections; throws when it could not be made.
     public func waitUntilListening() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let ready: Result<Void, any Error>? = state.withLock { state in
-                if let failure = state.failure { return .failure(failure) }
-                if state.listening { return .success(()) }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let ready { continuation.resume(with: ready) }
-        }
+        try await readiness.wait()
     }
 
     private func finishWaiting(_ failure: (any Error)?, port: Int?) {
-        let waiters = state.withLock { state in
-            state.listening = failure == nil
-            state.failure = failure
-            state.port = port
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters {
-            if let failure { waiter.resume(throwing: failure) } else { waiter.resume() }
-        }
+        state.withLock { $0.port = port }
+        if let failure { readiness.fail(failure) } else { readiness.open() }
     }
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {

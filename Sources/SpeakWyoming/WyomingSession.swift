@@ -1,5 +1,6 @@
 import Logging
 import SpeakAPI
+import SpeakService
 import SpeechRendering
 
 /// One connection's conversation: each event the peer sent, in order, answered through `send`.
@@ -212,7 +213,7 @@ final class WyomingSession {
     /// Renders `speech` and sends it as one `audio-start`, its chunks and one `audio-stop`.
     /// - Returns: false when it was refused (the peer was sent an `error`).
     private func speak(_ speech: WyomingSpeech) async throws -> Bool {
-        let render: WyomingRender
+        let render: SpeechRender
         do {
             render = try await backend.render(speech)
         } catch {
@@ -226,7 +227,7 @@ final class WyomingSession {
         var started = false
         let step = max(1, settings.samplesPerChunk) * render.format.channels
         do {
-            for try await chunk in render.chunks {
+            for try await chunk in render.audio {
                 if !started {
                     try await send(WyomingEvent("audio-start", data: format))
                     started = true

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SpeakAPI
+import SpeakService
 import SpeakWyoming
 import SpeechRendering
 import Synchronization
@@ -24,7 +25,7 @@ final class FakeBackend: WyomingBackend {
         ]
     }
 
-    func render(_ speech: WyomingSpeech) async throws(ErrorResponse) -> WyomingRender {
+    func render(_ speech: WyomingSpeech) async throws(ErrorResponse) -> SpeechRender {
         if speech.voice == "nobody" {
             throw ErrorResponse(code: "notFound", message: "no voice is called 'nobody'", field: "voice")
         }
@@ -33,7 +34,7 @@ final class FakeBackend: WyomingBackend {
         }
         state.withLock { $0.rendered.append(speech) }
         let samples = Self.samples(for: speech.text)
-        return WyomingRender(format: format, chunks: .replaying([PCMChunk(samples: samples)]))
+        return SpeechRender(format: format, textField: "text", audio: .replaying([PCMChunk(samples: samples)]))
     }
 
     func announce(

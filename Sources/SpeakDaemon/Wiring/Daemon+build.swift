@@ -11,6 +11,7 @@ import SpeakClient
 import SpeakSSIP
 import SpeakServer
 import SpeakState
+import SpeakWyoming
 import SpeechRendering
 import UnixSignals
 
@@ -36,6 +37,8 @@ public struct Daemon: Sendable {
     public let front: SpeakFront
     /// The SSIP listener (`--ssip`), or nil.
     public let ssip: SSIPListener?
+    /// The Wyoming listener (`--wyoming`), or nil.
+    public let wyoming: WyomingServer?
     let group: ServiceGroup
     /// Whether headphones are plugged into each private output, by name: read it, or watch its
     /// `changes()` (docs/privacy.md).
@@ -46,11 +49,12 @@ public struct Daemon: Sendable {
         try await group.run()
     }
 
-    /// Waits until every listener (the SSIP one too) accepts connections; returns the bound
-    /// addresses of the HTTP listeners.
+    /// Waits until every listener (the SSIP and Wyoming ones too) accepts connections; returns
+    /// the bound addresses of the HTTP listeners.
     public func waitUntilReady() async throws -> [SpeakEndpoint] {
         let addresses = try await front.waitUntilListening()
         try await ssip?.waitUntilListening()
+        try await wyoming?.waitUntilListening()
         return addresses
     }
 
@@ -127,7 +131,8 @@ public func buildDaemon(
         configuration: configuration, queue: outputs.parts[0].queue, audio: outputs.parts[0].audio,
         outputs: outputs.queues,
         outputAudio: Dictionary(uniqueKeysWithValues: outputs.parts.map { ($0.name, $0.audio) }),
-        server: fronts.server, front: fronts.listeners, ssip: fronts.ssip, group: group, headsets: outputs.headsets)
+        server: fronts.server, front: fronts.listeners, ssip: fronts.ssip, wyoming: fronts.wyoming, group: group,
+        headsets: outputs.headsets)
 }
 
 /// Checks the HTTP and SSIP socket paths, creating their directories; returns systemd's SSIP

@@ -57,7 +57,8 @@ func makeServiceGroup(
                 serviceName: "listeners"),
             .init(
                 service: SystemdReadiness(
-                    front: fronts.listeners, ssip: fronts.ssip, notifier: SystemdNotifier(environment: environment),
+                    front: fronts.listeners, ssip: fronts.ssip, wyoming: fronts.wyoming,
+                    notifier: SystemdNotifier(environment: environment),
                     logger: logger),
                 successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore, serviceName: "systemd"),
         ],
