@@ -65,31 +65,48 @@ extension SpeakdIntegration {
 
         @Test("a zone group is one announcement: both zones hear it, started together, one finished")
         func bothZonesHearOneAnnouncement() async throws {
-            let zones = try await Zones.start()
-            var body = announcement("Doors closing on platform nine")
-            body["output"] = "concourse"
-            let answer = try await zones.post(body)
-            #expect(answer.status == 202, "\(answer.body)")
-            let id = try WireFormat.decoder().decode(AnnouncementAccepted.self, from: Data(answer.body.utf8)).id
-            #expect(await zones.events.waitForFinished([id]))
-            let (hall, platform) = await zones.stop()
+            // Timed at the sinks: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("ZoneGroupTests.bothZonesHearOneAnnouncement") { timing in
+                let zones = try await Zones.start()
+                var body = announcement("Doors closing on platform nine")
+                body["output"] = "concourse"
+                let answer = try await zones.post(body)
+                #expect(answer.status == 202, "\(answer.body)")
+                let id = try WireFormat.decoder().decode(AnnouncementAccepted.self, from: Data(answer.body.utf8)).id
+                #expect(await zones.events.waitForFinished([id]))
+                try await Task.sleep(for: .milliseconds(300))
+                // Each sink's first sounding sample, on the test's clock.
+                var heard: [ContinuousClock.Instant] = []
+                for recorder in [zones.hall, zones.platform] {
+                    let first = recorder.samplesSoFar().firstIndex { abs(Int($0)) > 328 }.map { $0 / recorder.channels }
+                    heard.append(try #require(first.flatMap { recorder.playedAt(frame: $0) }, "a zone heard nothing"))
+                }
+                let (hall, platform) = await zones.stop()
+                let skew = heard[0] - heard[1]
+                timing.check(
+                    skew <= .milliseconds(5) && skew >= .milliseconds(-5),
+                    "the hall was heard \(skew) after the platform (bound 5 ms)")
 
-            let events = zones.events.events(for: id)
-            let finished = zones.events.finished(id)
-            #expect(finished.count == 1)
-            #expect(finished.first?.success == true)
-            #expect(finished.first?.outputs?.map(\.output) == ["default", "platform"])
-            #expect(finished.first?.outputs?.map(\.reason) == [.completed, .completed])
-            #expect(events.filter { $0.type == .queued }.count == 1)
-            let started = events.filter { $0.type == .started }
-            #expect(Set(started.compactMap(\.output)) == ["default", "platform"])
-            // Each zone's `started` is dated by its sink's estimate of its first audible sample.
-            if started.count == 2 {
-                let skew = abs(started[0].timestamp.timeIntervalSince(started[1].timestamp))
-                #expect(skew <= 0.005, "the zones started \(skew * 1000) ms apart")
+                let events = zones.events.events(for: id)
+                let finished = zones.events.finished(id)
+                #expect(finished.count == 1)
+                #expect(finished.first?.success == true)
+                #expect(finished.first?.outputs?.map(\.output) == ["default", "platform"])
+                #expect(finished.first?.outputs?.map(\.reason) == [.completed, .completed])
+                #expect(events.filter { $0.type == .queued }.count == 1)
+                let started = events.filter { $0.type == .started }
+                #expect(Set(started.compactMap(\.output)) == ["default", "platform"])
+                // Each zone's `started` is dated by its sink's estimate of its first audible sample.
+                if started.count == 2 {
+                    let skew = abs(started[0].timestamp.timeIntervalSince(started[1].timestamp))
+                    #expect(skew <= 0.005, "the zones started \(skew * 1000) ms apart")
+                }
+                #expect(hall.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5, "the hall heard nothing")
+                #expect(
+                    platform.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5, "the platform heard nothing")
             }
-            #expect(hall.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5, "the hall heard nothing")
-            #expect(platform.soundingDuration(silenceLevel: Recording.silenceLevel) > 0.5, "the platform heard nothing")
+            #expect(misses.isEmpty, "\(misses)")
         }
 
         @Test("cancelling the id silences every zone; a list naming an unknown output or one twice is 422")
