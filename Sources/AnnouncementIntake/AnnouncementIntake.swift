@@ -125,7 +125,9 @@ public struct AnnouncementIntake: Sendable {
     ) {
         var request = request
         if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
-        let personalized = await sessions.personalize(request)
+        // A session is one listener's at one output: an announcement to several zones is heard
+        // by the hall, and no session changes it.
+        let personalized = try zones(for: request) == nil ? await sessions.personalize(request) : request
         var prepared = try await prepare(personalized)
         prepared.origin = origin
         return (request, personalized, prepared)
