@@ -125,7 +125,9 @@ public struct AnnouncementIntake: Sendable {
     ) {
         var request = request
         if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
-        let personalized = await sessions.personalize(request)
+        // A session is one listener's at one output: an announcement to several zones is heard
+        // by the hall, and no session changes it.
+        let personalized = try zones(for: request) == nil ? await sessions.personalize(request) : request
         var prepared = try await prepare(personalized)
         prepared.origin = origin
         return (request, personalized, prepared)
@@ -199,7 +201,13 @@ public struct AnnouncementIntake: Sendable {
     /// utterance once, and checks the values the queue interprets: the one validation of an
     /// announcement, whose result travels with it to the queue and the worker.
     public func prepare(_ request: AnnouncementRequest) async throws(SpeakError) -> PreparedAnnouncement {
-        let output = try queue(for: request).output
+        let zones = try zones(for: request)
+        let output: String
+        if let first = zones?.first {
+            output = first
+        } else {
+            output = try queue(for: request).output
+        }
         try checkChimes(of: request)
         var speech = try await prepare(request.utterance)
         speech.isPrivate = request.isPrivate
@@ -211,7 +219,42 @@ public struct AnnouncementIntake: Sendable {
         }
         // The output whose queue takes it, as the rules for private announcements chose it.
         prepared.output = output
+        prepared.zones = zones
+        if zones != nil {
+            // Rendered once for every zone: each plays these same samples.
+            var chunks: [PCMChunk] = []
+            do {
+                for try await chunk in renderer.render(speech) { chunks.append(chunk) }
+            } catch let error as SpeechInputError {
+                throw .invalid(error)
+            } catch {
+                throw SpeakError(.invalid, name: "renderFailed", "the announcement could not be rendered: \(error)")
+            }
+            prepared.prerendered = chunks
+        }
         return prepared
+    }
+
+    /// The outputs of an announcement heard in several zones: `output` as a list, or naming a
+    /// zone group; nil for one output. A private announcement is never one of these.
+    func zones(for request: AnnouncementRequest) throws(SpeakError) -> [String]? {
+        let names: [String]
+        if let list = request.outputs {
+            names = list
+        } else if let name = request.output, outputs.zoneGroups[name] != nil {
+            names = [name]
+        } else {
+            return nil
+        }
+        guard !request.isPrivate else {
+            throw .invalidValue(
+                field: "output", "a private announcement is spoken on one private output, never in several zones")
+        }
+        do {
+            return try outputs.zones(named: names, list: request.outputs != nil)
+        } catch {
+            throw .scheduling(error)
+        }
     }
 
     /// The queue that speaks `request`: the output it names, else `default`; a private one only
@@ -281,6 +324,26 @@ public struct AnnouncementIntake: Sendable {
     /// Hands a prepared announcement to the queue of the output it names, unless that output's
     /// audio is down; counts it when accepted.
     public func submit(_ prepared: PreparedAnnouncement) async throws(SpeakError) -> AnnouncementAccepted {
+        if let zones = prepared.zones {
+            let health = await health.health()
+            let down = { @Sendable (zone: String) -> String? in
+                let audio =
+                    health.outputs?.first { $0.name == zone }.map { ($0.state, $0.detail) }
+                    ?? (health.audio.state, health.audio.detail)
+                return audio.0 == .ok ? nil : audio.1 ?? "its audio is down"
+            }
+            // A zone whose audio is down fails there; when every one is, nothing is accepted.
+            if zones.allSatisfy({ down($0) != nil }), let first = zones.first {
+                throw .audioUnavailable(down(first))
+            }
+            do {
+                let accepted = try await outputs.submit(prepared, zones: zones) { down($0) }
+                counters.accepted(prepared.priority)
+                return accepted
+            } catch {
+                throw .scheduling(error)
+            }
+        }
         let queue = try queue(for: prepared)
         let health = await health.health()
         let audio =

@@ -8,6 +8,7 @@ import Synchronization
 public final class SharedQueueState: Sendable {
     let broadcaster: EventBroadcaster
     let ids = AnnouncementIDs()
+    let zoneBook = ZoneBook()
 
     /// - Parameters:
     ///   - eventHistory: how many recent events a resuming subscriber can be replayed.
@@ -22,6 +23,33 @@ public final class SharedQueueState: Sendable {
             historyCapacity: eventHistory, subscriberBuffer: subscriberBuffer, publishers: queues,
             recorder: recorder)
     }
+}
+
+/// The announcements heard in several zones, by id: unfinished ones, and the most recent
+/// finished ones so their `finished` can still be read.
+final class ZoneBook: Sendable {
+    private struct State {
+        var byID: [String: ZoneAnnouncement] = [:]
+        var order: [String] = []
+    }
+    private let state = Mutex(State())
+    private let memory = 1024
+
+    func add(_ zoned: ZoneAnnouncement) {
+        state.withLock { state in
+            state.byID[zoned.id] = zoned
+            state.order.append(zoned.id)
+            // Forgets the oldest finished ones beyond the memory; unfinished ones stay.
+            while state.order.count > memory, let oldest = state.order.first,
+                state.byID[oldest]?.finishedEvent != nil
+            {
+                state.order.removeFirst()
+                state.byID[oldest] = nil
+            }
+        }
+    }
+
+    subscript(id: String) -> ZoneAnnouncement? { state.withLock { $0.byID[id] } }
 }
 
 /// The ids in use: waiting, speaking, or remembered as finished by some queue.
@@ -56,14 +84,37 @@ public struct AnnouncementOutputs: Sendable {
     private let lastSequence: @Sendable () -> UInt64
     /// Sends an event that no queue makes (a session's, a headset's) in the same stream.
     private let publishEvent: @Sendable (AnnouncementEvent) -> Void
+    /// Waits for an event to be released to the subscribers (its record durable).
+    private let untilReleased: @Sendable () async -> Void
+    private let ids: AnnouncementIDs
+    private let zoneBook: ZoneBook
+    /// The zone groups (`--zone-group NAME=OUTPUT,OUTPUT`): a name that stands for its outputs
+    /// wherever an output's name is accepted.
+    public let zoneGroups: [String: [String]]
+    /// How long the zones of one announcement that are ready wait for the others
+    /// (`ZoneAnnouncement`); a zone not ready by then fails it there.
+    public let zoneStartTimeout: Duration
+
+    /// The default `zoneStartTimeout`.
+    public static let defaultZoneStartTimeout = Duration.seconds(30)
 
     /// - Parameters:
     ///   - queues: one queue per output, made with `shared`; names must be unique and one must be `default`.
     ///   - shared: the state the queues were made with.
-    public init(_ queues: [AnnouncementQueue], shared: SharedQueueState) {
+    ///   - zoneGroups: named groups of outputs; checked with `checkZoneGroups(_:outputs:)`.
+    ///   - zoneStartTimeout: how long ready zones of one announcement wait for the others.
+    public init(
+        _ queues: [AnnouncementQueue], shared: SharedQueueState, zoneGroups: [String: [String]] = [:],
+        zoneStartTimeout: Duration = defaultZoneStartTimeout
+    ) {
         precondition(
             queues.contains { $0.output == Self.defaultName }, "the output called 'default' is missing")
         self.queues = queues
+        self.zoneGroups = zoneGroups
+        self.zoneStartTimeout = zoneStartTimeout
+        self.ids = shared.ids
+        self.zoneBook = shared.zoneBook
+        self.untilReleased = { await shared.broadcaster.untilReleased(shared.broadcaster.lastTicket) }
         self.byName = Dictionary(uniqueKeysWithValues: queues.map { ($0.output, $0) })
         self.subscribe = { shared.broadcaster.subscribe(after: $0, progress: $1) }
         self.lastSequence = { shared.broadcaster.lastSequence }
@@ -73,6 +124,11 @@ public struct AnnouncementOutputs: Sendable {
     /// One queue as the only output, `default` whatever its own name.
     public init(single queue: AnnouncementQueue) {
         self.queues = [queue]
+        self.zoneGroups = [:]
+        self.zoneStartTimeout = Self.defaultZoneStartTimeout
+        self.ids = queue.ids
+        self.zoneBook = ZoneBook()
+        self.untilReleased = { await queue.untilEventsReleased() }
         self.byName = [queue.output: queue].merging([Self.defaultName: queue]) { $1 }
         self.subscribe = { queue.events(after: $0, progress: $1) }
         self.lastSequence = { queue.lastEventSequence }
@@ -115,6 +171,112 @@ public struct AnnouncementOutputs: Sendable {
         return queue
     }
 
+    /// Checks zone groups against the outputs, as the daemon does at start.
+    /// - Returns: a sentence naming what is wrong (a member that is no output, a group that has
+    ///   an output's name, an empty group), or nil when all is well.
+    public static func checkZoneGroups(_ groups: [String: [String]], outputs: [String]) -> String? {
+        for (name, members) in groups.sorted(by: { $0.key < $1.key }) {
+            if outputs.contains(name) {
+                return "zone group '\(name)' has the name of an output; give it another"
+            }
+            if members.isEmpty { return "zone group '\(name)' names no output" }
+            for member in members where !outputs.contains(member) {
+                return "zone group '\(name)' names '\(member)', which is no output (\(outputs.joined(separator: ", ")))"
+            }
+            if Set(members).count != members.count { return "zone group '\(name)' names an output twice" }
+        }
+        return nil
+    }
+
+    /// The outputs a request addresses: `names` (an output or a zone group each), each output
+    /// once, in order.
+    /// - Throws: `AnnouncementQueueError.invalidValue` naming `output` (one name) or
+    ///   `output[INDEX]` (a list) for a name that is neither an output nor a group.
+    public func zones(named names: [String], list: Bool) throws(AnnouncementQueueError) -> [String] {
+        var zones: [String] = []
+        for (index, name) in names.enumerated() {
+            let members: [String]
+            if byName[name] != nil {
+                members = [name]
+            } else if let group = zoneGroups[name] {
+                members = group
+            } else {
+                let known = (self.names + zoneGroups.keys.sorted()).joined(separator: ", ")
+                throw .invalidValue(
+                    field: list ? "output[\(index)]" : "output",
+                    message: "no output or zone group is called '\(name)'; this speakd has \(known)")
+            }
+            for member in members where !zones.contains(member) { zones.append(member) }
+        }
+        return zones
+    }
+
+    /// Queues one announcement in several outputs (zones): one id, each zone's queue taking it
+    /// by its own rules, all starting together (`ZoneAnnouncement`), one `finished`.
+    ///
+    /// A zone whose queue refuses it (full, shut down) or that `isDown` says is down fails it
+    /// there from the start; when every zone refuses, nothing is accepted and the first zone's
+    /// error is thrown.
+    /// - Parameters:
+    ///   - prepared: the announcement, as for one output (its `output` is ignored).
+    ///   - zones: the outputs, each once, from `zones(named:list:)`.
+    ///   - isDown: why a zone's audio is down, or nil when it is up.
+    /// - Returns: what the request's poster is told: the first zone's answer, under the shared id.
+    public func submit(
+        _ prepared: PreparedAnnouncement, zones: [String], isDown: (String) async -> String? = { _ in nil }
+    ) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
+        var id: String
+        repeat {
+            let number = String(UInt64.random(in: 0..<(1 << 48)), radix: 16)
+            id = String(repeating: "0", count: 12 - number.count) + number
+        } while !ids.claim(id)
+        var queued = AnnouncementEvent(
+            type: .queued, id: id, text: prepared.isPrivate ? "" : prepared.speech.utterance.text,
+            priority: prepared.priority, timestamp: Date(), output: zones.joined(separator: ","))
+        queued.origin = prepared.origin
+        queued.isPrivate = prepared.isPrivate
+        let byName = self.byName
+        let claimed = id
+        let zoned = ZoneAnnouncement(
+            id: id, zones: zones, template: queued, startTimeout: zoneStartTimeout, publish: publishEvent,
+            withdraw: { zone, detail in
+                guard let queue = byName[zone] else { return }
+                Task { await queue.withdraw(id: claimed, detail: detail) }
+            })
+        zoneBook.add(zoned)
+        var answers: [AnnouncementAccepted] = []
+        var firstError: AnnouncementQueueError?
+        for zone in zones {
+            let queue = try queue(requiring: zone)
+            if let down = await isDown(zone) {
+                zoned.zoneRefused(zone, detail: "its audio is unavailable: \(down)")
+                firstError = firstError ?? .invalidValue(field: "output", message: "output '\(zone)': \(down)")
+                continue
+            }
+            do {
+                var member = prepared
+                member.output = zone
+                answers.append(try await queue.submit(member, member: ZoneMember(group: zoned, zone: zone)))
+            } catch {
+                zoned.zoneRefused(zone, detail: String(describing: error))
+                firstError = firstError ?? error
+            }
+        }
+        if answers.isEmpty, let firstError {
+            ids.release(id)
+            throw firstError
+        }
+        publishEvent(queued)
+        zoned.seal()
+        await untilReleased()
+        var accepted = answers[0]
+        accepted.id = id
+        return accepted
+    }
+
+    /// The announcement heard in several zones that has `id`, if it is one.
+    func zoneAnnouncement(id: String) -> ZoneAnnouncement? { zoneBook[id] }
+
     /// The queue holding (or remembering) `id`.
     public func queue(holding id: String) async -> AnnouncementQueue? {
         for queue in queues where await queue.status(id: id) != nil { return queue }
@@ -133,6 +295,13 @@ public struct AnnouncementOutputs: Sendable {
     /// Cancels `id` in whichever queue holds it.
     /// - Throws: `AnnouncementQueueError.unknownAnnouncement` when no queue knows it.
     public func cancel(id: String) async throws(AnnouncementQueueError) -> Bool {
+        if let zoned = zoneBook[id] {
+            var cancelled = false
+            for zone in zoned.zones {
+                if let queue = byName[zone], (try? await queue.cancel(id: id)) == true { cancelled = true }
+            }
+            return cancelled
+        }
         guard let queue = await queue(holding: id) else { throw .unknownAnnouncement(id) }
         return try await queue.cancel(id: id)
     }
@@ -155,6 +324,11 @@ public struct AnnouncementOutputs: Sendable {
 
     /// Waits for the `finished` event of `id` in whichever queue holds it.
     public func finished(id: String) async -> AnnouncementEvent? {
+        if let zoned = zoneBook[id] {
+            let event = await zoned.finished()
+            await untilReleased()
+            return event
+        }
         guard let queue = await queue(holding: id) else { return nil }
         return await queue.finished(id: id)
     }

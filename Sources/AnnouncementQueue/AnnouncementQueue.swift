@@ -111,11 +111,14 @@ public actor AnnouncementQueue {
     private let clock: any Clock<Duration>
     private let logger: Logger
     private let broadcaster: EventBroadcaster
-    private let ids: AnnouncementIDs
+    let ids: AnnouncementIDs
     private let finishedMemory: Int
     private let stopTimeout: Duration
     private let pauseTimeout: Duration?
     private nonisolated let playbackTiming: PlaybackTiming?
+    /// How long after a sample leaves this output it is heard (an RTP receiver's buffer): a zone
+    /// announcement starts here this much before the zones without one.
+    public nonisolated let receiverDelay: Duration
 
     private var phase = Phase.open
     private var runners = 0
@@ -153,6 +156,7 @@ public actor AnnouncementQueue {
     ///     `interrupted`; nil for ever.
     ///   - playbackTiming: told when each announcement's first sample is heard and its last sound ends.
     ///   - output: the name of the output it speaks on, carried by its events and statuses.
+    ///   - receiverDelay: how long after a sample leaves it is heard (an RTP output's `delay=`).
     ///   - shared: the event stream and id space it shares with the queues of other outputs
     ///     (`AnnouncementOutputs`); nil gives it its own, sized by `eventHistory` and `subscriberBuffer`.
     ///   - logger: where the queue logs, at info and below.
@@ -168,6 +172,7 @@ public actor AnnouncementQueue {
         pauseTimeout: Duration? = AnnouncementQueue.defaultPauseTimeout,
         playbackTiming: PlaybackTiming? = nil,
         output: String = AnnouncementOutputs.defaultName,
+        receiverDelay: Duration = .zero,
         shared: SharedQueueState? = nil,
         logger: Logger = Logger(label: "speakd.queue")
     ) {
@@ -179,6 +184,7 @@ public actor AnnouncementQueue {
         precondition(self.shareCapacity >= 0, "shareCapacity must not be negative")
         self.clock = clock
         self.output = output
+        self.receiverDelay = receiverDelay
         let shared =
             shared ?? SharedQueueState(eventHistory: eventHistory, subscriberBuffer: subscriberBuffer, queues: 1)
         self.broadcaster = shared.broadcaster
@@ -257,13 +263,25 @@ public actor AnnouncementQueue {
     }
 
     /// Accepts `prepared` into the queue; its `queued` event is published but may still wait for its record.
-    private func schedule(_ prepared: PreparedAnnouncement) throws(AnnouncementQueueError) -> AnnouncementAccepted {
+    /// Accepts this zone's part of an announcement heard in several (`ZoneAnnouncement`), under
+    /// the id the zones share; it sends no `queued` or `finished` of its own.
+    func submit(
+        _ prepared: PreparedAnnouncement, member: ZoneMember
+    ) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
+        let accepted = try schedule(prepared, member: member)
+        await broadcaster.untilReleased(broadcaster.lastTicket)
+        return accepted
+    }
+
+    private func schedule(
+        _ prepared: PreparedAnnouncement, member: ZoneMember? = nil
+    ) throws(AnnouncementQueueError) -> AnnouncementAccepted {
         guard phase == .open else { throw .shuttingDown }
         let startsNow = speaking == nil && canStart
         // What it replaces does not make the queue busy: it goes anyway.
         let replaced = Set(prepared.replaces + [prepared.replaceGroup].compactMap { $0 })
         if prepared.dropIfBusy, isBusy(ignoring: replaced) {
-            return drop(prepared)
+            return drop(prepared, member: member)
         }
         let share = prepared.share
         let places = share == .live ? capacity : shareCapacity
@@ -280,8 +298,8 @@ public actor AnnouncementQueue {
 
         acceptedCount += 1
         var announcement = Announcement(
-            id: makeID(), speech: prepared.speech, priority: prepared.priority, queue: prepared.queue,
-            expiresAfter: prepared.expiresAfter)
+            id: member?.group.id ?? makeID(), speech: prepared.speech, priority: prepared.priority,
+            queue: prepared.queue, expiresAfter: prepared.expiresAfter)
         announcement.chime = prepared.chime
         announcement.chimeAfter = prepared.chimeAfter
         announcement.repeat = prepared.repeat
@@ -291,7 +309,8 @@ public actor AnnouncementQueue {
         announcement.prerendered = prepared.prerendered
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.share = share
-        publish(.queued, pending)
+        pending.member = member
+        if member == nil { publish(.queued, pending) }
         if let group = prepared.replaceGroup { replace(group: group, by: announcement.id) }
         for group in prepared.replaces where group != prepared.replaceGroup {
             replace(group: group, by: announcement.id, newer: false)
@@ -318,15 +337,16 @@ public actor AnnouncementQueue {
     }
 
     /// Accepts `prepared` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
-    private func drop(_ prepared: PreparedAnnouncement) -> AnnouncementAccepted {
+    private func drop(_ prepared: PreparedAnnouncement, member: ZoneMember?) -> AnnouncementAccepted {
         acceptedCount += 1
         var announcement = Announcement(
-            id: makeID(), speech: prepared.speech, priority: prepared.priority, queue: prepared.queue,
-            expiresAfter: prepared.expiresAfter)
+            id: member?.group.id ?? makeID(), speech: prepared.speech, priority: prepared.priority,
+            queue: prepared.queue, expiresAfter: prepared.expiresAfter)
         announcement.isPrivate = prepared.isPrivate
         announcement.origin = prepared.origin
-        let pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
-        publish(.queued, pending)
+        var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
+        pending.member = member
+        if member == nil { publish(.queued, pending) }
         finish(pending, reason: .discarded, detail: "dropped: the queue was busy (dropIfBusy)")
         return AnnouncementAccepted(id: announcement.id, state: .finished, position: 0)
     }
@@ -373,6 +393,15 @@ public actor AnnouncementQueue {
         }
         finish(pending, reason: .cancelled)
         return true
+    }
+
+    /// Fails this zone's part of a zone announcement that could not start with the others.
+    func withdraw(id: String, detail: String) {
+        if let current = speaking, current.pending.id == id {
+            stopSpeaking(reason: .failed, detail: detail)
+        } else if let pending = waiting.remove(id: id) {
+            finish(pending, reason: .failed, detail: detail)
+        }
     }
 
     /// Cancels the speaking and every waiting announcement.
@@ -565,6 +594,11 @@ public actor AnnouncementQueue {
         broadcaster.subscribe(after: after, progress: progress)
     }
 
+    /// Returns once every event published so far has gone out (its record durable).
+    nonisolated func untilEventsReleased() async {
+        await broadcaster.untilReleased(broadcaster.lastTicket)
+    }
+
     /// The sequence number of the newest event sent, 0 before the first.
     public nonisolated var lastEventSequence: UInt64 { broadcaster.lastSequence }
 
@@ -609,9 +643,17 @@ public actor AnnouncementQueue {
         logger.debug("announcement started", metadata: ["announcement.id": "\(announcement.id)"])
         let speaker = self.speaker
         let listener = listener(for: next, gate: gate)
+        let member = next.member
+        let receiverDelay = self.receiverDelay
         speaking?.task = Task {
             let result: Result<SpeechOutcome, any Error>
             do {
+                // One zone of several: its speaker waits, silent, until every zone can start.
+                if let member {
+                    guard let start = await member.group.arrive(zone: member.zone, receiverDelay: receiverDelay)
+                    else { throw ZoneStartMissed() }
+                    try await Task.sleep(until: start, clock: .continuous)
+                }
                 result = .success(try await speaker.speak(announcement, listener: listener))
             } catch {
                 result = .failure(error)
@@ -667,6 +709,9 @@ public actor AnnouncementQueue {
         case (nil, .success(let outcome)):
             // Dated by the end of its last sound, which the sink played before `speak` returned.
             finish(current.pending, reason: .completed, voice: outcome.voice, at: current.progress.lastSound)
+        case (nil, .failure(let error)) where error is ZoneStartMissed:
+            // The speaker never played: nothing to wait for.
+            finish(current.pending, reason: .failed, detail: String(describing: error))
         case (nil, .failure(let error)):
             let detail = String(describing: error)
             logger.info(
@@ -765,7 +810,8 @@ public actor AnnouncementQueue {
     @discardableResult
     private func publish(
         _ type: AnnouncementEvent.Kind, _ pending: PendingAnnouncement, success: Bool? = nil,
-        reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil, at timestamp: Date? = nil
+        reason: FinishReason? = nil, voice: String? = nil, detail: String? = nil, at timestamp: Date? = nil,
+        send: Bool = true
     ) -> AnnouncementEvent {
         var event = AnnouncementEvent(
             type: type, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
@@ -773,7 +819,7 @@ public actor AnnouncementQueue {
             output: output)
         event.origin = pending.announcement.origin
         event.isPrivate = pending.announcement.isPrivate
-        broadcaster.publish(event)
+        if send { broadcaster.publish(event) }
         return event
     }
 
@@ -786,7 +832,9 @@ public actor AnnouncementQueue {
         pending.expiry?.cancel()
         let event = publish(
             .finished, pending, success: reason == .completed, reason: reason, voice: voice, detail: detail,
-            at: timestamp)
+            at: timestamp, send: pending.member == nil)
+        // One zone of several: the zone announcement sends the one `finished` once all ended.
+        pending.member?.group.zoneEnded(event, zone: output)
         logger.debug(
             "announcement finished", metadata: ["announcement.id": "\(pending.id)", "announcement.reason": "\(reason)"])
         if pending.announcement.isPrivate, finishedMemory > 0 { privateFinished.insert(pending.id) }

@@ -12,6 +12,9 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     public var speech: PreparedUtterance
     /// The output whose queue takes it; nil for the default output.
     public var output: String?
+    /// The outputs (zones) that all hear it at once, each once, when the request named several
+    /// or a zone group (`AnnouncementOutputs.submit(_:zones:isDown:)`); nil for one output.
+    public var zones: [String]?
     public var priority: AnnouncementPriority = .default
     /// `false` interrupts a lower or equal (non-high) announcement that is speaking.
     public var queue = true

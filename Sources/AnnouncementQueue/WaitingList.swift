@@ -9,6 +9,8 @@ struct PendingAnnouncement: Sendable {
     var expiry: Task<Void, Never>?
     /// Whose waiting places it takes (`QueueShare`).
     var share = QueueShare.live
+    /// Its zone announcement, when it is one zone's part of an announcement heard in several.
+    var member: ZoneMember?
 
     var id: String { announcement.id }
     var priority: AnnouncementPriority { announcement.priority }

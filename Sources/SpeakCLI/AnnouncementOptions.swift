@@ -45,8 +45,9 @@ struct AnnouncementOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The daemon's named output to speak on (its --output NAME=SINK), e.g. headset; default: default.",
-            valueName: "name"))
+            "The daemon's named output to speak on (its --output NAME=SINK), e.g. headset, or a zone group, or "
+                + "several outputs at once as one announcement: platform1,platform2; default: default.",
+            valueName: "name[,name…]"))
     var to: String?
 
     @Flag(
@@ -114,6 +115,13 @@ struct AnnouncementOptions: ParsableArguments {
     /// (strict JSON, unknown keys refused with the daemon's message), or `--ssml` or plain
     /// text; the flags given override the body's values. Checked against the limits the
     /// daemon applies by default, so what passes here is not refused there for its size.
+    /// `--to` as the request's `output`: one name, or a list (`platform1,platform2`), which is one
+    /// announcement heard in all of them at once.
+    private var addressed: (output: String?, outputs: [String]?) {
+        guard let to, to.contains(",") else { return (to, nil) }
+        return (nil, to.split(separator: ",", omittingEmptySubsequences: false).map(String.init))
+    }
+
     func readRequest() throws -> AnnouncementRequest {
         let defaults = try speech.attributes()
         var request: AnnouncementRequest
@@ -128,11 +136,12 @@ struct AnnouncementOptions: ParsableArguments {
             if let priorityOption { request.priority = priorityOption }
             if interrupt { request.queue = false }
             if let expiresAfter { request.expiresAfter = expiresAfter }
-            if let to { request.output = to }
+            if to != nil { (request.output, request.outputs) = addressed }
         } else {
             request = AnnouncementRequest(
                 utterance: try plainOrSSMLUtterance(defaults: defaults), priority: priority, queue: !interrupt,
-                expiresAfter: expiresAfter, output: to)
+                expiresAfter: expiresAfter)
+            (request.output, request.outputs) = addressed
         }
         if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
         if let chimeAfter {

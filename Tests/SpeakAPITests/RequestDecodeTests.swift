@@ -41,6 +41,30 @@ struct RequestDecodeTests {
         #expect(error.errorResponse.error.code == code, "\(error)")
     }
 
+    @Test(arguments: [
+        (#"{"text": "a", "output": []}"#, "output", "outOfRange"),
+        (#"{"text": "a", "output": ["hall", "platform1", "hall"]}"#, "output[2]", "outOfRange"),
+        (#"{"text": "a", "output": [1]}"#, "output", "malformed"),
+        (#"{"text": "a", "output": 7}"#, "output", "malformed"),
+    ])
+    func aBadListOfOutputsIsInvalidNamingIt(_ body: String, field: String, code: String) throws {
+        let error = try #require(Self.refusal(body))
+        #expect(!error.isMalformed && !error.isTooLarge, "\(error)")
+        #expect(error.field == field, "\(error)")
+        #expect(error.errorResponse.error.code == code, "\(error)")
+    }
+
+    @Test func outputIsANameOrAListOfThem() throws {
+        let one = try AnnouncementRequest.decode(json: Data(#"{"text": "a", "output": "hall"}"#.utf8))
+        #expect(one.output == "hall" && one.outputs == nil)
+        let several = try AnnouncementRequest.decode(
+            json: Data(#"{"text": "a", "output": ["platform1", "platform2"]}"#.utf8))
+        #expect(several.output == nil && several.outputs == ["platform1", "platform2"])
+        // The list is written back as a list.
+        let again = try AnnouncementRequest.decode(json: try JSONEncoder().encode(several))
+        #expect(again.outputs == ["platform1", "platform2"])
+    }
+
     @Test func limitsNameTheFieldTheClientWrote() throws {
         let limits = Utterance.Limits(maxTextLength: 10, maxSpans: 2)
         let cases: [(String, String)] = [

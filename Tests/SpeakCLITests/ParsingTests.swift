@@ -118,6 +118,14 @@ import Testing
         #expect(cancel.to == "headset")
     }
 
+    /// `--to platform1,platform2` is one announcement heard in both zones: `output` as a list.
+    @Test func toWithACommaNamesSeveralZones() throws {
+        let say = try #require(try Speak.parseAsRoot(["--to", "platform1,platform2", "Doors closing"]) as? Speak.Say)
+        let request = try say.readRequest()
+        #expect(request.output == nil)
+        #expect(request.outputs == ["platform1", "platform2"])
+    }
+
     @Test(arguments: [
         (["--pitch", "3", "hi"], "--pitch 3"),
         (["--pitch=-0.5", "hi"], "--pitch -0.5"),

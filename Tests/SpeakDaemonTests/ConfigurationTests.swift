@@ -430,6 +430,7 @@ struct ConfigurationSettingsTests {
         "wyoming-satellite": ("hall", "Hall"),
         "audio": ("alsa:hw:0", "speakers"),
         "output": ("headset=pulse:usb-headset", "headset=speakers"),
+        "zone-group": ("concourse=platform1,platform2", "concourse=platform1,,hall"),
         "voices": ("/usr/local/share/speakd/Voices", "Voices"),
         "max-queue": ("7", "0"),
         "engine-workers": ("\(DaemonConfiguration.coreCount + 1)", "65"),

@@ -68,6 +68,13 @@ public enum AudioSinkSpec: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// How long after a sample leaves it is heard beyond the sink's own latency: an RTP
+    /// output's configured receiver delay (`delay=`), zero for the others.
+    public var receiverDelay: Duration {
+        if case .rtp(let stream) = self { return .milliseconds(stream.receiverDelayMilliseconds) }
+        return .zero
+    }
+
     public var description: String {
         switch self {
         case .auto: "auto"

@@ -115,6 +115,9 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     public var name: String?
     /// The named output whose queue holds the announcement (`default` unless the request named another).
     public var output: String?
+    /// `finished` of an announcement heard in several outputs (zones): each zone's outcome, in
+    /// the order the request named them; nil for an announcement of one output.
+    public var outputs: [ZoneOutcome]?
     /// `headset` events: whether headphones are plugged in now; absent when the sink no longer says.
     public var present: Bool?
     /// `repeat` events: the id of the announcement repeated.
@@ -152,7 +155,7 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
 extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
         case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
-        case present, repeatOf, session, schedule
+        case present, repeatOf, session, schedule, outputs
     }
 
     /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
@@ -176,6 +179,7 @@ extension AnnouncementEvent {
         try container.encodeIfPresent(word, forKey: .word)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(output, forKey: .output)
+        try container.encodeIfPresent(outputs, forKey: .outputs)
         try container.encodeIfPresent(present, forKey: .present)
         try container.encodeIfPresent(repeatOf, forKey: .repeatOf)
         try container.encodeIfPresent(session, forKey: .session)
@@ -210,5 +214,24 @@ extension AnnouncementEvent {
         repeatOf = try container.decodeIfPresent(String.self, forKey: .repeatOf)
         session = try container.decodeIfPresent(SessionChange.self, forKey: .session)
         schedule = try container.decodeIfPresent(ScheduleChange.self, forKey: .schedule)
+        outputs = try container.decodeIfPresent([ZoneOutcome].self, forKey: .outputs)
+    }
+}
+
+/// How an announcement heard in several outputs ended in one of them: an entry of
+/// `finished.outputs`.
+public struct ZoneOutcome: Sendable, Hashable, Codable {
+    /// The output (zone).
+    public var output: String
+    /// Why it ended there: `completed` when that zone heard it to the end.
+    public var reason: FinishReason
+    /// Why it failed or stopped there, when known.
+    public var detail: String?
+
+    /// - Parameters: see the properties of the same names.
+    public init(output: String, reason: FinishReason, detail: String? = nil) {
+        self.output = output
+        self.reason = reason
+        self.detail = detail
     }
 }

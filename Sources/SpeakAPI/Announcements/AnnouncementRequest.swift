@@ -42,6 +42,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// The named output (`--output NAME=SPEC`) that speaks it; nil is the output called `default`.
     /// The daemon answers an output it does not have with 422 naming `output`.
     public var output: String?
+    /// The outputs (zones) of one announcement heard in several at once: `"output"` given as an
+    /// array (`["platform1", "platform2"]`), or naming a zone group; nil when `output` names one.
+    /// Each name at most once, at least one. The daemon answers a name it does not have with 422
+    /// naming `output[INDEX]`.
+    public var outputs: [String]?
     /// A name shared by announcements of which only the newest matters (an arrival board, a
     /// progress report): accepting one finishes every other one of the same group in its
     /// output's queue, waiting or speaking, `discarded`. 1 to 64 characters; nil for none.
@@ -112,6 +117,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
             throw .outOfRange(
                 field: "replaces[\(index)]",
                 "a group's name in replaces must have 1 to \(Self.maximumReplaceGroupLength) characters")
+        }
+        if let outputs {
+            if outputs.isEmpty {
+                throw .outOfRange(field: "output", "output must name at least one output")
+            }
+            for (index, name) in outputs.enumerated() where outputs[..<index].contains(name) {
+                throw .outOfRange(field: "output[\(index)]", "output names '\(name)' twice")
+            }
         }
         if let requestId, !(1...Self.maximumRequestIdLength).contains(requestId.unicodeScalars.count) {
             throw .outOfRange(
@@ -229,7 +242,14 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         do {
             output = try container.decodeIfPresent(String.self, forKey: .output)
         } catch {
-            throw SpeechInputError.malformed(field: "output", "expected the name of an output, such as \"headset\"")
+            do {
+                outputs = try container.decode([String].self, forKey: .output)
+            } catch {
+                throw SpeechInputError.malformed(
+                    field: "output",
+                    "expected the name of an output, such as \"headset\", or a list of them, such as [\"platform1\", \"platform2\"]"
+                )
+            }
         }
         utterance = try Utterance(from: decoder)
         try validate()
@@ -264,7 +284,11 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         }
         try container.encodeIfPresent(`repeat`, forKey: .repeat)
         try container.encodeIfPresent(requestId, forKey: .requestId)
-        try container.encodeIfPresent(output, forKey: .output)
+        if let outputs {
+            try container.encode(outputs, forKey: .output)
+        } else {
+            try container.encodeIfPresent(output, forKey: .output)
+        }
         try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
         if dropIfBusy { try container.encode(dropIfBusy, forKey: .dropIfBusy) }
         if isPrivate { try container.encode(isPrivate, forKey: .isPrivate) }

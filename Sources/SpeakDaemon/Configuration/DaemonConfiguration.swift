@@ -31,6 +31,9 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Further named outputs (`--output NAME=SPEC`), in the order given; `audio` is the one called
     /// `default`.
     public var outputs: [NamedOutput]
+    /// Zone groups (`--zone-group NAME=OUTPUT,OUTPUT`): a name that stands for several outputs,
+    /// heard as one announcement; checked against the outputs at start.
+    public var zoneGroups: [String: [String]]
     /// A directory of voice overrides and variants, replacing the built-in `Voices/`.
     public var voicesDirectory: String?
     /// The most announcements that may wait at once.
@@ -174,6 +177,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         ssipPath = nil
         audio = ""
         outputs = []
+        zoneGroups = [:]
         maxQueue = 0
         engineWorkers = 0
         engineWorkerUser = ""

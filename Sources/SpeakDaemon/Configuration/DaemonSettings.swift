@@ -92,6 +92,25 @@ extension DaemonConfiguration {
                 .map { NamedOutput(name: $0.name, sink: $0.value.sink, isPrivate: $0.value.isPrivate) }
         },
         DaemonSetting(
+            "zone-group", \.zoneGroups, kind: .keyed, valueName: "name=outputs",
+            help: "A zone group (repeatable; file: zone-group.NAME = OUTPUTS): a name that stands for several "
+                + "outputs wherever an output's name is accepted, e.g. concourse=platform1,platform2; an "
+                + "announcement to it is one announcement heard in all of them at once (docs/audio.md).",
+            default: [:], shown: "none"
+        ) { value in
+            guard !value.isNone else { return [:] }
+            let groups = try value.entries(checkName: SettingValue.outputName) {
+                members throws(ConfigurationError) -> [String] in
+                let names = members.value.split(separator: ",", omittingEmptySubsequences: false)
+                    .map { String($0).trimmingWhitespace() }
+                guard !names.contains(where: \.isEmpty) else {
+                    throw members.invalid("expected NAME=OUTPUT,OUTPUT…, such as concourse=platform1,platform2")
+                }
+                return names
+            }
+            return Dictionary(uniqueKeysWithValues: groups.map { ($0.name, $0.value) })
+        },
+        DaemonSetting(
             "voices", \.voicesDirectory, valueName: "dir", help: "Voices directory with 'overrides' and 'variants/'.",
             default: nil,
             shown: "the first found of $SPEAKD_VOICES, /usr/local/share/speakd/voices, /usr/share/speakd/voices and "

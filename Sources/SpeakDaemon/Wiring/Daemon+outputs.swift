@@ -45,6 +45,9 @@ func makeOutputs(
 ) async throws -> OutputSet {
     let named =
         [NamedOutput(name: AnnouncementOutputs.defaultName, sink: configuration.audio)] + configuration.outputs
+    if let problem = AnnouncementOutputs.checkZoneGroups(configuration.zoneGroups, outputs: named.map(\.name)) {
+        throw DaemonStartError(description: "--zone-group: \(problem)")
+    }
     let shared = SharedQueueState(
         eventHistory: configuration.eventHistory, subscriberBuffer: 256, queues: named.count, recorder: recorder)
     let ducker = try makeDucker(configuration, outputs: named, environment: environment, logger: logger)
@@ -57,7 +60,8 @@ func makeOutputs(
                 ducker: ducker, makeSink: makeSink, environment: environment, logger: logger))
     }
     return OutputSet(
-        parts: parts, queues: AnnouncementOutputs(parts.map(\.queue), shared: shared),
+        parts: parts,
+        queues: AnnouncementOutputs(parts.map(\.queue), shared: shared, zoneGroups: configuration.zoneGroups),
         privateNames: Set(named.filter(\.isPrivate).map(\.name)), ducker: ducker)
 }
 
@@ -146,7 +150,7 @@ private func makeOutput(
         capacity: configuration.maxQueue,
         pauseTimeout: .milliseconds(Int64((configuration.pauseTimeoutSeconds * 1000).rounded())),
         playbackTiming: PlaybackTiming(firstSample: metrics.firstSampleHeard, lastSound: metrics.lastSoundEnded),
-        output: output.name, shared: shared, logger: outputLogger)
+        output: output.name, receiverDelay: spec.receiverDelay, shared: shared, logger: outputLogger)
     return OutputParts(
         name: output.name, audio: audio, queue: queue, spec: spec, headset: headset, rtp: sinkOptions.rtpStatistics)
 }
