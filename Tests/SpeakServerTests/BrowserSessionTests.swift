@@ -65,8 +65,13 @@ struct BrowserSessionTests {
 
             // The token in Authorization signs in too; a wrong one, or none, does not.
             let header = try await client.execute(
-                uri: "/v1/login", method: .post, headers: AccessTests.bearer(Self.token))
+                uri: "/v1/login", method: .post, headers: [.authorization: "Bearer \(Self.token)"])
             #expect(header.status == .ok && header.headers[.setCookie] != nil)
+            // A body is checked when there is one, whatever the header says.
+            let both = try await client.execute(
+                uri: "/v1/login", method: .post, headers: AccessTests.bearer(Self.token),
+                body: jsonBody(#"{"token": 7}"#))
+            try AccessTests.expectError(both, .unprocessableContent, code: "invalidValue", field: "token")
             let wrong = try await client.execute(
                 uri: "/v1/login", method: .post, headers: AccessTests.json, body: jsonBody(#"{"token": "guess"}"#))
             try AccessTests.expectError(wrong, .unauthorized, code: "unauthorized", field: "Authorization")

@@ -17,8 +17,8 @@ struct LoginAnswer: Encodable {
 extension SpeakRoutes {
     // MARK: Browser sessions
 
-    /// `POST /v1/login`: signs a browser in with the bearer token, given as `{"token": "…"}` or in
-    /// `Authorization`; 200 with `LoginAnswer` and the `speakd-session` cookie.
+    /// `POST /v1/login`: signs a browser in with the bearer token, given as `{"token": "…"}` or,
+    /// with no body, in `Authorization`; 200 with `LoginAnswer` and the `speakd-session` cookie.
     @Sendable func login(_ request: Request, context: BasicRequestContext) async throws -> Response {
         guard access.requiresToken else {
             throw APIError(
@@ -26,7 +26,11 @@ extension SpeakRoutes {
                 message:
                     "this listener needs no token (the Unix socket, or --tcp-open), so there is nothing to sign in to")
         }
-        if let header = request.headers[.authorization] {
+        // A body, when there is one, is what is checked (strictly, like every body); without
+        // one, the header.
+        let hasBody =
+            request.headers[.contentType] != nil || (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0
+        if !hasBody, let header = request.headers[.authorization] {
             if let refusal = access.checkBearer(header) { throw refusal }
         } else {
             if let refusal = access.checkGiven(try Self.token(from: try await jsonBody(request))) {
