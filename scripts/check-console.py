@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Drives speakd's operator console (/console) in headless Chromium and checks the main flows.
 
-Usage: check-console.py BASE_URL TOKEN_FILE SCREENSHOT_DIR
+Usage: check-console.py BASE_URL TOKEN_FILE SCREENSHOT_DIR [--expiry]
 
 Against a real daemon (a null sink that plays in real time, a state directory):
-- sign-in: a wrong token is refused with a message, the right one opens "Now";
+- sign-in: a wrong token is refused with a message, the right one opens "Now" with a session
+  cookie (HttpOnly, SameSite=Strict) and no token in the page's storage; the cookie without the
+  session's X-CSRF-Token cannot change anything (403 csrf); a reload keeps the session;
 - Announce: a field error from the API shows next to its field; a long announcement made through
   the form is accepted, then cancelled with its button on "Now" (the API then says cancelled);
 - Schedules: a weekday schedule made with the rule builder has the RRULE the builder showed, as
@@ -14,7 +16,9 @@ Against a real daemon (a null sink that plays in real time, a state directory):
 - a cross-site form post (a page on another origin, no script needed) is refused with 403;
 - axe-core (from PyPI's axe-selenium-python): no serious or critical violation on any view;
 - the main flow (announce, then cancel it on "Now") again with the keyboard only;
-- sign-out forgets the token; the browser console has no errors.
+- sign-out ends the session: the old cookie is refused (401); the browser console has no errors.
+With --expiry (against a daemon started with a short --session-max-age): sign in, let the session
+expire, and the console asks to sign in again, saying why; the API refuses the cookie.
 A screenshot of each view is saved in SCREENSHOT_DIR. Prints one line per step; exits 1 naming
 the step that failed.
 """
@@ -53,6 +57,7 @@ class Failure(Exception):
 
 def main() -> int:
     base_url, token_file, shots = sys.argv[1:4]
+    expiry = "--expiry" in sys.argv[4:]
     os.makedirs(shots, exist_ok=True)
     if os.path.exists(os.path.join(shots, "failure.png")):
         os.remove(os.path.join(shots, "failure.png"))
@@ -60,13 +65,21 @@ def main() -> int:
         token = f.read().strip()
     downloads = tempfile.mkdtemp(prefix="speakd-console-downloads-")
 
-    def api(method, path, body=None, raw=False):
+    def api(method, path, body=None, raw=False, headers=None):
         request = urllib.request.Request(
             base_url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+            headers=headers or {"Authorization": "Bearer " + token, "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=10) as response:
             data = response.read()
             return data.decode() if raw else (json.loads(data) if data else None)
+
+    def refusal(method, path, headers, body=None):
+        """The status and error of a request the API must refuse."""
+        try:
+            api(method, path, body, headers=headers)
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}").get("error", {})
+        raise Failure(f"{method} {path} with {list(headers)} was accepted")
 
     options = webdriver.ChromeOptions()
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800",
@@ -133,10 +146,40 @@ def main() -> int:
     def shot(name):
         driver.save_screenshot(os.path.join(shots, name + ".png"))
 
+    def session_cookie():
+        cookies = [c for c in driver.get_cookies() if c["name"] == "speakd-session"]
+        return cookies[0] if cookies else None
+
+    def sign_in():
+        find("token").send_keys(token)
+        find("sign-in-button").click()
+        wait.until(lambda d: find("view-now").is_displayed())
+
     try:
         driver.set_script_timeout(30)
         driver.get(base_url + "/console")
         print("loaded:", driver.title)
+
+        if expiry:
+            step = "sign in to a session that expires"
+            wait.until(lambda d: find("sign-in").is_displayed())
+            sign_in()
+            cookie = session_cookie()
+            if not cookie:
+                raise Failure("no session cookie after signing in")
+            time.sleep(3.5)
+            step = "the expired session asks to sign in again"
+            go_clicked = driver.find_element(By.ID, "nav-schedules")
+            go_clicked.click()
+            wait.until(lambda d: find("sign-in").is_displayed())
+            wait.until(lambda d: "session has ended" in find("sign-in-error").text)
+            print("expired:", find("sign-in-error").text)
+            status, error = refusal("GET", "/v1/announcements", {"Cookie": "speakd-session=" + cookie["value"]})
+            if status != 401 or error.get("field") != "Cookie":
+                raise Failure(f"the expired cookie got {status} {error}")
+            print("the API refuses the expired cookie:", status, error.get("message"))
+            check_axe("sign-in, session expired")
+            return 0
 
         step = "be asked to sign in, refuse a wrong token"
         wait.until(lambda d: find("sign-in").is_displayed())
@@ -150,13 +193,29 @@ def main() -> int:
         print("wrong token:", find("sign-in-error").text)
 
         step = "sign in with the token"
-        find("token").send_keys(token)
-        find("sign-in-button").click()
-        wait.until(lambda d: find("view-now").is_displayed())
+        sign_in()
         wait.until(lambda d: find("stream-state").text == "event stream: live")
         wait.until(lambda d: text_of("#outputs article[data-output='default']") is not None)
-        if driver.execute_script("return sessionStorage.getItem('speakd-token')") != token:
-            raise Failure("the token is not kept in the tab's session storage")
+        cookie = session_cookie()
+        if not cookie or not cookie.get("httpOnly") or cookie.get("sameSite") != "Strict":
+            raise Failure(f"the session cookie is {cookie}")
+        stored = driver.execute_script(
+            "return JSON.stringify([Object.values(sessionStorage), Object.values(localStorage), document.cookie])")
+        if token in stored or "speakd-session" in stored:
+            raise Failure("the token or the session cookie is readable by the page")
+        print("signed in: session cookie HttpOnly, SameSite=Strict; nothing in the page's storage")
+
+        step = "the session cookie without its CSRF token changes nothing"
+        with_cookie = {"Cookie": "speakd-session=" + cookie["value"], "Content-Type": "application/json"}
+        status, error = refusal("POST", "/v1/announcements", with_cookie, {"text": "forged"})
+        if status != 403 or error.get("code") != "csrf" or error.get("field") != "X-CSRF-Token":
+            raise Failure(f"a POST with the cookie and no CSRF token got {status} {error}")
+        status, error = refusal("POST", "/v1/announcements", {**with_cookie, "X-CSRF-Token": "0" * 64}, {"text": "forged"})
+        if status != 403 or error.get("code") != "csrf":
+            raise Failure(f"a POST with a wrong CSRF token got {status} {error}")
+        if api("GET", "/v1/announcements", headers=with_cookie).get("announcements") is None:
+            raise Failure("a GET with the cookie was not answered")
+        print("cookie without X-CSRF-Token: 403 csrf; a GET with it works")
         print("signed in; outputs:", [e.get_attribute("data-output") for e in driver.find_elements(By.CSS_SELECTOR, "#outputs article")])
 
         step = "show a field error next to its field"
@@ -233,6 +292,22 @@ def main() -> int:
         if Select(find("s-kind")).first_selected_option.get_attribute("value") != "weekdays" or find("s-time").get_attribute("value") != "08:30":
             raise Failure("the rule was not read back into the builder")
         find("s-cancel").click()
+
+        step = "pause the schedule, then resume it"
+        click(f"#schedules tr[data-id='{schedule_id}'] button.pause")
+        wait.until(lambda d: text_of(f"#schedules tr[data-id='{schedule_id}'] button.pause") == "Resume")
+        paused = api("GET", "/v1/schedules/" + schedule_id)
+        if paused.get("paused") is not True or not paused.get("next"):
+            raise Failure(f"after Pause the API says paused {paused.get('paused')}, next {paused.get('next')}")
+        if not (text_of(f"#schedules tr[data-id='{schedule_id}'] td.state") or "").startswith("Paused"):
+            raise Failure("the list does not show the schedule as paused")
+        print("paused from the list: the API says paused true, next", paused["next"])
+        check_axe("schedules, one paused")
+        click(f"#schedules tr[data-id='{schedule_id}'] button.pause")
+        wait.until(lambda d: text_of(f"#schedules tr[data-id='{schedule_id}'] button.pause") == "Pause")
+        if api("GET", "/v1/schedules/" + schedule_id).get("paused") is not False:
+            raise Failure("after Resume the API does not say paused false")
+        print("resumed: the API says paused false")
 
         step = "the log shows the announcement, filtered"
         go("log")
@@ -335,28 +410,7 @@ def main() -> int:
         wait.until(lambda d: api("GET", "/v1/announcements/" + first).get("reason") == "cancelled")
         print("stop-all: dismissed did nothing, confirmed cancelled", first)
 
-        step = "sign out"
-        find("sign-out").click()
-        wait.until(lambda d: find("sign-in").is_displayed())
-        if driver.execute_script("return sessionStorage.getItem('speakd-token')") is not None:
-            raise Failure("the token is still kept after signing out")
-        if find("view-now").is_displayed():
-            raise Failure("a view still shows after signing out")
-        print("signed out")
-
-        step = "a console without errors"
-        # The wrong token's 401 and the field error's 422 are logged by Chromium as failed resource
-        # loads; nothing else may be.
-        expected = ("status of 401", "status of 422")
-        errors = [e for e in driver.get_log("browser")
-                  if e["level"] == "SEVERE" and not any(code in e["message"] for code in expected)]
-        for entry in errors:
-            print("console error:", entry["message"])
-        if errors:
-            raise Failure("the browser console has errors")
-        print("console: no errors")
-
-        step = "a cross-site form post is refused"
+        step = "a cross-site form post is refused, signed in"
         page = ("<!doctype html><form method=post enctype=text/plain action='" + base_url +
                 "/v1/announcements'><input name='{\"text\":\"x' value='\"}'><button id=go>go</button></form>").encode()
 
@@ -381,6 +435,36 @@ def main() -> int:
             foreign.shutdown()
         if any(item.get("text") == "x" for item in api("GET", "/v1/announcements")["announcements"]):
             raise Failure("the cross-site post was queued")
+
+        step = "back on the console, still signed in"
+        driver.get(base_url + "/console")
+        wait.until(lambda d: find("view-now").is_displayed())
+        print("the session survived the reload")
+
+        step = "sign out"
+        find("sign-out").click()
+        wait.until(lambda d: find("sign-in").is_displayed())
+        if find("view-now").is_displayed():
+            raise Failure("a view still shows after signing out")
+        status, error = refusal("GET", "/v1/announcements", {"Cookie": "speakd-session=" + cookie["value"]})
+        if status != 401:
+            raise Failure(f"the ended session's cookie got {status} {error}")
+        print("signed out: the old cookie is refused,", status, error.get("field"))
+
+        step = "a console without errors"
+        # The wrong token's 401 (and the first load's GET /v1/login with no session), the field
+        # error's 422, the cross-site post's 403 and the favicon speakd does not have (asked for when
+        # the console is opened again) are logged by Chromium as failed resource loads; nothing
+        # else may be.
+        expected = ("status of 401", "status of 422", "status of 403", "/favicon.ico ")
+        errors = [e for e in driver.get_log("browser")
+                  if e["level"] == "SEVERE" and not any(code in e["message"] for code in expected)]
+        for entry in errors:
+            print("console error:", entry["message"])
+        if errors:
+            raise Failure("the browser console has errors")
+        print("console: no errors")
+
         return 0
     except (TimeoutException, Failure) as error:
         print(f"failed to {step}" + (f": {error}" if isinstance(error, Failure) else ""))

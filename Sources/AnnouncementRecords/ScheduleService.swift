@@ -400,12 +400,25 @@ public actor ScheduleService: Service {
                         entry.id,
                         ScheduleChange(change: .skipped, slot: ScheduleResource.text(through), detail: "missed"))
                     continue
+                case .pass(let slot):
+                    mark(entry, slot: slot)
+                    publish(
+                        entry.id, ScheduleChange(change: .skipped, slot: ScheduleResource.text(slot), detail: "paused"))
+                    if entry.plan.timeline.nextSlot(after: slot) == nil {
+                        publish(entry.id, ScheduleChange(change: .finished))
+                    }
+                    continue
                 case .wait(let until):
-                    if ahead[id]?.slot != until, until.timeIntervalSince(at) <= Self.renderAheadSeconds {
+                    // A paused schedule's slots are not spoken, so not rendered either.
+                    if !entry.plan.paused, ahead[id]?.slot != until,
+                        until.timeIntervalSince(at) <= Self.renderAheadSeconds
+                    {
                         await render(entry, slot: until)
                     }
-                    // Woken to render ahead, then at the slot itself.
-                    let wake = ahead[id]?.slot == until ? until : until.addingTimeInterval(-Self.renderAheadSeconds)
+                    // Woken to render ahead, then at the slot itself (a paused one only at the slot).
+                    let wake =
+                        entry.plan.paused || ahead[id]?.slot == until
+                        ? until : until.addingTimeInterval(-Self.renderAheadSeconds)
                     earliest = min(earliest ?? wake, wake)
                 case .finished:
                     break

@@ -3,7 +3,7 @@ import SpeakAPI
 import SpeechModel
 
 extension ScheduleDefinition {
-    static let keys = ["announcement", "at", "missed", "name", "rrule", "start", "timeZone"]
+    static let keys = ["announcement", "at", "missed", "name", "paused", "rrule", "start", "timeZone"]
 
     /// Decodes the body of `POST /v1/schedules` strictly: unknown keys, wrong types and
     /// conflicting fields are refused, naming the field.
@@ -41,8 +41,8 @@ extension ScheduleDefinition {
         return id.utf8.allSatisfy { isLetterOrDigit($0) || Array("._-".utf8).contains($0) }
     }
 
-    /// The definition as canonical JSON (keys sorted; `at` in UTC, `start` at its zone's offset),
-    /// which `init(json:)` reads back to an equal definition.
+    /// The definition as canonical JSON (keys sorted; `at` in UTC, `start` at its zone's offset,
+    /// `missed` and `paused` always given), which `init(json:)` reads back to an equal definition.
     public func encoded() -> Data {
         JSONValue.object(jsonObject()).encoded()
     }
@@ -62,6 +62,7 @@ extension ScheduleDefinition {
         case .skip: object["missed"] = .string("skip")
         case .speakWithin(let seconds): object["missed"] = .object(["speakWithin": .integer(Int64(seconds))])
         }
+        object["paused"] = .bool(paused)
         if let name { object["name"] = .string(name) }
         return object
     }
@@ -145,6 +146,7 @@ extension ScheduleDefinition {
         }
         let timing = try Self.timing(object)
         let missed = try object["missed"].map { value throws(ScheduleError) in try Self.missed(value) } ?? .skip
+        let paused = try object["paused"].map { value throws(ScheduleError) in try Self.paused(value) } ?? false
         var name: String?
         if let value = object["name"] {
             guard case .string(let text) = value else { throw .invalid("name", "must be a string") }
@@ -171,7 +173,14 @@ extension ScheduleDefinition {
         self.request = request
         self.timing = timing
         self.missed = missed
+        self.paused = paused
         self.name = name
+    }
+
+    /// `paused`: only `true` or `false` (not 0, 1 or a string).
+    static func paused(_ value: JSONValue) throws(ScheduleError) -> Bool {
+        guard case .bool(let paused) = value else { throw .invalid("paused", "must be true or false") }
+        return paused
     }
 
     static func timing(_ object: [String: JSONValue]) throws(ScheduleError) -> Timing {

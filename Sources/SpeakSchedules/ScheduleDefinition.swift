@@ -39,6 +39,9 @@ public struct ScheduleDefinition: Sendable, Hashable {
     public let request: AnnouncementRequest
     public let timing: Timing
     public let missed: MissedPolicy
+    /// Whether the schedule is paused: its slots still come and are recorded, as skipped with
+    /// detail `paused`, but nothing is spoken. False unless the body says `"paused": true`.
+    public let paused: Bool
 
     /// The announcement as canonical JSON (UTF-8, keys sorted), as `GET` shows it.
     public var announcement: Data { announcementJSON.encoded() }

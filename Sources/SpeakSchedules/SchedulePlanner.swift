@@ -11,6 +11,8 @@ import Foundation
 ///   `MissedPolicy`: all passed over, or only the most recent spoken if within `speakWithin`.
 /// - While running, slots more than `lateness` old (the wall clock stepped forward over them) are
 ///   passed over in one decision; the next future slot is still waited for.
+/// - A paused schedule's due slot is passed (`.pass`) where it would have been spoken; missed
+///   ones are still skipped as missed, and the next one is still waited for.
 /// - A slot at or before `lastSlot` is never given again, whatever the wall clock says: after a
 ///   step backward the runner waits for the first slot after `lastSlot`.
 public struct SchedulePlanner: Sendable {
@@ -28,6 +30,8 @@ public struct SchedulePlanner: Sendable {
     public let timeline: ScheduleTimeline
     public let missed: ScheduleDefinition.MissedPolicy
     public let lateness: Duration
+    /// Whether due slots pass without being spoken.
+    public let paused: Bool
 
     /// A planner for one schedule.
     /// - Parameters:
@@ -41,6 +45,7 @@ public struct SchedulePlanner: Sendable {
     public init(_ plan: SchedulePlan, lateness: Duration = Self.defaultLateness) {
         timeline = plan.timeline
         missed = plan.missed
+        paused = plan.paused
         self.lateness = lateness
     }
 
@@ -58,8 +63,8 @@ public struct SchedulePlanner: Sendable {
         let latest = timeline.latest(atOrBefore: nowSeconds.wholeSeconds, after: floor) ?? next
         var window = lateness.seconds
         if reason == .start, case .speakWithin(let seconds) = missed { window = max(window, Double(seconds)) }
-        return nowSeconds - Double(latest) <= window
-            ? .fire(slot: Self.date(latest)) : .skip(through: Self.date(latest))
+        guard nowSeconds - Double(latest) <= window else { return .skip(through: Self.date(latest)) }
+        return paused ? .pass(slot: Self.date(latest)) : .fire(slot: Self.date(latest))
     }
 
     /// How long the runner sleeps on the monotonic clock before asking again: until `slot`, but

@@ -2,7 +2,7 @@ import Foundation
 import SpeakAPI
 
 /// A schedule as `GET /v1/schedules/{id}` shows it: its definition's fields (`announcement`,
-/// `at` or `rrule`, `start`, `timeZone`, `missed`, `name`), and `id`, `created`, `updated`,
+/// `at` or `rrule`, `start`, `timeZone`, `missed`, `paused`, `name`), and `id`, `created`, `updated`,
 /// `lastSlot` (the last slot that came, spoken or skipped) and `next` (the next slot, or null).
 public struct ScheduleResource: Sendable {
     /// - Parameters: see the properties of the same names.

@@ -15,13 +15,20 @@ public struct ServerSettings: Sendable, Hashable {
     /// Host names besides the listener's own address and the loopback names that a request's
     /// `Host` may carry (421 otherwise), lower case, without a port.
     public var allowedHosts: [String]
+    /// How long a browser's cookie session lasts from `POST /v1/login` (12 hours by default).
+    public var sessionMaxAge: Duration
+    /// The most cookie sessions kept at once; one more ends the one that expires first.
+    public var maxSessions: Int
 
     /// - Parameters: see the properties of the same names; the defaults are speakd's, except
     ///   that speakd's TCP listener has a token.
     public init(
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
-        tokenFile: String? = nil, allowedHosts: [String] = []
+        tokenFile: String? = nil, allowedHosts: [String] = [], sessionMaxAge: Duration = .seconds(12 * 3_600),
+        maxSessions: Int = 64
     ) {
+        self.sessionMaxAge = sessionMaxAge
+        self.maxSessions = maxSessions
         self.heartbeatInterval = heartbeatInterval
         self.corsOrigin = corsOrigin
         self.tcpToken = tcpToken

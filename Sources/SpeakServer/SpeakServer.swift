@@ -27,6 +27,7 @@ import Glibc
 /// | `GET /v1/voices` | `VoiceList` |
 /// | `GET /v1/chimes` | `ChimeList` |
 /// | `GET /v1/clips` | `ClipList` |
+/// | `POST /v1/login`, `GET /v1/login`, `POST /v1/logout` | a browser's cookie session, signed in with the token (`BrowserSessions`) |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
 /// | `GET /openapi.json` | the OpenAPI 3.1 document of these routes (`OpenAPIDocument`) |
@@ -67,6 +68,8 @@ public struct SpeakServer: Sendable {
     public let metrics: SpeakMetrics
     /// Where request failures are logged.
     public let logger: Logger
+    /// The browsers signed in with the token (`POST /v1/login`), shared by every listener.
+    let sessions: BrowserSessions
 
     /// A server whose routes all call `service`, which other fronts share.
     /// - Parameters:
@@ -74,14 +77,17 @@ public struct SpeakServer: Sendable {
     ///   - settings: render limits, heartbeat, access and CORS.
     ///   - metrics: the counters behind `/metrics`; the service should count into the same.
     ///   - logger: where request failures are logged.
+    ///   - now: the wall clock the cookie sessions expire by; tests pass one they move.
     public init(
         service: any SpeakService, settings: ServerSettings = ServerSettings(),
-        metrics: SpeakMetrics = SpeakMetrics(), logger: Logger = Logger(label: "speakd.server")
+        metrics: SpeakMetrics = SpeakMetrics(), logger: Logger = Logger(label: "speakd.server"),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.service = service
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
+        self.sessions = BrowserSessions(maxAge: settings.sessionMaxAge, limit: settings.maxSessions, now: now)
     }
 
     /// The router with every route, under the access rules of `listener` (`AccessPolicy`): its
@@ -90,7 +96,9 @@ public struct SpeakServer: Sendable {
     public func buildRouter(for listener: SpeakEndpoint = .tcp(host: "127.0.0.1", port: 0))
         -> Router<BasicRequestContext>
     {
-        buildRouter(access: AccessPolicy(listener: listener, settings: settings, port: BoundPort(listener)))
+        buildRouter(
+            access: AccessPolicy(
+                listener: listener, settings: settings, port: BoundPort(listener), sessions: sessions))
     }
 
     /// A listener at `address` serving every route under that address's access rules.
@@ -103,7 +111,8 @@ public struct SpeakServer: Sendable {
         at address: SpeakEndpoint, limits: ConnectionLimits = ConnectionLimits(), logger: Logger
     ) -> SpeakListener {
         let port = BoundPort(address)
-        let router = buildRouter(access: AccessPolicy(listener: address, settings: settings, port: port))
+        let router = buildRouter(
+            access: AccessPolicy(listener: address, settings: settings, port: port, sessions: sessions))
         let listener = SpeakListener(
             address: address, responder: router.buildResponder(), limits: limits, logger: logger)
         port.attach(listener)
@@ -119,7 +128,9 @@ public struct SpeakServer: Sendable {
             router.add(
                 middleware: CORSMiddleware(
                     allowOrigin: .custom(origin),
-                    allowHeaders: [.accept, .authorization, .contentType, .origin, .lastEventID, .announcementKey],
+                    allowHeaders: [
+                        .accept, .authorization, .contentType, .origin, .lastEventID, .announcementKey, .csrfToken,
+                    ],
                     allowMethods: [.get, .post, .put, .patch, .delete, .options],
                     exposedHeaders: exposed,
                     maxAge: .seconds(600)))
@@ -156,6 +167,9 @@ public struct SpeakServer: Sendable {
         router.patch("/v1/schedules/:id", use: routes.patchSchedule)
         router.delete("/v1/schedules/:id", use: routes.deleteSchedule)
         router.get("/v1/audit", use: routes.audit)
+        router.post("/v1/login", use: routes.login)
+        router.get("/v1/login", use: routes.currentLogin)
+        router.post("/v1/logout", use: routes.logout)
         router.get("/healthz", use: routes.healthz)
         router.get("/v1/outputs/:name/sdp", use: routes.sessionDescription)
         router.get("/metrics", use: routes.metricsPage)

@@ -454,6 +454,7 @@ struct ConfigurationSettingsTests {
         "max-text-length": ("200", "0"),
         "max-spans": ("5", "100001"),
         "heartbeat": ("0.5", "0"),
+        "session-max-age": ("60", "0"),
         "lead-in": ("0.25", "1.5"),
         "gap": ("0.5", "6"),
         "pause-timeout": ("30", "0"),

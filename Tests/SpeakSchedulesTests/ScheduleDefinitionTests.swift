@@ -40,7 +40,7 @@ struct ScheduleDefinitionTests {
         ),
         (
             #"{\#(announcement), "at": "2026-12-01T17:45:00Z", "repeat": 3}"#,
-            "repeat: unknown field 'repeat' (a schedule has announcement, at, missed, name, rrule, start, timeZone)"
+            "repeat: unknown field 'repeat' (a schedule has announcement, at, missed, name, paused, rrule, start, timeZone)"
         ),
         (
             #"{\#(announcement), "at": "2026-12-01T17:45:00"}"#,
@@ -104,6 +104,9 @@ struct ScheduleDefinitionTests {
             #"{\#(announcement), "at": "2026-12-01T17:45:00Z", "missed": {"speakWithin": 60, "burst": 1}}"#,
             #"missed: has an unknown key 'burst'; must be "skip" or {"speakWithin": seconds}"#
         ),
+        (#"{\#(announcement), "at": "2026-12-01T17:45:00Z", "paused": "true"}"#, "paused: must be true or false"),
+        (#"{\#(announcement), "at": "2026-12-01T17:45:00Z", "paused": 1}"#, "paused: must be true or false"),
+        (#"{\#(announcement), "at": "2026-12-01T17:45:00Z", "paused": {}}"#, "paused: must be true or false"),
     ])
     func refusedBodiesNameTheirField(_ body: String, _ expected: String) throws {
         let error = try #require(Self.refusal(body))
@@ -231,7 +234,7 @@ struct ScheduleDefinitionTests {
         let text = String(decoding: definition.encoded(), as: UTF8.self)
         #expect(
             text
-                == #"{"announcement":{"text":"Closing soon"},"missed":{"speakWithin":600},"rrule":"FREQ=DAILY;BYHOUR=17;BYMINUTE=45","start":"2026-07-01T01:00:00+01:00","timeZone":"Europe/Lisbon"}"#
+                == #"{"announcement":{"text":"Closing soon"},"missed":{"speakWithin":600},"paused":false,"rrule":"FREQ=DAILY;BYHOUR=17;BYMINUTE=45","start":"2026-07-01T01:00:00+01:00","timeZone":"Europe/Lisbon"}"#
         )
         #expect(try ScheduleDefinition(json: definition.encoded()) == definition)
 
@@ -240,7 +243,8 @@ struct ScheduleDefinitionTests {
                 #"{"announcement": {"text": "a/b"}, "at": "2026-12-01T17:45:00.5-05:00", "name": "Ünïcode"}"#.utf8))
         #expect(
             String(decoding: once.encoded(), as: UTF8.self)
-                == #"{"announcement":{"text":"a/b"},"at":"2026-12-01T22:45:00.5Z","missed":"skip","name":"Ünïcode"}"#)
+                == #"{"announcement":{"text":"a/b"},"at":"2026-12-01T22:45:00.5Z","missed":"skip","name":"Ünïcode","paused":false}"#
+        )
         #expect(try ScheduleDefinition(json: once.encoded()) == once)
     }
 
@@ -299,6 +303,23 @@ struct ScheduleDefinitionTests {
         #expect(String(decoding: reworded.announcement, as: UTF8.self) == #"{"ssml":"<speak>Bye</speak>"}"#)
     }
 
+    @Test func pausedIsFalseUnlessGivenAndSurvivesTheStoredForm() throws {
+        let definition = try ScheduleDefinition(json: Data(Self.once.utf8))
+        #expect(!definition.paused && !definition.plan.paused)
+        let paused = try definition.merging(patch: Data(#"{"paused": true}"#.utf8))
+        #expect(paused.paused && paused.plan.paused)
+        #expect(paused.timing == definition.timing && paused.name == definition.name)
+        #expect(String(decoding: paused.encoded(), as: UTF8.self).contains(#""paused":true"#))
+        #expect(try ScheduleDefinition(json: paused.encoded()) == paused)
+        // The daemon's plan is read from the stored form without its announcement.
+        var stored = try #require(try JSONSerialization.jsonObject(with: paused.encoded()) as? [String: Any])
+        stored["announcement"] = nil
+        let plan = try SchedulePlan(json: try JSONSerialization.data(withJSONObject: stored))
+        #expect(plan == paused.plan)
+        #expect(try definition.merging(patch: Data(#"{"paused": null}"#.utf8)).paused == false)
+        #expect(try paused.merging(patch: Data(#"{"paused": false}"#.utf8)) == definition)
+    }
+
     @Test func switchingFromAtToRruleNeedsAtRemoved() throws {
         let definition = try ScheduleDefinition(json: Data(Self.once.utf8))
         let toRule = #""rrule": "FREQ=DAILY;BYHOUR=9", "start": "2026-12-01T00:00:00Z", "timeZone": "Europe/Berlin""#
@@ -334,6 +355,7 @@ struct ScheduleDefinitionTests {
         let cases: [(String, String)] = [
             (#"{"nmae": "x"}"#, "nmae"), (#"{"at": "tomorrow"}"#, "at"), (#"{"announcement": null}"#, "announcement"),
             (#"{"name": ["x"]}"#, "name"), (#"{"missed": "sometimes"}"#, "missed"), ("[]", "body"),
+            (#"{"paused": "yes"}"#, "paused"),
         ]
         for (patch, field) in cases {
             do {

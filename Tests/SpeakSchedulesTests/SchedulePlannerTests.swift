@@ -41,6 +41,29 @@ struct SchedulePlannerTests {
         #expect(running == .skip(through: instant("2026-12-03T17:45:00Z")))
     }
 
+    @Test func aPausedScheduleMissesNothingButSpeaksNothing() throws {
+        let definition = try recurring(
+            "FREQ=DAILY;BYHOUR=17;BYMINUTE=45", start: "2026-12-01T00:00:00Z", zone: "Europe/Lisbon",
+            missed: #"{"speakWithin": 3600}"#)
+        let paused = try definition.merging(patch: Data(#"{"paused": true}"#.utf8))
+        let planner = SchedulePlanner(paused)
+        let last = instant("2026-12-01T17:45:00Z")
+        // A due slot passes where it would have been spoken, at start and while running.
+        for reason in [SchedulePlanner.Reason.start, .running] {
+            #expect(
+                planner.decide(lastSlot: last, now: instant("2026-12-02T17:45:01Z"), reason: reason)
+                    == .pass(slot: instant("2026-12-02T17:45:00Z")))
+        }
+        // Slots too old to speak are still skipped as missed; the next one is still waited for.
+        #expect(
+            planner.decide(lastSlot: last, now: instant("2026-12-03T19:00:00Z"), reason: .start)
+                == .skip(through: instant("2026-12-03T17:45:00Z")))
+        #expect(
+            planner.decide(
+                lastSlot: instant("2026-12-02T17:45:00Z"), now: instant("2026-12-02T18:00:00Z"), reason: .running)
+                == .wait(until: instant("2026-12-03T17:45:00Z")))
+    }
+
     @Test func aFirstStartWithNoRecordWaitsForTheFirstSlot() throws {
         let planner = try Self.daily(missed: #""skip""#)
         #expect(

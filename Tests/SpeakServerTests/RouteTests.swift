@@ -19,7 +19,8 @@ struct Harness {
 
     init(
         capacity: Int = 4, autoComplete: Bool = false, limits: ServiceLimits = ServiceLimits(),
-        settings: ServerSettings = ServerSettings(), renderLimits: RenderLimits = RenderLimits()
+        settings: ServerSettings = ServerSettings(), renderLimits: RenderLimits = RenderLimits(),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         running = RunningQueue(capacity: capacity, autoComplete: autoComplete)
         let metrics = SpeakMetrics()
@@ -28,7 +29,7 @@ struct Harness {
             counters: metrics.serviceCounters)
         server = SpeakServer(
             service: CoreService(intake: intake, health: health, renderLimits: renderLimits), settings: settings,
-            metrics: metrics)
+            metrics: metrics, now: now)
     }
 
     var app: some ApplicationProtocol {

@@ -23,6 +23,8 @@ struct ScheduleRouteTests {
         let directory: URL
         let database: StateDatabase
         let server: SpeakServer
+        let schedules: ScheduleService
+        let intake: AnnouncementIntake
 
         init(limits: ScheduleService.Limits = ScheduleService.Limits()) throws {
             directory = try temporaryDirectory()
@@ -31,8 +33,10 @@ struct ScheduleRouteTests {
                 outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(),
                 health: SwitchableHealth())
             var service = CoreService(intake: intake)
-            service.scheduleService = ScheduleService(
+            schedules = ScheduleService(
                 store: database.schedules, intake: intake, logger: Logger(label: "test"), limits: limits)
+            service.scheduleService = schedules
+            self.intake = intake
             self.server = SpeakServer(service: service)
         }
 
@@ -105,6 +109,71 @@ struct ScheduleRouteTests {
             #expect(try Self.error(patched).field == "announcement.private")
             let shown = try await client.execute(uri: "/v1/schedules/\(id)", method: .get)
             #expect(String(buffer: shown.body).contains(#""announcement":{"text":"Doors close"}"#))
+        }
+    }
+
+    @Test("paused: false by default, set by POST and PATCH, strict; a paused schedule's slots pass unspoken")
+    func pausedSchedules() async throws {
+        let setup = try Setup()
+        let events = setup.intake.outputs.events()
+        let runner = Task { try await setup.schedules.run() }
+        defer { runner.cancel() }
+        try await setup.test { client in
+            let plain = try await Self.create(client, text: "Doors close")
+            #expect(String(buffer: plain.body).contains(#""paused":false"#))
+
+            for (body, status) in [
+                (#"{"announcement": {"text": "a"}, "at": "\#(Self.future())", "paused": "yes"}"#, 422),
+                (#"{"announcement": {"text": "a"}, "at": "\#(Self.future())", "paused": 1}"#, 422),
+                (#"{"announcement": {"text": "a"}, "at": "\#(Self.future())", "paused": true, "paused": false}"#, 400),
+            ] {
+                let response = try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(body))
+                #expect(response.status.code == status, "\(body)")
+                #expect(try Self.error(response).field == "paused", "\(body)")
+            }
+
+            // Every second, paused from the start: its slots come and pass, none is spoken.
+            let body = #"""
+                {"announcement": {"text": "Lift out of order"}, "rrule": "FREQ=SECONDLY",
+                 "start": "\#(Self.future(1))", "timeZone": "UTC", "paused": true}
+                """#
+            let created = try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(body))
+            #expect(created.status == .created)
+            let id = try #require(created.headers[.location]).split(separator: "/").last.map(String.init) ?? ""
+            #expect(String(buffer: created.body).contains(#""paused":true"#))
+
+            var skipped: ScheduleChange?
+            for await sequenced in events {
+                #expect(sequenced.event.schedule?.change != .fired)
+                if sequenced.event.id == id, sequenced.event.schedule?.change == .skipped {
+                    skipped = sequenced.event.schedule
+                    break
+                }
+            }
+            #expect(skipped?.detail == "paused")
+            let shown = try await client.execute(uri: "/v1/schedules/\(id)", method: .get)
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(buffer: shown.body)) as? [String: Any])
+            #expect(object["paused"] as? Bool == true)
+            #expect(object["lastSlot"] as? String == skipped?.slot)
+            #expect(object["next"] is String)
+            let queued = try await client.execute(uri: "/v1/announcements", method: .get)
+            #expect(!String(buffer: queued.body).contains("Lift out of order"))
+
+            let resumed = try await client.execute(
+                uri: "/v1/schedules/\(id)", method: .patch, body: jsonBody(#"{"paused": false}"#))
+            #expect(resumed.status == .ok)
+            #expect(String(buffer: resumed.body).contains(#""paused":false"#))
+            let paused = try await client.execute(
+                uri: "/v1/schedules/\(id)", method: .patch, body: jsonBody(#"{"paused": true}"#))
+            #expect(String(buffer: paused.body).contains(#""paused":true"#))
+            let cleared = try await client.execute(
+                uri: "/v1/schedules/\(id)", method: .patch, body: jsonBody(#"{"paused": null}"#))
+            #expect(String(buffer: cleared.body).contains(#""paused":false"#))
+            let wrong = try await client.execute(
+                uri: "/v1/schedules/\(id)", method: .patch, body: jsonBody(#"{"paused": "no"}"#))
+            #expect(wrong.status == .unprocessableContent)
+            #expect(try Self.error(wrong).field == "paused")
         }
     }
 

@@ -47,6 +47,8 @@ extension ErrorResponse {
         public static let unauthorized = "unauthorized"
         /// 403: a request from a web page whose origin is not allowed (`field`: `Origin`).
         public static let forbiddenOrigin = "forbiddenOrigin"
+        /// 403: a change authorised by a session cookie without its CSRF token (`field`: `X-CSRF-Token`).
+        public static let csrf = "csrf"
         /// 415: a body that is not `application/json` (`field`: `Content-Type`).
         public static let unsupportedMediaType = "unsupportedMediaType"
         /// 421: a `Host` that names another service (`field`: `Host`).

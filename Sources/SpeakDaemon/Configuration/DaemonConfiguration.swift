@@ -81,6 +81,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var intakeLimits: ServiceLimits
     /// How often idle event streams send a heartbeat comment.
     public var heartbeatSeconds: Double
+    /// Seconds a browser's cookie session lasts (`--session-max-age`).
+    public var sessionMaxAgeSeconds: Double
     /// Silence played before each announcement, for sound hardware that wakes up late and
     /// would swallow the first syllable.
     public var leadInSeconds: Double
@@ -193,6 +195,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         defaultLanguage = ""
         intakeLimits = ServiceLimits()
         heartbeatSeconds = 0
+        sessionMaxAgeSeconds = 0
         leadInSeconds = 0
         gapSeconds = 0
         audioLatencySeconds = 0
@@ -250,7 +253,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var serverSettings: ServerSettings {
         ServerSettings(
             heartbeatInterval: .milliseconds(Int(heartbeatSeconds * 1000)), corsOrigin: corsOrigin,
-            allowedHosts: allowedHosts)
+            allowedHosts: allowedHosts, sessionMaxAge: .seconds(Int(sessionMaxAgeSeconds.rounded(.up))))
     }
 
     /// The listeners these values give, Unix socket first.

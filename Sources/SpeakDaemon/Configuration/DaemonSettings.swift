@@ -248,6 +248,10 @@ extension DaemonConfiguration {
                 + "Loopback only.",
             default: false
         ) { value in try value.boolean() },
+        .seconds(
+            "session-max-age", \.sessionMaxAgeSeconds,
+            default: Double(ServerSettings().sessionMaxAge.components.seconds), in: 1...604_800,
+            help: "Seconds a browser's cookie session (POST /v1/login) lasts from sign-in."),
         DaemonSetting(
             "allowed-host", \.allowedHosts, kind: .list, valueName: "name",
             help: "A further name requests may carry in Host (repeatable or comma-separated), besides the listen "

@@ -56,8 +56,13 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
     }
 
     /// 401: a TCP request without the right bearer token; the response asks for one.
-    static func unauthorized(_ message: String) -> APIError {
-        APIError(status: .unauthorized, code: ErrorResponse.Code.unauthorized, message: message, field: "Authorization")
+    static func unauthorized(_ message: String, field: String = "Authorization") -> APIError {
+        APIError(status: .unauthorized, code: ErrorResponse.Code.unauthorized, message: message, field: field)
+    }
+
+    /// 403: a change authorised by a session cookie without the session's CSRF token.
+    static func csrf(_ message: String) -> APIError {
+        APIError(status: .forbidden, code: ErrorResponse.Code.csrf, message: message, field: "X-CSRF-Token")
     }
 
     /// 403: a request from a web page whose origin is not allowed.

@@ -24,9 +24,17 @@ import Glibc
 /// - `Authorization: Bearer <token>` (401 otherwise) on TCP when `ServerSettings.tcpToken` is
 ///   set, for every route but `GET /healthz`, whose report names no announcement and which
 ///   probes and the CLI use to find a daemon, `GET /`, the status page, and `GET /console`, the operator console, which hold no data. The token is compared in constant time. It is
-///   not accepted in the query or a cookie: URLs end up in logs, and cookies are sent by any
-///   page the browser shows.
+///   not accepted in the query: URLs end up in logs.
+/// - In place of the header, a browser may carry the `speakd-session` cookie of a session it
+///   signed in to with the token (`POST /v1/login`, which itself needs no header, as it checks
+///   the token it is given; `BrowserSessions`). A cookie is sent by whichever page makes the
+///   browser call, so a request it authorises that changes anything (`POST`, `PUT`, `PATCH`,
+///   `DELETE`) must also carry the session's `X-CSRF-Token` (403 `csrf` otherwise), which no other
+///   page can read. An expired or ended session is 401 naming `Cookie`.
 struct AccessPolicy: Sendable {
+    /// The name of the session cookie.
+    static let sessionCookie = "speakd-session"
+
     /// The names every listener answers to.
     static let loopbackNames: Set<String> = ["localhost", "127.0.0.1", "::1"]
 
@@ -37,13 +45,17 @@ struct AccessPolicy: Sendable {
     private let tokenFile: String?
     private let corsOrigin: String?
     private let hostNames: Set<String>
+    /// The browsers signed in with the token, shared by every listener of the server.
+    let sessions: BrowserSessions
 
     /// - Parameters:
     ///   - listener: the listener these rules guard.
     ///   - settings: the token, the CORS origin and the allowed host names.
     ///   - port: the listener's port once bound.
-    init(listener: SpeakEndpoint, settings: ServerSettings, port: BoundPort) {
+    ///   - sessions: the cookie sessions, which every listener of one server shares.
+    init(listener: SpeakEndpoint, settings: ServerSettings, port: BoundPort, sessions: BrowserSessions) {
         self.listener = listener
+        self.sessions = sessions
         self.port = port
         self.corsOrigin = settings.corsOrigin?.lowercased()
         self.tokenFile = settings.tokenFile
@@ -121,24 +133,59 @@ struct AccessPolicy: Sendable {
         return (port ?? 80) == bound
     }
 
-    /// The refusal of a TCP request without the right bearer token, or nil.
+    /// The refusal of a TCP request without the right bearer token or session cookie, or nil.
     func checkToken(_ request: Request) -> APIError? {
-        guard let token else { return nil }
+        guard token != nil else { return nil }
         // Health names no announcement and the status page and the console hold no data;
-        // everything they then read goes through this check.
+        // everything they then read goes through this check. Signing in checks the token it is given.
         if request.method == .get || request.method == .head, ["/healthz", "/", "/console"].contains(request.uri.path) {
             return nil
         }
-        let whereToFind = tokenFile.map { "the token in \($0)" } ?? "the daemon's token"
+        if request.method == .post, request.uri.path == "/v1/login" { return nil }
         guard let header = request.headers[.authorization] else {
-            return .unauthorized("requests over TCP need 'Authorization: Bearer <token>' with \(whereToFind)")
+            if let id = request.cookies[Self.sessionCookie]?.value { return checkSession(id, request) }
+            return .unauthorized(
+                "requests over TCP need 'Authorization: Bearer <token>' with \(whereToFind), "
+                    + "or a browser's session cookie from POST /v1/login")
         }
+        return checkBearer(header)
+    }
+
+    /// Where the token is, as a refusal names it.
+    private var whereToFind: String { tokenFile.map { "the token in \($0)" } ?? "the daemon's token" }
+
+    /// The refusal of an `Authorization` header that is not `Bearer` with the token, or nil.
+    func checkBearer(_ header: String) -> APIError? {
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             return .unauthorized("expected 'Authorization: Bearer <token>' with \(whereToFind)")
         }
-        guard Self.constantTimeEqual(token, Array(parts[1].trimmingWhitespace().utf8)) else {
+        return checkGiven(String(parts[1].trimmingWhitespace()))
+    }
+
+    /// The refusal of a token that is not this listener's, or nil.
+    func checkGiven(_ given: String) -> APIError? {
+        guard let token, Self.constantTimeEqual(token, Array(given.utf8)) else {
             return .unauthorized("the bearer token is wrong; use \(whereToFind)")
+        }
+        return nil
+    }
+
+    /// The refusal of a request authorised by the session cookie `id`: the session is gone, or
+    /// the request changes something without the session's CSRF token.
+    private func checkSession(_ id: String, _ request: Request) -> APIError? {
+        guard let session = sessions.session(id) else {
+            return .unauthorized(
+                "the session of the \(Self.sessionCookie) cookie has expired or ended; sign in again with "
+                    + "POST /v1/login", field: "Cookie")
+        }
+        let changes: [HTTPRequest.Method] = [.post, .put, .patch, .delete]
+        guard changes.contains(request.method) else { return nil }
+        guard let given = request.headers[.csrfToken] else {
+            return .csrf("a \(request.method) authorised by the session cookie needs the session's X-CSRF-Token header")
+        }
+        guard Self.constantTimeEqual(Array(session.csrfToken.utf8), Array(given.utf8)) else {
+            return .csrf("the X-CSRF-Token header is not this session's")
         }
         return nil
     }
@@ -292,4 +339,8 @@ struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
 extension HTTPField.Name {
     /// `Host`, which HTTP/1 requests carry and `HTTPRequest` keeps as `authority`.
     static let host = HTTPField.Name("Host")!
+    /// The session's CSRF token, on every state change a session cookie authorises.
+    static let csrfToken = HTTPField.Name("X-CSRF-Token")!
+    /// How the request reached a proxy in front of speakd; `https` makes the session cookie `Secure`.
+    static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
 }
