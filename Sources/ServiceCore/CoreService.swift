@@ -120,19 +120,28 @@ public struct CoreService: SpeakService {
     static func bounded(
         _ audio: AsyncThrowingStream<PCMChunk, any Error>, format: AudioFormat, limits: RenderLimits, field: String
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let maxSamples = limits.maxSeconds * format.sampleRate * format.channels
-        var iterator = audio.makeAsyncIterator()
+        let tooLarge = SpeakError(
+            .tooLarge, name: ErrorResponse.Code.tooLarge,
+            "the speech is longer than the limit of \(limits.maxSeconds) seconds of audio a render may hold; "
+                + "split it into shorter requests",
+            field: field)
+        return AsyncThrowingStream(
+            pulling: Bounded(
+                base: audio.makeAsyncIterator(), maxSamples: limits.maxSeconds * format.sampleRate * format.channels,
+                tooLarge: tooLarge))
+    }
+
+    /// Chunks of `base` until their samples pass `maxSamples`, then `tooLarge`.
+    private struct Bounded: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<PCMChunk, any Error>.Iterator
+        let maxSamples: Int
+        let tooLarge: SpeakError
         var samples = 0
-        return AsyncThrowingStream {
-            guard let chunk = try await iterator.next() else { return nil }
+
+        mutating func next() async throws -> PCMChunk? {
+            guard let chunk = try await base.next() else { return nil }
             samples += chunk.samples.count
-            guard samples <= maxSamples else {
-                throw SpeakError(
-                    .tooLarge, name: ErrorResponse.Code.tooLarge,
-                    "the speech is longer than the limit of \(limits.maxSeconds) seconds of audio a render may hold; "
-                        + "split it into shorter requests",
-                    field: field)
-            }
+            guard samples <= maxSamples else { throw tooLarge }
             return chunk
         }
     }

@@ -67,10 +67,17 @@ public struct ServiceWyomingBackend: WyomingBackend {
     private static func mappingErrors(
         _ chunks: AsyncThrowingStream<PCMChunk, any Error>, holding hold: RenderHold
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        var iterator = chunks.makeAsyncIterator()
-        return AsyncThrowingStream {
+        AsyncThrowingStream(pulling: MappingErrors(base: chunks.makeAsyncIterator(), hold: hold))
+    }
+
+    /// `base`'s chunks, its refusals as `ErrorResponse`s; releases `hold` when it ends.
+    private struct MappingErrors: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<PCMChunk, any Error>.Iterator
+        let hold: RenderHold
+
+        mutating func next() async throws -> PCMChunk? {
             do {
-                guard let chunk = try await iterator.next() else {
+                guard let chunk = try await base.next() else {
                     hold.release()
                     return nil
                 }
