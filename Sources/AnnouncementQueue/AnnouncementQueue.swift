@@ -254,12 +254,13 @@ public actor AnnouncementQueue {
     /// - Returns: its id, whether it is already speaking, and how many will be spoken before it.
     /// - Throws: `AnnouncementQueueError.queueFull` or `.shuttingDown`.
     ///
-    /// With a recorder (the audit log), it returns at once: the `queued` row is written in the
-    /// next group commit, and the `queued` event goes out to subscribers after it. Only a
-    /// `finished` is promised durable before anyone is told (`finished(id:)`); an answer that
-    /// waited for its row would wait for a disk flush on every post.
+    /// With a recorder (the audit log), it returns once the `queued` event has gone out, that is
+    /// once its record is durable (a `kill -9` right after the answer loses nothing); the queue
+    /// takes other calls meanwhile.
     public func submit(_ prepared: PreparedAnnouncement) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
-        try schedule(prepared)
+        let accepted = try schedule(prepared)
+        await broadcaster.untilReleased(broadcaster.lastTicket)
+        return accepted
     }
 
     /// Accepts `prepared` into the queue; its `queued` event is published but may still wait for its record.

@@ -38,7 +38,7 @@ public final class AuditLog: Sendable {
 
     /// Records refused requests in one transaction, on the writer's queue.
     public func refused(_ entries: [AuditEntry]) async throws(StateError) {
-        try await storage.commit("record a refusal") { db in
+        try await storage.commitUnsynced("record a refusal") { db in
             for entry in entries { _ = try Self.insert(Self.refusal(entry), db) }
         }
     }
@@ -73,7 +73,7 @@ public final class AuditLog: Sendable {
     @discardableResult
     public func apply(_ changes: [AuditChange]) async throws(StateError) -> Int {
         guard !changes.isEmpty else { return 0 }
-        return try await storage.commit("record the audit log") { db in
+        return try await storage.commitUnsynced("record the audit log") { db in
             for change in changes { _ = try Self.apply(change, db) }
             return changes.count { if case .opened = $0 { true } else { false } }
         }
@@ -156,7 +156,7 @@ public final class AuditLog: Sendable {
     /// Prunes as ``prune(_:now:)`` does, on the database writer's own queue.
     @discardableResult
     public func pruneOnWriter(_ retention: AuditRetention, now: Date) async throws(StateError) -> Int {
-        try await storage.commit("prune the audit log") { db in try Self.prune(retention, now: now, db) }
+        try await storage.commitUnsynced("prune the audit log") { db in try Self.prune(retention, now: now, db) }
     }
 
     private static func prune(_ retention: AuditRetention, now: Date, _ db: Database) throws -> Int {

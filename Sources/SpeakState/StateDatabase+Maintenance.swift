@@ -12,6 +12,7 @@ extension StateDatabase {
 
     /// Closes the file; every later call throws. Without it, the file closes when the database is released.
     public func close() throws(StateError) {
+        storage.syncer?.stop()
         do {
             try storage.writer.close()
         } catch {

@@ -7,10 +7,12 @@ import Glibc
 
 /// speakd's embedded database: the audit log, stored schedules and the fleet's request ids, in one SQLite file.
 ///
-/// The file is opened in WAL mode with `synchronous = FULL`, so a row whose call has returned is on
-/// disk and survives a power cut, and with `secure_delete = ON`, so deleted rows are overwritten.
-/// Every call runs one short transaction; the audit log's batches run on the writer's own queue
-/// (``AuditLog/apply(_:)``), the other calls block their thread until they commit.
+/// The file is opened in WAL mode with `synchronous = FULL`, so a schedule or a request id whose
+/// call has returned is on disk and survives a power cut, and with `secure_delete = ON`, so
+/// deleted rows are overwritten. Every call runs one short transaction. The audit log's batches
+/// run on the writer's own queue (``AuditLog/apply(_:)``) without waiting for a disk flush: they
+/// survive a `kill -9` when they return, and a power cut about a second later (`WALSyncer`). The
+/// other calls block their thread until they commit.
 public final class StateDatabase: Sendable {
     /// The file's name inside the state directory.
     public static let fileName = "speakd.sqlite"
@@ -164,6 +166,10 @@ public final class StateDatabase: Sendable {
         } catch {
             throw StateError(error, path: path, operation: "open")
         }
-        return Storage(writer: pool, path: path)
+        do {
+            return Storage(writer: pool, path: path, syncer: try WALSyncer(path: path))
+        } catch {
+            throw StateError(error, path: path, operation: "open")
+        }
     }
 }

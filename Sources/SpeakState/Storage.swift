@@ -6,10 +6,21 @@ internal import GRDB
 ///
 /// `write` and `read` block the calling thread for one SQLite transaction (a commit waits for its
 /// fsync); `commit` runs the transaction on the writer's own queue and suspends the caller
-/// meanwhile, so no cooperative thread waits out an fsync.
+/// meanwhile, so no cooperative thread waits out an fsync. `commitUnsynced` is the audit log's:
+/// its commit is in the operating system's hands when it returns, so it survives the death of
+/// the process (`kill -9`, a crash) without waiting for the disk, and `syncer` puts it on the disk
+/// within about a second, so a power cut loses at most that second.
 struct Storage: Sendable {
     let writer: any DatabaseWriter
     let path: String
+    /// Syncs what `commitUnsynced` wrote; nil for a database with no file (tests).
+    let syncer: WALSyncer?
+
+    init(writer: any DatabaseWriter, path: String, syncer: WALSyncer? = nil) {
+        self.writer = writer
+        self.path = path
+        self.syncer = syncer
+    }
 
     func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
         do {
@@ -24,6 +35,33 @@ struct Storage: Sendable {
     {
         do {
             return try await writer.write(body)
+        } catch {
+            throw StateError(error, path: path, operation: operation)
+        }
+    }
+
+    /// Runs `body` in one transaction on the writer's queue with `synchronous = NORMAL`: the WAL
+    /// is written, not synced, so the caller waits for no disk flush; the commit survives a
+    /// `kill -9` at once, and a power cut once `syncer` has run (about a second).
+    func commitUnsynced<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(StateError) -> T
+    {
+        do {
+            let result = try await writer.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+                try db.beginTransaction()
+                do {
+                    let result = try body(db)
+                    try db.commit()
+                    return result
+                } catch {
+                    try? db.rollback()
+                    throw error
+                }
+            }
+            syncer?.wrote()
+            return result
         } catch {
             throw StateError(error, path: path, operation: operation)
         }

@@ -36,6 +36,30 @@ import Testing
         #expect(try audit.entries(AuditFilter(), after: nil, limit: 10).entries.count == 2)
     }
 
+    /// A batch returns without a disk flush: another connection (as after a `kill -9`, the kernel
+    /// holds the WAL) reads it at once, and the syncer's checkpoint has put it in the database
+    /// file itself within a few seconds: a copy of that file alone, without its WAL, has the row.
+    @Test func aBatchIsReadAtOnceAndReachesTheDatabaseFileWithinSeconds() async throws {
+        let dir = TemporaryDirectory()
+        let database = try StateDatabase(directory: dir.state)
+        #expect(try await database.audit.apply([.opened(entry("w1", front: "http"))]) == 1)
+        let other = try DatabaseQueue(path: database.path)
+        #expect(try await other.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM audit") } == 1)
+        try other.close()
+        let copy = dir.path + "/copy.sqlite"
+        var rows = 0
+        for _ in 0..<50 where rows == 0 {
+            try await Task.sleep(for: .milliseconds(100))
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: database.path, toPath: copy)
+            let alone = try DatabaseQueue(path: copy)
+            // Before the checkpoint, the file alone has not even the table.
+            rows = (try? await alone.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM audit") }) ?? 0
+            try alone.close()
+        }
+        #expect(rows == 1, "the row never reached the database file")
+    }
+
     @Test func announcementFromAcceptanceToOutcome() throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
