@@ -169,13 +169,19 @@ public final class AuditLog: Sendable {
                 arguments: [cutoff.storedMilliseconds])
             removed += db.changesCount
         }
-        try db.execute(
-            sql: """
-                DELETE FROM audit WHERE seq <= (SELECT seq FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?)
-                AND NOT (\(Self.isOpen))
-                """,
-            arguments: [max(0, retention.maxEntries)])
-        removed += db.changesCount
+        // There are no more rows than the span of their seqs, read at the two ends of the table's
+        // b-tree; only a span over the bound pays for the search by offset, which steps through
+        // every row up to it (at every prune, while the log is short of the bound, it did).
+        let span = try Int.fetchOne(db, sql: "SELECT max(seq) - min(seq) + 1 FROM audit") ?? 0
+        if span > max(0, retention.maxEntries) {
+            try db.execute(
+                sql: """
+                    DELETE FROM audit WHERE seq <= (SELECT seq FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?)
+                    AND NOT (\(Self.isOpen))
+                    """,
+                arguments: [max(0, retention.maxEntries)])
+            removed += db.changesCount
+        }
         if let maxBytes = retention.maxBytes {
             // Freed pages are reused, not returned: what counts is the pages in use. A tenth of
             // what is left goes per round, oldest first, until it fits or only open rows remain.
