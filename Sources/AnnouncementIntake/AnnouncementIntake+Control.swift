@@ -32,6 +32,9 @@ extension AnnouncementIntake {
     /// - Throws: `SpeakError` naming `id` or `output` (404 unknown, 409 not speaking, 422 unknown output).
     public func pause(id: String?, output: String?, atWordEnd: Bool) async throws(SpeakError) -> AnnouncementStatus {
         do {
+            if let id, await outputs.status(id: id) != nil {
+                return try await outputs.pause(id: id, atWordEnd: atWordEnd)
+            }
             return try await queue(holding: id, output: output).pause(id: id, atWordEnd: atWordEnd)
         } catch {
             throw .scheduling(error)
@@ -42,6 +45,7 @@ extension AnnouncementIntake {
     /// - Throws: `SpeakError` naming `id` or `output` (404 unknown, 409 not paused, 422 unknown output).
     public func resume(id: String?, output: String?) async throws(SpeakError) -> AnnouncementStatus {
         do {
+            if let id, await outputs.status(id: id) != nil { return try await outputs.resume(id: id) }
             return try await queue(holding: id, output: output).resume(id: id)
         } catch {
             throw .scheduling(error)

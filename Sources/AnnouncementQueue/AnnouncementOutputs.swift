@@ -284,12 +284,89 @@ public struct AnnouncementOutputs: Sendable {
     }
 
     /// One announcement in whichever queue holds it; a private one's text is empty (its poster
-    /// reads it through the intake, with its key).
+    /// reads it through the intake, with its key). One heard in several zones is shown whole
+    /// (`zoneStatus`).
     public func status(id: String) async -> AnnouncementStatus? {
+        if let zoned = zoneBook[id] { return await zoneStatus(zoned) }
         for queue in queues {
             if let status = await queue.status(id: id) { return status }
         }
         return nil
+    }
+
+    /// An announcement heard in several zones, as one: finished only once its one `finished`
+    /// is out (with that event's outcome); before that speaking while any zone speaks, paused
+    /// when every zone still speaking it is paused, else waiting, at the nearest zone's
+    /// position. `output` is the first zone the request named.
+    private func zoneStatus(_ zoned: ZoneAnnouncement) async -> AnnouncementStatus? {
+        var members: [AnnouncementStatus] = []
+        for zone in zoned.zones {
+            if let queue = byName[zone], let status = await queue.status(id: zoned.id) { members.append(status) }
+        }
+        guard var whole = members.first else { return nil }
+        whole.output = zoned.zones.first
+        if let finished = zoned.finishedEvent {
+            whole.state = .finished
+            whole.position = nil
+            whole.success = finished.success
+            whole.reason = finished.reason
+            return whole
+        }
+        whole.success = nil
+        whole.reason = nil
+        let sounding = members.filter { $0.state == .speaking || $0.state == .paused }
+        if !sounding.isEmpty {
+            whole.state = sounding.allSatisfy { $0.state == .paused } ? .paused : .speaking
+            whole.position = 0
+        } else {
+            whole.state = .queued
+            whole.position = members.compactMap(\.position).min()
+        }
+        return whole
+    }
+
+    /// Pauses announcement `id` in every zone where it is speaking (one heard in several zones),
+    /// or in the queue that holds it.
+    /// - Throws: `AnnouncementQueueError`: unknown, or not speaking in any zone.
+    public func pause(id: String, atWordEnd: Bool) async throws(AnnouncementQueueError) -> AnnouncementStatus {
+        guard let zoned = zoneBook[id] else {
+            guard let queue = await queue(holding: id) else { throw .unknownAnnouncement(id) }
+            return try await queue.pause(id: id, atWordEnd: atWordEnd)
+        }
+        var firstError: AnnouncementQueueError?
+        var done = false
+        for zone in zoned.zones {
+            do {
+                if try await byName[zone]?.pause(id: id, atWordEnd: atWordEnd) != nil { done = true }
+            } catch {
+                firstError = firstError ?? error
+            }
+        }
+        if !done, let firstError { throw firstError }
+        guard let status = await zoneStatus(zoned) else { throw .unknownAnnouncement(id) }
+        return status
+    }
+
+    /// Resumes paused announcement `id` in every zone where it is paused, or in the queue that
+    /// holds it.
+    /// - Throws: `AnnouncementQueueError`: unknown, or not paused in any zone.
+    public func resume(id: String) async throws(AnnouncementQueueError) -> AnnouncementStatus {
+        guard let zoned = zoneBook[id] else {
+            guard let queue = await queue(holding: id) else { throw .unknownAnnouncement(id) }
+            return try await queue.resume(id: id)
+        }
+        var firstError: AnnouncementQueueError?
+        var done = false
+        for zone in zoned.zones {
+            do {
+                if try await byName[zone]?.resume(id: id) != nil { done = true }
+            } catch {
+                firstError = firstError ?? error
+            }
+        }
+        if !done, let firstError { throw firstError }
+        guard let status = await zoneStatus(zoned) else { throw .unknownAnnouncement(id) }
+        return status
     }
 
     /// Cancels `id` in whichever queue holds it.

@@ -18,6 +18,10 @@ final class StampingSpeaker: AnnouncementSpeaker {
 
     func waitUntilAvailable() async { await fake.waitUntilAvailable() }
 
+    func pause(atWordEnd: Bool) async -> Bool { await fake.pause(atWordEnd: atWordEnd) }
+
+    func resume() -> Bool { fake.resume() }
+
     func start(of id: String) -> ContinuousClock.Instant? { starts.withLock { $0[id] } }
 }
 
@@ -96,6 +100,42 @@ struct ZoneAnnouncementTests {
                 Issue.record("an unknown zone was accepted")
             } catch let error as AnnouncementQueueError {
                 #expect(error.isInvalidValue && error.field == "output[1]")
+            }
+        }
+    }
+
+    @Test func pauseResumeAndStatusTakeEveryZone() async throws {
+        try await withZones { harness in
+            let accepted = try await harness.submitZoned()
+            await harness.hall.fake.waitForStarts(1)
+            await harness.platform.fake.waitForStarts(1)
+            #expect(await harness.outputs.status(id: accepted.id)?.state == .speaking)
+
+            let paused = try await harness.outputs.pause(id: accepted.id, atWordEnd: false)
+            #expect(paused.state == .paused && paused.output == "default", "\(paused)")
+            #expect(harness.hall.fake.pauseCalls == (1, 0) && harness.platform.fake.pauseCalls == (1, 0))
+            let resumed = try await harness.outputs.resume(id: accepted.id)
+            #expect(resumed.state == .speaking)
+            #expect(harness.hall.fake.pauseCalls == (1, 1) && harness.platform.fake.pauseCalls == (1, 1))
+
+            // One zone done is not the announcement done: it is still speaking in the other.
+            harness.hall.fake.complete(accepted.id)
+            await harness.recorder.wait { events in
+                events.contains { $0.event.type == .started && $0.event.output == "platform" }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            let half = await harness.outputs.status(id: accepted.id)
+            #expect(half?.state == .speaking && half?.success == nil, "\(String(describing: half))")
+            // Paused where it still speaks; the zone that finished refuses, and that is no error.
+            #expect(try await harness.outputs.pause(id: accepted.id, atWordEnd: false).state == .paused)
+            #expect(harness.platform.fake.pauseCalls == (2, 1))
+            _ = try await harness.outputs.resume(id: accepted.id)
+            harness.platform.fake.complete(accepted.id)
+            _ = await harness.outputs.finished(id: accepted.id)
+            let done = await harness.outputs.status(id: accepted.id)
+            #expect(done?.state == .finished && done?.success == true && done?.reason == .completed)
+            await #expect(throws: AnnouncementQueueError.self) {
+                try await harness.outputs.pause(id: accepted.id, atWordEnd: false)
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SpeakAPI
+import SpeakClient
 import SpeakTestSupport
 import SpeakdHarness
 import SpeechModel
@@ -109,7 +110,9 @@ extension SpeakdIntegration {
             #expect(misses.isEmpty, "\(misses)")
         }
 
-        @Test("cancelling the id silences every zone; a list naming an unknown output or one twice is 422")
+        @Test(
+            "pausing the id silences every zone until it is resumed, and cancelling it silences every zone; a list naming an unknown output or one twice is 422"
+        )
         func cancelSilencesEveryZone() async throws {
             let zones = try await Zones.start()
             var bad = announcement("Nowhere")
@@ -127,7 +130,19 @@ extension SpeakdIntegration {
             let id = try WireFormat.decoder().decode(AnnouncementAccepted.self, from: Data(answer.body.utf8)).id
             #expect(await zones.events.waitFor(.started, of: id) != nil)
             try await Task.sleep(for: .seconds(1))
-            let cancel = try await zones.daemon.unixClient.send("DELETE", "/v1/announcements/\(id)")
+            let client = zones.daemon.unixClient
+            func state(_ response: SpeakHTTPResponse) -> AnnouncementState? {
+                try? WireFormat.decoder().decode(AnnouncementStatus.self, from: Data(response.body)).state
+            }
+            let pause = try await client.send("POST", "/v1/announcements/\(id)/pause")
+            #expect(pause.status == 200 && state(pause) == .paused, "\(pause)")
+            try await Task.sleep(for: .seconds(1.5))
+            let status = try await client.send("GET", "/v1/announcements/\(id)")
+            #expect(state(status) == .paused, "\(status)")
+            let resume = try await client.send("POST", "/v1/announcements/\(id)/resume")
+            #expect(resume.status == 200 && state(resume) == .speaking, "\(resume)")
+            try await Task.sleep(for: .seconds(0.5))
+            let cancel = try await client.send("DELETE", "/v1/announcements/\(id)")
             #expect(cancel.status == 200)
             #expect(await zones.events.waitForFinished([id]))
             try await Task.sleep(for: .seconds(1))
@@ -137,10 +152,14 @@ extension SpeakdIntegration {
             #expect(finished.count == 1)
             #expect(finished.first?.success == false)
             #expect(finished.first?.outputs?.map(\.reason) == [.cancelled, .cancelled])
-            // The long text lasts about 5 s: each zone stopped soon after the second it played.
+            // The long text lasts about 5 s: each zone played about a second, was silent for the
+            // 1.5 s pause, played half a second more, and stopped (the pauses between words are
+            // far shorter than 1.2 s).
             for (name, heard) in [("hall", hall), ("platform", platform)] {
                 let sound = heard.soundingDuration(silenceLevel: Recording.silenceLevel)
-                #expect(sound > 0.3 && sound < 2.5, "\(name) sounded for \(sound) s")
+                #expect(sound > 2.3 && sound < 4.5, "\(name) sounded from first to last for \(sound) s")
+                let pauseHeard = heard.longestInnerSilence(silenceLevel: Recording.silenceLevel)
+                #expect(pauseHeard > 1.2 && pauseHeard < 2.0, "\(name)'s longest silence was \(pauseHeard) s")
             }
         }
     }
