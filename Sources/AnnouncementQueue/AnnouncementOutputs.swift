@@ -333,17 +333,30 @@ public struct AnnouncementOutputs: Sendable {
             guard let queue = await queue(holding: id) else { throw .unknownAnnouncement(id) }
             return try await queue.pause(id: id, atWordEnd: atWordEnd)
         }
+        return try await inEveryZone(of: zoned) { queue throws(AnnouncementQueueError) in
+            try await queue.pause(id: id, atWordEnd: atWordEnd)
+        }
+    }
+
+    /// Runs `change` (a pause or a resume) in each zone's queue; the announcement's whole status
+    /// after it, or the first zone's error when it was done in none.
+    private func inEveryZone(
+        of zoned: ZoneAnnouncement,
+        _ change: (AnnouncementQueue) async throws(AnnouncementQueueError) -> AnnouncementStatus
+    ) async throws(AnnouncementQueueError) -> AnnouncementStatus {
         var firstError: AnnouncementQueueError?
         var done = false
         for zone in zoned.zones {
+            guard let queue = byName[zone] else { continue }
             do {
-                if try await byName[zone]?.pause(id: id, atWordEnd: atWordEnd) != nil { done = true }
+                _ = try await change(queue)
+                done = true
             } catch {
                 firstError = firstError ?? error
             }
         }
         if !done, let firstError { throw firstError }
-        guard let status = await zoneStatus(zoned) else { throw .unknownAnnouncement(id) }
+        guard let status = await zoneStatus(zoned) else { throw .unknownAnnouncement(zoned.id) }
         return status
     }
 
@@ -355,18 +368,9 @@ public struct AnnouncementOutputs: Sendable {
             guard let queue = await queue(holding: id) else { throw .unknownAnnouncement(id) }
             return try await queue.resume(id: id)
         }
-        var firstError: AnnouncementQueueError?
-        var done = false
-        for zone in zoned.zones {
-            do {
-                if try await byName[zone]?.resume(id: id) != nil { done = true }
-            } catch {
-                firstError = firstError ?? error
-            }
+        return try await inEveryZone(of: zoned) { queue throws(AnnouncementQueueError) in
+            try await queue.resume(id: id)
         }
-        if !done, let firstError { throw firstError }
-        guard let status = await zoneStatus(zoned) else { throw .unknownAnnouncement(id) }
-        return status
     }
 
     /// Cancels `id` in whichever queue holds it.
