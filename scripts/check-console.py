@@ -318,6 +318,32 @@ def main() -> int:
         check_axe("log")
         shot("log")
 
+        step = "the log's text search finds the announcement by words of its text, in another case"
+        words = LONG_TEXT.split()[3:6]
+        find("l-text").send_keys(" ".join(words).upper())
+        find("log-apply").click()
+        def only_matching(_):
+            try:
+                rows = driver.find_elements(By.CSS_SELECTOR, "#log tr")
+                return (text_of(f"#log tr[data-id='{announced}']") is not None
+                        and all(" ".join(words).lower() in row.text.lower() for row in rows))
+            except StaleElementReferenceException:
+                return False
+        try:
+            wait.until(only_matching)
+        except TimeoutException:
+            raise Failure(f"the search for {words} does not show the announcement alone with those words "
+                          + f"(message: {text_of('#log-message')!r}): "
+                          + " | ".join(row.text[:60] for row in driver.find_elements(By.CSS_SELECTOR, "#log tr")))
+        find("l-text").clear()
+        find("l-text").send_keys("no announcement says this")
+        find("log-apply").click()
+        wait.until(lambda d: "Nothing in the log matches" in (text_of("#log-message") or ""))
+        if driver.find_elements(By.CSS_SELECTOR, "#log tr"):
+            raise Failure("a search no text matches shows rows")
+        find("l-text").clear()
+        print("text search: the announcement found by", words, "and nothing by other words")
+
         step = "export the log as CSV: the same rows as the API"
         find("export-csv").click()
         def exported(_):

@@ -267,6 +267,7 @@ public struct CoreService: SpeakService {
         filter.output = query.output
         filter.reason = query.reason
         filter.front = query.front
+        filter.text = query.text
         let page: (entries: [AuditEntry], next: Int64?)
         do {
             page = try auditLog.entries(filter, after: query.after, limit: query.limit)

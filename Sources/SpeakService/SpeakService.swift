@@ -232,8 +232,10 @@ public struct AuditQuery: Sendable, Hashable {
     public var output: String?
     /// Rows that ended this way, and refusals with this error code.
     public var reason: String?
-    /// Rows from this front (`http`, `mqtt`, `ssip`, `schedule`, `local`).
+    /// Rows from this front (`http`, `mqtt`, `ssip`, `wyoming`, `schedule`, `local`).
     public var front: String?
+    /// Rows whose stored text contains this (ASCII letters in either case); private rows never.
+    public var text: String?
     /// The cursor: rows after this one.
     public var after: Int64?
     /// The most rows of one page.
@@ -242,8 +244,9 @@ public struct AuditQuery: Sendable, Hashable {
     /// - Parameters: see the properties of the same names.
     public init(
         since: Date? = nil, until: Date? = nil, output: String? = nil, reason: String? = nil, front: String? = nil,
-        after: Int64? = nil, limit: Int = 100
+        text: String? = nil, after: Int64? = nil, limit: Int = 100
     ) {
+        self.text = text
         self.since = since
         self.until = until
         self.output = output

@@ -103,6 +103,9 @@ public struct AuditFilter: Sendable, Equatable {
     public var schedule: String?
     /// Only refusals (true), only announcements (false), or both (nil).
     public var refusals: Bool?
+    /// Entries whose stored text contains this, ignoring the case of ASCII letters; a private
+    /// entry (no text stored) never matches.
+    public var text: String?
 
     /// Creates a filter; with no arguments it matches every entry.
     public init(

@@ -139,6 +139,12 @@ public final class AuditLog: Sendable {
         if let refusals = filter.refusals {
             request = request.filter(refusals ? Columns.error != nil : Columns.error == nil)
         }
+        if let text = filter.text {
+            // LIKE with its wildcards escaped: the words as they are, anywhere in the text.
+            let escaped = text.replacingOccurrences(of: "\\", with: "\\\\")
+                .replacingOccurrences(of: "%", with: "\\%").replacingOccurrences(of: "_", with: "\\_")
+            request = request.filter(Columns.text.like("%" + escaped + "%", escape: "\\"))
+        }
         let query = request.order(Columns.seq).limit(limit + 1)
         let rows = try storage.read("read the audit log") { db in try query.fetchAll(db).map(\.entry) }
         guard rows.count > limit else { return (rows, nil) }
@@ -252,5 +258,6 @@ struct AuditRow: Codable, MutablePersistableRecord, MillisecondDates {
         static let reason = Column(AuditEntry.CodingKeys.reason)
         static let error = Column(AuditEntry.CodingKeys.error)
         static let schedule = Column(AuditEntry.CodingKeys.schedule)
+        static let text = Column(AuditEntry.CodingKeys.text)
     }
 }

@@ -178,6 +178,29 @@ import Testing
         #expect(try ids(AuditFilter(output: "nowhere")) == [])
     }
 
+    @Test func textSearchFindsWordsAsTheyAreAndNeverAPrivateRow() throws {
+        let dir = TemporaryDirectory()
+        let audit = try StateDatabase(directory: dir.state).audit
+        try audit.opened(entry("t1", text: "The 10:15 to Faro leaves from platform 2"))
+        try audit.opened(entry("t2", text: "Platform 12 is closed: 100% of trains use platform_3"))
+        try audit.opened(entry("t3", text: "Your code is platform 2", isPrivate: true))
+        try audit.opened(entry("t4", text: nil))
+        func ids(_ text: String) throws -> [String] {
+            var filter = AuditFilter()
+            filter.text = text
+            return try audit.entries(filter, after: nil, limit: 100).entries.compactMap(\.id)
+        }
+        #expect(try ids("platform") == ["t1", "t2"], "ASCII letters in either case; the private row never")
+        #expect(try ids("PLATFORM 2") == ["t1"])
+        #expect(try ids("faro") == ["t1"])
+        // LIKE's wildcards are taken as they are written.
+        #expect(try ids("100%") == ["t2"])
+        #expect(try ids("%") == ["t2"])
+        #expect(try ids("platform_3") == ["t2"])
+        #expect(try ids("platform_2") == [])
+        #expect(try ids("Your code") == [])
+    }
+
     @Test func cursorPagesThroughThreePages() throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit

@@ -174,6 +174,11 @@ extension SpeakdIntegration {
             #expect(refusals.first?.output == "nowhere")
             // The filters and the export.
             #expect(try await Self.audit(daemon.unixClient, "&reason=cancelled").map(\.id) == [cancelled])
+            #expect(try await Self.audit(daemon.unixClient, "&text=FIRST%20train").map(\.id) == [completedID])
+            #expect(try await Self.audit(daemon.unixClient, "&text=\(secret)").isEmpty, "a private row was found")
+            let emptyText = try await daemon.unixClient.send("GET", "/v1/audit?text=")
+            #expect(
+                emptyText.status == 422 && String(decoding: emptyText.body, as: UTF8.self).contains(#""field":"text""#))
             let export = try await daemon.unixClient.send("GET", "/v1/audit?format=ndjson")
             #expect(export.status == 200)
             #expect(String(decoding: export.body, as: UTF8.self).split(separator: "\n").count == rows.count)

@@ -87,13 +87,16 @@ extension SpeakRoutes {
 
     /// The query parameters `GET /v1/audit` takes; any other is refused, not ignored.
     static let auditParameters: Set<String> = [
-        "since", "until", "output", "reason", "front", "after", "limit", "format",
+        "since", "until", "output", "reason", "front", "text", "after", "limit", "format",
     ]
 
-    /// The fronts an audit row can name: `local` is speakd itself (a repeat it speaks again).
-    static let auditFronts: Set<String> = ["http", "mqtt", "ssip", "schedule", "local"]
+    /// The longest `text` a search of the audit log takes, in characters.
+    static let auditTextLimit = 200
 
-    /// `GET /v1/audit?since&until&output&reason&front&after&limit`: a page of rows, oldest
+    /// The fronts an audit row can name: `local` is speakd itself (a repeat it speaks again).
+    static let auditFronts: Set<String> = ["http", "mqtt", "ssip", "wyoming", "schedule", "local"]
+
+    /// `GET /v1/audit?since&until&output&reason&front&text&after&limit`: a page of rows, oldest
     /// first; `format=ndjson` streams every matching row, one JSON object per line.
     @Sendable func audit(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
@@ -115,6 +118,15 @@ extension SpeakRoutes {
                 status: .unprocessableContent, code: "invalidValue",
                 message: "unknown front '\(front)' (\(Self.auditFronts.sorted().joined(separator: ", ")))",
                 field: "front")
+        }
+        if let text = query["text"].map(String.init) {
+            guard !text.isEmpty, text.count <= Self.auditTextLimit else {
+                throw APIError(
+                    status: .unprocessableContent, code: "invalidValue",
+                    message: "text must be from 1 to \(Self.auditTextLimit) characters, not \(text.count)",
+                    field: "text")
+            }
+            filter.text = text
         }
         if let text = query["after"] {
             guard text.allSatisfy(\.isASCIIDigit), let value = Int64(text) else {
