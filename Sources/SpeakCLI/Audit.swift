@@ -17,6 +17,7 @@ extension Speak {
                 Examples:
                   speak audit --since 2026-11-27T00:00:00Z --reason failed
                   speak audit --front schedule --limit 20
+                  speak audit --text "lift on level 2"
                   speak audit --ndjson > audit.ndjson
                 """)
 
@@ -41,8 +42,15 @@ extension Speak {
 
         @Option(
             help: ArgumentHelp(
-                "Only rows that came through this front: http, mqtt, ssip or schedule.", valueName: "front"))
+                "Only rows that came through this front: http, mqtt, ssip, wyoming, schedule or local.",
+                valueName: "front"))
         var front: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "Only rows whose text contains WORDS as written (letters in either case); private rows never.",
+                valueName: "words"))
+        var text: String?
 
         @Option(help: ArgumentHelp("Print at most N rows (default: every matching row).", valueName: "n"))
         var limit: Int?
@@ -68,7 +76,8 @@ extension Speak {
         func path(after cursor: String? = nil, pageSize: Int? = nil, ndjson: Bool = false) -> String {
             let filters: [(String, String?)] = [
                 ("since", since), ("until", until), ("output", output), ("reason", reason), ("front", front),
-                ("after", cursor), ("limit", pageSize.map(String.init)), ("format", ndjson ? "ndjson" : nil),
+                ("text", text), ("after", cursor), ("limit", pageSize.map(String.init)),
+                ("format", ndjson ? "ndjson" : nil),
             ]
             let query = filters.compactMap { name, value in value.map { "\(name)=\(Self.escapeQuery($0))" } }
             return query.isEmpty ? "/v1/audit" : "/v1/audit?" + query.joined(separator: "&")

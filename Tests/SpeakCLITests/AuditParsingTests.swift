@@ -15,12 +15,12 @@ struct AuditParsingTests {
     @Test func filtersBecomeTheQuery() throws {
         let audit = try audit([
             "--since", "2026-11-27T14:02:00+01:00", "--until", "2026-11-28T00:00:00Z", "--output", "front desk",
-            "--reason", "completed", "--front", "schedule", "--limit", "5",
+            "--reason", "completed", "--front", "schedule", "--text", "lift + 100%", "--limit", "5",
         ])
         #expect(audit.limit == 5)
         let filters =
             "since=2026-11-27T14:02:00%2B01:00&until=2026-11-28T00:00:00Z&output=front%20desk&reason=completed"
-            + "&front=schedule"
+            + "&front=schedule&text=lift%20%2B%20100%25"
         #expect(audit.path(pageSize: 5) == "/v1/audit?\(filters)&limit=5")
         #expect(audit.path(after: "42", pageSize: 3) == "/v1/audit?\(filters)&after=42&limit=3")
         #expect(audit.path(ndjson: true) == "/v1/audit?\(filters)&format=ndjson")
