@@ -375,7 +375,7 @@ public struct CoreService: SpeakService {
         guard let clipUpload else {
             throw SpeakError(
                 .forbidden, name: ErrorResponse.Code.clipUploadsOff,
-                "clip uploads are off: start speakd with --clips DIR and --clips-upload (clips-upload = on in the "
+                "clip uploads are off: start speakd with --clips DIR and --clips-upload (clips-upload = true in the "
                     + "configuration file) to allow them")
         }
         do {
