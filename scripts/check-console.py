@@ -11,14 +11,16 @@ Against a real daemon (a null sink that plays in real time, a state directory):
   the form is accepted, then cancelled with its button on "Now" (the API then says cancelled);
 - Schedules: a weekday schedule made with the rule builder has the RRULE the builder showed, as
   the API returns it, and is listed with its next slot; it is deleted after a confirmation;
+- Clips: a 32-bit float WAV with a NaN sample uploaded through the form is refused with its
+  reason at the file field; a good WAV uploaded is listed, and plays in the browser;
 - Log: filtered by front, it shows the cancelled announcement; the CSV export parses to the same
   rows as the API's NDJSON with the same filter;
 - a cross-site form post (a page on another origin, no script needed) is refused with 403;
 - axe-core (from PyPI's axe-selenium-python): no serious or critical violation on any view;
 - the main flow (announce, then cancel it on "Now") again with the keyboard only;
 - sign-out ends the session: the old cookie is refused (401); the browser console has no errors.
-With --expiry (against a daemon started with a short --session-max-age): sign in, let the session
-expire, and the console asks to sign in again, saying why; the API refuses the cookie.
+With --expiry (against a daemon started with a short --session-max-age, and no --clips-upload):
+sign in, upload a clip and see it refused as uploads are off, let the session expire, and the console asks to sign in again, saying why; the API refuses the cookie.
 A screenshot of each view is saved in SCREENSHOT_DIR. Prints one line per step; exits 1 naming
 the step that failed.
 """
@@ -53,6 +55,32 @@ LONG_TEXT = ("Attention please. The lift on level two is out of order. Please us
 
 class Failure(Exception):
     pass
+
+
+def write_tone_wav(path, seconds=1.0, rate=22050):
+    """A 16-bit mono WAV of a 440 Hz tone."""
+    import math
+    import wave
+    with wave.open(path, "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(rate)
+        f.writeframes(b"".join(
+            int(8000 * math.sin(2 * math.pi * 440 * i / rate)).to_bytes(2, "little", signed=True)
+            for i in range(int(seconds * rate))))
+
+
+def write_nan_float_wav(path, frames=22050, rate=22050):
+    """A 32-bit float mono WAV (format 3) whose samples are silence with a NaN in the middle."""
+    import struct
+    samples = [0.0] * frames
+    samples[frames // 2] = float("nan")
+    data = struct.pack("<%df" % frames, *samples)
+    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE")
+        f.write(b"fmt " + struct.pack("<I", len(fmt)) + fmt)
+        f.write(b"data" + struct.pack("<I", len(data)) + data)
 
 
 def main() -> int:
@@ -164,10 +192,19 @@ def main() -> int:
             step = "sign in to a session that expires"
             wait.until(lambda d: find("sign-in").is_displayed())
             sign_in()
+            signed_in = time.monotonic()
             cookie = session_cookie()
             if not cookie:
                 raise Failure("no session cookie after signing in")
-            time.sleep(3.5)
+            step = "Clips: an upload to a daemon without --clips-upload shows the refusal"
+            go("clips")
+            good = os.path.join(tempfile.mkdtemp(prefix="speakd-console-uploads-"), "desk.wav")
+            write_tone_wav(good, seconds=0.2)
+            find("u-file").send_keys(good)
+            find("upload").click()
+            wait.until(lambda d: "uploads are off" in find("upload-message").text)
+            print("uploads off:", find("upload-message").text)
+            time.sleep(max(0, 3.5 - (time.monotonic() - signed_in)))
             step = "the expired session asks to sign in again"
             go_clicked = driver.find_element(By.ID, "nav-schedules")
             go_clicked.click()
@@ -366,6 +403,38 @@ def main() -> int:
         step = "export the log as NDJSON"
         find("export-ndjson").click()
         wait.until(lambda d: glob.glob(os.path.join(downloads, "*.ndjson")) or False)
+
+        step = "Clips: a NaN WAV is refused with its reason, a good one is listed and plays"
+        clips_dir = tempfile.mkdtemp(prefix="speakd-console-uploads-")
+        good, nan = os.path.join(clips_dir, "welcome-desk.wav"), os.path.join(clips_dir, "broken-float.wav")
+        write_tone_wav(good)
+        write_nan_float_wav(nan)
+        go("clips")
+        find("u-file").send_keys(nan)
+        find("u-name").send_keys("broken-float")
+        find("upload").click()
+        wait.until(lambda d: "NaN" in find("err-u-body").text)
+        if find("u-file").get_attribute("aria-invalid") != "true" or "Refused" not in find("upload-message").text:
+            raise Failure("the NaN refusal is not shown at the file field and in the live region")
+        print("NaN upload refused:", find("err-u-body").text)
+        shot("clips-refused")
+        if any(c["name"] == "broken-float" for c in api("GET", "/v1/clips")["clips"]):
+            raise Failure("the refused clip is listed")
+        find("u-file").clear()
+        find("u-name").clear()
+        find("u-file").send_keys(good)
+        find("u-name").send_keys("welcome-desk")
+        find("upload").click()
+        wait.until(lambda d: text_of("#clips tr[data-name='welcome-desk']") is not None)
+        print("uploaded:", find("upload-message").text, "/", text_of("#clips tr[data-name='welcome-desk']"))
+        if not any(c["name"] == "welcome-desk" for c in api("GET", "/v1/clips")["clips"]):
+            raise Failure("the API does not list the uploaded clip")
+        click("#clips tr[data-name='welcome-desk'] button")
+        wait.until(lambda d: d.execute_script(
+            "const p = document.getElementById('clip-player'); return !p.hidden && p.src.startsWith('blob:') && p.duration > 0.5"))
+        print("played in the browser:", driver.execute_script("return document.getElementById('clip-player').duration"), "s")
+        check_axe("clips")
+        shot("clips")
 
         step = "delete the schedule after confirming"
         go("schedules")

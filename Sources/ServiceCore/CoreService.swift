@@ -27,6 +27,12 @@ public struct CoreService: SpeakService {
     public var auditLog: AuditLog?
     /// The clips of the library as they are now, when the daemon has one (`--clips`).
     public var clipLibrary: (@Sendable () throws -> [ClipInfo])?
+    /// Stores an upload as a clip (name, file, replace), checked as a file of the library is;
+    /// nil when the daemon does not allow uploads (`--clips-upload`). Its refusals are the
+    /// service's, made by the daemon from the library's.
+    public var clipUpload: (@Sendable (String, Data, Bool) throws -> ClipStored)?
+    /// The sound of a clip as recorded, in the engine's format; nil for no such clip, or no library.
+    public var clipSound: (@Sendable (String, AudioFormat) throws -> [Int16]?)?
     /// What a render that is not raw sounds like; nil renders the engine's own audio.
     public var hallSound: HallSound?
     /// Each RTP output's session description by output name, as the daemon's sinks make it; nil
@@ -364,6 +370,40 @@ public struct CoreService: SpeakService {
         } catch {
             throw SpeakError(.stateUnavailable, name: "clipsUnavailable", "\(error)")
         }
+    }
+
+    public func putClip(name: String, audio: Data, replace: Bool) async throws(SpeakError) -> ClipStored {
+        guard let clipUpload else {
+            throw SpeakError(
+                .forbidden, name: ErrorResponse.Code.clipUploadsOff,
+                "clip uploads are off: start speakd with --clips DIR and --clips-upload (clips-upload = true in the "
+                    + "configuration file) to allow them")
+        }
+        do {
+            return try clipUpload(name, audio, replace)
+        } catch {
+            throw Self.clipRefusal(error)
+        }
+    }
+
+    public func clipSound(name: String) async throws(SpeakError) -> [Int16] {
+        let found: [Int16]?
+        do {
+            found = try clipSound?(name, engineFormat)
+        } catch {
+            throw Self.clipRefusal(error)
+        }
+        guard let sound = found else {
+            throw SpeakError(
+                .notFound, name: ErrorResponse.Code.unknownClip, "the clip library has no clip '\(name)'",
+                field: "name")
+        }
+        return sound
+    }
+
+    /// What the clip closures threw, as the service's refusal: theirs, or 503 `clipsUnavailable`.
+    static func clipRefusal(_ error: any Error) -> SpeakError {
+        error as? SpeakError ?? SpeakError(.stateUnavailable, name: "clipsUnavailable", "\(error)")
     }
 
     public func countRefusal(_ error: SpeakError, origin: AnnouncementOrigin, output: String?) {

@@ -27,6 +27,8 @@ import Glibc
 /// | `GET /v1/voices` | `VoiceList` |
 /// | `GET /v1/chimes` | `ChimeList` |
 /// | `GET /v1/clips` | `ClipList` |
+/// | `GET /v1/clips/{name}` | the clip as 16-bit WAV |
+/// | `PUT /v1/clips/{name}` | `ClipStored` |
 /// | `POST /v1/login`, `GET /v1/login`, `POST /v1/logout` | a browser's cookie session, signed in with the token (`BrowserSessions`) |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
@@ -160,6 +162,8 @@ public struct SpeakServer: Sendable {
         router.post("/v1/prerender", use: routes.prerender)
         router.get("/v1/voices", use: routes.voices)
         router.get("/v1/clips", use: routes.clips)
+        router.get("/v1/clips/:name", use: routes.getClip)
+        router.put("/v1/clips/:name", use: routes.putClip)
         router.get("/v1/chimes", use: routes.chimes)
         router.post("/v1/schedules", use: routes.createSchedule)
         router.get("/v1/schedules", use: routes.listSchedules)

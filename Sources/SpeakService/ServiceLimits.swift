@@ -13,6 +13,9 @@ public struct ServiceLimits: Sendable, Hashable {
     public var maxTextLength: Int
     /// The most spans one announcement may have (413 beyond).
     public var maxSpans: Int
+    /// The most bytes of one clip upload (`PUT /v1/clips/{name}`, 413 beyond): the clip library's
+    /// largest file.
+    public var maxClipBytes: Int
     /// The chimes a request may name (`chime`, `chimeAfter`), as `GET /v1/chimes` lists them.
     public var chimes: [String]
 
@@ -21,8 +24,9 @@ public struct ServiceLimits: Sendable, Hashable {
     ///   `speak` checks before it sends.
     public init(
         maxBodyBytes: Int = 64 * 1024, maxTextLength: Int = Utterance.Limits.default.maxTextLength,
-        maxSpans: Int = Utterance.Limits.default.maxSpans, chimes: [String] = []
+        maxSpans: Int = Utterance.Limits.default.maxSpans, chimes: [String] = [], maxClipBytes: Int = 64 << 20
     ) {
+        self.maxClipBytes = maxClipBytes
         self.maxBodyBytes = maxBodyBytes
         self.maxTextLength = maxTextLength
         self.maxSpans = maxSpans

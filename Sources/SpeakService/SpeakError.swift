@@ -14,7 +14,7 @@ public struct SpeakError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         fileprivate enum Value: String, Sendable, Hashable {
             case malformed, tooLarge, invalid, notFound, conflict, queueFull, audioUnavailable, shuttingDown
-            case stateUnavailable, engineUnavailable
+            case stateUnavailable, engineUnavailable, forbidden
         }
         fileprivate let value: Value
 
@@ -42,6 +42,8 @@ public struct SpeakError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let stateUnavailable = Code(value: .stateUnavailable)
         /// The engine cannot answer now: its voices cannot be listed (503).
         public static let engineUnavailable = Code(value: .engineUnavailable)
+        /// The daemon is not set up to allow it: a clip upload without `--clips-upload` (403).
+        public static let forbidden = Code(value: .forbidden)
 
         public var description: String { value.rawValue }
 
@@ -91,7 +93,8 @@ public struct SpeakError: Error, Sendable, Hashable, CustomStringConvertible {
         case .shuttingDown: "shutting_down"
         case .audioUnavailable: "audio_unavailable"
         case .tooLarge: "too_large"
-        case .malformed, .invalid, .notFound, .conflict, .stateUnavailable, .engineUnavailable: "invalid"
+        case .malformed, .invalid, .notFound, .conflict, .stateUnavailable, .engineUnavailable, .forbidden:
+            "invalid"
         }
     }
 

@@ -143,6 +143,15 @@ public protocol SpeakService: Sendable {
     var engineFormat: AudioFormat { get }
     /// The clips of the library as they are now.
     func clips() async throws(SpeakError) -> [ClipInfo]
+    /// Stores `audio` (a WAV, FLAC, Ogg or Opus file) as clip `name`, checked as a file of the
+    /// clip directory is: 403 (`clipUploadsOff`) unless the daemon allows uploads
+    /// (`--clips-upload`); 422 naming `name` for a name that is no clip name, or naming `body`
+    /// for a sound the clip check refuses (format, length, size, a NaN or infinite sample); 409
+    /// naming `name` when the clip exists and `replace` is false.
+    func putClip(name: String, audio: Data, replace: Bool) async throws(SpeakError) -> ClipStored
+    /// The sound of clip `name` as recorded, decoded to the engine's format (``engineFormat``):
+    /// 404 naming `name` when the library has no such clip.
+    func clipSound(name: String) async throws(SpeakError) -> [Int16]
 
     /// Counts and records a refusal that a front met before it could call the service (a body
     /// over the limit, not strict JSON).

@@ -469,6 +469,7 @@ struct ConfigurationSettingsTests {
         "log-level": ("debug", "loud"),
         "chimes": ("/usr/local/share/speakd/chimes", "chimes"),
         "clips": ("/srv/kiosk/clips", "clips"),
+        "clips-upload": ("true", "maybe"),
         "chime-high": ("two-tone", "two tone"),
         "chime-default": ("ding", "ding!"),
         "chime-low": ("soft_bell", "bell/soft"),

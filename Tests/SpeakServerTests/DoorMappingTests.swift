@@ -15,7 +15,7 @@ import Testing
         (.malformed, .badRequest), (.tooLarge, .contentTooLarge), (.invalid, .unprocessableContent),
         (.notFound, .notFound), (.conflict, .conflict), (.queueFull, .tooManyRequests),
         (.audioUnavailable, .serviceUnavailable), (.shuttingDown, .serviceUnavailable),
-        (.stateUnavailable, .serviceUnavailable), (.engineUnavailable, .serviceUnavailable),
+        (.stateUnavailable, .serviceUnavailable), (.engineUnavailable, .serviceUnavailable), (.forbidden, .forbidden),
     ]
 
     @Test(arguments: codes)
@@ -65,5 +65,74 @@ import Testing
                 "accept Hello from http", "cancel a1", "pause a1", "repeatLast default 2", "putSession default",
                 "voices", "render Hi",
             ])
+    }
+
+    /// A clip upload and a clip's sound go through the door: the name, the body and `replace` as
+    /// sent, the answer as the service gave it, its refusals mapped once.
+    @Test func clipRoutesCallTheDoor() async throws {
+        let service = FakeSpeakService()
+        let server = SpeakServer(service: service)
+        try await Application(router: server.buildRouter()).test(.router) { client in
+            let wav: HTTPFields = [.contentType: "audio/wav"]
+            let created = try await client.execute(
+                uri: "/v1/clips/lift-out", method: .put, headers: wav, body: ByteBuffer(bytes: [1, 2, 3]))
+            #expect(created.status == .created)
+            #expect(created.headers[.location] == "/v1/clips/lift-out")
+            let stored = try JSONDecoder().decode(ClipStored.self, from: Data(buffer: created.body))
+            #expect(stored.clip.name == "lift-out" && !stored.replaced)
+            let replaced = try await client.execute(
+                uri: "/v1/clips/lift-out?replace=true", method: .put, headers: wav, body: ByteBuffer(bytes: [1, 2]))
+            #expect(replaced.status == .ok)
+            // Not audio: refused before the door.
+            let text = try await client.execute(
+                uri: "/v1/clips/lift-out", method: .put, headers: [.contentType: "text/plain"],
+                body: ByteBuffer(string: "x"))
+            #expect(text.status == .unsupportedMediaType)
+            let badReplace = try await client.execute(
+                uri: "/v1/clips/lift-out?replace=maybe", method: .put, headers: wav, body: ByteBuffer(bytes: [1]))
+            #expect(badReplace.status == .unprocessableContent)
+            let sound = try await client.execute(uri: "/v1/clips/lift-out", method: .get)
+            #expect(sound.status == .ok)
+            #expect(sound.headers[.contentType] == "audio/wav")
+            #expect(sound.body.readableBytes == 44 + 2 * 2_205)
+        }
+        #expect(
+            service.calls.map(\.description) == [
+                "putClip lift-out 3 bytes", "putClip lift-out 2 bytes replace", "clipSound lift-out",
+            ])
+    }
+
+    @Test(arguments: [
+        (
+            SpeakError(.forbidden, name: "clipUploadsOff", "clip uploads are off: --clips-upload"),
+            HTTPResponse.Status.forbidden
+        ),
+        (
+            SpeakError(.invalid, name: "invalidClip", "sample 3 is not a number (NaN)", field: "body"),
+            .unprocessableContent
+        ),
+        (
+            SpeakError(.invalid, name: "invalidClipName", "'..' is not a clip name", field: "name"),
+            .unprocessableContent
+        ),
+        (SpeakError(.conflict, name: "clipExists", "a clip named 'a' exists", field: "name"), .conflict),
+        (SpeakError(.notFound, name: "unknownClip", "no clip 'a'", field: "name"), .notFound),
+    ])
+    func clipRefusalsAreMappedOnce(_ refusal: SpeakError, _ status: HTTPResponse.Status) async throws {
+        let service = FakeSpeakService()
+        service.refuse("putClip", with: refusal)
+        service.refuse("clipSound", with: refusal)
+        let server = SpeakServer(service: service)
+        try await Application(router: server.buildRouter()).test(.router) { client in
+            let put = try await client.execute(
+                uri: "/v1/clips/a", method: .put, headers: [.contentType: "application/octet-stream"],
+                body: ByteBuffer(bytes: [0]))
+            let get = try await client.execute(uri: "/v1/clips/a", method: .get)
+            for response in [put, get] {
+                #expect(response.status == status)
+                let body = try JSONDecoder().decode(ErrorResponse.self, from: Data(buffer: response.body))
+                #expect(body == refusal.response)
+            }
+        }
     }
 }

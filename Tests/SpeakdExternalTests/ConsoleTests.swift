@@ -14,20 +14,25 @@ extension SpeakdExternal {
         static let screenshots = PythonTools.root.appendingPathComponent("docs/console")
 
         @Test(
-            "sign-in to a cookie session, changes refused without its CSRF token, an announcement from the form cancelled on Now, a weekday schedule from the rule builder as the API returns it, paused and resumed, the log and its CSV export, a refused cross-site post, axe on every view, the flow by keyboard, sign-out"
+            "sign-in to a cookie session, changes refused without its CSRF token, an announcement from the form cancelled on Now, a weekday schedule from the rule builder as the API returns it, paused and resumed, a NaN clip upload refused with its reason and a good one listed and played, the log and its CSV export, a refused cross-site post, axe on every view, the flow by keyboard, sign-out"
         )
         func consoleInChromium() async throws {
             // The null sink plays in real time, so an announcement is seen speaking; a state
             // directory gives schedules and the audit log.
             let state = URL(fileURLWithPath: "/tmp/speakd-console-state-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: state) }
-            let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--state-dir", state.path])
+            // An empty clip directory the console may upload into (`--clips-upload`).
+            let clips = URL(fileURLWithPath: "/tmp/speakd-console-clips-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: clips, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: clips) }
+            let daemon = try await SpeakdProcess.start(
+                audio: "null", arguments: ["--state-dir", state.path, "--clips", clips.path, "--clips-upload"])
             let (status, output) = try await PythonTools.script(
                 "check-console.py", ["http://127.0.0.1:\(daemon.port)", daemon.tokenFile, Self.screenshots.path],
                 timeout: .seconds(200))
             print("console:\n\(output)")
             #expect(status == 0, "\(output)")
-            for view in ["sign-in", "now", "announce", "schedules", "schedule-form", "log"] {
+            for view in ["sign-in", "now", "announce", "schedules", "schedule-form", "clips", "clips-refused", "log"] {
                 let png = try Data(contentsOf: Self.screenshots.appendingPathComponent("\(view).png"))
                 #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "the screenshot of \(view) is a PNG")
             }
@@ -35,7 +40,9 @@ extension SpeakdExternal {
             _ = await daemon.stop()
         }
 
-        @Test("an expired cookie session: the console asks to sign in again, and the API refuses the cookie")
+        @Test(
+            "uploads off: a clip upload shows the refusal; an expired cookie session: the console asks to sign in again, and the API refuses the cookie"
+        )
         func expiredSessionInChromium() async throws {
             // A two-second session (`--session-max-age`), so it expires while the test waits.
             let daemon = try await SpeakdProcess.start(audio: "null", arguments: ["--session-max-age", "2"])

@@ -120,30 +120,37 @@ public struct ClipLibrary: Sendable {
     /// The samples of `file`, decoded now, in `format`, at `loudness` LUFS (nil: as recorded);
     /// one too short or too quiet to measure is played as recorded.
     public func samples(of file: File, format: AudioFormat, loudness: Double?) throws(Failure) -> [Int16] {
+        // A vanished file is told as gone by the check below.
         var status = stat()
-        guard stat(file.path, &status) == 0 else {
-            throw Failure(description: "clip '\(file.name)': \(file.path) is gone: \(String(cString: strerror(errno)))")
-        }
-        guard isInside(file.path) else {
+        if stat(file.path, &status) == 0, !isInside(file.path) {
             throw Failure(
                 description:
                     "clip '\(file.name)': \(file.path) leads out of the clip directory (a symbolic link): it is not played"
             )
         }
-        guard Int(status.st_size) <= Self.maximumFileBytes else {
-            throw Failure(
-                description:
-                    "clip '\(file.name)': \(file.path) is \(Int(status.st_size) >> 20) MiB, over the \(Self.maximumFileBytes >> 20) MiB a clip may be"
-            )
-        }
         let sound: RecordedSound
         do {
-            sound = try RecordedSound(
-                decoding: file.path, sampleRate: format.sampleRate, maximumDuration: Self.maximumDuration)
+            sound = try Self.check(file.path, sampleRate: format.sampleRate)
         } catch {
             throw Failure(description: "clip '\(file.name)': \(file.path): \(error.reason)")
         }
         let gain = loudness.flatMap { target in sound.loudness.map { loudnessGain(from: $0, to: target) } } ?? 1
         return sound.samples(gain: gain, format: format)
+    }
+
+    /// The one check of a clip, a file of the directory or an upload alike: at most
+    /// `maximumFileBytes`, a format libsndfile reads, at most `maximumDuration` long, every sample
+    /// finite. Its sound, decoded at `sampleRate`; the failure's reason does not name the path.
+    static func check(_ path: String, sampleRate: Int) throws(RecordedSound.Failure) -> RecordedSound {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw RecordedSound.Failure(reason: "it is gone: \(String(cString: strerror(errno)))")
+        }
+        guard Int(status.st_size) <= Self.maximumFileBytes else {
+            throw RecordedSound.Failure(
+                reason:
+                    "it is \(Int(status.st_size) >> 20) MiB, over the \(Self.maximumFileBytes >> 20) MiB a clip may be")
+        }
+        return try RecordedSound(decoding: path, sampleRate: sampleRate, maximumDuration: Self.maximumDuration)
     }
 }

@@ -82,12 +82,13 @@ struct RecordedSound {
     }
 
     /// What a file's header says, without decoding it; nil when libsndfile cannot read it.
-    static func header(of path: String) -> (frames: Int, sampleRate: Int, channels: Int)? {
+    /// `format` is libsndfile's (`SF_FORMAT_WAV | SF_FORMAT_PCM_16`).
+    static func header(of path: String) -> (frames: Int, sampleRate: Int, channels: Int, format: Int32)? {
         var info = SF_INFO()
         guard let file = sf_open(path, Int32(SFM_READ), &info) else { return nil }
         sf_close(file)
         guard info.channels > 0, info.samplerate > 0 else { return nil }
-        return (Int(info.frames), Int(info.samplerate), Int(info.channels))
+        return (Int(info.frames), Int(info.samplerate), Int(info.channels), info.format)
     }
 
     /// Its integrated loudness in LUFS, or nil when it is too short or too quiet to measure

@@ -108,3 +108,17 @@ public struct ClipInfo: Sendable, Hashable, Codable {
         self.channels = channels
     }
 }
+
+/// The answer to `PUT /v1/clips/{name}`: the clip as stored.
+public struct ClipStored: Sendable, Hashable, Codable {
+    /// The clip as `GET /v1/clips` now lists it.
+    public var clip: ClipInfo
+    /// Whether a clip of that name was replaced (`?replace=true`).
+    public var replaced: Bool
+
+    /// - Parameters: see the properties of the same names.
+    public init(clip: ClipInfo, replaced: Bool) {
+        self.clip = clip
+        self.replaced = replaced
+    }
+}

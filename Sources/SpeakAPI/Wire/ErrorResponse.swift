@@ -79,6 +79,17 @@ extension ErrorResponse {
         public static let internalError = "internalError"
         /// 404: no session has that id, or the output has no session (it ended, or never began).
         public static let unknownSession = "unknownSession"
+        /// 403: a clip upload while the daemon does not allow them (`--clips-upload`).
+        public static let clipUploadsOff = "clipUploadsOff"
+        /// 404: the clip library has no clip of that name (`field`: `name`).
+        public static let unknownClip = "unknownClip"
+        /// 409: a clip of that name exists and the upload did not ask to replace it (`field`: `name`).
+        public static let clipExists = "clipExists"
+        /// 422: an uploaded clip that the clip check refuses: its format, length, size or a NaN or
+        /// infinite sample (`field`: `body`).
+        public static let invalidClip = "invalidClip"
+        /// 422: a name that is no clip name (`field`: `name`).
+        public static let invalidClipName = "invalidClipName"
         /// 409: the output remembers no finished announcement to repeat.
         public static let nothingToRepeat = "nothingToRepeat"
     }

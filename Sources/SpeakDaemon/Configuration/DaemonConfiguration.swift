@@ -102,6 +102,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
     public var chimesDirectory: String?
     /// The directory of recorded clips that spans play (`{"clip": "NAME"}`); nil for none.
     public var clipsDirectory: String?
+    /// Whether `PUT /v1/clips/{name}` may write the clip directory (off by default).
+    public var clipsUpload: Bool
     /// The chime of high-priority announcements that name none; nil for none.
     public var chimeHigh: String?
     /// The chime of default-priority announcements that name none; nil for none.
@@ -213,6 +215,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         mqttCAFile = nil
         stateDirectory = nil
         auditText = true
+        clipsUpload = false
         auditMaxDays = 0
         auditMaxEntries = 0
         auditMaxMiB = 0

@@ -21,6 +21,12 @@ extension DaemonConfiguration {
                 + "or none.",
             default: nil, shown: "none"
         ) { value in try value.isNone ? nil : value.path() },
+        DaemonSetting(
+            "clips-upload", \.clipsUpload, kind: .toggle, valueName: "bool",
+            help: "Let PUT /v1/clips/NAME write a clip into the --clips directory, checked as a clip there is "
+                + "(whoever may call the API may then change what the hall hears).",
+            default: false
+        ) { value in try value.boolean() },
         chime("high", \.chimeHigh),
         chime("default", \.chimeDefault),
         chime("low", \.chimeLow),

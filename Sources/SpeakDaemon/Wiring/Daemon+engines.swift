@@ -47,6 +47,9 @@ func makeEngines(
     }
     let router = EngineRouter(primary: primary, named: piper, defaultVoice: configuration.defaultVoice)
     // Recorded clips between the engines' speech, behind the seam like another engine.
+    if configuration.clipsUpload, configuration.clipsDirectory == nil {
+        throw DaemonStartError(description: "--clips-upload: there is no clip directory to write; give --clips DIR")
+    }
     let clips = try configuration.clipsDirectory.map { directory in
         do {
             return try ClipLibrary(directory: URL(fileURLWithPath: directory))

@@ -1,6 +1,7 @@
 import AnnouncementIntake
 import AnnouncementRecords
 import AudioOutput
+import FoundationEssentials
 import Logging
 import ServiceCore
 import SpeakAPI
@@ -10,6 +11,7 @@ import SpeakServer
 import SpeakService
 import SpeakState
 import SpeakWyoming
+import SpeechRendering
 
 /// The ways in: the HTTP routes and their listeners, SSIP, Wyoming, the fleet link and the schedules.
 struct Fronts {
@@ -45,6 +47,40 @@ func makeFronts(
                     name: $0.name, file: $0.file, duration: $0.duration, sampleRate: $0.sampleRate,
                     channels: $0.channels)
             }
+        }
+    }
+    service.clipSound = engines.clips.map { library in
+        { @Sendable (name: String, format: AudioFormat) throws -> [Int16]? in
+            do {
+                return try library.sound(of: name, format: format)
+            } catch let error as ClipLibrary.Failure {
+                // A file of the directory that the clip check refuses: it cannot be played either.
+                throw SpeakError(.invalid, name: ErrorResponse.Code.invalidClip, error.description, field: "name")
+            }
+        }
+    }
+    if configuration.clipsUpload, let library = engines.clips {
+        service.clipUpload = { @Sendable (name: String, audio: Data, replace: Bool) throws -> ClipStored in
+            let stored: ClipLibrary.Stored
+            do {
+                stored = try library.store(audio, as: name, replace: replace)
+            } catch let error as ClipLibrary.UploadFailure {
+                logger.notice(
+                    "clip upload refused", metadata: ["speakd.clip": "\(name)", "speakd.reason": "\(error)"])
+                throw SpeakError(upload: error)
+            }
+            let clip = stored.listing
+            logger.notice(
+                "clip stored",
+                metadata: [
+                    "speakd.clip": "\(name)", "speakd.file": "\(clip.file)", "speakd.bytes": "\(audio.count)",
+                    "speakd.replaced": "\(stored.replaced)",
+                ])
+            return ClipStored(
+                clip: ClipInfo(
+                    name: clip.name, file: clip.file, duration: clip.duration, sampleRate: clip.sampleRate,
+                    channels: clip.channels),
+                replaced: stored.replaced)
         }
     }
     service.hallSound = sound.hallSound(renderer: engines.renderer)
@@ -94,5 +130,21 @@ private func makeFleetLink(
         return try FleetLink(settings: settings, service: service, logger: logger, schedules: schedules)
     } catch {
         throw DaemonStartError(description: "--mqtt: \(error)")
+    }
+}
+
+extension SpeakError {
+    /// An upload the clip library refused, as the service's refusal.
+    init(upload failure: ClipLibrary.UploadFailure) {
+        switch failure.kind {
+        case .name:
+            self.init(.invalid, name: ErrorResponse.Code.invalidClipName, failure.description, field: "name")
+        case .exists:
+            self.init(.conflict, name: ErrorResponse.Code.clipExists, failure.description, field: "name")
+        case .sound:
+            self.init(.invalid, name: ErrorResponse.Code.invalidClip, failure.description, field: "body")
+        case .directory:
+            self.init(.stateUnavailable, name: "clipsUnavailable", failure.description)
+        }
     }
 }

@@ -97,6 +97,7 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
             case .notFound: .notFound
             case .conflict: .conflict
             case .queueFull: .tooManyRequests
+            case .forbidden: .forbidden
             case .audioUnavailable, .shuttingDown, .stateUnavailable, .engineUnavailable: .serviceUnavailable
             default: .unprocessableContent
             }

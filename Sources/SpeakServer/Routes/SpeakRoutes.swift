@@ -317,6 +317,59 @@ struct SpeakRoutes: Sendable {
         }
     }
 
+    /// Stores the body as clip `name` (`PUT /v1/clips/{name}`, `?replace=true` to replace one):
+    /// an audio file read with `collectBody(upTo:)` up to the service's clip limit; the service
+    /// checks it as a file of the clip directory and refuses it when uploads are off.
+    @Sendable func putClip(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let name = try context.parameters.require("name")
+        let replace = try boolQuery(request, "replace")
+        try Self.requireAudio(request.headers[.contentType])
+        let limit = service.limits.maxClipBytes
+        var request = request
+        let audio: Data
+        do {
+            audio = Data(buffer: try await request.collectBody(upTo: limit))
+        } catch is NIOTooManyBytesError {
+            throw APIError.tooLarge(
+                "the clip is over \(limit >> 20) MiB, the most a clip may be", field: "body")
+        }
+        let stored: ClipStored
+        do {
+            stored = try await service.putClip(name: name, audio: audio, replace: replace)
+        } catch {
+            throw APIError(error)
+        }
+        var response = try json(stored, status: stored.replaced ? .ok : .created)
+        response.headers[.location] = "/v1/clips/\(name)"
+        return response
+    }
+
+    /// Clip `name` as a 16-bit WAV in the engine's format, as recorded (`GET /v1/clips/{name}`).
+    @Sendable func getClip(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let name = try context.parameters.require("name")
+        let samples: [Int16]
+        do {
+            samples = try await service.clipSound(name: name)
+        } catch {
+            throw APIError(error)
+        }
+        var file = WAVFile(format: service.engineFormat, capacity: samples.count)
+        file.append(samples)
+        return Response(
+            status: .ok, headers: [.contentType: "audio/wav", .cacheControl: "no-store"],
+            body: .init(byteBuffer: file.finish()))
+    }
+
+    /// Refuses an upload not declared as audio (`audio/*`) or `application/octet-stream`.
+    static func requireAudio(_ contentType: String?) throws(APIError) {
+        let type = contentType?.split(separator: ";").first?.trimmingWhitespace().lowercased() ?? ""
+        guard type.hasPrefix("audio/") || type == "application/octet-stream" else {
+            throw .unsupportedMediaType(
+                "the body is '\(contentType ?? "")'; send the clip as audio/wav, audio/flac, audio/ogg or "
+                    + "application/octet-stream")
+        }
+    }
+
     @Sendable func chimes(_ request: Request, context: BasicRequestContext) async throws -> Response {
         try json(ChimeList(chimes: service.limits.chimes))
     }

@@ -254,6 +254,21 @@ public final class FakeSpeakService: SpeakService {
         return []
     }
 
+    /// Records the call with the name, the body's size and `replace`; the clip it answers is one
+    /// second of mono 22.05 kHz.
+    public func putClip(name: String, audio: Data, replace: Bool) async throws(SpeakError) -> ClipStored {
+        try enter("putClip", "\(name) \(audio.count) bytes\(replace ? " replace" : "")")
+        return ClipStored(
+            clip: ClipInfo(name: name, file: "\(name).wav", duration: 1, sampleRate: 22_050, channels: 1),
+            replaced: replace)
+    }
+
+    /// Records the call; the sound is a tenth of a second of silence in ``engineFormat``.
+    public func clipSound(name: String) async throws(SpeakError) -> [Int16] {
+        try enter("clipSound", name)
+        return [Int16](repeating: 0, count: 2_205)
+    }
+
     public func countRefusal(_ error: SpeakError, origin: AnnouncementOrigin, output: String?) {
         state.withLock { $0.counted.append(error) }
     }
