@@ -104,6 +104,27 @@ struct LevelRenderer: SpeechRenderer {
         #expect(abs(Double(line.count) / 22_050 - 2) < 0.02, "\(line.count) samples")
     }
 
+    @Test func anUploadIsStoredAndWhatACrashLeftIsRemovedAtStart() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("gong.wav", seconds: 0.5)
+        let library = try ClipLibrary(directory: directory.url)
+        let wav = try Data(contentsOf: directory.url.appendingPathComponent("gong.wav"))
+        #expect(try library.store(wav, as: "chime", replace: false).listing.file == "chime.wav")
+        // What a kill -9 between the write and the rename leaves, and a link of that name.
+        let left = directory.url.appendingPathComponent(".upload-1234.part")
+        try wav.write(to: left)
+        let outside = try ClipDirectory()
+        try await outside.tone("kept.wav", seconds: 0.2)
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.url.appendingPathComponent(".upload-5678.part").path,
+            withDestinationPath: outside.url.appendingPathComponent("kept.wav").path)
+        #expect(try library.list().map(\.name) == ["chime", "gong"], "a temporary file is listed")
+        #expect(library.removeLeftoverUploads() == [".upload-1234.part", ".upload-5678.part"])
+        let remaining = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).sorted()
+        #expect(remaining == ["chime.wav", "gong.wav"])
+        #expect(FileManager.default.fileExists(atPath: outside.url.appendingPathComponent("kept.wav").path))
+    }
+
     @Test func aClipIsBroughtToTheTargetLoudness() async throws {
         let directory = try ClipDirectory()
         try await directory.tone("quiet.wav", gain: -35)

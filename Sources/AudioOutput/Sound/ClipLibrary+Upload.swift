@@ -36,7 +36,8 @@ extension ClipLibrary {
 
     /// Stores `data` as clip `name` after the check every clip of the directory gets
     /// (`check(_:sampleRate:)`): written to a new temporary file of the directory (`O_EXCL`,
-    /// `O_NOFOLLOW`, mode 0640), synced, checked, then renamed into place as `NAME.wav`,
+    /// `O_NOFOLLOW`, mode 0640; one a crash leaves behind goes at the next start:
+    /// `removeLeftoverUploads()`), synced, checked, then renamed into place as `NAME.wav`,
     /// `NAME.flac`, `NAME.ogg` or `NAME.opus` after its format, and the directory synced. A clip
     /// of that name (in any of its extensions) is replaced only when `replace` says so; a
     /// symbolic link in its place is replaced, never followed.
@@ -102,6 +103,24 @@ extension ClipLibrary {
             name: name, file: "\(name).\(ext)", duration: Double(sound.frames) / Double(sound.sampleRate),
             sampleRate: sound.sampleRate, channels: sound.channels)
         return Stored(listing: listing, replaced: !existing.isEmpty)
+    }
+
+    /// Removes the temporary files of uploads that a crash or a `kill -9` left in the directory
+    /// (`.upload-*.part`, regular files only; a link of that name is removed, never followed).
+    /// Runs at start, before any upload is taken: no upload is in flight then.
+    /// - Returns: the names removed.
+    @discardableResult
+    public func removeLeftoverUploads() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { name in
+            guard name.hasPrefix(".upload-"), name.hasSuffix(".part") else { return false }
+            let path = directory.appendingPathComponent(name).path
+            var status = stat()
+            guard lstat(path, &status) == 0,
+                status.st_mode & S_IFMT == S_IFREG || status.st_mode & S_IFMT == S_IFLNK
+            else { return false }
+            return unlink(path) == 0
+        }.sorted()
     }
 
     /// The decoded sound of clip `name` as recorded (no loudness change), in `format`; nil when

@@ -51,20 +51,28 @@ func makeFronts(
     }
     service.clipSound = engines.clips.map { library in
         { @Sendable (name: String, format: AudioFormat) throws -> [Int16]? in
-            do {
+            // A typed do and a plain catch: a cast of an error to its own type crashed Swift 6.2's
+            // SIL verifier (trixie's toolchain).
+            do throws(ClipLibrary.Failure) {
                 return try library.sound(of: name, format: format)
-            } catch let error as ClipLibrary.Failure {
+            } catch {
                 // A file of the directory that the clip check refuses: it cannot be played either.
                 throw SpeakError(.invalid, name: ErrorResponse.Code.invalidClip, error.description, field: "name")
             }
         }
     }
     if configuration.clipsUpload, let library = engines.clips {
+        let leftovers = library.removeLeftoverUploads()
+        if !leftovers.isEmpty {
+            logger.notice(
+                "removed the temporary files of uploads a crash left",
+                metadata: ["speakd.files": "\(leftovers.joined(separator: ", "))"])
+        }
         service.clipUpload = { @Sendable (name: String, audio: Data, replace: Bool) throws -> ClipStored in
             let stored: ClipLibrary.Stored
-            do {
+            do throws(ClipLibrary.UploadFailure) {
                 stored = try library.store(audio, as: name, replace: replace)
-            } catch let error as ClipLibrary.UploadFailure {
+            } catch {
                 logger.notice(
                     "clip upload refused", metadata: ["speakd.clip": "\(name)", "speakd.reason": "\(error)"])
                 throw SpeakError(upload: error)
