@@ -293,6 +293,26 @@ def main() -> int:
             raise Failure(f"the API says {status}")
         print("cancelled from Now:", status["state"], status["reason"])
 
+        step = "announce in two outputs at once, as one announcement"
+        go("announce")
+        outputs = Select(find("a-output"))
+        outputs.deselect_all()
+        outputs.select_by_value("default")
+        outputs.select_by_value("platform")
+        find("a-text").clear()
+        find("a-text").send_keys("Both zones hear this.")
+        find("send").click()
+        wait.until(lambda d: find("announce-message").get_attribute("data-id") not in (None, announced))
+        zoned = find("announce-message").get_attribute("data-id")
+        wait.until(lambda d: api("GET", "/v1/announcements/" + zoned).get("state") == "finished")
+        rows = api("GET", "/v1/audit?text=" + "Both%20zones%20hear%20this")["entries"]
+        if [row.get("id") for row in rows] != [zoned] or rows[0].get("output") != "default,platform":
+            raise Failure(f"the audit log has {rows} for the announcement in two outputs")
+        print("two outputs: one announcement", zoned, "in", rows[0]["output"], rows[0].get("reason"))
+        outputs.deselect_all()
+        outputs.select_by_value("default")
+        find("a-text").clear()
+
         step = "make a weekday schedule with the rule builder"
         go("schedules")
         find("new-schedule").click()

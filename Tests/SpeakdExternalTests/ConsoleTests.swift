@@ -26,7 +26,10 @@ extension SpeakdExternal {
             try FileManager.default.createDirectory(at: clips, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: clips) }
             let daemon = try await SpeakdProcess.start(
-                audio: "null", arguments: ["--state-dir", state.path, "--clips", clips.path, "--clips-upload"])
+                audio: "null",
+                arguments: [
+                    "--state-dir", state.path, "--clips", clips.path, "--clips-upload", "--output", "platform=null",
+                ])
             let (status, output) = try await PythonTools.script(
                 "check-console.py", ["http://127.0.0.1:\(daemon.port)", daemon.tokenFile, Self.screenshots.path],
                 timeout: .seconds(200))
