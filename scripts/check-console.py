@@ -313,6 +313,30 @@ def main() -> int:
         outputs.select_by_value("default")
         find("a-text").clear()
 
+        step = "announce one message in two languages, as one announcement"
+        find("a-text").send_keys("The train to Porto leaves from platform four.")
+        find("add-part").click()
+        find("a-part-language-1").send_keys("qaa-x-none")
+        find("a-part-text-1").send_keys("O comboio para o Porto parte da linha quatro.")
+        find("send").click()
+        wait.until(lambda d: find("err-part-1").text != "")
+        if find("a-part-language-1").get_attribute("aria-invalid") != "true":
+            raise Failure("the refused part's language is not marked invalid")
+        print("a part's refusal next to it:", find("err-part-1").text)
+        find("a-part-language-1").clear()
+        find("a-part-language-1").send_keys("pt-PT")
+        find("send").click()
+        wait.until(lambda d: find("announce-message").get_attribute("data-id") not in (None, announced, zoned))
+        sequenced = find("announce-message").get_attribute("data-id")
+        wait.until(lambda d: api("GET", "/v1/announcements/" + sequenced).get("state") == "finished")
+        check_axe("announce, two languages")
+        rows = api("GET", "/v1/audit?text=" + "comboio%20para%20o%20Porto")["entries"]
+        if [row.get("id") for row in rows] != [sequenced] or not rows[0].get("text", "").startswith("The train"):
+            raise Failure(f"the audit log has {rows} for the message in two languages")
+        print("two languages: one announcement", sequenced, rows[0].get("reason"), repr(rows[0]["text"][:60]))
+        driver.find_element(By.CSS_SELECTOR, "#a-parts .part button").click()
+        find("a-text").clear()
+
         step = "make a weekday schedule with the rule builder"
         go("schedules")
         find("new-schedule").click()
