@@ -255,16 +255,20 @@ def main() -> int:
         print("cookie without X-CSRF-Token: 403 csrf; a GET with it works")
         print("signed in; outputs:", [e.get_attribute("data-output") for e in driver.find_elements(By.CSS_SELECTOR, "#outputs article")])
 
+        def refused_at(field, error, what):
+            """Sends the Announce form: its refusal must show at `error`, with `field` marked invalid."""
+            find("send").click()
+            wait.until(lambda d: find(error).text != "")
+            if find(field).get_attribute("aria-invalid") != "true":
+                raise Failure(f"the refused {what} is not marked invalid")
+            return find(error).text
+
         step = "show a field error next to its field"
         go("announce")
         wait.until(lambda d: len(Select(find("a-voice")).options) > 1)
         find("a-text").send_keys("Wrong language.")
         find("a-language").send_keys("qaa-x-none")
-        find("send").click()
-        wait.until(lambda d: find("err-language").text != "")
-        if find("a-language").get_attribute("aria-invalid") != "true":
-            raise Failure("the refused field is not marked invalid")
-        print("field error next to language:", find("err-language").text)
+        print("field error next to language:", refused_at("a-language", "err-language", "field"))
         find("a-language").clear()
 
         step = "announce through the form"
@@ -318,11 +322,7 @@ def main() -> int:
         find("add-part").click()
         find("a-part-language-1").send_keys("qaa-x-none")
         find("a-part-text-1").send_keys("O comboio para o Porto parte da linha quatro.")
-        find("send").click()
-        wait.until(lambda d: find("err-part-1").text != "")
-        if find("a-part-language-1").get_attribute("aria-invalid") != "true":
-            raise Failure("the refused part's language is not marked invalid")
-        print("a part's refusal next to it:", find("err-part-1").text)
+        print("a part's refusal next to it:", refused_at("a-part-language-1", "err-part-1", "part's language"))
         find("a-part-language-1").clear()
         find("a-part-language-1").send_keys("pt-PT")
         find("send").click()
