@@ -32,10 +32,8 @@ extension AnnouncementIntake {
     /// - Throws: `SpeakError` naming `id` or `output` (404 unknown, 409 not speaking, 422 unknown output).
     public func pause(id: String?, output: String?, atWordEnd: Bool) async throws(SpeakError) -> AnnouncementStatus {
         do {
-            if let id, await outputs.status(id: id) != nil {
-                return try await outputs.pause(id: id, atWordEnd: atWordEnd)
-            }
-            return try await queue(holding: id, output: output).pause(id: id, atWordEnd: atWordEnd)
+            if let id { return try await outputs.pause(id: id, atWordEnd: atWordEnd) }
+            return try await speakingQueue(of: output).pause(atWordEnd: atWordEnd)
         } catch {
             throw .scheduling(error)
         }
@@ -45,8 +43,8 @@ extension AnnouncementIntake {
     /// - Throws: `SpeakError` naming `id` or `output` (404 unknown, 409 not paused, 422 unknown output).
     public func resume(id: String?, output: String?) async throws(SpeakError) -> AnnouncementStatus {
         do {
-            if let id, await outputs.status(id: id) != nil { return try await outputs.resume(id: id) }
-            return try await queue(holding: id, output: output).resume(id: id)
+            if let id { return try await outputs.resume(id: id) }
+            return try await speakingQueue(of: output).resume()
         } catch {
             throw .scheduling(error)
         }
@@ -76,13 +74,10 @@ extension AnnouncementIntake {
         }
     }
 
-    /// The queue holding `id` (the default output's when none does: it answers that it does not
-    /// know it), else `output`'s, else the default output's.
-    private func queue(holding id: String?, output: String?) async throws(AnnouncementQueueError)
-        -> AnnouncementQueue
-    {
-        let name = output ?? AnnouncementOutputs.defaultName
-        if let id, let holding = await outputs.queue(holding: id) { return holding }
-        return try outputs.queue(requiring: id == nil ? name : AnnouncementOutputs.defaultName)
+    /// The queue of `output` (nil: the default output), whose speaking announcement a pause or
+    /// resume without an id acts on. (With an id, `AnnouncementOutputs` finds it, in one queue
+    /// or in every zone of one heard in several.)
+    private func speakingQueue(of output: String?) throws(AnnouncementQueueError) -> AnnouncementQueue {
+        try outputs.queue(requiring: output ?? AnnouncementOutputs.defaultName)
     }
 }
