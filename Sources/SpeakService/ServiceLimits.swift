@@ -13,8 +13,8 @@ public struct ServiceLimits: Sendable, Hashable {
     public var maxTextLength: Int
     /// The most spans one announcement may have (413 beyond).
     public var maxSpans: Int
-    /// The most bytes of one clip upload (`PUT /v1/clips/{name}`, 413 beyond): the clip library's
-    /// largest file.
+    /// The most bytes of one clip upload (`PUT /v1/clips/{name}`, 413 beyond); the daemon sets it
+    /// to the clip library's largest file (`ClipLibrary.maximumFileBytes`).
     public var maxClipBytes: Int
     /// The chimes a request may name (`chime`, `chimeAfter`), as `GET /v1/chimes` lists them.
     public var chimes: [String]

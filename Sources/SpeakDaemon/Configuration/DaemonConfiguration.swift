@@ -1,4 +1,5 @@
 import AnnouncementIntake
+import AudioOutput
 import FoundationEssentials
 import Logging
 import PosixSupport
@@ -195,7 +196,8 @@ public struct DaemonConfiguration: Sendable, Hashable {
         tcpOpen = false
         allowedHosts = []
         defaultLanguage = ""
-        intakeLimits = ServiceLimits()
+        // An upload's body is bounded by the clip library's own largest file.
+        intakeLimits = ServiceLimits(maxClipBytes: ClipLibrary.maximumFileBytes)
         heartbeatSeconds = 0
         sessionMaxAgeSeconds = 0
         leadInSeconds = 0

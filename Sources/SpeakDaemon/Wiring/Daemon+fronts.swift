@@ -42,11 +42,7 @@ func makeFronts(
     service.requests = RequestStore(table: records?.database.fleetRequests)
     service.clipLibrary = engines.clips.map { library in
         { @Sendable () throws -> [ClipInfo] in
-            try library.list().map {
-                ClipInfo(
-                    name: $0.name, file: $0.file, duration: $0.duration, sampleRate: $0.sampleRate,
-                    channels: $0.channels)
-            }
+            try library.list().map(ClipInfo.init)
         }
     }
     service.clipSound = engines.clips.map { library in
@@ -77,18 +73,13 @@ func makeFronts(
                     "clip upload refused", metadata: ["speakd.clip": "\(name)", "speakd.reason": "\(error)"])
                 throw SpeakError(upload: error)
             }
-            let clip = stored.listing
             logger.notice(
                 "clip stored",
                 metadata: [
-                    "speakd.clip": "\(name)", "speakd.file": "\(clip.file)", "speakd.bytes": "\(audio.count)",
-                    "speakd.replaced": "\(stored.replaced)",
+                    "speakd.clip": "\(name)", "speakd.file": "\(stored.listing.file)",
+                    "speakd.bytes": "\(audio.count)", "speakd.replaced": "\(stored.replaced)",
                 ])
-            return ClipStored(
-                clip: ClipInfo(
-                    name: clip.name, file: clip.file, duration: clip.duration, sampleRate: clip.sampleRate,
-                    channels: clip.channels),
-                replaced: stored.replaced)
+            return ClipStored(clip: ClipInfo(stored.listing), replaced: stored.replaced)
         }
     }
     service.hallSound = sound.hallSound(renderer: engines.renderer)
@@ -138,6 +129,15 @@ private func makeFleetLink(
         return try FleetLink(settings: settings, service: service, logger: logger, schedules: schedules)
     } catch {
         throw DaemonStartError(description: "--mqtt: \(error)")
+    }
+}
+
+extension ClipInfo {
+    /// A clip as the library lists it, as the API shows it (`GET /v1/clips`, an upload's answer).
+    fileprivate init(_ listing: ClipLibrary.Listing) {
+        self.init(
+            name: listing.name, file: listing.file, duration: listing.duration, sampleRate: listing.sampleRate,
+            channels: listing.channels)
     }
 }
 
