@@ -5,11 +5,11 @@ internal import GRDB
 /// in-memory queue in tests), and the file its errors name.
 ///
 /// `write` and `read` block the calling thread for one SQLite transaction (a commit waits for its
-/// fsync); `commit` runs the transaction on the writer's own queue and suspends the caller
-/// meanwhile, so no cooperative thread waits out an fsync. `commitUnsynced` is the audit log's:
-/// its commit is in the operating system's hands when it returns, so it survives the death of
-/// the process (`kill -9`, a crash) without waiting for the disk, and `syncer` puts it on the disk
-/// within about a second, so a power cut loses at most that second.
+/// fsync). `commitUnsynced` is the audit log's: it runs the transaction on the writer's own queue
+/// and suspends the caller meanwhile, and its commit is in the operating system's hands when it
+/// returns, so it survives the death of the process (`kill -9`, a crash) without waiting for the
+/// disk; `syncer` puts it on the disk within about a second, so a power cut loses at most that
+/// second.
 struct Storage: Sendable {
     let writer: any DatabaseWriter
     let path: String
@@ -25,16 +25,6 @@ struct Storage: Sendable {
     func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
         do {
             return try writer.write(body)
-        } catch {
-            throw StateError(error, path: path, operation: operation)
-        }
-    }
-
-    func commit<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
-        async throws(StateError) -> T
-    {
-        do {
-            return try await writer.write(body)
         } catch {
             throw StateError(error, path: path, operation: operation)
         }
