@@ -10,35 +10,16 @@ extension SpeakdIntegration {
     /// of the directory is, listed, fetched back as WAV and played in an announcement.
     @Suite(.serialized, .timeLimit(.minutes(2)))
     struct UploadClipTests {
-        /// A 16-bit mono WAV of `seconds` of a 440 Hz tone at 22.05 kHz.
+        /// A mono WAV of `seconds` of a 1 kHz tone at a quarter of full scale, 22.05 kHz.
         static func toneWAV(seconds: Double = 0.5) -> [UInt8] {
-            let rate = 22_050
-            let samples = (0..<Int(seconds * Double(rate))).map {
-                Int16(8000 * sin(2 * Double.pi * 440 * Double($0) / Double(rate)))
-            }
-            return wav(
-                format: 1, bits: 16, rate: rate,
-                data: samples.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) })
+            FloatWAV.bytes(FloatWAV.tone(seconds: seconds))
         }
 
-        /// A 32-bit float mono WAV of silence with a NaN at its 100th sample.
+        /// A mono WAV of silence with a NaN at its 100th sample.
         static func nanWAV() -> [UInt8] {
             var samples = [Float](repeating: 0, count: 4_410)
             samples[100] = .nan
-            return wav(
-                format: 3, bits: 32, rate: 22_050,
-                data: samples.flatMap { withUnsafeBytes(of: $0.bitPattern.littleEndian, Array.init) })
-        }
-
-        static func wav(format: UInt16, bits: UInt16, rate: Int, data: [UInt8]) -> [UInt8] {
-            func le32(_ value: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(value).littleEndian, Array.init) }
-            func le16(_ value: UInt16) -> [UInt8] { withUnsafeBytes(of: value.littleEndian, Array.init) }
-            let bytesPerFrame = Int(bits) / 8
-            let fmt =
-                le16(format) + le16(1) + le32(rate) + le32(rate * bytesPerFrame) + le16(UInt16(bytesPerFrame))
-                + le16(bits)
-            return Array("RIFF".utf8) + le32(4 + 8 + fmt.count + 8 + data.count) + Array("WAVE".utf8)
-                + Array("fmt ".utf8) + le32(fmt.count) + fmt + Array("data".utf8) + le32(data.count) + data
+            return FloatWAV.bytes(samples)
         }
 
         static func directory() throws -> URL {

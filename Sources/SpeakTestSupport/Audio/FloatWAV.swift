@@ -17,6 +17,11 @@ public enum FloatWAV {
 
     /// Writes `samples` (interleaved when `channels` > 1) to `url`.
     public static func write(_ samples: [Float], rate: Int = 22_050, channels: Int = 1, to url: URL) throws {
+        try Data(bytes(samples, rate: rate, channels: channels)).write(to: url)
+    }
+
+    /// The file of `samples` (interleaved when `channels` > 1), as bytes: a body to upload.
+    public static func bytes(_ samples: [Float], rate: Int = 22_050, channels: Int = 1) -> [UInt8] {
         var bytes: [UInt8] = []
         func tag(_ text: String) { bytes += Array(text.utf8) }
         func u32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { bytes += $0 } }
@@ -36,6 +41,6 @@ public enum FloatWAV {
         tag("data")
         u32(data)
         for sample in samples { withUnsafeBytes(of: sample.bitPattern.littleEndian) { bytes += $0 } }
-        try Data(bytes).write(to: url)
+        return bytes
     }
 }
