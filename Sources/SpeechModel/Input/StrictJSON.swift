@@ -179,14 +179,8 @@ private struct Scanner {
     }
 
     private mutating func object(path: String, depth: Int, keys topLevelKeys: inout [String]) throws(StrictJSONError) {
-        guard depth <= StrictJSON.maximumDepth else { throw .tooDeep(path, at: index) }
         let start = index
-        index += 1
-        skipWhitespace()
-        if current == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
+        guard try open(.object, path: path, depth: depth) else { return }
         var seen: Set<String> = []
         var ignored: [String] = []
         while true {
@@ -208,35 +202,13 @@ private struct Scanner {
             index += 1
             skipWhitespace()
             try value(path: member, depth: depth, topLevelKeys: &ignored)
-            skipWhitespace()
-            switch current {
-            case UInt8(ascii: ","):
-                let comma = index
-                index += 1
-                skipWhitespace()
-                if current == UInt8(ascii: "}") { throw .trailingComma(member, in: "member of the object", at: comma) }
-            case UInt8(ascii: "}"):
-                index += 1
-                return
-            case nil:
-                throw .syntax(path, "the body ends before the object that starts at byte \(start) is closed", at: index)
-            default:
-                throw .syntax(
-                    member, "expected ',' or '}' after the value, found \(describeCurrent()) at byte \(index)",
-                    at: index)
-            }
+            if try closes(.object, at: member, of: path, startingAt: start) { return }
         }
     }
 
     private mutating func array(path: String, depth: Int) throws(StrictJSONError) {
-        guard depth <= StrictJSON.maximumDepth else { throw .tooDeep(path, at: index) }
         let start = index
-        index += 1
-        skipWhitespace()
-        if current == UInt8(ascii: "]") {
-            index += 1
-            return
-        }
+        guard try open(.array, path: path, depth: depth) else { return }
         var ignored: [String] = []
         var count = 0
         while true {
@@ -244,23 +216,53 @@ private struct Scanner {
             skipWhitespace()
             try value(path: element, depth: depth, topLevelKeys: &ignored)
             count += 1
+            if try closes(.array, at: element, of: path, startingAt: start) { return }
+        }
+    }
+
+    /// An object or an array: its closing bracket, what it holds, and what follows each of those.
+    private enum Container {
+        case object, array
+
+        var closing: UInt8 { self == .object ? UInt8(ascii: "}") : UInt8(ascii: "]") }
+        var name: String { self == .object ? "object" : "array" }
+        var item: String { self == .object ? "member of the object" : "element of the array" }
+        var expected: String { self == .object ? "',' or '}' after the value" : "',' or ']' after the element" }
+    }
+
+    /// Steps over the opening bracket at `index`: false when the container is empty (its
+    /// closing bracket is stepped over too), true when an item follows.
+    private mutating func open(_ container: Container, path: String, depth: Int) throws(StrictJSONError) -> Bool {
+        guard depth <= StrictJSON.maximumDepth else { throw .tooDeep(path, at: index) }
+        index += 1
+        skipWhitespace()
+        guard current == container.closing else { return true }
+        index += 1
+        return false
+    }
+
+    /// After the item at `item` of the container at `path` that opened at byte `start`: steps
+    /// over a comma (false: another item follows) or the closing bracket (true).
+    private mutating func closes(
+        _ container: Container, at item: String, of path: String, startingAt start: Int
+    ) throws(StrictJSONError) -> Bool {
+        skipWhitespace()
+        switch current {
+        case UInt8(ascii: ","):
+            let comma = index
+            index += 1
             skipWhitespace()
-            switch current {
-            case UInt8(ascii: ","):
-                let comma = index
-                index += 1
-                skipWhitespace()
-                if current == UInt8(ascii: "]") { throw .trailingComma(element, in: "element of the array", at: comma) }
-            case UInt8(ascii: "]"):
-                index += 1
-                return
-            case nil:
-                throw .syntax(path, "the body ends before the array that starts at byte \(start) is closed", at: index)
-            default:
-                throw .syntax(
-                    element, "expected ',' or ']' after the element, found \(describeCurrent()) at byte \(index)",
-                    at: index)
-            }
+            if current == container.closing { throw .trailingComma(item, in: container.item, at: comma) }
+            return false
+        case container.closing:
+            index += 1
+            return true
+        case nil:
+            throw .syntax(
+                path, "the body ends before the \(container.name) that starts at byte \(start) is closed", at: index)
+        default:
+            throw .syntax(
+                item, "expected \(container.expected), found \(describeCurrent()) at byte \(index)", at: index)
         }
     }
 
