@@ -137,18 +137,9 @@ extension Utterance: Codable {
         var lastTextPartEndsInText = false
         while !list.isAtEnd {
             let field = "sequence[\(index)]"
-            let partContainer: KeyedDecodingContainer<WireKey>
-            do {
-                partContainer = try list.nestedContainer(keyedBy: WireKey.self)
-            } catch {
-                throw .malformed(field: field, "expected an object with 'text', 'spans' or 'ssml'")
-            }
-            let unknown = partContainer.allKeys.map(\.stringValue).filter { !partKeys.contains($0) }.sorted()
-            if let key = unknown.first {
-                throw .malformed(
-                    field: StrictJSON.memberPath(field, key),
-                    "unknown key '\(key)' in a part; a part has \(partKeys.joined(separator: ", "))")
-            }
+            let partContainer = try nextObject(
+                of: &list, at: field, expected: "an object with 'text', 'spans' or 'ssml'", named: "a part",
+                keys: partKeys)
             let part = try decodeBody(partContainer, prefix: "\(field).")
             let partReader = WireReader(container: partContainer, prefix: "\(field).")
             let form = ["text", "spans", "ssml"].first { partReader.isPresent($0) } ?? "text"
@@ -252,6 +243,27 @@ extension Utterance: Codable {
         return utterance
     }
 
+    /// The next element of `list`, at `field` (`spans[2]`), as an object with no key outside
+    /// `keys`; the refusals say it is `expected` and name the element as `what` (`a span`).
+    private static func nextObject(
+        of list: inout any UnkeyedDecodingContainer, at field: String, expected: String, named what: String,
+        keys: [String]
+    ) throws(SpeechInputError) -> KeyedDecodingContainer<WireKey> {
+        let object: KeyedDecodingContainer<WireKey>
+        do {
+            object = try list.nestedContainer(keyedBy: WireKey.self)
+        } catch {
+            throw .malformed(field: field, "expected \(expected)")
+        }
+        let unknown = object.allKeys.map(\.stringValue).filter { !keys.contains($0) }.sorted()
+        if let key = unknown.first {
+            throw .malformed(
+                field: StrictJSON.memberPath(field, key),
+                "unknown key '\(key)' in \(what); \(what) has \(keys.joined(separator: ", "))")
+        }
+        return object
+    }
+
     private static func decodeSpans(
         from container: KeyedDecodingContainer<WireKey>, prefix: String
     ) throws(SpeechInputError) -> [Span] {
@@ -264,18 +276,8 @@ extension Utterance: Codable {
         var spans: [Span] = []
         while !list.isAtEnd {
             let field = "\(prefix)spans[\(spans.count)]"
-            let spanContainer: KeyedDecodingContainer<WireKey>
-            do {
-                spanContainer = try list.nestedContainer(keyedBy: WireKey.self)
-            } catch {
-                throw .malformed(field: field, "expected an object with 'text'")
-            }
-            let unknown = spanContainer.allKeys.map(\.stringValue).filter { !spanKeys.contains($0) }.sorted()
-            if let key = unknown.first {
-                throw .malformed(
-                    field: StrictJSON.memberPath(field, key),
-                    "unknown key '\(key)' in a span; a span has \(spanKeys.joined(separator: ", "))")
-            }
+            let spanContainer = try nextObject(
+                of: &list, at: field, expected: "an object with 'text'", named: "a span", keys: spanKeys)
             let reader = WireReader(container: spanContainer, prefix: "\(field).")
             if let clip = try reader.string("clip") {
                 spans.append(try clipSpan(clip, keys: spanContainer.allKeys.map(\.stringValue), reader: reader))
