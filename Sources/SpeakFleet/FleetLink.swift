@@ -393,7 +393,7 @@ public final class FleetLink: Service, Sendable {
             state: .online, device: settings.device, site: settings.site, groups: settings.groups, voices: voices,
             outputs: health.outputs.map { $0.map { "\($0.name)=\($0.sink)" } } ?? [health.audio.sink],
             audio: health.audio.state,
-            queue: .init(waiting: queue.waiting, speaking: queue.speaking, capacity: queue.capacity))
+            queue: queue)
         let payload = Self.encode(status)
         let changed = lastStatus.withLock { last in
             defer { last = payload }

@@ -66,18 +66,7 @@ public struct FleetStatus: Sendable, Hashable, Codable {
     }
 
     /// The queue as `/healthz` shows it.
-    public struct Queue: Sendable, Hashable, Codable {
-        public var waiting: Int
-        public var speaking: Bool
-        public var capacity: Int
-
-        /// - Parameters: see the properties of the same names.
-        public init(waiting: Int, speaking: Bool, capacity: Int) {
-            self.waiting = waiting
-            self.speaking = speaking
-            self.capacity = capacity
-        }
-    }
+    public typealias Queue = HealthReport.Queue
 
     public var state: State
     public var device: String
