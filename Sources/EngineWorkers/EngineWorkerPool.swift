@@ -176,12 +176,10 @@ public final class EngineWorkerPool: SpeechRenderer {
     public func render(
         _ prepared: PreparedUtterance, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        do {
+        .starting {
             // A private announcement's text is never logged, not even when its worker dies.
             let text = prepared.isPrivate ? "(private)" : prepared.utterance.text
             return render(try prepared.input(as: EspeakInput.self), text: text, chunking)
-        } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
         }
     }
 
@@ -190,11 +188,7 @@ public final class EngineWorkerPool: SpeechRenderer {
     public func render(
         _ utterance: Utterance, chunking: RenderChunking = .streaming
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        do {
-            return render(try prepare(utterance), chunking: chunking)
-        } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
-        }
+        .starting { render(try prepare(utterance), chunking: chunking) }
     }
 
     private func render(
@@ -205,7 +199,7 @@ public final class EngineWorkerPool: SpeechRenderer {
             logger.warning(
                 "refused a text that crashed an engine worker before",
                 metadata: ["engine.error": "\(error)", "engine.text": "\(Self.excerpt(text))"])
-            return AsyncThrowingStream { $0.finish(throwing: error) }
+            return .failing(error)
         }
         let (job, stream) = RenderJob.stream(text: text, work: work, maxSamplesAhead: launch.maxSamplesAhead)
         dispatch(job)

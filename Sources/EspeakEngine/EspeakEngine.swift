@@ -190,11 +190,7 @@ public final class EspeakEngine: SpeechRenderer {
     public func render(
         _ prepared: PreparedUtterance, chunking: RenderChunking
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        do {
-            return stream(try prepared.input(as: EspeakInput.self), marks: nil, chunking: chunking)
-        } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
-        }
+        .starting { stream(try prepared.input(as: EspeakInput.self), marks: nil, chunking: chunking) }
     }
 
     /// Prepares and renders `utterance`, for a caller that renders it once, at once (tests,
@@ -202,11 +198,7 @@ public final class EspeakEngine: SpeechRenderer {
     public func render(
         _ utterance: Utterance, chunking: RenderChunking = .streaming
     ) -> AsyncThrowingStream<PCMChunk, any Error> {
-        do {
-            return stream(try compile(utterance).input, marks: nil, chunking: chunking)
-        } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
-        }
+        .starting { stream(try compile(utterance).input, marks: nil, chunking: chunking) }
     }
 
     /// Renders `utterance` to the end and returns all of its audio, with each span's start.

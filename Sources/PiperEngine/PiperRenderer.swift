@@ -255,7 +255,7 @@ public final class PiperRenderer: SpeechRenderer {
         do {
             input = try prepared.input(as: PiperInput.self)
         } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
+            return .failing(error)
         }
         // The worker with the fewest jobs queued or rendering.
         guard let worker = workers[input.voice]?.min(by: { $0.load < $1.load }) else {

@@ -123,6 +123,22 @@ extension AsyncThrowingStream where Element == PCMChunk, Failure == any Error {
             continuation.finish()
         }
     }
+
+    /// A render refused before it started: the stream fails at once with `error`.
+    public static func failing(_ error: any Error) -> Self {
+        Self { $0.finish(throwing: error) }
+    }
+
+    /// The render `start` begins, or, when `start` throws before it begins (an utterance another
+    /// kind of renderer prepared, an input that does not check out), a stream that fails at once
+    /// with that error.
+    public static func starting(_ start: () throws -> Self) -> Self {
+        do {
+            return try start()
+        } catch {
+            return failing(error)
+        }
+    }
 }
 
 /// An utterance a renderer has validated and compiled: what the engine is given, the voices it
