@@ -233,35 +233,41 @@ public enum WorkerFrame: Sendable, Hashable {
     }
 
     private static func writeFully(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) throws(WorkerProtocolError) {
-        var written = 0
-        while written < bytes.count {
-            let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw .closed("write: \(String(cString: strerror(errno)))")
-            }
-            written += result
+        let written = try transfer(bytes.count, "write") {
+            Glibc.write(descriptor, bytes.baseAddress! + $0, bytes.count - $0)
         }
+        guard written == bytes.count else { throw .closed("write: the stream took no more bytes") }
     }
 
     /// Fills `buffer`; false when the stream ended before its first byte and `allowEnd`.
     private static func readFully(
         _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, allowEnd: Bool
     ) throws(WorkerProtocolError) -> Bool {
-        var filled = 0
-        while filled < buffer.count {
-            let result = Glibc.read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+        let filled = try transfer(buffer.count, "read") {
+            Glibc.read(descriptor, buffer.baseAddress! + $0, buffer.count - $0)
+        }
+        if filled == buffer.count { return true }
+        if filled == 0 && allowEnd { return false }
+        throw .malformed("the stream ended inside a frame")
+    }
+
+    /// Moves `count` bytes with one `read` or `write` (`call`) after another, each given the
+    /// offset reached, again after EINTR; returns the bytes moved, fewer than `count` only when
+    /// a call moved none (the end of the stream).
+    private static func transfer(
+        _ count: Int, _ call: String, _ step: (Int) -> Int
+    ) throws(WorkerProtocolError) -> Int {
+        var moved = 0
+        while moved < count {
+            let result = step(moved)
             if result < 0 {
                 if errno == EINTR { continue }
-                throw .closed("read: \(String(cString: strerror(errno)))")
+                throw .closed("\(call): \(String(cString: strerror(errno)))")
             }
-            if result == 0 {
-                if filled == 0 && allowEnd { return false }
-                throw .malformed("the stream ended inside a frame")
-            }
-            filled += result
+            if result == 0 { break }
+            moved += result
         }
-        return true
+        return moved
     }
 
     private static func decodeEvents(_ payload: [UInt8]) throws(WorkerProtocolError) -> [EngineEvent] {
