@@ -160,10 +160,7 @@ final class WyomingSession {
 
     private func synthesizeChunk(_ event: WyomingEvent) async throws {
         guard var current = stream else {
-            return try await sendError(
-                ErrorResponse(
-                    code: ErrorResponse.Code.malformedRequest, message: "'synthesize-chunk' before 'synthesize-start'",
-                    field: "type"))
+            return try await refuseOutOfOrder("synthesize-chunk", before: "synthesize-start")
         }
         guard let text = event.data["text"]?.string else {
             return try await sendError(
@@ -190,10 +187,7 @@ final class WyomingSession {
 
     private func synthesizeStop() async throws {
         guard var current = stream else {
-            return try await sendError(
-                ErrorResponse(
-                    code: ErrorResponse.Code.malformedRequest, message: "'synthesize-stop' before 'synthesize-start'",
-                    field: "type"))
+            return try await refuseOutOfOrder("synthesize-stop", before: "synthesize-start")
         }
         stream = nil
         if let rest = current.splitter.finish() {
@@ -270,6 +264,19 @@ final class WyomingSession {
 
     // MARK: - Announcements
 
+    /// Ends the announcement being recorded, unspoken, and refuses the event that ended it.
+    private func dropRecording(_ refusal: ErrorResponse) async throws {
+        recording = nil
+        try await sendError(refusal)
+    }
+
+    /// Refuses an event of a stream (`type`) that came before the event that opens it (`start`).
+    private func refuseOutOfOrder(_ type: String, before start: String) async throws {
+        try await sendError(
+            ErrorResponse(
+                code: ErrorResponse.Code.malformedRequest, message: "'\(type)' before '\(start)'", field: "type"))
+    }
+
     private func refuseNotSatellite(_ type: String) async throws {
         try await sendError(
             ErrorResponse(
@@ -302,18 +309,14 @@ final class WyomingSession {
         do throws(ErrorResponse) {
             recording = WyomingRecording(format: try audioFormat(event.data, of: event.type), samples: [])
         } catch {
-            recording = nil
-            try await sendError(error)
+            try await dropRecording(error)
         }
     }
 
     private func audioChunk(_ event: WyomingEvent) async throws {
         guard settings.satellite != nil else { return try await refuseNotSatellite(event.type) }
         guard var current = recording else {
-            return try await sendError(
-                ErrorResponse(
-                    code: ErrorResponse.Code.malformedRequest, message: "'audio-chunk' before 'audio-start'",
-                    field: "type"))
+            return try await refuseOutOfOrder("audio-chunk", before: "audio-start")
         }
         // Chunks carry their format again; one that differs ends the announcement.
         if event.data["rate"] != nil {
@@ -321,12 +324,10 @@ final class WyomingSession {
             do throws(ErrorResponse) {
                 format = try audioFormat(event.data, of: event.type)
             } catch {
-                recording = nil
-                return try await sendError(error)
+                return try await dropRecording(error)
             }
             guard format == current.format else {
-                recording = nil
-                return try await sendError(
+                return try await dropRecording(
                     ErrorResponse(
                         code: ErrorResponse.Code.malformedRequest,
                         message: "an 'audio-chunk' is in \(format), not the \(current.format) of its 'audio-start'",
@@ -335,16 +336,14 @@ final class WyomingSession {
         }
         let frameBytes = current.format.bytesPerFrame
         guard event.payload.count % frameBytes == 0 else {
-            recording = nil
-            return try await sendError(
+            return try await dropRecording(
                 ErrorResponse(
                     code: ErrorResponse.Code.malformedRequest,
                     message: "an 'audio-chunk' payload is not whole frames of \(frameBytes) bytes", field: "payload"))
         }
         let maxSamples = Int(settings.maxAnnounceSeconds) * current.format.sampleRate * current.format.channels
         guard current.samples.count + event.payload.count / 2 <= maxSamples else {
-            recording = nil
-            return try await sendError(
+            return try await dropRecording(
                 ErrorResponse(
                     code: ErrorResponse.Code.tooLarge,
                     message: "an announcement is longer than \(Int(settings.maxAnnounceSeconds)) seconds",
@@ -364,10 +363,7 @@ final class WyomingSession {
     private func audioStop() async throws {
         guard let satellite = settings.satellite else { return try await refuseNotSatellite("audio-stop") }
         guard let finished = recording else {
-            return try await sendError(
-                ErrorResponse(
-                    code: ErrorResponse.Code.malformedRequest, message: "'audio-stop' before 'audio-start'",
-                    field: "type"))
+            return try await refuseOutOfOrder("audio-stop", before: "audio-start")
         }
         recording = nil
         announcing.removeAll { $0.isCancelled }
