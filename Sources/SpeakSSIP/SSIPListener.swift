@@ -92,7 +92,7 @@ public final class SSIPListener: Service, Sendable {
             if let activatedDescriptor {
                 server = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
             } else {
-                if isSocket(path) { unlink(path) }
+                UnixSocketFile.remove(path)
                 server = try await bootstrap.serverChannelOption(.backlog, value: 1_024)
                     .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
             }
@@ -130,7 +130,7 @@ public final class SSIPListener: Service, Sendable {
             server.channel.close(promise: nil)
         }
         // systemd's socket stays, listening, for the next start.
-        if activatedDescriptor == nil, isSocket(path) { unlink(path) }
+        if activatedDescriptor == nil { UnixSocketFile.remove(path) }
     }
 
     /// Waits until the socket accepts connections; throws when it could not be made.
@@ -213,11 +213,6 @@ public final class SSIPListener: Service, Sendable {
             connectionLogger.debug("SSIP connection ended", metadata: ["speakd.error": "\(error)"])
         }
         outbox.close()
-    }
-
-    private func isSocket(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
     }
 }
 

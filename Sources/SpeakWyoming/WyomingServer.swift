@@ -66,7 +66,7 @@ public final class WyomingServer: Service, Sendable {
             case .tcp(let host, let port):
                 server = try await bootstrap.bind(host: host, port: port, childChannelInitializer: initializer)
             case .unix(let path):
-                if isSocket(path) { unlink(path) }
+                UnixSocketFile.remove(path)
                 server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                     .serverChannelOption(.backlog, value: 256)
                     .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
@@ -94,7 +94,7 @@ public final class WyomingServer: Service, Sendable {
         } onGracefulShutdown: {
             server.channel.close(promise: nil)
         }
-        if case .unix(let path) = address, isSocket(path) { unlink(path) }
+        if case .unix(let path) = address { UnixSocketFile.remove(path) }
     }
 
     /// Waits until the socket accepts connections; throws when it could not be made.
@@ -174,11 +174,6 @@ public final class WyomingServer: Service, Sendable {
         }
         // Announcements made on this connection still get their `played` if the peer is there.
         await session.finish()
-    }
-
-    private func isSocket(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
     }
 }
 
