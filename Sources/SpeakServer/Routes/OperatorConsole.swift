@@ -16,18 +16,13 @@ import Hummingbird
 enum OperatorConsole {
     /// The headers of the console: the status page's, and `media-src blob:` so that "Listen first"
     /// can play the WAV the console itself fetched from `POST /v1/speech`.
-    static let headers: HTTPFields = [
-        .contentType: "text/html; charset=utf-8",
-        .cacheControl: "no-store",
-        .contentSecurityPolicy:
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; media-src blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-        HTTPField.Name("Referrer-Policy")!: "no-referrer",
-    ]
+    static let headers = StatusPage.pageHeaders(
+        contentSecurityPolicy:
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; media-src blob:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    )
 
     /// The console for a listener; `tokenRequired` tells its script whether to sign in.
     static func response(tokenRequired: Bool) -> Response {
-        let page = html.replacing("{{token}}", with: tokenRequired ? "required" : "none")
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
+        StatusPage.page(html, headers: headers, tokenRequired: tokenRequired)
     }
 }

@@ -15,18 +15,32 @@ import Hummingbird
 /// origin, no framing and no form targets.
 enum StatusPage {
     /// The headers of the page: HTML, not cached, not framed, nothing loaded from elsewhere.
-    static let headers: HTTPFields = [
-        .contentType: "text/html; charset=utf-8",
-        .cacheControl: "no-store",
-        .contentSecurityPolicy:
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-        HTTPField.Name("Referrer-Policy")!: "no-referrer",
-    ]
+    static let headers = pageHeaders(
+        contentSecurityPolicy:
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    )
 
     /// The page for a listener; `tokenRequired` tells its script whether to ask for the token.
     static func response(tokenRequired: Bool) -> Response {
-        let page = html.replacing("{{token}}", with: tokenRequired ? "required" : "none")
+        page(html, headers: headers, tokenRequired: tokenRequired)
+    }
+
+    /// The headers of a served page (this one, the operator console): HTML under
+    /// `contentSecurityPolicy`, not cached, not sniffed, sent with no referrer.
+    static func pageHeaders(contentSecurityPolicy: String) -> HTTPFields {
+        [
+            .contentType: "text/html; charset=utf-8",
+            .cacheControl: "no-store",
+            .contentSecurityPolicy: contentSecurityPolicy,
+            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        ]
+    }
+
+    /// A served page with its `{{token}}` placeholder filled in: `required` when the listener
+    /// needs the token, else `none`.
+    static func page(_ template: String, headers: HTTPFields, tokenRequired: Bool) -> Response {
+        let page = template.replacing("{{token}}", with: tokenRequired ? "required" : "none")
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 }
