@@ -211,11 +211,17 @@ struct SettingValue: Sendable, Hashable {
     }
 
     func seconds(in range: ClosedRange<Double>) throws(ConfigurationError) -> Double {
-        guard let seconds = Double(value), seconds.isFinite, range.contains(seconds) else {
-            throw invalid(
-                "expected seconds between \(Self.decimal(range.lowerBound)) and \(Self.decimal(range.upperBound))")
+        try number(
+            in: range,
+            expected: "seconds between \(Self.decimal(range.lowerBound)) and \(Self.decimal(range.upperBound))")
+    }
+
+    /// A finite number within `range`; the refusal says it `expected` that (`a factor from 0 to 1`).
+    func number(in range: ClosedRange<Double>, expected: String) throws(ConfigurationError) -> Double {
+        guard let number = Double(value), number.isFinite, range.contains(number) else {
+            throw invalid("expected \(expected)")
         }
-        return seconds
+        return number
     }
 
     /// `15` rather than `15.0`, `0.01` as it is.

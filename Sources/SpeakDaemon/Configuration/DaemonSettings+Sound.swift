@@ -39,10 +39,7 @@ extension DaemonConfiguration {
             default: -16, shown: "-16"
         ) { value in
             if value.isNone { return nil }
-            guard let lufs = Double(value.value), lufs.isFinite, (-40.0...(-5.0)).contains(lufs) else {
-                throw value.invalid("expected LUFS from -40 to -5, or off")
-            }
-            return lufs
+            return try value.number(in: -40...(-5), expected: "LUFS from -40 to -5, or off")
         },
         DaemonSetting(
             "duck", \.duckRoles, valueName: "roles",
@@ -65,12 +62,7 @@ extension DaemonConfiguration {
             "duck-level", \.duckLevel, valueName: "factor",
             help: "How far --duck lowers the other streams: a linear factor of their volume, 0 to 1 (0.2 is -14 dB).",
             default: 0.2, shown: "0.2"
-        ) { value in
-            guard let level = Double(value.value), level.isFinite, (0.0...1.0).contains(level) else {
-                throw value.invalid("expected a factor from 0 to 1")
-            }
-            return level
-        },
+        ) { value in try value.number(in: 0...1, expected: "a factor from 0 to 1") },
         DaemonSetting(
             "media-role", \.mediaRole, valueName: "role",
             help: "PulseAudio/PipeWire media.role of speakd's stream (audio pulse or auto), for the server's ducking; "
