@@ -96,15 +96,7 @@ extension Speak {
         var id: String?
 
         func run() async throws {
-            if to != nil, id != nil {
-                throw ValidationError("--to goes without an id; an id names one announcement anywhere")
-            }
-            let client = try await connection.requireDaemon()
-            let base = id.map { "/v1/announcements/\(Cancel.escapePath($0))/pause" } ?? "/v1/pause"
-            var query = word ? ["at=word"] : []
-            if let to { query.append("output=\(Cancel.escapePath(to))") }
-            let path = query.isEmpty ? base : base + "?" + query.joined(separator: "&")
-            try await client.send("POST", path).printBody(orFailWith: "pause")
+            try await Speak.control("pause", id: id, to: to, query: word ? ["at=word"] : [], connection: connection)
         }
     }
 
@@ -121,14 +113,24 @@ extension Speak {
         var id: String?
 
         func run() async throws {
-            if to != nil, id != nil {
-                throw ValidationError("--to goes without an id; an id names one announcement anywhere")
-            }
-            let client = try await connection.requireDaemon()
-            var path = id.map { "/v1/announcements/\(Cancel.escapePath($0))/resume" } ?? "/v1/resume"
-            if let to { path += "?output=\(Cancel.escapePath(to))" }
-            try await client.send("POST", path).printBody(orFailWith: "resume")
+            try await Speak.control("resume", id: id, to: to, connection: connection)
         }
+    }
+
+    /// `speak pause` and `speak resume`: `POST /v1/announcements/ID/ACTION` for an id, else
+    /// `POST /v1/ACTION`, for the output `to` names when it names one; `query` adds the action's own.
+    static func control(
+        _ action: String, id: String?, to: String?, query: [String] = [], connection: ConnectionOptions
+    ) async throws {
+        if to != nil, id != nil {
+            throw ValidationError("--to goes without an id; an id names one announcement anywhere")
+        }
+        let client = try await connection.requireDaemon()
+        let base = id.map { "/v1/announcements/\(Cancel.escapePath($0))/\(action)" } ?? "/v1/\(action)"
+        var query = query
+        if let to { query.append("output=\(Cancel.escapePath(to))") }
+        let path = query.isEmpty ? base : base + "?" + query.joined(separator: "&")
+        try await client.send("POST", path).printBody(orFailWith: action)
     }
 
     /// `speak status`: the daemon's health and queue.
