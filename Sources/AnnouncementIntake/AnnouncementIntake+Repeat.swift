@@ -29,7 +29,7 @@ extension AnnouncementIntake {
                         + "\(SessionBook.rememberedPerOutput) heard ones until its session ends")
             }
             var holdsKey = false
-            if let key, remembered.request.isPrivate { holdsKey = isKey(key, of: id) }
+            if let key, remembered.request.delivery.isPrivate { holdsKey = isKey(key, of: id) }
             return try await again(remembered, answeringKey: holdsKey, origin: origin)
         } catch {
             countRefusal(error, origin: origin)
@@ -93,17 +93,17 @@ extension AnnouncementIntake {
     ) async throws(SpeakError) -> AnnouncementAccepted {
         var original = remembered.request
         // Asked for by a person: never dropped because the output is busy, never a redelivery.
-        original.dropIfBusy = false
+        original.delivery.dropIfBusy = false
         original.requestId = nil
-        original.expiresAfter = nil
+        original.delivery.expiresAfter = nil
         let (request, queued) = try await submitPersonalized(original, origin: origin)
         var accepted = queued
         if !answeringKey { accepted.key = nil }
         let output = request.output ?? AnnouncementOutputs.defaultName
         // A private announcement's text stays out of the stream when it is repeated too.
         var event = AnnouncementEvent(
-            type: .repeat, id: accepted.id, text: request.isPrivate ? "" : request.utterance.text,
-            priority: request.priority, timestamp: Date(), output: output)
+            type: .repeat, id: accepted.id, text: request.delivery.isPrivate ? "" : request.utterance.text,
+            priority: request.delivery.priority, timestamp: Date(), output: output)
         event.repeatOf = remembered.id
         outputs.publish(event)
         accepted.repeatOf = remembered.id

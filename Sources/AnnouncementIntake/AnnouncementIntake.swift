@@ -124,7 +124,7 @@ public struct AnnouncementIntake: Sendable {
         original: AnnouncementRequest, personalized: AnnouncementRequest, prepared: PreparedAnnouncement
     ) {
         var request = request
-        if request.isPrivate, request.output == nil { request.output = try queue(for: request).output }
+        if request.delivery.isPrivate, request.output == nil { request.output = try queue(for: request).output }
         // A session is one listener's at one output: an announcement to several zones is heard
         // by the hall, and no session changes it.
         let personalized = try zones(for: request) == nil ? await sessions.personalize(request) : request
@@ -166,7 +166,7 @@ public struct AnnouncementIntake: Sendable {
         return try await countingRefusal(origin: origin, output: { output }) { () async throws(SpeakError) in
             let request = try decode(body)
             output = request.output
-            guard !request.isPrivate else {
+            guard !request.delivery.isPrivate else {
                 throw .invalidValue(
                     field: "private", "a private announcement is never rendered ahead: its audio would be kept")
             }
@@ -210,7 +210,7 @@ public struct AnnouncementIntake: Sendable {
         }
         try checkChimes(of: request)
         var speech = try await prepare(request.utterance)
-        speech.isPrivate = request.isPrivate
+        speech.isPrivate = request.delivery.isPrivate
         var prepared: PreparedAnnouncement
         do {
             prepared = try PreparedAnnouncement(request, speech: speech)
@@ -246,7 +246,7 @@ public struct AnnouncementIntake: Sendable {
         } else {
             return nil
         }
-        guard !request.isPrivate else {
+        guard !request.delivery.isPrivate else {
             throw .invalidValue(
                 field: "output", "a private announcement is spoken on one private output, never in several zones")
         }
@@ -261,7 +261,9 @@ public struct AnnouncementIntake: Sendable {
     /// on a private output, which it may leave unnamed when exactly one is configured
     /// (docs/privacy.md). A private announcement is refused rather than spoken aloud.
     public func queue(for request: AnnouncementRequest) throws(SpeakError) -> AnnouncementQueue {
-        guard request.isPrivate else { return try queue(named: request.output ?? AnnouncementOutputs.defaultName) }
+        guard request.delivery.isPrivate else {
+            return try queue(named: request.output ?? AnnouncementOutputs.defaultName)
+        }
         if let name = request.output {
             let queue = try queue(named: name)
             guard privateOutputs.contains(name) else {
@@ -313,7 +315,7 @@ public struct AnnouncementIntake: Sendable {
 
     /// Checks that the chimes `request` names (`chime`, `chimeAfter`) are configured.
     func checkChimes(of request: AnnouncementRequest) throws(SpeakError) {
-        for (field, choice) in [("chime", request.chime), ("chimeAfter", request.chimeAfter)] {
+        for (field, choice) in [("chime", request.delivery.chime), ("chimeAfter", request.delivery.chimeAfter)] {
             if case .named(let name) = choice, !limits.chimes.contains(name) {
                 let known = limits.chimes.isEmpty ? "none are configured" : limits.chimes.joined(separator: ", ")
                 throw .notFound(field: field, "no chime named '\(name)' (\(known))")
@@ -338,7 +340,7 @@ public struct AnnouncementIntake: Sendable {
             }
             do {
                 let accepted = try await outputs.submit(prepared, zones: zones) { down($0) }
-                counters.accepted(prepared.priority)
+                counters.accepted(prepared.delivery.priority)
                 return accepted
             } catch {
                 throw .scheduling(error)
@@ -359,10 +361,10 @@ public struct AnnouncementIntake: Sendable {
             throw .scheduling(error)
         }
         // Its poster's capability: the key shows the text, which nothing else does.
-        if prepared.isPrivate {
+        if prepared.delivery.isPrivate {
             accepted.key = privateTexts.key(for: accepted.id, text: prepared.speech.utterance.text)
         }
-        counters.accepted(prepared.priority)
+        counters.accepted(prepared.delivery.priority)
         return accepted
     }
 }

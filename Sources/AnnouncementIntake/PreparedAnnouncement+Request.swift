@@ -13,16 +13,6 @@ extension PreparedAnnouncement {
         // A programming error, not a client's: checked in debug builds.
         assert(speech.utterance == request.utterance, "the prepared utterance is not the request's")
         try request.validate()
-        self.init(speech: speech)
-        priority = request.priority
-        queue = request.queue
-        expiresAfter = request.expiresAfter
-        chime = request.chime
-        chimeAfter = request.chimeAfter
-        self.repeat = request.repeat
-        replaceGroup = request.replaceGroup
-        replaces = request.replaces
-        dropIfBusy = request.dropIfBusy
-        isPrivate = request.isPrivate
+        self.init(speech: speech, delivery: request.delivery)
     }
 }

@@ -65,7 +65,7 @@ public struct SessionPreferences: Sendable, Hashable {
         request.utterance = utterance
         guard !headsetOut else { return request }
         if let moveTo { request.output = moveTo }
-        if isPrivate { request.isPrivate = true }
+        if isPrivate { request.delivery.isPrivate = true }
         return request
     }
 

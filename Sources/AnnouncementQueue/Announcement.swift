@@ -8,43 +8,29 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     /// What to say, validated and compiled by the renderer where it was accepted: the speaker
     /// renders it as it is.
     public var speech: PreparedUtterance
-    public var priority: AnnouncementPriority
-    /// `false` is Apple's interrupting announcement: it interrupts a lower or equal
-    /// (non-high) announcement that is speaking.
-    public var queue: Bool
-    /// Seconds it may wait before it starts; nil waits for ever.
-    public var expiresAfter: Double?
-    /// The chime before the speech; the speaker knows the priorities' defaults.
-    public var chime: ChimeChoice = .priorityDefault
-    /// The chime after the speech; the speaker knows the priorities' defaults.
-    public var chimeAfter: ChimeChoice = .priorityDefault
-    /// How many times it is spoken as this one announcement; nil once.
-    public var `repeat`: AnnouncementRepeat?
-    /// Announcements of the same group replace one another: the newest accepted finishes the
-    /// others `discarded`.
-    public var replaceGroup: String?
-    /// A private announcement (`"private": true`): its text leaves the queue in no event or
-    /// status, only to the holder of `key`.
-    public var isPrivate = false
+    /// How it is delivered (priority, interruption, expiry, chimes, repeats, groups, privacy), as
+    /// the request gave it and the intake checked it; the speaker knows the priorities' default
+    /// chimes.
+    public var delivery: AnnouncementDelivery
     /// Where it came from (`AnnouncementOrigin`): its lifecycle events carry it.
     public var origin: AnnouncementOrigin?
     /// Its speech rendered ahead of time (`PreparedAnnouncement.prerendered`), or nil.
     public var prerendered: [PCMChunk]?
 
     public init(
-        id: String, speech: PreparedUtterance, priority: AnnouncementPriority = .default,
-        queue: Bool = true, expiresAfter: Double? = nil
+        id: String, speech: PreparedUtterance, delivery: AnnouncementDelivery = AnnouncementDelivery(),
+        origin: AnnouncementOrigin? = nil, prerendered: [PCMChunk]? = nil
     ) {
         self.id = id
         self.speech = speech
-        self.priority = priority
-        self.queue = queue
-        self.expiresAfter = expiresAfter
+        self.delivery = delivery
+        self.origin = origin
+        self.prerendered = prerendered
     }
 
     /// The utterance as the client gave it.
     public var utterance: Utterance { speech.utterance }
 
     /// The text as events and statuses show it: empty for a private announcement.
-    public var shownText: String { isPrivate ? "" : speech.utterance.text }
+    public var shownText: String { delivery.isPrivate ? "" : speech.utterance.text }
 }

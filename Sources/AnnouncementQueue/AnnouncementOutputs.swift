@@ -231,10 +231,10 @@ public struct AnnouncementOutputs: Sendable {
             id = String(repeating: "0", count: 12 - number.count) + number
         } while !ids.claim(id)
         var queued = AnnouncementEvent(
-            type: .queued, id: id, text: prepared.isPrivate ? "" : prepared.speech.utterance.text,
-            priority: prepared.priority, timestamp: Date(), output: zones.joined(separator: ","))
+            type: .queued, id: id, text: prepared.delivery.isPrivate ? "" : prepared.speech.utterance.text,
+            priority: prepared.delivery.priority, timestamp: Date(), output: zones.joined(separator: ","))
         queued.origin = prepared.origin
-        queued.isPrivate = prepared.isPrivate
+        queued.isPrivate = prepared.delivery.isPrivate
         let byName = self.byName
         let claimed = id
         let zoned = ZoneAnnouncement(

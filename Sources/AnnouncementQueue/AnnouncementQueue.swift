@@ -278,16 +278,17 @@ public actor AnnouncementQueue {
         _ prepared: PreparedAnnouncement, member: ZoneMember? = nil
     ) throws(AnnouncementQueueError) -> AnnouncementAccepted {
         guard phase == .open else { throw .shuttingDown }
+        let delivery = prepared.delivery
         let startsNow = speaking == nil && canStart
         // What it replaces does not make the queue busy: it goes anyway.
-        let replaced = Set(prepared.replaces + [prepared.replaceGroup].compactMap { $0 })
-        if prepared.dropIfBusy, isBusy(ignoring: replaced) {
+        let replaced = Set(delivery.replaces + [delivery.replaceGroup].compactMap { $0 })
+        if delivery.dropIfBusy, isBusy(ignoring: replaced) {
             return drop(prepared, member: member)
         }
         let share = prepared.share
         let places = share == .live ? capacity : shareCapacity
         if !startsNow && waiting.count(in: share) >= places {
-            guard let victim = waiting.displacementCandidate(below: prepared.priority, in: share) else {
+            guard let victim = waiting.displacementCandidate(below: delivery.priority, in: share) else {
                 logger.debug(
                     "announcement refused, queue full",
                     metadata: ["queue.capacity": "\(places)", "queue.share": "\(share.rawValue)"])
@@ -298,25 +299,18 @@ public actor AnnouncementQueue {
         }
 
         acceptedCount += 1
-        var announcement = Announcement(
-            id: member?.group.id ?? makeID(), speech: prepared.speech, priority: prepared.priority,
-            queue: prepared.queue, expiresAfter: prepared.expiresAfter)
-        announcement.chime = prepared.chime
-        announcement.chimeAfter = prepared.chimeAfter
-        announcement.repeat = prepared.repeat
-        announcement.replaceGroup = prepared.replaceGroup
-        announcement.isPrivate = prepared.isPrivate
-        announcement.origin = prepared.origin
-        announcement.prerendered = prepared.prerendered
+        let announcement = Announcement(
+            id: member?.group.id ?? makeID(), speech: prepared.speech, delivery: delivery,
+            origin: prepared.origin, prerendered: prepared.prerendered)
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.share = share
         pending.member = member
         if member == nil { publish(.queued, pending) }
-        if let group = prepared.replaceGroup { replace(group: group, by: announcement.id) }
-        for group in prepared.replaces where group != prepared.replaceGroup {
+        if let group = delivery.replaceGroup { replace(group: group, by: announcement.id) }
+        for group in delivery.replaces where group != delivery.replaceGroup {
             replace(group: group, by: announcement.id, newer: false)
         }
-        if let seconds = prepared.expiresAfter, !startsNow {
+        if let seconds = delivery.expiresAfter, !startsNow {
             pending.expiry = expiryTimer(id: announcement.id, after: seconds)
         }
         waiting.insert(pending)
@@ -340,11 +334,9 @@ public actor AnnouncementQueue {
     /// Accepts `prepared` only to finish it `discarded` at once (`dropIfBusy` on a busy queue).
     private func drop(_ prepared: PreparedAnnouncement, member: ZoneMember?) -> AnnouncementAccepted {
         acceptedCount += 1
-        var announcement = Announcement(
-            id: member?.group.id ?? makeID(), speech: prepared.speech, priority: prepared.priority,
-            queue: prepared.queue, expiresAfter: prepared.expiresAfter)
-        announcement.isPrivate = prepared.isPrivate
-        announcement.origin = prepared.origin
+        let announcement = Announcement(
+            id: member?.group.id ?? makeID(), speech: prepared.speech, delivery: prepared.delivery,
+            origin: prepared.origin)
         var pending = PendingAnnouncement(announcement: announcement, order: acceptedCount)
         pending.member = member
         if member == nil { publish(.queued, pending) }
@@ -355,7 +347,7 @@ public actor AnnouncementQueue {
     /// Whether anything speaks (and is not stopping) or waits, other than announcements of `groups`.
     private func isBusy(ignoring groups: Set<String>) -> Bool {
         func counts(_ pending: PendingAnnouncement) -> Bool {
-            pending.announcement.replaceGroup.map { !groups.contains($0) } ?? true
+            pending.announcement.delivery.replaceGroup.map { !groups.contains($0) } ?? true
         }
         if let current = speaking, current.stopReason == nil, counts(current.pending) { return true }
         return waiting.items.contains(where: counts)
@@ -368,10 +360,10 @@ public actor AnnouncementQueue {
         let detail =
             newer
             ? "replaced by \(id), newer in replaceGroup '\(group)'" : "replaced by \(id), which replaces '\(group)'"
-        for other in waiting.items where other.announcement.replaceGroup == group {
+        for other in waiting.items where other.announcement.delivery.replaceGroup == group {
             if let removed = waiting.remove(id: other.id) { finish(removed, reason: .discarded, detail: detail) }
         }
-        if let current = speaking, current.pending.announcement.replaceGroup == group {
+        if let current = speaking, current.pending.announcement.delivery.replaceGroup == group {
             stopSpeaking(reason: .discarded, detail: detail)
         }
     }
@@ -613,7 +605,7 @@ public actor AnnouncementQueue {
     private var canStart: Bool { phase == .open && runners > 0 && isSpeakerReady }
 
     private func interrupts(_ pending: PendingAnnouncement, _ current: PendingAnnouncement) -> Bool {
-        let new = pending.announcement
+        let new = pending.announcement.delivery
         guard current.priority < .high else { return false }
         // A scheduled or SSIP announcement never cuts off a live one of its own priority.
         if pending.share != .live, current.share == .live, new.priority == current.priority { return false }
@@ -772,7 +764,7 @@ public actor AnnouncementQueue {
         let broadcaster = self.broadcaster
         let id = pending.id
         let text = pending.announcement.shownText
-        let isPrivate = pending.announcement.isPrivate
+        let isPrivate = pending.announcement.delivery.isPrivate
         let priority = pending.priority
         let timing = playbackTiming
         let output = self.output
@@ -804,7 +796,7 @@ public actor AnnouncementQueue {
             type: .started, id: pending.id, text: pending.announcement.shownText, priority: pending.priority,
             timestamp: Date(), output: output)
         event.origin = pending.announcement.origin
-        event.isPrivate = pending.announcement.isPrivate
+        event.isPrivate = pending.announcement.delivery.isPrivate
         return event
     }
 
@@ -819,7 +811,7 @@ public actor AnnouncementQueue {
             timestamp: timestamp ?? Date(), success: success, reason: reason, voice: voice, detail: detail,
             output: output)
         event.origin = pending.announcement.origin
-        event.isPrivate = pending.announcement.isPrivate
+        event.isPrivate = pending.announcement.delivery.isPrivate
         if send { broadcaster.publish(event) }
         return event
     }
@@ -838,7 +830,7 @@ public actor AnnouncementQueue {
         pending.member?.group.zoneEnded(event, zone: output)
         logger.debug(
             "announcement finished", metadata: ["announcement.id": "\(pending.id)", "announcement.reason": "\(reason)"])
-        if pending.announcement.isPrivate, finishedMemory > 0 { privateFinished.insert(pending.id) }
+        if pending.announcement.delivery.isPrivate, finishedMemory > 0 { privateFinished.insert(pending.id) }
         remember(event)
         if let waiters = finishWaiters.removeValue(forKey: pending.id) {
             for continuation in waiters.values { continuation.resume(returning: event) }
@@ -891,7 +883,7 @@ public actor AnnouncementQueue {
     private func status(of pending: PendingAnnouncement, position: Int) -> AnnouncementStatus {
         AnnouncementStatus(
             id: pending.id, text: pending.announcement.shownText, priority: pending.priority, state: .queued,
-            position: position, output: output, private: pending.announcement.isPrivate ? true : nil)
+            position: position, output: output, private: pending.announcement.delivery.isPrivate ? true : nil)
     }
 
     /// A finished announcement as its `finished` event describes it.

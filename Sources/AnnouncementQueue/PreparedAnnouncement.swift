@@ -15,24 +15,9 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     /// The outputs (zones) that all hear it at once, each once, when the request named several
     /// or a zone group (`AnnouncementOutputs.submit(_:zones:isDown:)`); nil for one output.
     public var zones: [String]?
-    public var priority: AnnouncementPriority = .default
-    /// `false` interrupts a lower or equal (non-high) announcement that is speaking.
-    public var queue = true
-    /// Seconds it may wait before it starts; nil waits for ever.
-    public var expiresAfter: Double?
-    /// The chimes before and after the speech.
-    public var chime: ChimeChoice = .priorityDefault
-    public var chimeAfter: ChimeChoice = .priorityDefault
-    /// How many times it is spoken as this one announcement; nil once.
-    public var `repeat`: AnnouncementRepeat?
-    /// Its group: the newest accepted of a group finishes the others `discarded`.
-    public var replaceGroup: String?
-    /// Other groups it finishes `discarded`.
-    public var replaces: [String] = []
-    /// Finished `discarded` at once, rather than waiting, when anything else speaks or waits.
-    public var dropIfBusy = false
-    /// Its text leaves the queue in no event or status.
-    public var isPrivate = false
+    /// What the queue does with it: priority, interruption, expiry, chimes, repeats, groups,
+    /// privacy.
+    public var delivery = AnnouncementDelivery()
     /// Where it came from: its front and sender, as the audit log records them. It decides
     /// whose places it takes (`share`).
     public var origin: AnnouncementOrigin?
@@ -44,8 +29,11 @@ public struct PreparedAnnouncement: Sendable, Hashable {
     /// share of the queue, beside the live announcements' (`QueueShare`).
     public var share: QueueShare { QueueShare(origin: origin) }
 
-    /// - Parameter speech: what to say, as the renderer prepared it; the rest is set after.
-    public init(speech: PreparedUtterance) {
+    /// - Parameters:
+    ///   - speech: what to say, as the renderer prepared it.
+    ///   - delivery: what the queue does with it; the rest is set after.
+    public init(speech: PreparedUtterance, delivery: AnnouncementDelivery = AnnouncementDelivery()) {
         self.speech = speech
+        self.delivery = delivery
     }
 }

@@ -13,7 +13,7 @@ struct PendingAnnouncement: Sendable {
     var member: ZoneMember?
 
     var id: String { announcement.id }
-    var priority: AnnouncementPriority { announcement.priority }
+    var priority: AnnouncementPriority { announcement.delivery.priority }
 }
 
 /// Waiting announcements in the order they will be spoken: high, then default, then low;
@@ -41,7 +41,7 @@ struct WaitingList: Sendable {
         guard new.priority == waiting.priority else { return new.priority > waiting.priority }
         let newIsLive = new.share == .live
         guard newIsLive == (waiting.share == .live) else { return newIsLive }
-        return new.priority == .default && !new.announcement.queue
+        return new.priority == .default && !new.announcement.delivery.queue
     }
 
     mutating func popFirst() -> PendingAnnouncement? {

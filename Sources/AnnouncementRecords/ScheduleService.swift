@@ -262,7 +262,7 @@ public actor ScheduleService: Service {
         } catch {
             throw SpeakError(announcement: error)
         }
-        guard !request.isPrivate else {
+        guard !request.delivery.isPrivate else {
             throw SpeakError(
                 .invalid, name: "invalidValue",
                 "a scheduled announcement cannot be private: its text would be stored in the database",

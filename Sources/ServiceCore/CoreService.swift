@@ -161,7 +161,7 @@ public struct CoreService: SpeakService {
         let queueOnly: Set = ["queue", "expiresAfter", "requestId"]
         let soundOnly: Set = ["chime", "chimeAfter", "repeat", "output", "priority"]
         for key in decoded.keys where queueOnly.contains(key) || (raw && soundOnly.contains(key)) {
-            if key == "queue", decoded.request.queue { continue }
+            if key == "queue", decoded.request.delivery.queue { continue }
             let why =
                 queueOnly.contains(key)
                 ? "POST /v1/speech renders without queueing, so '\(key)' does not apply; leave it out"

@@ -133,9 +133,9 @@ struct AnnouncementOptions: ParsableArguments {
                 throw SpeakFailure.invalidInput("--json \(json): \(error)")
             }
             request.utterance.defaults = defaults.inheriting(from: request.utterance.defaults)
-            if let priorityOption { request.priority = priorityOption }
-            if interrupt { request.queue = false }
-            if let expiresAfter { request.expiresAfter = expiresAfter }
+            if let priorityOption { request.delivery.priority = priorityOption }
+            if interrupt { request.delivery.queue = false }
+            if let expiresAfter { request.delivery.expiresAfter = expiresAfter }
             if to != nil { (request.output, request.outputs) = addressed }
         } else {
             request = AnnouncementRequest(
@@ -143,12 +143,13 @@ struct AnnouncementOptions: ParsableArguments {
                 expiresAfter: expiresAfter)
             (request.output, request.outputs) = addressed
         }
-        if let chime { request.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
+        if let chime { request.delivery.chime = ["none", "off"].contains(chime.lowercased()) ? .none : .named(chime) }
         if let chimeAfter {
-            request.chimeAfter = ["none", "off"].contains(chimeAfter.lowercased()) ? .none : .named(chimeAfter)
+            request.delivery.chimeAfter =
+                ["none", "off"].contains(chimeAfter.lowercased()) ? .none : .named(chimeAfter)
         }
-        if let repetition { request.repeat = repetition }
-        if isPrivate { request.isPrivate = true }
+        if let repetition { request.delivery.repeat = repetition }
+        if isPrivate { request.delivery.isPrivate = true }
         do {
             try request.utterance.validate(limits: .default)
         } catch {

@@ -114,7 +114,7 @@ struct FleetOptions: ParsableArguments {
         let body = try WireFormat.encoder().encode(request)
         let message = MQTTOutgoing(
             topic: topic, payload: body, responseTopic: wait ? replies : nil, correlationData: Data(requestId.utf8),
-            messageExpiry: request.expiresAfter.map { UInt32(min($0.rounded(.up), Double(UInt32.max))) })
+            messageExpiry: request.delivery.expiresAfter.map { UInt32(min($0.rounded(.up), Double(UInt32.max))) })
         client.start()
         defer { client.stop() }
         let deadline = ContinuousClock.now + .seconds(timeout ?? 30)

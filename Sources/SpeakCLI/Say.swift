@@ -114,7 +114,7 @@ extension Speak {
                 audio ?? ProcessInfo.processInfo.environment["SPEAKD_AUDIO"] ?? "auto",
                 flag: audio == nil ? "SPEAKD_AUDIO" : "--audio")
             let finished = try await LocalSpeech.speak(
-                request.utterance, priority: request.priority, on: sink, loudness: target)
+                request.utterance, priority: request.delivery.priority, on: sink, loudness: target)
             if wait { print(try LocalSpeech.json(finished)) }
             guard finished.success == true else {
                 throw SpeakFailure.notCompleted(finished.detail ?? "speech did not complete")

@@ -189,7 +189,8 @@ public final class FleetLink: Service, Sendable {
             }
             return
         }
-        request.expiresAfter = Self.expiresAfter(body: request.expiresAfter, messageExpiry: message.messageExpiry)
+        request.delivery.expiresAfter = Self.expiresAfter(
+            body: request.delivery.expiresAfter, messageExpiry: message.messageExpiry)
         let accepted: AnnouncementAccepted
         do {
             // The same `accept` as every front's: it counts and records the refusal.

@@ -226,9 +226,9 @@ final class SSIPSession {
             utterance: utterance, priority: SSIPMapping.priority(settings.priority),
             // A sound icon is its chime alone: no chime after it, whatever the priority's default.
             chime: icon.map { .named($0) } ?? .priorityDefault, chimeAfter: icon == nil ? .priorityDefault : .none)
-        request.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
-        request.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority)
-        request.replaces = SSIPMapping.replaces(settings.priority)
+        request.delivery.replaceGroup = SSIPMapping.replaceGroup(settings.priority)
+        request.delivery.dropIfBusy = SSIPMapping.dropIfBusy(settings.priority)
+        request.delivery.replaces = SSIPMapping.replaces(settings.priority)
         return SSIPRequest(request: request, isPlainText: !ssml && !spellOut && icon == nil)
     }
 

@@ -207,10 +207,9 @@ extension PreparedAnnouncement {
         _ text: String, priority: AnnouncementPriority = .default, queue: Bool = true, expiresAfter: Double? = nil,
         output: String? = nil
     ) -> PreparedAnnouncement {
-        var prepared = PreparedAnnouncement(speech: .unrendered(text))
-        prepared.priority = priority
-        prepared.queue = queue
-        prepared.expiresAfter = expiresAfter
+        var prepared = PreparedAnnouncement(
+            speech: .unrendered(text),
+            delivery: AnnouncementDelivery(priority: priority, queue: queue, expiresAfter: expiresAfter))
         prepared.output = output
         return prepared
     }

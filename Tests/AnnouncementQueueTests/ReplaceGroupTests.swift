@@ -13,9 +13,9 @@ struct ReplaceGroupTests {
         replaces: [String] = []
     ) async throws -> AnnouncementAccepted {
         var prepared = PreparedAnnouncement.unrendered(text)
-        prepared.replaceGroup = group
-        prepared.dropIfBusy = dropIfBusy
-        prepared.replaces = replaces
+        prepared.delivery.replaceGroup = group
+        prepared.delivery.dropIfBusy = dropIfBusy
+        prepared.delivery.replaces = replaces
         return try await harness.queue.submit(prepared)
     }
 
@@ -99,9 +99,9 @@ struct ReplaceGroupTests {
     @Test func theRequestFieldsDecodeAndAreChecked() throws {
         let request = try AnnouncementRequest.decode(
             json: Data(#"{"text":"Hi","replaceGroup":"arrivals","dropIfBusy":true}"#.utf8))
-        #expect(request.replaceGroup == "arrivals")
-        #expect(request.dropIfBusy)
-        #expect(try AnnouncementRequest.decode(json: Data(#"{"text":"Hi"}"#.utf8)).dropIfBusy == false)
+        #expect(request.delivery.replaceGroup == "arrivals")
+        #expect(request.delivery.dropIfBusy)
+        #expect(try AnnouncementRequest.decode(json: Data(#"{"text":"Hi"}"#.utf8)).delivery.dropIfBusy == false)
         #expect {
             try AnnouncementRequest.decode(json: Data(#"{"text":"Hi","replaceGroup":""}"#.utf8))
         } throws: { error in
@@ -113,9 +113,10 @@ struct ReplaceGroupTests {
             (error as? RequestBodyError)?.errorResponse.error.field == "dropIfBusy"
         }
         #expect(
-            try AnnouncementRequest.decode(json: Data(#"{"text":"Hi","replaces":["a","b"]}"#.utf8)).replaces == [
-                "a", "b",
-            ])
+            try AnnouncementRequest.decode(json: Data(#"{"text":"Hi","replaces":["a","b"]}"#.utf8)).delivery.replaces
+                == [
+                    "a", "b",
+                ])
         for (body, field) in [
             (#"{"text":"Hi","replaces":"a"}"#, "replaces"), (#"{"text":"Hi","replaces":["a",""]}"#, "replaces[1]"),
             (#"{"text":"Hi","replaces":["1","2","3","4","5","6","7","8","9"]}"#, "replaces"),

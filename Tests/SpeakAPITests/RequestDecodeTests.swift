@@ -87,7 +87,7 @@ struct RequestDecodeTests {
             json: Data(#"{"text": "Doors closing", "priority": "high", "queue": false}"#.utf8))
         #expect(plain.textField == "text")
         #expect(Set(plain.keys) == ["text", "priority", "queue"])
-        #expect(plain.request.priority == .high && !plain.request.queue)
+        #expect(plain.request.delivery.priority == .high && !plain.request.delivery.queue)
         let ssml = try AnnouncementRequest.decodeNamingText(json: Data(#"{"ssml": "<speak>Hi</speak>"}"#.utf8))
         #expect(ssml.textField == "ssml")
     }

@@ -58,11 +58,11 @@ import Testing
     @Test func privateBecomesTheRequestField() throws {
         let say = try #require(try Speak.parseAsRoot(["--private", "Your", "PIN"]) as? Speak.Say)
         let request = try say.readRequest()
-        #expect(request.isPrivate)
+        #expect(request.delivery.isPrivate)
         let body = try JSONSerialization.jsonObject(with: JSONEncoder().encode(request)) as? [String: Any]
         #expect(body?["private"] as? Bool == true)
         let plain = try #require(try Speak.parseAsRoot(["hi"]) as? Speak.Say)
-        #expect(try !plain.readRequest().isPrivate)
+        #expect(try !plain.readRequest().delivery.isPrivate)
         #expect(Speak.Say.helpMessage().contains("--private"))
     }
 
@@ -71,24 +71,24 @@ import Testing
             try Speak.parseAsRoot(["--chime", "two-tone", "--repeat", "3", "--repeat-gap", "0.5", "Gate", "B"])
                 as? Speak.Say)
         let request = try say.readRequest()
-        #expect(request.chime == .named("two-tone"))
-        #expect(request.repeat == AnnouncementRepeat(count: 3, gap: 0.5))
+        #expect(request.delivery.chime == .named("two-tone"))
+        #expect(request.delivery.repeat == AnnouncementRepeat(count: 3, gap: 0.5))
         let none = try #require(try Speak.parseAsRoot(["--chime", "none", "hi"]) as? Speak.Say)
-        #expect(try none.readRequest().chime == ChimeChoice.none)
-        #expect(try none.readRequest().repeat == nil)
+        #expect(try none.readRequest().delivery.chime == ChimeChoice.none)
+        #expect(try none.readRequest().delivery.repeat == nil)
         let body =
             try JSONSerialization.jsonObject(with: JSONEncoder().encode(try none.readRequest())) as? [String: Any]
         #expect(body?["chime"] is NSNull)
         #expect(body?["chimeAfter"] == nil)
 
         let after = try #require(try Speak.parseAsRoot(["--chime-after", "ding", "hi"]) as? Speak.Say)
-        #expect(try after.readRequest().chimeAfter == .named("ding"))
-        #expect(try after.readRequest().chime == .priorityDefault)
+        #expect(try after.readRequest().delivery.chimeAfter == .named("ding"))
+        #expect(try after.readRequest().delivery.chime == .priorityDefault)
         let afterBody =
             try JSONSerialization.jsonObject(with: JSONEncoder().encode(try after.readRequest())) as? [String: Any]
         #expect(afterBody?["chimeAfter"] as? String == "ding")
         let decoded = try AnnouncementRequest.decode(json: JSONEncoder().encode(try after.readRequest()))
-        #expect(decoded.chimeAfter == .named("ding"))
+        #expect(decoded.delivery.chimeAfter == .named("ding"))
     }
 
     /// `--clip NAME` plays the daemon's clips before the text, in order; alone it plays only them.

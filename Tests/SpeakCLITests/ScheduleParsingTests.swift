@@ -26,7 +26,8 @@ struct ScheduleParsingTests {
         let say = try #require(try Speak.parseAsRoot(speech) as? Speak.Say)
         let announcement = try add.announcement.readRequest()
         #expect(announcement == (try say.readRequest()))
-        #expect(announcement.priority == .high && announcement.output == "hall" && !announcement.queue)
+        #expect(
+            announcement.delivery.priority == .high && announcement.output == "hall" && !announcement.delivery.queue)
         #expect(announcement.utterance.text == "Doors closing")
 
         let body = try json(try add.body(announcement: announcement))

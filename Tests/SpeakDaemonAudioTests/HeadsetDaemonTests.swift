@@ -77,7 +77,7 @@ struct HeadsetDaemonTests {
 
             let body = AnnouncementRequest(utterance: Utterance(longText))
             var privateBody = body
-            privateBody.isPrivate = true
+            privateBody.delivery.isPrivate = true
             let began = ContinuousClock.now
             let failed = try await unix.send("POST", "/v1/announcements?wait=true", json: privateBody)
                 .decode(AnnouncementEvent.self)

@@ -153,7 +153,7 @@ struct ScheduleDefinitionTests {
     @Test func theAnnouncementIsDecodedAsAnAnnouncementBodyIs() throws {
         let definition = try ScheduleDefinition(
             json: Data(#"{"announcement": {"text": "Doors", "priority": "high"}, "at": "2026-12-01T17:45:00Z"}"#.utf8))
-        #expect(definition.request.priority == .high)
+        #expect(definition.request.delivery.priority == .high)
         #expect(definition.request.utterance.text == "Doors")
         let cases = [
             (#"{"text": "a", "pich": 1}"#, "announcement.pich", "malformed"),

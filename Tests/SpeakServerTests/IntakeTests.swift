@@ -40,8 +40,10 @@ struct IntakeTests {
             outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
         let request = AnnouncementRequest(utterance: Utterance("Platform four."), expiresAfter: 30)
         let prepared = try await intake.prepare(request)
-        #expect(prepared.priority == request.priority && prepared.queue == request.queue)
-        #expect(prepared.expiresAfter == 30 && prepared.output == "default" && !prepared.isPrivate)
+        #expect(
+            prepared.delivery.priority == request.delivery.priority && prepared.delivery.queue == request.delivery.queue
+        )
+        #expect(prepared.delivery.expiresAfter == 30 && prepared.output == "default" && !prepared.delivery.isPrivate)
         #expect(prepared.speech.utterance == request.utterance)
         let accepted = try await intake.submit(prepared)
         #expect(accepted.state == .speaking)

@@ -177,18 +177,20 @@ struct SessionTests {
         #expect(started.session.isPrivate == true && started.session.headsetOut == nil)
 
         let moved = try await intake.accept(Data(#"{"text": "Your PIN"}"#.utf8)).request
-        #expect(moved.output == "headset" && moved.isPrivate)
+        #expect(moved.output == "headset" && moved.delivery.isPrivate)
 
         await book.book.headset(output: "headset", present: false)
         let waiting = await book.events.waitForSession { $0.contains { $0.session?.session.headsetOut == true } }
         #expect(waiting?.session?.change == .changed)
         let stays = try await intake.accept(Data(#"{"text": "Thank you"}"#.utf8)).request
-        #expect(stays.output == nil && !stays.isPrivate, "the move and the privacy wait while the headset is out")
+        #expect(
+            stays.output == nil && !stays.delivery.isPrivate,
+            "the move and the privacy wait while the headset is out")
 
         await book.book.headset(output: "headset", present: true)
         #expect(await book.book.list().first?.headsetOut == nil)
         let again = try await intake.accept(Data(#"{"text": "Your balance"}"#.utf8)).request
-        #expect(again.output == "headset" && again.isPrivate)
+        #expect(again.output == "headset" && again.delivery.isPrivate)
         await book.shutdown()
     }
 

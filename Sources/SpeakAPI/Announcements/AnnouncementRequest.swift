@@ -11,30 +11,15 @@ import Glibc
 /// On the wire this is one flat JSON object: the utterance fields (`text` or `spans`, `ssml`,
 /// `language`, `pitch`, …) next to `priority`, `queue`, `expiresAfter` and `output`.
 public struct AnnouncementRequest: Sendable, Hashable, Codable {
-    /// The longest `expiresAfter` the queue accepts, in seconds (one day).
-    public static let maximumExpiresAfter: Double = 86_400
     /// The longest `requestId`, in characters.
     public static let maximumRequestIdLength = 128
-    /// The longest `replaceGroup`, in characters.
-    public static let maximumReplaceGroupLength = 64
-    /// The most groups `replaces` may name.
-    public static let maximumReplacesCount = 8
 
     /// What to say.
     public var utterance: Utterance
-    /// How urgently it wants to be heard; `default` when absent.
-    public var priority: AnnouncementPriority
-    /// `false` interrupts a speaking announcement of lower or equal, non-high priority.
-    public var queue: Bool
-    /// Seconds it may wait before it starts; nil waits for ever.
-    public var expiresAfter: Double?
-    /// The chime played before the speech; absent on the wire is the priority's default.
-    public var chime: ChimeChoice = .priorityDefault
-    /// The chime played after the speech (`"chimeAfter"`); absent on the wire is the priority's
-    /// default.
-    public var chimeAfter: ChimeChoice = .priorityDefault
-    /// How many times it is spoken, and the silence between; nil once.
-    public var `repeat`: AnnouncementRepeat?
+    /// How the queue delivers it: priority, interruption, expiry, chimes, repeats, replace groups,
+    /// privacy. On the wire its keys stand flat beside the utterance's (`"priority"`, `"queue"`,
+    /// `"private"`, …).
+    public var delivery: AnnouncementDelivery
     /// The sender's name for this request, so a request delivered twice (an MQTT message
     /// redelivered after a reconnect) is spoken once; 1 to 128 Unicode scalars (JSON Schema's
     /// `maxLength`). The HTTP API ignores it.
@@ -47,26 +32,13 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     /// Each name at most once, at least one. The daemon answers a name it does not have with 422
     /// naming `output[INDEX]`.
     public var outputs: [String]?
-    /// A name shared by announcements of which only the newest matters (an arrival board, a
-    /// progress report): accepting one finishes every other one of the same group in its
-    /// output's queue, waiting or speaking, `discarded`. 1 to 64 characters; nil for none.
-    public var replaceGroup: String?
-    /// Accepted only to be dropped (`finished`, `discarded`) when its output's queue is busy
-    /// (something speaking or waiting): for notices that are worth nothing later.
-    public var dropIfBusy: Bool = false
-    /// `"private"`: spoken only on an output configured private (`--output NAME=SPEC,private`),
-    /// and its text is left out of every event, log line, listing and status page (docs/privacy.md).
-    public var isPrivate: Bool = false
-    /// Other replace groups this announcement replaces: accepting it finishes every announcement
-    /// of these groups in its output's queue, waiting or speaking, `discarded` (a new arrival
-    /// board replaces the delay notices still waiting). At most 8 names of 1 to 64 characters.
-    public var replaces: [String] = []
 
     /// - Parameters:
     ///   - utterance: what to say.
     ///   - priority: how urgently it wants to be heard.
     ///   - queue: `false` to interrupt (Apple's non-queued announcement).
-    ///   - expiresAfter: seconds it may wait before it starts, 0 … `maximumExpiresAfter`.
+    ///   - expiresAfter: seconds it may wait before it starts, 0 …
+    ///     `AnnouncementDelivery.maximumExpiresAfter`.
     ///   - chime: the chime before the speech.
     ///   - chimeAfter: the chime after the speech.
     ///   - repeat: how many times it is spoken; nil once.
@@ -78,46 +50,31 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
         chimeAfter: ChimeChoice = .priorityDefault, repeat: AnnouncementRepeat? = nil,
         requestId: String? = nil, output: String? = nil
     ) {
-        self.chime = chime
-        self.chimeAfter = chimeAfter
-        self.repeat = `repeat`
+        self.init(
+            utterance: utterance,
+            delivery: AnnouncementDelivery(
+                priority: priority, queue: queue, expiresAfter: expiresAfter, chime: chime, chimeAfter: chimeAfter,
+                repeat: `repeat`),
+            requestId: requestId, output: output)
+    }
+
+    /// - Parameters:
+    ///   - utterance: what to say.
+    ///   - delivery: how the queue delivers it.
+    ///   - requestId: the sender's own id, which makes a redelivered MQTT message speak once.
+    ///   - output: the named output that speaks it; nil for `default`.
+    public init(
+        utterance: Utterance, delivery: AnnouncementDelivery, requestId: String? = nil, output: String? = nil
+    ) {
         self.utterance = utterance
-        self.priority = priority
-        self.queue = queue
-        self.expiresAfter = expiresAfter
+        self.delivery = delivery
         self.requestId = requestId
         self.output = output
     }
 
     /// Checks the values the queue itself interprets; the error names the field.
     public func validate() throws(SpeechInputError) {
-        if let expiresAfter, !(expiresAfter.isFinite && expiresAfter >= 0 && expiresAfter <= Self.maximumExpiresAfter) {
-            throw .outOfRange(
-                field: "expiresAfter",
-                "expiresAfter must be a number of seconds from 0 to \(Int(Self.maximumExpiresAfter)), not \(expiresAfter)"
-            )
-        }
-        try `repeat`?.validate()
-        for (field, choice) in [("chime", chime), ("chimeAfter", chimeAfter)] {
-            if case .named(let name) = choice, name.isEmpty {
-                throw .malformed(field: field, "\(field) must be a chime's name (GET /v1/chimes) or null")
-            }
-        }
-        if let replaceGroup, !(1...Self.maximumReplaceGroupLength).contains(replaceGroup.unicodeScalars.count) {
-            throw .outOfRange(
-                field: "replaceGroup", "replaceGroup must have 1 to \(Self.maximumReplaceGroupLength) characters")
-        }
-        if replaces.count > Self.maximumReplacesCount {
-            throw .outOfRange(
-                field: "replaces",
-                "replaces may name at most \(Self.maximumReplacesCount) groups, not \(replaces.count)")
-        }
-        for (index, group) in replaces.enumerated()
-        where !(1...Self.maximumReplaceGroupLength).contains(group.unicodeScalars.count) {
-            throw .outOfRange(
-                field: "replaces[\(index)]",
-                "a group's name in replaces must have 1 to \(Self.maximumReplaceGroupLength) characters")
-        }
+        try delivery.validate()
         if let outputs {
             if outputs.isEmpty {
                 throw .outOfRange(field: "output", "output must name at least one output")
@@ -207,34 +164,35 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
                 "unknown key '\(key)'; a request has \(Self.keys.sorted().joined(separator: ", "))")
         }
         let container = try decoder.container(keyedBy: CodingKeys.self)
+        var delivery = AnnouncementDelivery()
         do {
-            priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
+            delivery.priority = try container.decodeIfPresent(AnnouncementPriority.self, forKey: .priority) ?? .default
         } catch {
             throw SpeechInputError.malformed(field: "priority", "expected one of high, default, low")
         }
-        queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
-        expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
-        chime = try Self.decodeChime(container, .chime)
-        chimeAfter = try Self.decodeChime(container, .chimeAfter)
-        `repeat` = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
+        delivery.queue = try container.decodeIfPresent(Bool.self, forKey: .queue) ?? true
+        delivery.expiresAfter = try container.decodeIfPresent(Double.self, forKey: .expiresAfter)
+        delivery.chime = try Self.decodeChime(container, .chime)
+        delivery.chimeAfter = try Self.decodeChime(container, .chimeAfter)
+        delivery.repeat = try container.decodeIfPresent(AnnouncementRepeat.self, forKey: .repeat)
         requestId = try container.decodeIfPresent(String.self, forKey: .requestId)
         do {
-            replaceGroup = try container.decodeIfPresent(String.self, forKey: .replaceGroup)
+            delivery.replaceGroup = try container.decodeIfPresent(String.self, forKey: .replaceGroup)
         } catch {
             throw SpeechInputError.malformed(field: "replaceGroup", "expected a group's name, such as \"arrivals\"")
         }
         do {
-            dropIfBusy = try container.decodeIfPresent(Bool.self, forKey: .dropIfBusy) ?? false
+            delivery.dropIfBusy = try container.decodeIfPresent(Bool.self, forKey: .dropIfBusy) ?? false
         } catch {
             throw SpeechInputError.malformed(field: "dropIfBusy", "expected true or false")
         }
         do {
-            isPrivate = try container.decodeIfPresent(Bool.self, forKey: .isPrivate) ?? false
+            delivery.isPrivate = try container.decodeIfPresent(Bool.self, forKey: .isPrivate) ?? false
         } catch {
             throw SpeechInputError.malformed(field: "private", "expected true or false")
         }
         do {
-            replaces = try container.decodeIfPresent([String].self, forKey: .replaces) ?? []
+            delivery.replaces = try container.decodeIfPresent([String].self, forKey: .replaces) ?? []
         } catch {
             throw SpeechInputError.malformed(
                 field: "replaces", "expected a list of groups' names, such as [\"delays\"]")
@@ -251,6 +209,7 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
                 )
             }
         }
+        self.delivery = delivery
         utterance = try Utterance(from: decoder)
         try validate()
     }
@@ -272,26 +231,26 @@ public struct AnnouncementRequest: Sendable, Hashable, Codable {
     public func encode(to encoder: any Encoder) throws {
         try utterance.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(priority, forKey: .priority)
-        try container.encode(queue, forKey: .queue)
-        try container.encodeIfPresent(expiresAfter, forKey: .expiresAfter)
-        for (key, choice) in [(CodingKeys.chime, chime), (.chimeAfter, chimeAfter)] {
+        try container.encode(delivery.priority, forKey: .priority)
+        try container.encode(delivery.queue, forKey: .queue)
+        try container.encodeIfPresent(delivery.expiresAfter, forKey: .expiresAfter)
+        for (key, choice) in [(CodingKeys.chime, delivery.chime), (.chimeAfter, delivery.chimeAfter)] {
             switch choice {
             case .priorityDefault: break
             case .none: try container.encodeNil(forKey: key)
             case .named(let name): try container.encode(name, forKey: key)
             }
         }
-        try container.encodeIfPresent(`repeat`, forKey: .repeat)
+        try container.encodeIfPresent(delivery.repeat, forKey: .repeat)
         try container.encodeIfPresent(requestId, forKey: .requestId)
         if let outputs {
             try container.encode(outputs, forKey: .output)
         } else {
             try container.encodeIfPresent(output, forKey: .output)
         }
-        try container.encodeIfPresent(replaceGroup, forKey: .replaceGroup)
-        if dropIfBusy { try container.encode(dropIfBusy, forKey: .dropIfBusy) }
-        if isPrivate { try container.encode(isPrivate, forKey: .isPrivate) }
-        if !replaces.isEmpty { try container.encode(replaces, forKey: .replaces) }
+        try container.encodeIfPresent(delivery.replaceGroup, forKey: .replaceGroup)
+        if delivery.dropIfBusy { try container.encode(delivery.dropIfBusy, forKey: .dropIfBusy) }
+        if delivery.isPrivate { try container.encode(delivery.isPrivate, forKey: .isPrivate) }
+        if !delivery.replaces.isEmpty { try container.encode(delivery.replaces, forKey: .replaces) }
     }
 }

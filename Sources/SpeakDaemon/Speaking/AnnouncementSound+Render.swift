@@ -55,7 +55,7 @@ private struct HallSoundIterator: AsyncIteratorProtocol {
 
     mutating func next() async throws -> PCMChunk? {
         let format = renderer.format
-        let repeats = request.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
+        let repeats = request.delivery.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
         func silence(_ duration: Duration) -> PCMChunk? {
             let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
             let frames = Int((seconds * Double(format.sampleRate)).rounded())
@@ -78,7 +78,7 @@ private struct HallSoundIterator: AsyncIteratorProtocol {
                 if index > 0, let gap = silence(.milliseconds(Int64((repeats.gap * 1000).rounded()))) {
                     ready.append(gap)
                 }
-                if let chime = sound.chime(request.chime, priority: request.priority) {
+                if let chime = sound.chime(request.delivery.chime, priority: request.delivery.priority) {
                     ready.append(PCMChunk(samples: chime))
                 }
                 let limiter = (gain ?? nil).map { PeakLimiter(gain: $0, sampleRate: format.sampleRate) }
@@ -93,7 +93,9 @@ private struct HallSoundIterator: AsyncIteratorProtocol {
                 } else {
                     _ = trimmer.finish()
                     if let pause = silence(speech.trailingPause) { ready.append(pause) }
-                    if let chimeAfter = sound.chimeAfter(request.chimeAfter, priority: request.priority) {
+                    if let chimeAfter = sound.chimeAfter(
+                        request.delivery.chimeAfter, priority: request.delivery.priority)
+                    {
                         ready.append(PCMChunk(samples: chimeAfter))
                     }
                     step = .begin(index + 1)

@@ -43,12 +43,12 @@ public struct AnnouncementSound: Sendable {
 
     /// The samples of the chime `announcement` plays, or nil for none.
     func chime(for announcement: Announcement) -> [Int16]? {
-        samples(of: announcement.chime, byPriority: defaultChimes, announcement.priority)
+        samples(of: announcement.delivery.chime, byPriority: defaultChimes, announcement.delivery.priority)
     }
 
     /// The samples of the chime `announcement` plays after its speech, or nil for none.
     func chimeAfter(for announcement: Announcement) -> [Int16]? {
-        samples(of: announcement.chimeAfter, byPriority: defaultChimesAfter, announcement.priority)
+        samples(of: announcement.delivery.chimeAfter, byPriority: defaultChimesAfter, announcement.delivery.priority)
     }
 
     /// The samples of the chime before the speech that `choice` names, or the priority's.

@@ -61,7 +61,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         let chime = sound.chime(for: announcement)
         let chimeAfter = sound.chimeAfter(for: announcement)
         let gain = await LoudnessCalibration.playbackGain(for: announcement.speech, calibration: sound.loudness)
-        let repeats = announcement.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
+        let repeats = announcement.delivery.repeat ?? AnnouncementRepeat(count: 1, gap: 0)
         let observer = listener.map { listener in
             let speech = announcement.speech
             return PlaybackObserver(

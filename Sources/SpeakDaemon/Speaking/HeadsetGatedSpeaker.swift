@@ -29,7 +29,7 @@ struct HeadsetGatedSpeaker: AnnouncementSpeaker {
     }
 
     private func check(_ announcement: Announcement) throws(HeadsetAbsent) {
-        if announcement.isPrivate, presence.present == false {
+        if announcement.delivery.isPrivate, presence.present == false {
             throw HeadsetAbsent(output: presence.output)
         }
     }
