@@ -2,6 +2,7 @@ import AnnouncementIntake
 import AnnouncementRecords
 import FoundationEssentials
 import SpeakAPI
+import SpeakScheduler
 import SpeakSchedules
 import SpeakService
 import SpeakState

@@ -1,5 +1,6 @@
 import AnnouncementIntake
 import AnnouncementQueue
+import AnnouncementRecords
 import Foundation
 import Logging
 import ServiceLifecycle
