@@ -81,12 +81,6 @@ extension Optional where Wrapped == Date {
     var storedMilliseconds: Int64? { map(\.storedMilliseconds) }
 }
 
-extension Row {
-    func date(_ column: String) -> Date? {
-        (self[column] as Int64?).map(Date.init(storedMilliseconds:))
-    }
-}
-
 /// Records store their dates as ``Date/storedMilliseconds``.
 protocol MillisecondDates: FetchableRecord, EncodableRecord {}
 
