@@ -123,7 +123,7 @@ public final class AuditLog: Sendable {
     ///   - cursor: the `next` of the previous page, or nil for the first.
     ///   - limit: the most entries to return (at least 1).
     /// - Returns: the entries, and the cursor of the next page, nil when there is none.
-    public func entries(_ filter: AuditFilter, after cursor: Int64?, limit: Int) throws(StateError) -> (
+    public func entries(_ filter: AuditFilter, after cursor: Int64?, limit: Int) async throws(StateError) -> (
         entries: [AuditEntry], next: Int64?
     ) {
         let limit = max(1, limit)
@@ -146,7 +146,7 @@ public final class AuditLog: Sendable {
             request = request.filter(Columns.text.like("%" + escaped + "%", escape: "\\"))
         }
         let query = request.order(Columns.seq).limit(limit + 1)
-        let rows = try storage.read("read the audit log") { db in try query.fetchAll(db).map(\.value) }
+        let rows = try await storage.read("read the audit log") { db in try query.fetchAll(db).map(\.value) }
         guard rows.count > limit else { return (rows, nil) }
         let page = Array(rows.prefix(limit))
         return (page, page.last?.seq)

@@ -107,21 +107,22 @@ public final class ScheduleStore: Sendable {
     }
 
     /// Every stored schedule, oldest first.
-    public func all() throws(StateError) -> [StoredSchedule] {
-        try storage.read("read the schedules") { db in try Self.ordered.fetchAll(db).map(\.value) }
+    public func all() async throws(StateError) -> [StoredSchedule] {
+        try await storage.read("read the schedules") { db in try Self.ordered.fetchAll(db).map(\.value) }
     }
 
     /// A page of schedules in the order `all()` gives, after `cursor` (the `next` of the page
     /// before, nil for the first), at most `limit` of them.
     /// - Returns: the page, and the cursor of the next one when there are more.
-    public func page(after cursor: String?, limit: Int) throws(StateError) -> (
+    public func page(after cursor: String?, limit: Int) async throws(StateError) -> (
         schedules: [StoredSchedule], next: String?
     ) {
         var request = Self.ordered.limit(limit + 1)
         if let cursor, let (created, id) = Self.parse(cursor: cursor) {
             request = request.filter(Columns.created > created || (Columns.created == created && Columns.id > id))
         }
-        var rows = try storage.read("read the schedules") { db in try request.fetchAll(db).map(\.value) }
+        var rows = try await storage.read("read the schedules") { [request] db in try request.fetchAll(db).map(\.value)
+        }
         guard rows.count > limit else { return (rows, nil) }
         rows.removeLast()
         return (rows, rows.last.map(Self.cursor))
@@ -145,8 +146,8 @@ public final class ScheduleStore: Sendable {
 
     /// Every schedule's plan, oldest first: its definition without the announcement, which
     /// SQLite takes out, so the texts are never read into memory together.
-    public func plans() throws(StateError) -> [StoredPlan] {
-        try storage.read("read the schedules") { db in
+    public func plans() async throws(StateError) -> [StoredPlan] {
+        try await storage.read("read the schedules") { db in
             let plan = SQL("json_remove(CAST(\(Columns.definition) AS TEXT), '$.announcement')")
             return try Self.ordered
                 .select(Columns.id, plan.forKey(StoredPlan.CodingKeys.plan.stringValue), Columns.lastSlot)
@@ -164,8 +165,8 @@ public final class ScheduleStore: Sendable {
     }
 
     /// The schedule with this id, or nil.
-    public func get(id: String) throws(StateError) -> StoredSchedule? {
-        try storage.read("read a schedule") { db in try Record.fetchOne(db, key: id)?.value }
+    public func get(id: String) async throws(StateError) -> StoredSchedule? {
+        try await storage.read("read a schedule") { db in try Record.fetchOne(db, key: id)?.value }
     }
 
     /// Replaces a schedule's definition; its id, creation time and last slot stay.
