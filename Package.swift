@@ -216,11 +216,22 @@ let package = Package(
         // Schedules as rules: the definition, RFC 5545 recurrences in a time zone, what to do when. The
         // announcement inside a definition is the wire vocabulary's request, decoded as strictly.
         .target(name: "SpeakSchedules", dependencies: ["SpeakAPI"], swiftSettings: swiftSettings),
-        // What the daemon keeps: the audit log's writer and the schedules' service, over the intake.
+        // What the daemon keeps: the audit log's writer (a recorder of the queue's events and the
+        // intake's refusals), and where the state store's error becomes the service's.
         .target(
             name: "AnnouncementRecords",
             dependencies: [
-                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeakService", "SpeakState", "SpeakSchedules",
+                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeakService", "SpeakState",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings),
+        // The scheduler: the schedules kept in the state store, checked like any announcement when
+        // they are made, and turned into announcements through the intake when their slots come.
+        .target(
+            name: "SpeakScheduler",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementQueue", "AnnouncementRecords", "SpeakAPI", "SpeakSchedules",
+                "SpeakService", "SpeakState", "SpeechModel", "SpeechRendering",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -232,8 +243,8 @@ let package = Package(
         .target(
             name: "ServiceCore",
             dependencies: [
-                "AnnouncementIntake", "AnnouncementRecords", "SpeakAPI", "SpeakSchedules", "SpeakService", "SpeakState",
-                "SpeechModel", "SpeechRendering",
+                "AnnouncementIntake", "AnnouncementRecords", "SpeakAPI", "SpeakScheduler", "SpeakSchedules",
+                "SpeakService", "SpeakState", "SpeechModel", "SpeechRendering",
             ],
             swiftSettings: swiftSettings),
         // The one door every front speaks to: the `SpeakService` protocol and its one error,
@@ -349,8 +360,8 @@ let package = Package(
             name: "SpeakDaemon",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "SpeechModel", "SpeechRendering", "AnnouncementQueue",
-                "AnnouncementIntake", "AnnouncementRecords", "SpeakState", "SpeakService", "ServiceCore",
-                "EspeakEngine", "EngineWorkers", "PiperEngine",
+                "AnnouncementIntake", "AnnouncementRecords", "SpeakScheduler", "SpeakState", "SpeakService",
+                "ServiceCore", "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
                 "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakWyoming", "SpeakdVersion",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -494,7 +505,7 @@ let package = Package(
             name: "SpeakServerTests",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "AnnouncementIntake", "SpeechModel",
-                "SpeechRendering", "SpeakTestSupport", "AnnouncementRecords", "SpeakState", "SpeakService",
+                "SpeechRendering", "SpeakTestSupport", "SpeakScheduler", "SpeakState", "SpeakService",
                 "ServiceCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -588,9 +599,12 @@ let package = Package(
         .testTarget(
             name: "AnnouncementRecordsTests",
             dependencies: [
-                "AnnouncementRecords", "SpeakState", "SpeakAPI", "SpeakSchedules",
+                "AnnouncementRecords", "SpeakState", "SpeakAPI",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "SpeakSchedulerTests", dependencies: ["SpeakScheduler", "SpeakSchedules"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "SpeakCLITests",

@@ -2,6 +2,7 @@ import AnnouncementIntake
 import AnnouncementRecords
 import FoundationEssentials
 import SpeakAPI
+import SpeakScheduler
 import SpeakSchedules
 import SpeakService
 import SpeakState
@@ -276,7 +277,7 @@ public struct CoreService: SpeakService {
         filter.text = query.text
         let page: (entries: [AuditEntry], next: Int64?)
         do {
-            page = try auditLog.entries(filter, after: query.after, limit: query.limit)
+            page = try await auditLog.entries(filter, after: query.after, limit: query.limit)
         } catch {
             throw SpeakError(state: error)
         }

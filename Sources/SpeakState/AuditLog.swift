@@ -109,11 +109,11 @@ public final class AuditLog: Sendable {
     /// - Returns: the entries it closed, as they now are, oldest first.
     public func closeUnfinished(reason: String, detail: String, at time: Date) throws(StateError) -> [AuditEntry] {
         try storage.write("close unfinished audit entries") { db in
-            try AuditRow.fetchAll(
+            try StoredRecord<AuditEntry>.fetchAll(
                 db,
                 sql: "UPDATE audit SET finished = ?, reason = ?, detail = ? WHERE \(Self.isOpen) RETURNING *",
                 arguments: [time.storedMilliseconds, reason, detail]
-            ).map(\.entry).sorted { ($0.seq ?? 0) < ($1.seq ?? 0) }
+            ).map(\.value).sorted { ($0.seq ?? 0) < ($1.seq ?? 0) }
         }
     }
 
@@ -123,12 +123,12 @@ public final class AuditLog: Sendable {
     ///   - cursor: the `next` of the previous page, or nil for the first.
     ///   - limit: the most entries to return (at least 1).
     /// - Returns: the entries, and the cursor of the next page, nil when there is none.
-    public func entries(_ filter: AuditFilter, after cursor: Int64?, limit: Int) throws(StateError) -> (
+    public func entries(_ filter: AuditFilter, after cursor: Int64?, limit: Int) async throws(StateError) -> (
         entries: [AuditEntry], next: Int64?
     ) {
         let limit = max(1, limit)
-        typealias Columns = AuditRow.Columns
-        var request = AuditRow.filter(Columns.seq > (cursor ?? 0))
+        typealias Columns = AuditEntry.Columns
+        var request = StoredRecord<AuditEntry>.filter(Columns.seq > (cursor ?? 0))
         if let since = filter.since { request = request.filter(Columns.queued >= since.storedMilliseconds) }
         if let until = filter.until { request = request.filter(Columns.queued < until.storedMilliseconds) }
         if let output = filter.output { request = request.filter(Columns.output == output) }
@@ -146,7 +146,7 @@ public final class AuditLog: Sendable {
             request = request.filter(Columns.text.like("%" + escaped + "%", escape: "\\"))
         }
         let query = request.order(Columns.seq).limit(limit + 1)
-        let rows = try storage.read("read the audit log") { db in try query.fetchAll(db).map(\.entry) }
+        let rows = try await storage.read("read the audit log") { db in try query.fetchAll(db).map(\.value) }
         guard rows.count > limit else { return (rows, nil) }
         let page = Array(rows.prefix(limit))
         return (page, page.last?.seq)
@@ -214,50 +214,34 @@ public final class AuditLog: Sendable {
     }
 
     private static func insert(_ entry: AuditEntry, _ db: Database) throws -> Int64 {
-        var row = AuditRow(entry)
-        row.entry.queued = entry.queued ?? Date()
+        var row = StoredRecord(entry)
+        row.value.queued = entry.queued ?? Date()
         // Callers pass nil for a private text already; dropping it here too keeps a slip in a
         // caller from writing it to disk.
-        if entry.isPrivate { row.entry.text = nil }
-        row.entry.seq = nil
+        if entry.isPrivate { row.value.text = nil }
+        row.value.seq = nil
         try row.insert(db)
-        return row.entry.seq ?? db.lastInsertedRowID
+        return row.value.seq ?? db.lastInsertedRowID
     }
 }
 
-/// The audit table's record: an ``AuditEntry``, stored under its coding keys (its fields are
-/// declared there, once), times as milliseconds since 1970.
-struct AuditRow: Codable, MutablePersistableRecord, MillisecondDates {
+extension AuditEntry: StoredValue {
     static let databaseTableName = "audit"
 
-    var entry: AuditEntry
-
-    init(_ entry: AuditEntry) {
-        self.entry = entry
-    }
-
-    init(from decoder: any Decoder) throws {
-        entry = try AuditEntry(from: decoder)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        try entry.encode(to: encoder)
-    }
-
-    mutating func didInsert(_ inserted: InsertionSuccess) {
-        entry.seq = inserted.rowID
+    mutating func inserted(rowID: Int64) {
+        seq = rowID
     }
 
     /// The columns the log filters on.
     enum Columns {
-        static let seq = Column(AuditEntry.CodingKeys.seq)
-        static let id = Column(AuditEntry.CodingKeys.id)
-        static let front = Column(AuditEntry.CodingKeys.front)
-        static let output = Column(AuditEntry.CodingKeys.output)
-        static let queued = Column(AuditEntry.CodingKeys.queued)
-        static let reason = Column(AuditEntry.CodingKeys.reason)
-        static let error = Column(AuditEntry.CodingKeys.error)
-        static let schedule = Column(AuditEntry.CodingKeys.schedule)
-        static let text = Column(AuditEntry.CodingKeys.text)
+        static let seq = Column(CodingKeys.seq)
+        static let id = Column(CodingKeys.id)
+        static let front = Column(CodingKeys.front)
+        static let output = Column(CodingKeys.output)
+        static let queued = Column(CodingKeys.queued)
+        static let reason = Column(CodingKeys.reason)
+        static let error = Column(CodingKeys.error)
+        static let schedule = Column(CodingKeys.schedule)
+        static let text = Column(CodingKeys.text)
     }
 }

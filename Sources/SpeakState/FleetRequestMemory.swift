@@ -26,34 +26,19 @@ public struct FleetRequestRecord: Codable, Sendable, Equatable {
     }
 }
 
-/// The fleet_request table's record: a ``FleetRequestRecord``, stored under its coding keys
-/// (declared there, once), `seen` as milliseconds since 1970; `seq` orders the claims.
-struct FleetRequestRow: Codable, PersistableRecord, MillisecondDates {
+extension FleetRequestRecord: StoredValue {
+    /// `seq` (not a field) orders the claims, so the oldest are pruned first.
     static let databaseTableName = "fleet_request"
 
-    var record: FleetRequestRecord
-
-    init(_ record: FleetRequestRecord) {
-        self.record = record
-    }
-
-    init(from decoder: any Decoder) throws {
-        record = try FleetRequestRecord(from: decoder)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        try record.encode(to: encoder)
-    }
-
     enum Columns {
-        static let requestId = Column(FleetRequestRecord.CodingKeys.requestId)
-        static let announcement = Column(FleetRequestRecord.CodingKeys.announcement)
-        static let report = Column(FleetRequestRecord.CodingKeys.report)
+        static let requestId = Column(CodingKeys.requestId)
+        static let announcement = Column(CodingKeys.announcement)
+        static let report = Column(CodingKeys.report)
     }
 
     /// The row of `requestId`.
-    static func of(_ requestId: String) -> QueryInterfaceRequest<FleetRequestRow> {
-        filter(Columns.requestId == requestId)
+    static func of(_ requestId: String) -> QueryInterfaceRequest<StoredRecord<FleetRequestRecord>> {
+        StoredRecord<FleetRequestRecord>.filter(Columns.requestId == requestId)
     }
 }
 
@@ -82,10 +67,11 @@ public final class FleetRequestMemory: Sendable {
     /// - Returns: nil when the id is new and now claimed; the existing record when it was seen before.
     public func claim(_ requestId: String, at time: Date) throws(StateError) -> FleetRequestRecord? {
         try storage.write("remember a fleet request") { db in
-            if let existing = try FleetRequestRow.of(requestId).fetchOne(db) {
-                return existing.record
+            if let existing = try FleetRequestRecord.of(requestId).fetchOne(db) {
+                return existing.value
             }
-            try FleetRequestRow(FleetRequestRecord(requestId: requestId, seen: time)).insert(db)
+            var record = StoredRecord(FleetRequestRecord(requestId: requestId, seen: time))
+            try record.insert(db)
             try db.execute(
                 sql: """
                     DELETE FROM fleet_request
@@ -100,8 +86,8 @@ public final class FleetRequestMemory: Sendable {
     @discardableResult
     public func accepted(_ requestId: String, announcement: String) throws(StateError) -> Bool {
         try storage.write("remember a fleet request") { db in
-            try FleetRequestRow.of(requestId).updateAll(db, FleetRequestRow.Columns.announcement.set(to: announcement))
-                > 0
+            try FleetRequestRecord.of(requestId).updateAll(
+                db, FleetRequestRecord.Columns.announcement.set(to: announcement)) > 0
         }
     }
 
@@ -109,7 +95,7 @@ public final class FleetRequestMemory: Sendable {
     @discardableResult
     public func outcome(_ requestId: String, report: Data) throws(StateError) -> Bool {
         try storage.write("remember a fleet request") { db in
-            try FleetRequestRow.of(requestId).updateAll(db, FleetRequestRow.Columns.report.set(to: report)) > 0
+            try FleetRequestRecord.of(requestId).updateAll(db, FleetRequestRecord.Columns.report.set(to: report)) > 0
         }
     }
 
@@ -117,7 +103,7 @@ public final class FleetRequestMemory: Sendable {
     @discardableResult
     public func forget(_ requestId: String) throws(StateError) -> Bool {
         try storage.write("forget a fleet request") { db in
-            try FleetRequestRow.of(requestId).deleteAll(db) > 0
+            try FleetRequestRecord.of(requestId).deleteAll(db) > 0
         }
     }
 }

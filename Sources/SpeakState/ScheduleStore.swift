@@ -2,7 +2,7 @@ import Foundation
 internal import GRDB
 
 /// A schedule as stored: its definition is opaque here, owned by the scheduler.
-public struct StoredSchedule: Sendable, Equatable {
+public struct StoredSchedule: Codable, Sendable, Equatable {
     /// A short random id: 12 characters of lowercase base32, safe in a URL.
     public var id: String
     /// The schedule's canonical JSON.
@@ -22,37 +22,68 @@ public struct StoredSchedule: Sendable, Equatable {
         self.updated = updated
         self.lastSlot = lastSlot
     }
+
+    /// The stored columns.
+    enum CodingKeys: String, CodingKey {
+        case id, definition, created, updated, lastSlot
+    }
+}
+
+extension StoredSchedule: StoredValue {
+    static let databaseTableName = "schedule"
+
+    enum Columns {
+        static let id = Column(CodingKeys.id)
+        static let definition = Column(CodingKeys.definition)
+        static let created = Column(CodingKeys.created)
+        static let updated = Column(CodingKeys.updated)
+        static let lastSlot = Column(CodingKeys.lastSlot)
+    }
 }
 
 /// What the planner keeps of a stored schedule: its definition without its announcement, so the
 /// daemon's memory does not grow with the texts it stores.
-public struct StoredPlan: Sendable, Equatable {
+public struct StoredPlan: Codable, Sendable, Equatable {
+    /// The schedule's id.
     public var id: String
     /// The schedule's canonical JSON without its `announcement` key.
     public var plan: Data
-    public var created: Date
-    public var updated: Date
+    /// The last slot fired or skipped.
     public var lastSlot: Date?
 
+    /// The columns it is read from, `plan` made by SQLite.
+    enum CodingKeys: String, CodingKey {
+        case id, plan, lastSlot
+    }
+
     /// Creates a stored plan.
-    public init(id: String, plan: Data, created: Date, updated: Date, lastSlot: Date? = nil) {
+    public init(id: String, plan: Data, lastSlot: Date? = nil) {
         self.id = id
         self.plan = plan
-        self.created = created
-        self.updated = updated
         self.lastSlot = lastSlot
     }
 }
 
+/// Read from the schedule table, its `plan` made by SQLite from the definition (``ScheduleStore/plans()``).
+extension StoredPlan: StoredValue {
+    static let databaseTableName = StoredSchedule.databaseTableName
+}
+
 /// The schedules created through the API, so they outlive a restart, and how far each has fired.
+///
+/// Every write is durable when it returns (`synchronous = FULL`): a schedule answered as created,
+/// and a slot marked as fired, outlive a power cut.
 public final class ScheduleStore: Sendable {
+    private typealias Record = StoredRecord<StoredSchedule>
+    private typealias Columns = StoredSchedule.Columns
     private let storage: Storage
 
     init(storage: Storage) {
         self.storage = storage
     }
 
-    private static let columns = "id, definition, created, updated, lastSlot"
+    /// Oldest first; the id orders schedules created in the same millisecond.
+    private static let ordered = Record.order(Columns.created, Columns.id)
 
     /// Stores a new schedule under a fresh id.
     public func insert(definition: Data, now: Date) throws(StateError) -> StoredSchedule {
@@ -64,48 +95,37 @@ public final class ScheduleStore: Sendable {
     /// - Returns: the schedule as stored; nil when `id` is taken.
     public func insert(definition: Data, now: Date, id given: String?) throws(StateError) -> StoredSchedule? {
         try storage.write("store a schedule") { db in
-            func taken(_ id: String) throws -> Bool {
-                try Bool.fetchOne(db, sql: "SELECT 1 FROM schedule WHERE id = ?", arguments: [id]) == true
-            }
-            if let given, try taken(given) { return nil }
+            if let given, try Record.exists(db, key: given) { return nil }
             // 60 random bits make a clash unlikely; a clash draws again rather than overwrite.
             var id = given ?? Self.newID()
-            while given == nil, try taken(id) { id = Self.newID() }
-            try db.execute(
-                sql: "INSERT INTO schedule (id, definition, created, updated) VALUES (?, ?, ?, ?)",
-                arguments: [id, definition, now.storedMilliseconds, now.storedMilliseconds])
+            while given == nil, try Record.exists(db, key: id) { id = Self.newID() }
             let stored = Date(storedMilliseconds: now.storedMilliseconds)
-            return StoredSchedule(id: id, definition: definition, created: stored, updated: stored)
+            var record = Record(StoredSchedule(id: id, definition: definition, created: stored, updated: stored))
+            try record.insert(db)
+            return record.value
         }
     }
 
     /// Every stored schedule, oldest first.
-    public func all() throws(StateError) -> [StoredSchedule] {
-        try storage.read("read the schedules") { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM schedule ORDER BY created, id").map(Self.schedule)
-        }
+    public func all() async throws(StateError) -> [StoredSchedule] {
+        try await storage.read("read the schedules") { db in try Self.ordered.fetchAll(db).map(\.value) }
     }
 
     /// A page of schedules in the order `all()` gives, after `cursor` (the `next` of the page
     /// before, nil for the first), at most `limit` of them.
     /// - Returns: the page, and the cursor of the next one when there are more.
-    public func page(after cursor: String?, limit: Int) throws(StateError) -> (
+    public func page(after cursor: String?, limit: Int) async throws(StateError) -> (
         schedules: [StoredSchedule], next: String?
     ) {
-        try storage.read("read the schedules") { db in
-            var sql = "SELECT \(Self.columns) FROM schedule"
-            var values: [any DatabaseValueConvertible] = []
-            if let cursor, let (created, id) = Self.parse(cursor: cursor) {
-                sql += " WHERE created > ? OR (created = ? AND id > ?)"
-                values += [created, created, id]
-            }
-            sql += " ORDER BY created, id LIMIT ?"
-            values.append(limit + 1)
-            var rows = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values)).map(Self.schedule)
-            guard rows.count > limit else { return (rows, nil) }
-            rows.removeLast()
-            return (rows, rows.last.map(Self.cursor))
+        var request = Self.ordered.limit(limit + 1)
+        if let cursor, let (created, id) = Self.parse(cursor: cursor) {
+            request = request.filter(Columns.created > created || (Columns.created == created && Columns.id > id))
         }
+        var rows = try await storage.read("read the schedules") { [request] db in try request.fetchAll(db).map(\.value)
+        }
+        guard rows.count > limit else { return (rows, nil) }
+        rows.removeLast()
+        return (rows, rows.last.map(Self.cursor))
     }
 
     /// Whether `text` is a cursor `page(after:limit:)` gave.
@@ -126,35 +146,27 @@ public final class ScheduleStore: Sendable {
 
     /// Every schedule's plan, oldest first: its definition without the announcement, which
     /// SQLite takes out, so the texts are never read into memory together.
-    public func plans() throws(StateError) -> [StoredPlan] {
-        try storage.read("read the schedules") { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, json_remove(CAST(definition AS TEXT), '$.announcement') AS plan, created, updated,
-                    lastSlot FROM schedule ORDER BY created, id
-                    """
-            ).map { row in
-                StoredPlan(
-                    id: row["id"], plan: Data((row["plan"] as String? ?? "{}").utf8),
-                    created: row.date("created") ?? .distantPast, updated: row.date("updated") ?? .distantPast,
-                    lastSlot: row.date("lastSlot"))
-            }
+    public func plans() async throws(StateError) -> [StoredPlan] {
+        try await storage.read("read the schedules") { db in
+            let plan = SQL("json_remove(CAST(\(Columns.definition) AS TEXT), '$.announcement')")
+            return try Self.ordered
+                .select(Columns.id, plan.forKey(StoredPlan.CodingKeys.plan.stringValue), Columns.lastSlot)
+                .asRequest(of: StoredRecord<StoredPlan>.self).fetchAll(db).map(\.value)
         }
     }
 
     /// How many schedules are stored, and the bytes of their definitions together.
     public func usage() throws(StateError) -> (count: Int, bytes: Int) {
         try storage.read("count the schedules") { db in
-            let row = try Row.fetchOne(
-                db, sql: "SELECT count(*) AS count, coalesce(sum(length(definition)), 0) AS bytes FROM schedule")
-            return (row?["count"] ?? 0, row?["bytes"] ?? 0)
+            let count = try Record.fetchCount(db)
+            let bytes = try Record.select(sum(length(Columns.definition)), as: Int.self).fetchOne(db)
+            return (count, bytes ?? 0)
         }
     }
 
     /// The schedule with this id, or nil.
-    public func get(id: String) throws(StateError) -> StoredSchedule? {
-        try storage.read("read a schedule") { db in try Self.fetch(id, db) }
+    public func get(id: String) async throws(StateError) -> StoredSchedule? {
+        try await storage.read("read a schedule") { db in try Record.fetchOne(db, key: id)?.value }
     }
 
     /// Replaces a schedule's definition; its id, creation time and last slot stay.
@@ -162,10 +174,9 @@ public final class ScheduleStore: Sendable {
     @discardableResult
     public func update(id: String, definition: Data, now: Date) throws(StateError) -> StoredSchedule? {
         try storage.write("update a schedule") { db in
-            try db.execute(
-                sql: "UPDATE schedule SET definition = ?, updated = ? WHERE id = ?",
-                arguments: [definition, now.storedMilliseconds, id])
-            return db.changesCount > 0 ? try Self.fetch(id, db) : nil
+            let changed = try Record.filter(key: id).updateAll(
+                db, Columns.definition.set(to: definition), Columns.updated.set(to: now.storedMilliseconds))
+            return changed > 0 ? try Record.fetchOne(db, key: id)?.value : nil
         }
     }
 
@@ -173,10 +184,7 @@ public final class ScheduleStore: Sendable {
     /// - Returns: false when there was none with this id.
     @discardableResult
     public func delete(id: String) throws(StateError) -> Bool {
-        try storage.write("delete a schedule") { db in
-            try db.execute(sql: "DELETE FROM schedule WHERE id = ?", arguments: [id])
-            return db.changesCount > 0
-        }
+        try storage.write("delete a schedule") { db in try Record.deleteOne(db, key: id) }
     }
 
     /// Records that `slot` fired or was skipped; a slot earlier than the one recorded changes nothing.
@@ -187,21 +195,10 @@ public final class ScheduleStore: Sendable {
     public func markSlot(id: String, slot: Date) throws(StateError) -> Bool {
         try storage.write("record a schedule slot") { db in
             // SQLite's max() of a NULL is NULL, hence the coalesce for a schedule that never fired.
-            try db.execute(
-                sql: "UPDATE schedule SET lastSlot = max(coalesce(lastSlot, ?1), ?1) WHERE id = ?2",
-                arguments: [slot.storedMilliseconds, id])
-            return db.changesCount > 0
+            let slot = slot.storedMilliseconds
+            let latest = SQL("max(coalesce(\(Columns.lastSlot), \(slot)), \(slot))")
+            return try Record.filter(key: id).updateAll(db, Columns.lastSlot.set(to: latest)) > 0
         }
-    }
-
-    private static func fetch(_ id: String, _ db: Database) throws -> StoredSchedule? {
-        try Row.fetchOne(db, sql: "SELECT \(columns) FROM schedule WHERE id = ?", arguments: [id]).map(schedule)
-    }
-
-    private static func schedule(_ row: Row) -> StoredSchedule {
-        StoredSchedule(
-            id: row["id"], definition: row["definition"], created: row.date("created") ?? .distantPast,
-            updated: row.date("updated") ?? .distantPast, lastSlot: row.date("lastSlot"))
     }
 
     /// RFC 4648 base32 in lowercase: letters and 2–7, nothing a URL or a shell needs to escape.

@@ -5,7 +5,7 @@ internal import GRDB
 /// in-memory queue in tests), and the file its errors name.
 ///
 /// `write` and `read` block the calling thread for one SQLite transaction (a commit waits for its
-/// fsync). `commitUnsynced` is the audit log's: it runs the transaction on the writer's own queue
+/// fsync); `read` from async code suspends the caller instead. `commitUnsynced` is the audit log's: it runs the transaction on the writer's own queue
 /// and suspends the caller meanwhile, and its commit is in the operating system's hands when it
 /// returns, so it survives the death of the process (`kill -9`, a crash) without waiting for the
 /// disk; `syncer` puts it on the disk within about a second, so a power cut loses at most that
@@ -64,6 +64,18 @@ struct Storage: Sendable {
             throw StateError(error, path: path, operation: operation)
         }
     }
+
+    /// Runs `body` in one read transaction on one of the database's reader connections, the
+    /// caller suspended meanwhile: no cooperative thread waits on SQLite.
+    func read<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(StateError) -> T
+    {
+        do {
+            return try await writer.read(body)
+        } catch {
+            throw StateError(error, path: path, operation: operation)
+        }
+    }
 }
 
 // Times are stored as INTEGER milliseconds since 1970 UTC: exact, compact, ordered, and easy to
@@ -79,12 +91,6 @@ extension Date {
 
 extension Optional where Wrapped == Date {
     var storedMilliseconds: Int64? { map(\.storedMilliseconds) }
-}
-
-extension Row {
-    func date(_ column: String) -> Date? {
-        (self[column] as Int64?).map(Date.init(storedMilliseconds:))
-    }
 }
 
 /// Records store their dates as ``Date/storedMilliseconds``.

@@ -32,7 +32,7 @@ struct AuditRecorderTests {
         await recorder.record([Self.event(.started, "a1")])
         await recorder.record([Self.event(.finished, "a1", reason: .completed)])
         // No wait: the batch holding `finished` returned after its write and every write before it.
-        let rows = try database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        let rows = try await database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
         #expect(rows.count == 1)
         let row = try #require(rows.first)
         #expect(row.id == "a1" && row.front == "ssip" && row.origin == "client=orca" && row.output == "hall")
@@ -51,7 +51,7 @@ struct AuditRecorderTests {
             log: database.audit, settings: AuditRecorder.Settings(storesText: false), logger: Logger(label: "test"))
         await quiet.record([Self.event(.queued, "q1")])
         await quiet.record([Self.event(.finished, "q1", reason: .cancelled)])
-        let rows = try database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        let rows = try await database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
         #expect(rows.map(\.text) == [nil, nil])
         #expect(rows.map(\.isPrivate) == [true, false])
         #expect(rows.map(\.reason) == ["completed", "cancelled"])
@@ -71,7 +71,7 @@ struct AuditRecorderTests {
         let database = try StateDatabase(directory: directory.url.path)
         let recorder = AuditRecorder(log: database.audit, logger: Logger(label: "test"))
         #expect(recorder.recover() == 1)
-        let rows = try database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        let rows = try await database.audit.entries(AuditFilter(), after: nil, limit: 10).entries
         let open = try #require(rows.first { $0.id == "open" })
         #expect(open.reason == "failed" && open.detail?.contains("speakd stopped") == true)
     }

@@ -1,6 +1,5 @@
 import AnnouncementIntake
 import AnnouncementQueue
-import AnnouncementRecords
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,6 +7,7 @@ import HummingbirdTesting
 import Logging
 import ServiceCore
 import SpeakAPI
+import SpeakScheduler
 import SpeakServer
 import SpeakService
 import SpeakState

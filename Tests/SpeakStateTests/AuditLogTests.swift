@@ -18,7 +18,7 @@ import Testing
             .opened(entry("b2", front: "ssip")),
         ])
         #expect(inserted == 2)
-        let rows = try audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        let rows = try await audit.entries(AuditFilter(), after: nil, limit: 10).entries
         #expect(rows.map(\.id) == ["b1", "b2"])
         #expect(rows.first?.reason == "completed" && rows.first?.repeats == 1)
         #expect(rows.first?.started == start && rows.first?.text == nil && rows.first?.isPrivate == true)
@@ -33,7 +33,7 @@ import Testing
         await #expect(throws: StateError.self) {
             try await audit.apply([.opened(entry("b3", front: "http")), .opened(entry("b4", front: "http"))])
         }
-        #expect(try audit.entries(AuditFilter(), after: nil, limit: 10).entries.count == 2)
+        #expect(try await audit.entries(AuditFilter(), after: nil, limit: 10).entries.count == 2)
     }
 
     /// A batch returns without a disk flush: another connection (as after a `kill -9`, the kernel
@@ -60,7 +60,7 @@ import Testing
         #expect(rows == 1, "the row never reached the database file")
     }
 
-    @Test func announcementFromAcceptanceToOutcome() throws {
+    @Test func announcementFromAcceptanceToOutcome() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         var accepted = entry("a1", front: "mqtt")
@@ -75,7 +75,7 @@ import Testing
         #expect(try !audit.finished(id: "a1", reason: "cancelled", detail: nil, at: t0.addingTimeInterval(3)))
         #expect(try !audit.started(id: "nobody", at: t0))
 
-        let stored = try #require(try audit.entries(AuditFilter(), after: nil, limit: 10).entries.first)
+        let stored = try #require(try await audit.entries(AuditFilter(), after: nil, limit: 10).entries.first)
         accepted.seq = seq
         accepted.started = t0.addingTimeInterval(0.25)
         accepted.finished = t0.addingTimeInterval(2)
@@ -86,29 +86,29 @@ import Testing
         #expect(!stored.isRefusal)
     }
 
-    @Test func outcomesGoToTheNewestOpenRowOfAnId() throws {
+    @Test func outcomesGoToTheNewestOpenRowOfAnId() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         try audit.opened(entry("same"))
         try audit.finished(id: "same", reason: "completed", detail: nil, at: t0)
         try audit.opened(entry("same"))
         try audit.finished(id: "same", reason: "failed", detail: "output gone", at: t0)
-        let rows = try audit.entries(AuditFilter(id: "same"), after: nil, limit: 10).entries
+        let rows = try await audit.entries(AuditFilter(id: "same"), after: nil, limit: 10).entries
         #expect(rows.map(\.reason) == ["completed", "failed"])
     }
 
-    @Test func timesKeepMilliseconds() throws {
+    @Test func timesKeepMilliseconds() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         let queued = Date(timeIntervalSince1970: 1_790_000_000.987)
         try audit.opened(entry("ms", queued: queued))
         try audit.started(id: "ms", at: queued.addingTimeInterval(0.001))
-        let row = try #require(try audit.entries(AuditFilter(), after: nil, limit: 1).entries.first)
+        let row = try #require(try await audit.entries(AuditFilter(), after: nil, limit: 1).entries.first)
         #expect(row.queued == queued)
         #expect(row.started == Date(timeIntervalSince1970: 1_790_000_000.988))
     }
 
-    @Test func unfinishedRowsGetAnOutcomeAtStart() throws {
+    @Test func unfinishedRowsGetAnOutcomeAtStart() async throws {
         let dir = TemporaryDirectory()
         do {
             let audit = try StateDatabase(directory: dir.state).audit
@@ -126,26 +126,26 @@ import Testing
         #expect(closed.allSatisfy { $0.reason == "failed" && $0.detail == "daemon stopped" && $0.finished == later })
         #expect(closed.first?.started == t0)
         #expect(try audit.closeUnfinished(reason: "failed", detail: "again", at: later).isEmpty)
-        let all = try audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        let all = try await audit.entries(AuditFilter(), after: nil, limit: 10).entries
         #expect(all.map(\.reason) == ["completed", "failed", "failed", nil])
     }
 
-    @Test func refusalsAreClosedAndCarryTheirCode() throws {
+    @Test func refusalsAreClosedAndCarryTheirCode() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         let seq = try audit.refused(
             AuditEntry(front: "ssip", origin: "ssip client=orca", queued: t0, error: "text_too_long", text: "hi"))
         let unnamed = try audit.refused(AuditEntry(id: "given", front: "http", origin: "tcp token", queued: t0))
         #expect(unnamed > seq)
-        let rows = try audit.entries(AuditFilter(refusals: true), after: nil, limit: 10).entries
+        let rows = try await audit.entries(AuditFilter(refusals: true), after: nil, limit: 10).entries
         #expect(rows.map(\.error) == ["text_too_long", "refused"])
         #expect(rows.map(\.id) == [nil, "given"])
         #expect(rows.allSatisfy { $0.isRefusal && $0.reason == nil })
-        #expect(try audit.entries(AuditFilter(refusals: false), after: nil, limit: 10).entries.isEmpty)
+        #expect(try await audit.entries(AuditFilter(refusals: false), after: nil, limit: 10).entries.isEmpty)
         #expect(try audit.closeUnfinished(reason: "failed", detail: "x", at: t0).isEmpty)
     }
 
-    @Test func filtersMatchEveryFieldThatIsSet() throws {
+    @Test func filtersMatchEveryFieldThatIsSet() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         let minute = 60.0
@@ -161,47 +161,47 @@ import Testing
                 error: "output_unavailable"))
         try audit.opened(entry("h2", front: "http", output: "hall", queued: t0 + 4 * minute))
 
-        func ids(_ filter: AuditFilter) throws -> [String] {
-            try audit.entries(filter, after: nil, limit: 100).entries.map { $0.id ?? "refused" }
+        func ids(_ filter: AuditFilter) async throws -> [String] {
+            try await audit.entries(filter, after: nil, limit: 100).entries.map { $0.id ?? "refused" }
         }
-        #expect(try ids(AuditFilter()) == ["h1", "m1", "s1", "refused", "h2"])
+        #expect(try await ids(AuditFilter()) == ["h1", "m1", "s1", "refused", "h2"])
         // since ≤ queued < until
-        #expect(try ids(AuditFilter(since: t0 + minute, until: t0 + 3 * minute)) == ["m1", "s1"])
-        #expect(try ids(AuditFilter(since: t0 + 3 * minute)) == ["refused", "h2"])
-        #expect(try ids(AuditFilter(until: t0 + minute)) == ["h1"])
-        #expect(try ids(AuditFilter(output: "hall")) == ["h1", "s1", "h2"])
-        #expect(try ids(AuditFilter(front: "mqtt")) == ["m1", "refused"])
+        #expect(try await ids(AuditFilter(since: t0 + minute, until: t0 + 3 * minute)) == ["m1", "s1"])
+        #expect(try await ids(AuditFilter(since: t0 + 3 * minute)) == ["refused", "h2"])
+        #expect(try await ids(AuditFilter(until: t0 + minute)) == ["h1"])
+        #expect(try await ids(AuditFilter(output: "hall")) == ["h1", "s1", "h2"])
+        #expect(try await ids(AuditFilter(front: "mqtt")) == ["m1", "refused"])
         // A reason matches outcomes and refusals alike.
-        #expect(try ids(AuditFilter(reason: "output_unavailable")) == ["m1", "refused"])
-        #expect(try ids(AuditFilter(reason: "cancelled")) == ["s1"])
-        #expect(try ids(AuditFilter(output: "hall", reason: "completed", front: "http")) == ["h1"])
-        #expect(try ids(AuditFilter(output: "nowhere")) == [])
+        #expect(try await ids(AuditFilter(reason: "output_unavailable")) == ["m1", "refused"])
+        #expect(try await ids(AuditFilter(reason: "cancelled")) == ["s1"])
+        #expect(try await ids(AuditFilter(output: "hall", reason: "completed", front: "http")) == ["h1"])
+        #expect(try await ids(AuditFilter(output: "nowhere")) == [])
     }
 
-    @Test func textSearchFindsWordsAsTheyAreAndNeverAPrivateRow() throws {
+    @Test func textSearchFindsWordsAsTheyAreAndNeverAPrivateRow() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         try audit.opened(entry("t1", text: "The 10:15 to Faro leaves from platform 2"))
         try audit.opened(entry("t2", text: "Platform 12 is closed: 100% of trains use platform_3"))
         try audit.opened(entry("t3", text: "Your code is platform 2", isPrivate: true))
         try audit.opened(entry("t4", text: nil))
-        func ids(_ text: String) throws -> [String] {
+        func ids(_ text: String) async throws -> [String] {
             var filter = AuditFilter()
             filter.text = text
-            return try audit.entries(filter, after: nil, limit: 100).entries.compactMap(\.id)
+            return try await audit.entries(filter, after: nil, limit: 100).entries.compactMap(\.id)
         }
-        #expect(try ids("platform") == ["t1", "t2"], "ASCII letters in either case; the private row never")
-        #expect(try ids("PLATFORM 2") == ["t1"])
-        #expect(try ids("faro") == ["t1"])
+        #expect(try await ids("platform") == ["t1", "t2"], "ASCII letters in either case; the private row never")
+        #expect(try await ids("PLATFORM 2") == ["t1"])
+        #expect(try await ids("faro") == ["t1"])
         // LIKE's wildcards are taken as they are written.
-        #expect(try ids("100%") == ["t2"])
-        #expect(try ids("%") == ["t2"])
-        #expect(try ids("platform_3") == ["t2"])
-        #expect(try ids("platform_2") == [])
-        #expect(try ids("Your code") == [])
+        #expect(try await ids("100%") == ["t2"])
+        #expect(try await ids("%") == ["t2"])
+        #expect(try await ids("platform_3") == ["t2"])
+        #expect(try await ids("platform_2") == [])
+        #expect(try await ids("Your code") == [])
     }
 
-    @Test func cursorPagesThroughThreePages() throws {
+    @Test func cursorPagesThroughThreePages() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         for n in 0..<25 {
@@ -211,7 +211,7 @@ import Testing
         var cursor: Int64?
         var pages = 0
         repeat {
-            let page = try audit.entries(AuditFilter(front: "http"), after: cursor, limit: 5)
+            let page = try await audit.entries(AuditFilter(front: "http"), after: cursor, limit: 5)
             seen += page.entries.compactMap(\.id)
             cursor = page.next
             pages += 1
@@ -221,12 +221,12 @@ import Testing
         #expect(seen == stride(from: 0, to: 25, by: 2).map { "a\($0)" })
 
         // A page that ends exactly at the last row says so.
-        let exact = try audit.entries(AuditFilter(), after: nil, limit: 25)
+        let exact = try await audit.entries(AuditFilter(), after: nil, limit: 25)
         #expect(exact.entries.count == 25)
         #expect(exact.next == nil)
     }
 
-    @Test func pruneByAgeAndByCountKeepsOpenRows() throws {
+    @Test func pruneByAgeAndByCountKeepsOpenRows() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         let day = 86_400.0
@@ -240,23 +240,23 @@ import Testing
             try audit.finished(id: "new\(n)", reason: "completed", detail: nil, at: t0)
         }
         #expect(try audit.prune(AuditRetention(), now: t0) == 10)
-        var left = try audit.entries(AuditFilter(), after: nil, limit: 100).entries.compactMap(\.id)
+        var left = try await audit.entries(AuditFilter(), after: nil, limit: 100).entries.compactMap(\.id)
         #expect(left.count == 21)
         #expect(left.first == "old-open")
 
         #expect(try audit.prune(AuditRetention(maxAge: nil, maxEntries: 5), now: t0) == 15)
-        left = try audit.entries(AuditFilter(), after: nil, limit: 100).entries.compactMap(\.id)
+        left = try await audit.entries(AuditFilter(), after: nil, limit: 100).entries.compactMap(\.id)
         #expect(left == ["old-open", "new15", "new16", "new17", "new18", "new19"])
         #expect(try audit.prune(AuditRetention(maxAge: .seconds(1), maxEntries: 100), now: t0) == 5)
 
         // seq is never reused after a prune, so a cursor held across it stays valid.
-        let before = try audit.entries(AuditFilter(), after: nil, limit: 100).entries.last?.seq ?? 0
+        let before = try await audit.entries(AuditFilter(), after: nil, limit: 100).entries.last?.seq ?? 0
         try audit.prune(AuditRetention(maxAge: nil, maxEntries: 0), now: t0)
         let seq = try audit.opened(entry("next"))
         #expect(seq > before)
     }
 
-    @Test func pruneBySizeRemovesTheOldestUntilItFits() throws {
+    @Test func pruneBySizeRemovesTheOldestUntilItFits() async throws {
         let dir = TemporaryDirectory()
         let audit = try StateDatabase(directory: dir.state).audit
         let text = String(repeating: "A long announcement text. ", count: 40)
@@ -269,7 +269,7 @@ import Testing
         try audit.opened(entry("still-open"))
         let limit = 512 << 10
         let removed = try audit.prune(AuditRetention(maxAge: nil, maxEntries: 100_000, maxBytes: limit), now: t0)
-        let left = try audit.entries(AuditFilter(), after: nil, limit: 5_000).entries.compactMap(\.id)
+        let left = try await audit.entries(AuditFilter(), after: nil, limit: 5_000).entries.compactMap(\.id)
         #expect(removed > 1_000 && removed + left.count == 2_001, "removed \(removed), left \(left.count)")
         #expect(left.first == "still-open" || left.contains("still-open"))
         #expect(left.contains("r1999"), "the newest stay")

@@ -9,7 +9,7 @@ import Testing
         ["speakd.sqlite", "speakd.sqlite-wal", "speakd.sqlite-shm"].reduce(into: Data()) { $0 += dir.bytes($1) }
     }
 
-    @Test func privateTextNeverReachesTheFile() throws {
+    @Test func privateTextNeverReachesTheFile() async throws {
         let secret = "PRIVATE-SECRET-8472"
         let visible = "PUBLIC-WORDS-5521"
         let dir = TemporaryDirectory()
@@ -28,7 +28,7 @@ import Testing
         for n in 0..<50 { try audit.opened(entry("p-more-\(n)", text: secret + "-\(n)", isPrivate: true)) }
         _ = try audit.closeUnfinished(reason: "failed", detail: "restart", at: t0)
         #expect(
-            try audit.entries(AuditFilter(), after: nil, limit: 100).entries.filter(\.isPrivate).allSatisfy {
+            try await audit.entries(AuditFilter(), after: nil, limit: 100).entries.filter(\.isPrivate).allSatisfy {
                 $0.text == nil
             })
         try audit.prune(AuditRetention(maxAge: nil, maxEntries: 20), now: t0)

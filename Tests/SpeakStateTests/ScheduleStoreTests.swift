@@ -4,7 +4,7 @@ import Testing
 @testable import SpeakState
 
 @Suite struct ScheduleStoreTests {
-    @Test func insertGetUpdateDelete() throws {
+    @Test func insertGetUpdateDelete() async throws {
         let dir = TemporaryDirectory()
         let schedules = try StateDatabase(directory: dir.state).schedules
         let first = try schedules.insert(definition: Data(#"{"every":"1h"}"#.utf8), now: t0)
@@ -13,9 +13,9 @@ import Testing
         #expect(first.id.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) })
         #expect(first.id != second.id)
         #expect(first.created == t0 && first.updated == t0 && first.lastSlot == nil)
-        #expect(try schedules.get(id: first.id) == first)
-        #expect(try schedules.all() == [first, second])
-        #expect(try schedules.get(id: "missing") == nil)
+        #expect(try await schedules.get(id: first.id) == first)
+        #expect(try await schedules.all() == [first, second])
+        #expect(try await schedules.get(id: "missing") == nil)
 
         try schedules.markSlot(id: first.id, slot: t0 + 3600)
         let updated = try #require(
@@ -28,10 +28,10 @@ import Testing
 
         #expect(try schedules.delete(id: first.id))
         #expect(try !schedules.delete(id: first.id))
-        #expect(try schedules.all() == [second])
+        #expect(try await schedules.all() == [second])
     }
 
-    @Test func lastSlotNeverGoesBack() throws {
+    @Test func lastSlotNeverGoesBack() async throws {
         let dir = TemporaryDirectory()
         let id: String
         do {
@@ -39,12 +39,12 @@ import Testing
             id = try schedules.insert(definition: Data("{}".utf8), now: t0).id
             try schedules.markSlot(id: id, slot: t0 + 120)
             try schedules.markSlot(id: id, slot: t0 + 60)
-            #expect(try schedules.get(id: id)?.lastSlot == t0 + 120)
+            #expect(try await schedules.get(id: id)?.lastSlot == t0 + 120)
             try schedules.markSlot(id: id, slot: t0 + 180)
             #expect(try !schedules.markSlot(id: "missing", slot: t0))
         }
         let schedules = try StateDatabase(directory: dir.state).schedules
-        #expect(try schedules.get(id: id)?.lastSlot == t0 + 180)
+        #expect(try await schedules.get(id: id)?.lastSlot == t0 + 180)
     }
 
     @Test func idsAreShortAndRandom() {
@@ -55,14 +55,14 @@ import Testing
 
     /// What the planner reads at start has no announcement: SQLite leaves it out, so the texts
     /// are read one schedule at a time, when a slot comes.
-    @Test func plansLeaveTheAnnouncementInTheDatabase() throws {
+    @Test func plansLeaveTheAnnouncementInTheDatabase() async throws {
         let dir = TemporaryDirectory()
         let schedules = try StateDatabase(directory: dir.state).schedules
         let text = "Only-in-the-database-" + String(repeating: "x", count: 30_000)
         let definition = #"{"announcement":{"text":"\#(text)"},"at":"2026-12-01T17:45:00Z","missed":"skip"}"#
         let stored = try schedules.insert(definition: Data(definition.utf8), now: t0)
         try schedules.markSlot(id: stored.id, slot: t0 + 60)
-        let plans = try schedules.plans()
+        let plans = try await schedules.plans()
         #expect(plans.count == 1)
         let plan = try #require(plans.first)
         #expect(plan.id == stored.id && plan.lastSlot == t0 + 60)
@@ -70,7 +70,7 @@ import Testing
         #expect(!json.contains("Only-in-the-database") && !json.contains("announcement"), "\(json.prefix(200))")
         #expect(json.contains(#""at":"2026-12-01T17:45:00Z""#), "\(json)")
         // The body is there when asked for by id.
-        #expect(try schedules.get(id: stored.id)?.definition == Data(definition.utf8))
+        #expect(try await schedules.get(id: stored.id)?.definition == Data(definition.utf8))
         let usage = try schedules.usage()
         #expect(usage.count == 1 && usage.bytes == definition.utf8.count)
     }

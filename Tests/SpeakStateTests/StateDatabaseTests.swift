@@ -18,7 +18,7 @@ import Testing
         #expect(mode == 0o700)
     }
 
-    @Test func reopeningKeepsData() throws {
+    @Test func reopeningKeepsData() async throws {
         let dir = TemporaryDirectory()
         do {
             let db = try StateDatabase(directory: dir.state)
@@ -28,13 +28,13 @@ import Testing
             try db.close()
         }
         let db = try StateDatabase(directory: dir.state + "/")
-        #expect(try db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
-        #expect(try db.schedules.all().count == 1)
+        #expect(try await db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
+        #expect(try await db.schedules.all().count == 1)
         #expect(try db.fleetRequests.claim("r1", at: t0) != nil)
         #expect(try db.appliedMigrations() == ["v1"])
     }
 
-    @Test func laterSchemaVersionKeepsRowsAndOlderCodeRefusesIt() throws {
+    @Test func laterSchemaVersionKeepsRowsAndOlderCodeRefusesIt() async throws {
         let dir = TemporaryDirectory()
         do {
             let db = try StateDatabase(directory: dir.state)
@@ -46,7 +46,7 @@ import Testing
         do {
             let db = try StateDatabase(directory: dir.state, schema: SchemaMigration.all + [v2])
             #expect(try db.appliedMigrations() == ["v1", "v2"])
-            #expect(try db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
+            #expect(try await db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
             #expect(try db.scalar("SELECT count(*) FROM pragma_table_info('audit') WHERE name = 'voice'") == 1)
             try db.close()
         }
@@ -211,7 +211,7 @@ import Testing
     /// A power cut leaves the database file and its WAL as they are on disk: opening copies of them
     /// taken while the pool is open, in the middle of an uncommitted transaction that has already
     /// spilled pages to the WAL, must show every committed row and none of the uncommitted ones.
-    @Test func committedRowsSurviveACrash() throws {
+    @Test func committedRowsSurviveACrash() async throws {
         let dir = TemporaryDirectory()
         let crash = TemporaryDirectory()
         let db = try StateDatabase(directory: dir.state)
@@ -220,32 +220,37 @@ import Testing
             if n % 50 == 0 { try db.audit.finished(id: "committed-\(n)", reason: "completed", detail: nil, at: t0) }
         }
         try FileManager.default.createDirectory(atPath: crash.state, withIntermediateDirectories: false)
-        try db.storage.writer.writeWithoutTransaction { conn in
-            // A tiny page cache makes SQLite write the open transaction's pages to the WAL before commit.
-            try conn.execute(sql: "PRAGMA cache_size = 10")
-            try conn.inTransaction {
-                for n in 0..<300 {
-                    try conn.execute(
-                        sql: "INSERT INTO audit (id, front, origin, queued, text) VALUES (?, 'http', 'x', 0, ?)",
-                        arguments: ["uncommitted-\(n)", String(repeating: "u", count: 2000)])
+        // Copied from inside the open transaction; a synchronous function, so the blocking write is called.
+        func copyMidTransaction() throws {
+            try db.storage.writer.writeWithoutTransaction { conn in
+                // A tiny page cache makes SQLite write the open transaction's pages to the WAL before commit.
+                try conn.execute(sql: "PRAGMA cache_size = 10")
+                try conn.inTransaction {
+                    for n in 0..<300 {
+                        try conn.execute(
+                            sql: "INSERT INTO audit (id, front, origin, queued, text) VALUES (?, 'http', 'x', 0, ?)",
+                            arguments: ["uncommitted-\(n)", String(repeating: "u", count: 2000)])
+                    }
+                    for name in ["speakd.sqlite", "speakd.sqlite-wal"] {
+                        try FileManager.default.copyItem(
+                            atPath: dir.state + "/" + name, toPath: crash.state + "/" + name)
+                    }
+                    return .rollback
                 }
-                for name in ["speakd.sqlite", "speakd.sqlite-wal"] {
-                    try FileManager.default.copyItem(atPath: dir.state + "/" + name, toPath: crash.state + "/" + name)
-                }
-                return .rollback
+                try conn.execute(sql: "PRAGMA cache_size = -2000")
             }
-            try conn.execute(sql: "PRAGMA cache_size = -2000")
         }
+        try copyMidTransaction()
         #expect(crash.bytes("speakd.sqlite-wal").contains("uncommitted-10"))
 
         let recovered = try StateDatabase(directory: crash.state)
-        let rows = try recovered.audit.entries(AuditFilter(), after: nil, limit: 1000).entries
+        let rows = try await recovered.audit.entries(AuditFilter(), after: nil, limit: 1000).entries
         #expect(rows.count == 250)
         #expect(rows.allSatisfy { $0.id?.hasPrefix("committed-") == true })
         #expect(rows.filter { $0.reason == "completed" }.count == 5)
     }
 
-    @Test func fullDiskIsAnErrorTheCallerCanRead() throws {
+    @Test func fullDiskIsAnErrorTheCallerCanRead() async throws {
         let dir = TemporaryDirectory()
         let db = try StateDatabase(directory: dir.state)
         let pages = try db.scalar("PRAGMA page_count")
@@ -272,6 +277,6 @@ import Testing
         // Once space is back, writes work again on the same pool.
         _ = try db.scalar("PRAGMA max_page_count = 1073741823")
         try db.audit.opened(entry("after"))
-        #expect(try db.audit.entries(AuditFilter(id: "after"), after: nil, limit: 1).entries.count == 1)
+        #expect(try await db.audit.entries(AuditFilter(id: "after"), after: nil, limit: 1).entries.count == 1)
     }
 }

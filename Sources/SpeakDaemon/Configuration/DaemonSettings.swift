@@ -1,7 +1,7 @@
 import AnnouncementIntake
-import AnnouncementRecords
 import FoundationEssentials
 import Logging
+import SpeakScheduler
 import SpeakServer
 import SpeakService
 import SpeakWyoming

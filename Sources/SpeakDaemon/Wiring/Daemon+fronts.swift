@@ -7,6 +7,7 @@ import ServiceCore
 import SpeakAPI
 import SpeakFleet
 import SpeakSSIP
+import SpeakScheduler
 import SpeakServer
 import SpeakService
 import SpeakState

@@ -2,7 +2,7 @@ import Foundation
 import SpeakSchedules
 import Testing
 
-@testable import AnnouncementRecords
+@testable import SpeakScheduler
 
 /// What the schedule service keeps of each schedule between slots: its plan, not its text.
 struct ScheduleMemoryTests {

@@ -1,5 +1,6 @@
 import AnnouncementIntake
 import AnnouncementQueue
+import AnnouncementRecords
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -115,18 +116,9 @@ public actor ScheduleService: Service {
         }
         let definition = try await checked(decoded)
         let encoded = definition.encoded()
-        _ = try loaded()
-        let inserted: StoredSchedule?
-        do {
-            let usage = try store.usage()
-            try checkRoom(usage, adding: encoded.count)
-            inserted = try store.insert(definition: encoded, now: now(), id: id)
-        } catch let error as StateError {
-            throw SpeakError(state: error)
-        } catch let error as SpeakError {
-            throw error
-        } catch {
-            throw SpeakError(.stateUnavailable, name: "stateUnavailable", "\(error)")
+        _ = try await loaded()
+        let inserted = try stored(adding: encoded.count) { () throws(StateError) in
+            try store.insert(definition: encoded, now: now(), id: id)
         }
         guard let stored = inserted else {
             throw SpeakError(.conflict, name: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
@@ -135,6 +127,26 @@ public actor ScheduleService: Service {
         publish(stored.id, ScheduleChange(change: .created))
         wake()
         return resource(stored, definition)
+    }
+
+    /// Writes a definition of `bytes` (`replacing` one of that many) once ``checkRoom(_:adding:replacing:)``
+    /// has found room for it. The count, the check and the write run with no suspension between
+    /// them, so two requests at once cannot both take the last room.
+    private func stored<T>(
+        adding bytes: Int, replacing old: Int? = nil, _ write: () throws(StateError) -> T
+    ) throws(SpeakError) -> T {
+        let usage: (count: Int, bytes: Int)
+        do {
+            usage = try store.usage()
+        } catch {
+            throw SpeakError(state: error)
+        }
+        try checkRoom(usage, adding: bytes, replacing: old)
+        do {
+            return try write()
+        } catch {
+            throw SpeakError(state: error)
+        }
     }
 
     /// Refuses a schedule that would pass `limits`: one more than `maxSchedules`, or `bytes`
@@ -164,7 +176,7 @@ public actor ScheduleService: Service {
     ///   - cursor: the `next` of the page before; nil for the first.
     ///   - limit: the most schedules on the page.
     /// - Returns: the page, and the cursor of the next one when there are more.
-    public func list(after cursor: String? = nil, limit: Int = 100) throws(SpeakError) -> (
+    public func list(after cursor: String? = nil, limit: Int = 100) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
         if let cursor, !ScheduleStore.isCursor(cursor) {
@@ -174,7 +186,7 @@ public actor ScheduleService: Service {
         }
         let page: (schedules: [StoredSchedule], next: String?)
         do {
-            page = try store.page(after: cursor, limit: limit)
+            page = try await store.page(after: cursor, limit: limit)
         } catch {
             throw SpeakError(state: error)
         }
@@ -182,16 +194,16 @@ public actor ScheduleService: Service {
     }
 
     /// One schedule.
-    public func schedule(id: String) throws(SpeakError) -> ScheduleResource {
-        let (stored, definition) = try read(id)
+    public func schedule(id: String) async throws(SpeakError) -> ScheduleResource {
+        let (stored, definition) = try await read(id)
         return resource(stored, definition)
     }
 
     /// Changes a schedule with a `PATCH` body: the keys it has replace the schedule's, `null`
     /// removes one. Its slots already passed stay passed.
     public func update(id: String, patch: Data) async throws(SpeakError) -> ScheduleResource {
-        _ = try loaded()
-        let (current, old) = try read(id)
+        _ = try await loaded()
+        let (current, old) = try await read(id)
         let merged: ScheduleDefinition
         do {
             merged = try old.merging(patch: patch)
@@ -202,16 +214,8 @@ public actor ScheduleService: Service {
         // when the patch changes it.
         let definition = try await checked(merged, checkingTime: merged.timing != old.timing)
         let encoded = definition.encoded()
-        let stored: StoredSchedule?
-        do {
-            try checkRoom(try store.usage(), adding: encoded.count, replacing: current.definition.count)
-            stored = try store.update(id: id, definition: encoded, now: now())
-        } catch let error as StateError {
-            throw SpeakError(state: error)
-        } catch let error as SpeakError {
-            throw error
-        } catch {
-            throw SpeakError(.stateUnavailable, name: "stateUnavailable", "\(error)")
+        let stored = try stored(adding: encoded.count, replacing: current.definition.count) { () throws(StateError) in
+            try store.update(id: id, definition: encoded, now: now())
         }
         guard let stored else { throw .unknownSchedule(id) }
         var entry = entries?[id] ?? Entry(id: id, plan: definition.plan, lastSlot: stored.lastSlot)
@@ -225,8 +229,8 @@ public actor ScheduleService: Service {
     }
 
     /// Deletes a schedule; a slot of it already queued is not cancelled.
-    public func delete(id: String) throws(SpeakError) {
-        _ = try loaded()
+    public func delete(id: String) async throws(SpeakError) {
+        _ = try await loaded()
         let deleted: Bool
         do {
             deleted = try store.delete(id: id)
@@ -283,15 +287,19 @@ public actor ScheduleService: Service {
 
     /// The plans of every schedule, read once from the database: without their announcements,
     /// which SQLite leaves out (`ScheduleStore.plans()`).
-    private func loaded() throws(SpeakError) -> [String: Entry] {
+    ///
+    /// The read suspends: when two calls read at once, the first to finish keeps its plans and
+    /// the second takes them, so a schedule created meanwhile is not lost from memory.
+    private func loaded() async throws(SpeakError) -> [String: Entry] {
         if let entries { return entries }
         var loaded: [String: Entry] = [:]
         let all: [StoredPlan]
         do {
-            all = try store.plans()
+            all = try await store.plans()
         } catch {
             throw SpeakError(state: error)
         }
+        if let entries { return entries }
         for stored in all {
             do {
                 loaded[stored.id] = Entry(
@@ -307,10 +315,10 @@ public actor ScheduleService: Service {
     }
 
     /// A schedule and its definition, from the database.
-    private func read(_ id: String) throws(SpeakError) -> (StoredSchedule, ScheduleDefinition) {
+    private func read(_ id: String) async throws(SpeakError) -> (StoredSchedule, ScheduleDefinition) {
         let found: StoredSchedule?
         do {
-            found = try store.get(id: id)
+            found = try await store.get(id: id)
         } catch {
             throw SpeakError(state: error)
         }
@@ -331,8 +339,8 @@ public actor ScheduleService: Service {
     }
 
     /// The announcement of a schedule, read from the database when its slot comes.
-    private func request(of entry: Entry) throws(SpeakError) -> AnnouncementRequest {
-        try read(entry.id).1.request
+    private func request(of entry: Entry) async throws(SpeakError) -> AnnouncementRequest {
+        try await read(entry.id).1.request
     }
 
     private func resource(_ stored: StoredSchedule, _ definition: ScheduleDefinition) -> ScheduleResource {
@@ -377,7 +385,7 @@ public actor ScheduleService: Service {
     private func step() async -> Duration {
         let schedules: [String: Entry]
         do {
-            schedules = try loaded()
+            schedules = try await loaded()
         } catch {
             logger.error("schedules cannot be read", metadata: ["speakd.error": "\(error)"])
             return Self.maxSleep
@@ -443,7 +451,7 @@ public actor ScheduleService: Service {
         let id = entry.id
         ahead[id] = nil
         do {
-            let request = try request(of: entry)
+            let request = try await request(of: entry)
             var prepared = try await intake.prepare(await intake.sessions.personalize(request))
             prepared.origin = Self.origin(id, slot: slot)
             var chunks: [PCMChunk] = []
@@ -470,7 +478,7 @@ public actor ScheduleService: Service {
             if let early {
                 accepted = try await intake.submit(ahead: early.prepared, original: early.request)
             } else {
-                accepted = try await intake.accept(try request(of: entry), origin: Self.origin(id, slot: slot))
+                accepted = try await intake.accept(try await request(of: entry), origin: Self.origin(id, slot: slot))
                     .accepted
             }
             publish(id, ScheduleChange(change: .fired, slot: ScheduleResource.text(slot), announcement: accepted.id))
