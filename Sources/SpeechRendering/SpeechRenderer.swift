@@ -217,6 +217,8 @@ public enum RenderChunking: Sendable, Hashable {
     /// long: for playback.
     case streaming
     /// As few chunks as the renderer can make: for a caller that needs all of the audio before
-    /// it can use any (`POST /v1/speech`), so it is woken once, not once per second of audio.
+    /// it can use any (`POST /v1/speech`), so it is woken a few times, not once per second of
+    /// audio. The first sound may come first in a chunk of its own (Piper's), for a caller that
+    /// sends it on as it comes (a Wyoming `synthesize`); the samples are the same.
     case whole
 }

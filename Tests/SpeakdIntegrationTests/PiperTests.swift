@@ -43,7 +43,7 @@ extension SpeakdIntegration {
         }
 
         @Test(
-            "the worker's samples are piper-tts's own for the same text, with noise scales 0, from 10 ms before the first sound, whole or streamed (the decoder run in parts)"
+            "the worker's samples are piper-tts's own for the same text, with noise scales 0, from 10 ms before the first sound, whole or streamed (the decoder run in parts), the first sound sent first"
         )
         func samplesArePiperTTSOwn() async throws {
             let library = "\(Self.venv)/lib"
@@ -59,8 +59,11 @@ extension SpeakdIntegration {
                 voices: voices, launch: launch, format: AudioFormat(sampleRate: 22_050), logger: Logger(label: "test"))
             let text = "Gate twelve is now boarding."
             let prepared = try await renderer.prepare(Utterance(text, defaults: SpeechAttributes(voice: Self.voice)))
-            var samples: [Int16] = []
-            for try await chunk in renderer.render(prepared, chunking: .whole) { samples += chunk.samples }
+            // Whole, the job's first sound is sent before the rest is decoded (a Wyoming peer's
+            // first audio chunk waits for it alone), in the same samples.
+            var whole: [[Int16]] = []
+            for try await chunk in renderer.render(prepared, chunking: .whole) { whole.append(chunk.samples) }
+            let samples = Array(whole.joined())
             // Streamed, the first part is the decoder's first frames only, made before the rest.
             var streamed: [[Int16]] = []
             for try await chunk in renderer.render(prepared, chunking: .streaming) { streamed.append(chunk.samples) }
@@ -96,6 +99,7 @@ extension SpeakdIntegration {
             #expect(expected.count > 22_050)
             #expect(samples.count == expected.count)
             #expect(samples == expected, "the worker's samples differ from piper-tts's")
+            #expect(whole.count > 1, "the whole render came in \(whole.count) part")
             #expect(streamed.count > 1, "the streamed render came in \(streamed.count) part")
             let streamedSamples = Array(streamed.joined())
             let differing = zip(streamedSamples, expected).filter { $0 != $1 }.count

@@ -85,9 +85,11 @@ TAIL_THRESHOLD = 104
 # en_US-joe-medium): its event is placed there, not at the phoneme.
 ONSET_GAP_SECONDS = 0.005
 ONSET_SEARCH_SECONDS = 0.040
-# A streamed job's first sound waits for the encoder and this many latent frames of the decoder
-# (a frame is the voice's hop, 256 samples: 32 frames are 0.37 s at 22,050 Hz), not for its first
-# sentence's whole decoder; the rest of that sentence is decoded while those frames play.
+# A job's first sound waits for the encoder and this many latent frames of the decoder (a frame is
+# the voice's hop, 256 samples: 32 frames are 0.37 s at 22,050 Hz), not for its first sentence's
+# whole decoder; the rest of that sentence is decoded while those frames play. A whole render sends
+# them at once too (a Wyoming peer's first audio chunk): with the whole sentence decoded first, the
+# first chunk of en_US-joe-medium came about twice as late.
 FIRST_FRAMES = 32
 # The decoder is given this many latent frames beyond a part on each side, so that a part's samples
 # are those of the whole sentence's decode to the bit (samplesArePiperTTSOwn checks it): with 32,
@@ -570,9 +572,11 @@ class Renderer:
         """The piece's audio (float, the voice's rate) in parts, each with the samples (from the
         piece's start) where the phoneme words it brings start. With `first_frames`, the first
         part is that many frames of its first sentence, made without waiting for the rest of it.
-        `whole` (nobody listens while it renders) decodes each sentence of up to DECODE_FRAMES
-        once and cuts the same parts from it: the same samples (a part decoded with
-        CONTEXT_FRAMES around it is the whole decode's), without decoding the context twice."""
+        `whole` (nobody listens to the parts as they come, only to the job's first sound) decodes
+        each sentence of up to DECODE_FRAMES once and cuts the same parts from it: the same
+        samples (a part decoded with CONTEXT_FRAMES around it is the whole decode's), without
+        decoding the context twice. The first part of `first_frames` is still decoded alone, so
+        that the job's first sound waits for it only (a Wyoming peer's first audio chunk)."""
         from piper import SynthesisConfig
 
         config = SynthesisConfig(
@@ -607,11 +611,14 @@ class Renderer:
                 bounds += list(range(bounds[-1] + DECODE_FRAMES, frames, DECODE_FRAMES))
             bounds.append(frames)
             # Whole, a sentence of up to DECODE_FRAMES is decoded in one run and its parts cut
-            # from it; a longer one is decoded part by part as when streamed (the same samples):
-            # one run of all its frames took up to 250 MiB more.
-            decoded = self.model.decode(0, frames) if whole and frames <= DECODE_FRAMES else None
+            # from it (but the job's first part, decoded alone and sent first); a longer one is
+            # decoded part by part as when streamed (the same samples): one run of all its frames
+            # took up to 250 MiB more.
+            decoded = None
             hop = self.model.hop
             for start, end in zip(bounds, bounds[1:]):
+                if whole and decoded is None and frames <= DECODE_FRAMES and not (start == 0 and cut):
+                    decoded = self.model.decode(0, frames)
                 audio = decoded[start * hop : end * hop] if decoded is not None else self.model.decode(start, end)
                 yield audio, word_starts if start == 0 else []
             first_frames = 0
@@ -695,7 +702,9 @@ class Renderer:
             sent += len(samples)
             if whole:
                 pending.append((due, samples))
-                if time.monotonic() - flushed > WHOLE_FLUSH_SECONDS:
+                # The job's first sound goes at once (a Wyoming peer waits for it); the rest in as
+                # few frames as the stall limit allows.
+                if time.monotonic() - flushed > WHOLE_FLUSH_SECONDS or sent == len(samples) > 0:
                     flush_pending()
                 return
             if due:
