@@ -5,8 +5,8 @@ internal import GRDB
 /// in-memory queue in tests), and the file its errors name.
 ///
 /// `write` and `read` block the calling thread for one SQLite transaction (a commit waits for its
-/// fsync); `read` from async code suspends the caller instead. `commitUnsynced` is the audit log's: it runs the transaction on the writer's own queue
-/// and suspends the caller meanwhile, and its commit is in the operating system's hands when it
+/// fsync); `read` from async code suspends the caller instead. `commitUnsynced` is the audit
+/// log's: it runs the transaction on the writer's own queue and suspends the caller meanwhile, and its commit is in the operating system's hands when it
 /// returns, so it survives the death of the process (`kill -9`, a crash) without waiting for the
 /// disk; `syncer` puts it on the disk within about a second, so a power cut loses at most that
 /// second.
@@ -23,11 +23,7 @@ struct Storage: Sendable {
     }
 
     func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
-        do {
-            return try writer.write(body)
-        } catch {
-            throw StateError(error, path: path, operation: operation)
-        }
+        try naming(operation) { try writer.write(body) }
     }
 
     /// Runs `body` in one transaction on the writer's queue with `synchronous = NORMAL`: the WAL
@@ -36,7 +32,7 @@ struct Storage: Sendable {
     func commitUnsynced<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
         async throws(StateError) -> T
     {
-        do {
+        try await naming(operation) {
             let result = try await writer.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
@@ -52,17 +48,11 @@ struct Storage: Sendable {
             }
             syncer?.wrote()
             return result
-        } catch {
-            throw StateError(error, path: path, operation: operation)
         }
     }
 
     func read<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
-        do {
-            return try writer.read(body)
-        } catch {
-            throw StateError(error, path: path, operation: operation)
-        }
+        try naming(operation) { try writer.read(body) }
     }
 
     /// Runs `body` in one read transaction on one of the database's reader connections, the
@@ -70,8 +60,22 @@ struct Storage: Sendable {
     func read<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
         async throws(StateError) -> T
     {
+        try await naming(operation) { try await writer.read(body) }
+    }
+
+    /// `body`'s result, or its error as a ``StateError`` naming `operation` and the file.
+    private func naming<T>(_ operation: String, _ body: () throws -> T) throws(StateError) -> T {
         do {
-            return try await writer.read(body)
+            return try body()
+        } catch {
+            throw StateError(error, path: path, operation: operation)
+        }
+    }
+
+    /// `body`'s result, or its error as a ``StateError`` naming `operation` and the file.
+    private func naming<T>(_ operation: String, _ body: () async throws -> T) async throws(StateError) -> T {
+        do {
+            return try await body()
         } catch {
             throw StateError(error, path: path, operation: operation)
         }
