@@ -324,7 +324,7 @@ public struct AnnouncementIntake: Sendable {
     }
 
     /// Hands a prepared announcement to the queue of the output it names, unless that output's
-    /// audio is down; counts it when accepted.
+    /// audio is down (unavailable; a degraded one takes it); counts it when accepted.
     public func submit(_ prepared: PreparedAnnouncement) async throws(SpeakError) -> AnnouncementAccepted {
         if let zones = prepared.zones {
             let health = await health.health()
@@ -332,7 +332,7 @@ public struct AnnouncementIntake: Sendable {
                 let audio =
                     health.outputs?.first { $0.name == zone }.map { ($0.state, $0.detail) }
                     ?? (health.audio.state, health.audio.detail)
-                return audio.0 == .ok ? nil : audio.1 ?? "its audio is down"
+                return audio.0 != .unavailable ? nil : audio.1 ?? "its audio is down"
             }
             // A zone whose audio is down fails there; when every one is, nothing is accepted.
             if zones.allSatisfy({ down($0) != nil }), let first = zones.first {
@@ -351,7 +351,8 @@ public struct AnnouncementIntake: Sendable {
         let audio =
             health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }
             ?? (health.audio.state, health.audio.detail)
-        guard audio.0 == .ok else {
+        // A degraded output (an RTP output whose last send failed) takes the next one: it tries again.
+        guard audio.0 != .unavailable else {
             throw .audioUnavailable(audio.1)
         }
         var accepted: AnnouncementAccepted

@@ -47,6 +47,12 @@ struct DaemonHealth: HealthReporting {
             if let sent = rtp[output.name] {
                 report.rtp = HealthReport.Output.RTP(
                     packets: sent.packets, bytes: sent.bytes, latePackets: sent.latePackets)
+                // A send error fails its announcement and the sink reopens at once; the output
+                // stays degraded, saying why, until a packet goes out again.
+                if report.state == .ok, let error = sent.sendError {
+                    report.state = .degraded
+                    report.detail = error
+                }
             }
             return report
         }

@@ -1,7 +1,9 @@
+import AudioOutput
 import Foundation
 import SpeakAPI
 import SpeakTestSupport
 import SpeakdHarness
+import SpeechRendering
 import Testing
 
 extension SpeakdIntegration {
@@ -28,14 +30,68 @@ extension SpeakdIntegration {
             #expect(misses.isEmpty, "\(misses)")
         }
 
-        static func hearAnnouncement(_ timing: inout SinkTiming) async throws {
+        @Test("a send error fails that announcement with its reason and degrades the output; the next one is heard")
+        func aSendErrorFailsThatAnnouncementOnly() async throws {
             let namespace = try NetworkNamespace()
             defer { namespace.remove() }
             let speakd = try await SpeakdProcess.start(
                 audio: "null",
-                arguments: ["--output", "platform1=rtp://\(group):5004?codec=pcmu&ptime=20&ttl=1"],
+                arguments: ["--output", "platform1=rtp://\(Self.group):5004?codec=pcmu&ptime=20&ttl=1"],
                 networkNamespace: namespace.name)
             defer { Task { await speakd.stop() } }
+            let body = ["text": "Platform two.", "output": "platform1"]
+
+            // No route to the group: the first packet's send fails.
+            try namespace.ip(["route", "del"] + NetworkNamespace.multicastRoute)
+            let failed = try await speakd.unixClient.send("POST", "/v1/announcements?wait=true", json: body)
+            #expect(failed.status == 200, "\(String(decoding: failed.body, as: UTF8.self))")
+            let failure = try #require(
+                try? failed.decode(AnnouncementEvent.self), "\(String(decoding: failed.body, as: UTF8.self))")
+            #expect(failure.type == .finished && failure.success == false, "\(failure)")
+            #expect(failure.reason == .failed, "\(failure)")
+            #expect(
+                failure.detail?.contains("sending to \(Self.group):5004: Network is unreachable") == true,
+                "detail: \(failure.detail ?? "none")")
+            let down = try await speakd.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            let platform = try #require(down.outputs?.first { $0.name == "platform1" }, "\(down)")
+            #expect(platform.state == .degraded, "\(platform)")
+            #expect(platform.detail?.contains("Network is unreachable") == true, "\(platform)")
+            // Another output's failure leaves the daemon's own status to the default output.
+            #expect(down.status == .ok, "\(down)")
+
+            // The route back: the next announcement goes out and is heard in full.
+            try namespace.ip(["route", "add"] + NetworkNamespace.multicastRoute)
+            let directory = speakd.directory
+            let captureOutput = directory.appendingPathComponent("capture.json")
+            let capture = try await Self.capture(
+                Self.group, port: 5004, in: namespace, ready: directory.appendingPathComponent("capture.ready"),
+                output: captureOutput)
+            let heard = try await speakd.unixClient.send("POST", "/v1/announcements?wait=true", json: body)
+            let success = try #require(
+                try? heard.decode(AnnouncementEvent.self), "\(String(decoding: heard.body, as: UTF8.self))")
+            #expect(success.success == true && success.reason == .completed, "\(success)")
+            #expect(await capture.wait(timeout: .seconds(10)) == 0, "capture: \(Self.read(captureOutput))")
+            let report = try JSONSerialization.jsonObject(with: Data(contentsOf: captureOutput)) as? [String: Any]
+            let packets = try #require(report?["packets"] as? [[String: Any]])
+            let raw = try await speakd.speech(["text": body["text"] ?? ""], raw: true)
+            let rendered = try #require(
+                AudioAnalysis(samples: raw.samples, sampleRate: raw.sampleRate).soundingSegments().last?.end)
+            // Every packet of it: 20 ms each, as long as the render's sound (plus the sink's lead-in).
+            #expect(Double(packets.count) * 0.02 >= rendered, "\(packets.count) packets for \(rendered) s of sound")
+            #expect(packets.first?["marker"] as? Bool == true)
+            let up = try await speakd.unixClient.send("GET", "/healthz").decode(HealthReport.self)
+            let recovered = try #require(up.outputs?.first { $0.name == "platform1" }, "\(up)")
+            #expect(recovered.state == .ok && recovered.detail == nil, "\(recovered)")
+        }
+
+        static func hearAnnouncement(_ timing: inout SinkTiming) async throws {
+            let namespace = try NetworkNamespace()
+            defer { namespace.remove() }
+            // A local output beside it, at the same loudness target, heard from its sink's monitor.
+            let local = try await LocalHall.start(
+                in: namespace, arguments: ["--output", "platform1=rtp://\(group):5004?codec=pcmu&ptime=20&ttl=1"])
+            defer { Task { await local.stop() } }
+            let (pulse, hall, speakd) = local.parts
             let directory = speakd.directory
 
             // The session description, and the route's refusals.
@@ -51,40 +107,28 @@ extension SpeakdIntegration {
             // The receivers, in the namespace, before anything plays.
             let ready = directory.appendingPathComponent("capture.ready")
             let captureOutput = directory.appendingPathComponent("capture.json")
-            let capture = try ChildProcess(
-                "/usr/sbin/ip",
-                [
-                    "netns", "exec", namespace.name, "/usr/bin/python3", script("rtp-capture"), group,
-                    "5004", "--timeout", "40", "--ready", ready.path,
-                ],
-                environment: ProcessInfo.processInfo.environment, output: captureOutput.path)
+            let capture = try await capture(group, port: 5004, in: namespace, ready: ready, output: captureOutput)
             let heard = directory.appendingPathComponent("ffmpeg.wav")
             let ffmpeg = try ChildProcess(
-                "/usr/sbin/ip",
+                "/usr/bin/ffmpeg",
                 [
-                    "netns", "exec", namespace.name, "/usr/bin/ffmpeg", "-nostdin", "-loglevel", "error",
-                    "-protocol_whitelist", "file,udp,rtp", "-i", sdpFile.path, "-ar", "8000", "-ac", "1",
-                    "-c:a", "pcm_s16le", "-y", heard.path,
+                    "-nostdin", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdpFile.path,
+                    "-ar", "8000", "-ac", "1", "-c:a", "pcm_s16le", "-y", heard.path,
                 ],
                 environment: ProcessInfo.processInfo.environment,
-                output: directory.appendingPathComponent("ffmpeg.log").path)
+                output: directory.appendingPathComponent("ffmpeg.log").path, networkNamespace: namespace.name)
             // GStreamer's own RTP elements, configured by hand as a receiver without SDP would be.
             let gstreamerHeard = directory.appendingPathComponent("gstreamer.wav")
             let gstreamer = try ChildProcess(
-                "/usr/sbin/ip",
+                "/usr/bin/gst-launch-1.0",
                 [
-                    "netns", "exec", namespace.name, "/usr/bin/gst-launch-1.0", "-q", "-e", "udpsrc",
-                    "address=\(group)", "port=5004",
+                    "-q", "-e", "udpsrc", "address=\(group)", "port=5004",
                     "caps=application/x-rtp,media=audio,clock-rate=8000,encoding-name=PCMU,payload=0", "!",
                     "rtpjitterbuffer", "!", "rtppcmudepay", "!", "mulawdec", "!", "wavenc", "!", "filesink",
                     "location=\(gstreamerHeard.path)",
                 ],
                 environment: ProcessInfo.processInfo.environment,
-                output: directory.appendingPathComponent("gstreamer.log").path)
-            let listening = ContinuousClock.now + .seconds(10)
-            while !FileManager.default.fileExists(atPath: ready.path) && ContinuousClock.now < listening {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+                output: directory.appendingPathComponent("gstreamer.log").path, networkNamespace: namespace.name)
             // ffmpeg opens its sockets after reading the SDP; give it a moment.
             try await Task.sleep(for: .seconds(1.5))
 
@@ -163,6 +207,45 @@ extension SpeakdIntegration {
             #expect(abs(gstreamerGot - expected) < 0.1, "GStreamer heard \(gstreamerGot) s, rendered \(expected) s")
             #expect(
                 gstreamerAnalysis.rms > 0.2 * reference.rms, "RMS \(gstreamerAnalysis.rms) against \(reference.rms)")
+
+            // The loudness target holds on the decoded stream: within 1 LU of the same
+            // announcement played by the local output.
+            let played = try await speakd.unixClient.send(
+                "POST", "/v1/announcements?wait=true", json: ["text": text, "output": "default"])
+            #expect(String(decoding: played.body, as: UTF8.self).contains(#""success":true"#))
+            try await Task.sleep(for: .milliseconds(300))
+            let localLoudness = try #require(
+                LoudnessMeter.loudness(
+                    of: hall.samplesSoFar(), format: AudioFormat(sampleRate: hall.sampleRate, channels: pulse.channels)),
+                "the hall heard nothing")
+            let decodedLoudness = try #require(
+                LoudnessMeter.loudness(of: decoded.samples, format: AudioFormat(sampleRate: decoded.sampleRate)))
+            let gstreamerLoudness = try #require(
+                LoudnessMeter.loudness(
+                    of: gstreamerDecoded.samples, format: AudioFormat(sampleRate: gstreamerDecoded.sampleRate)))
+            #expect(
+                abs(decodedLoudness - localLoudness) <= 1,
+                "ffmpeg decoded \(decodedLoudness) LUFS, the local output played \(localLoudness) LUFS")
+            #expect(
+                abs(gstreamerLoudness - localLoudness) <= 1,
+                "GStreamer decoded \(gstreamerLoudness) LUFS, the local output played \(localLoudness) LUFS")
+        }
+
+        /// Starts `scripts/rtp-capture` on `group`:`port` in `namespace`, its report going to
+        /// `output`, and returns once it listens (it touches `ready`).
+        static func capture(
+            _ group: String, port: Int, in namespace: NetworkNamespace, ready: URL, output: URL
+        ) async throws -> ChildProcess {
+            let process = try ChildProcess(
+                "/usr/bin/python3",
+                [script("rtp-capture"), group, "\(port)", "--timeout", "40", "--ready", ready.path],
+                environment: ProcessInfo.processInfo.environment, output: output.path,
+                networkNamespace: namespace.name)
+            let listening = ContinuousClock.now + .seconds(10)
+            while !FileManager.default.fileExists(atPath: ready.path) && ContinuousClock.now < listening {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return process
         }
 
         static func script(_ name: String) -> String {
@@ -186,21 +269,61 @@ let rtpReceiversMissing: String? = {
     return nil
 }()
 
+/// speakd in a network namespace with its default output on a PulseAudio null sink `hall`,
+/// recorded from its monitor, beside the RTP outputs its arguments name.
+struct LocalHall {
+    let pulse: PulseAudioServer
+    let hall: MonitorRecorder
+    let speakd: SpeakdProcess
+
+    static func start(in namespace: NetworkNamespace, arguments: [String]) async throws -> LocalHall {
+        let pulse = try await PulseAudioServer.start(sinkName: "hall")
+        let hall = try await MonitorRecorder.start(pulse, sink: "hall")
+        let speakd = try await SpeakdProcess.start(
+            audio: "pulse:hall", arguments: arguments, environment: pulse.environment,
+            networkNamespace: namespace.name)
+        return LocalHall(pulse: pulse, hall: hall, speakd: speakd)
+    }
+
+    var parts: (PulseAudioServer, MonitorRecorder, SpeakdProcess) { (pulse, hall, speakd) }
+
+    /// Stops speakd, the recorder and the sound server.
+    func stop() async {
+        await speakd.stop()
+        _ = await hall.stop()
+        await pulse.stop()
+    }
+}
+
 /// A private network namespace whose loopback carries multicast (docs/audio.md, ../AUDIO.md).
 struct NetworkNamespace {
     let name = "speakd-rtp-\(getpid())-\(Int.random(in: 1000...9999))"
 
+    /// The route that carries multicast on the namespace's loopback.
+    static let multicastRoute = ["224.0.0.0/4", "dev", "lo"]
+
     init() throws {
-        for command in [
-            ["netns", "add", name], ["-n", name, "link", "set", "lo", "up"],
-            ["-n", name, "link", "set", "lo", "multicast", "on"],
-            ["-n", name, "route", "add", "224.0.0.0/4", "dev", "lo"],
-        ] {
-            let status = Self.run(command)
-            guard status == 0 else {
-                remove()
-                throw SpeakdProcess.Failure(description: "ip \(command.joined(separator: " ")) exited with \(status)")
+        let status = Self.run(["netns", "add", name])
+        guard status == 0 else {
+            throw SpeakdProcess.Failure(description: "ip netns add \(name) exited with \(status)")
+        }
+        do {
+            for command in [["link", "set", "lo", "up"], ["link", "set", "lo", "multicast", "on"]] {
+                try ip(command)
             }
+            try ip(["route", "add"] + Self.multicastRoute)
+        } catch {
+            remove()
+            throw error
+        }
+    }
+
+    /// Runs `ip -n NAME ARGUMENTS` (a route or link change inside the namespace).
+    func ip(_ arguments: [String]) throws {
+        let status = Self.run(["-n", name] + arguments)
+        guard status == 0 else {
+            throw SpeakdProcess.Failure(
+                description: "ip -n \(name) \(arguments.joined(separator: " ")) exited with \(status)")
         }
     }
 

@@ -34,16 +34,14 @@ extension SpeakdIntegration {
             let misses = try await retryingSinkTimingOnce("RTPZoneGroupTests") { timing in
                 let namespace = try NetworkNamespace()
                 defer { namespace.remove() }
-                let pulse = try await PulseAudioServer.start(sinkName: "hall")
-                let hall = try await MonitorRecorder.start(pulse, sink: "hall")
-                let speakd = try await SpeakdProcess.start(
-                    audio: "pulse:hall",
+                let (pulse, hall, speakd) = try await LocalHall.start(
+                    in: namespace,
                     arguments: [
                         "--output", "platform1=rtp://239.255.10.1:5004?codec=pcmu&ptime=20&ttl=1",
                         "--output", "platform2=rtp://239.255.10.2:5006?codec=pcmu&ptime=20&ttl=1&delay=40",
                         "--zone-group", "concourse=default,platform1,platform2",
-                    ],
-                    environment: pulse.environment, networkNamespace: namespace.name)
+                    ]
+                ).parts
                 let directory = speakd.directory
                 let events = EventStreamRecorder(client: speakd.unixClient)
                 try await speakd.waitForEventStreams(1)
@@ -52,18 +50,9 @@ extension SpeakdIntegration {
                 for (group, port) in [("239.255.10.1", 5004), ("239.255.10.2", 5006)] {
                     let ready = directory.appendingPathComponent("capture-\(port).ready")
                     let output = directory.appendingPathComponent("capture-\(port).json")
-                    let process = try ChildProcess(
-                        "/usr/sbin/ip",
-                        [
-                            "netns", "exec", namespace.name, "/usr/bin/python3", RTPOutputTests.script("rtp-capture"),
-                            group, "\(port)", "--timeout", "40", "--ready", ready.path,
-                        ],
-                        environment: ProcessInfo.processInfo.environment, output: output.path)
+                    let process = try await RTPOutputTests.capture(
+                        group, port: port, in: namespace, ready: ready, output: output)
                     captures.append((process, output))
-                    let listening = ContinuousClock.now + .seconds(10)
-                    while !FileManager.default.fileExists(atPath: ready.path) && ContinuousClock.now < listening {
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
                 }
 
                 var body = announcement(Self.text)

@@ -353,8 +353,12 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
                         timestamp: counters.timestamp, ssrc: session.ssrc, payload: payload)
                 }
                 now = Self.now()
-                session.statistics.sent(payloadBytes: payload.count, late: now > deadline + 1_000_000)
                 let sent = Result { () throws(UDPSenderError) in try sender.send(packet) }
+                switch sent {
+                case .success:
+                    session.statistics.sent(payloadBytes: payload.count, late: now > deadline + 1_000_000)
+                case .failure(let error): session.statistics.failed(error.message)
+                }
                 if now >= lastReport + Self.reportInterval {
                     lastReport = now
                     report(bye: false)

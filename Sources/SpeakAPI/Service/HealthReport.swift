@@ -118,11 +118,12 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public struct Output: Sendable, Hashable, Codable {
         /// The output's name, as requests give it in `output`.
         public var name: String
-        /// Whether its sink works.
+        /// Whether its sink works: `degraded` for an RTP output whose last send failed, until a
+        /// packet goes out again (the next announcement tries).
         public var state: State
         /// What the sink plays to (`pulse:headset`, `null`).
         public var sink: String
-        /// Why it is unavailable, the last error it reported.
+        /// Why it is unavailable or degraded, the last error it reported.
         public var detail: String?
         /// Its queue's occupancy; filled in by the server.
         public var queue: Queue?

@@ -20,6 +20,8 @@ public final class PipeWireServer: Sendable {
     public let channels: Int
     /// Whether WirePlumber runs `contrib/wireplumber`'s ducking script.
     public let ducking: Bool
+    /// The network namespace pipewire, wireplumber and pipewire-pulse run in; nil for the test's own.
+    public let networkNamespace: String?
     /// dbus-daemon, then pipewire, wireplumber and pipewire-pulse; the last three are replaced by
     /// `restart()`.
     private let processes: Mutex<[ChildProcess]>
@@ -76,10 +78,15 @@ public final class PipeWireServer: Sendable {
     ///   - sampleRate: the null sinks' rate; espeak-ng renders 22050 Hz.
     ///   - channels: the null sinks' channels.
     ///   - ducking: run `contrib/wireplumber/scripts/speakd-ducking.lua` in WirePlumber's policy.
+    ///   - modules: PipeWire's `context.modules` entries to load as well (a `pipewire.conf.d`
+    ///     file's text), e.g. `libpipewire-module-rtp-source`.
+    ///   - networkNamespace: run the servers in this network namespace (`ip netns exec`, as root);
+    ///     clients still reach them through their Unix sockets.
     ///   - timeout: how long to wait for each step.
     public static func start(
         sinkName: String = "speakd_test", extraSinks: [String] = [], sampleRate: Int = 22050, channels: Int = 1,
-        ducking: Bool = false, timeout: Duration = .seconds(15)
+        ducking: Bool = false, modules: String? = nil, networkNamespace: String? = nil,
+        timeout: Duration = .seconds(15)
     ) async throws -> PipeWireServer {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("speakd-pipewire-\(UUID().uuidString.prefix(8))")
@@ -88,10 +95,10 @@ public final class PipeWireServer: Sendable {
                 at: directory.appendingPathComponent(name), withIntermediateDirectories: true,
                 attributes: [.posixPermissions: 0o700])
         }
-        try writeConfiguration(in: directory, ducking: ducking)
+        try writeConfiguration(in: directory, ducking: ducking, modules: modules)
         let server = PipeWireServer(
             directory: directory, sinkName: sinkName, extraSinks: extraSinks, sampleRate: sampleRate,
-            channels: channels, ducking: ducking)
+            channels: channels, ducking: ducking, networkNamespace: networkNamespace)
         do {
             let bus = try ChildProcess(
                 "/usr/bin/dbus-daemon",
@@ -108,7 +115,8 @@ public final class PipeWireServer: Sendable {
     }
 
     private init(
-        directory: URL, sinkName: String, extraSinks: [String], sampleRate: Int, channels: Int, ducking: Bool
+        directory: URL, sinkName: String, extraSinks: [String], sampleRate: Int, channels: Int, ducking: Bool,
+        networkNamespace: String?
     ) {
         self.directory = directory
         self.sinkName = sinkName
@@ -116,6 +124,7 @@ public final class PipeWireServer: Sendable {
         self.sampleRate = sampleRate
         self.channels = channels
         self.ducking = ducking
+        self.networkNamespace = networkNamespace
         self.processes = Mutex([])
     }
 
@@ -125,16 +134,16 @@ public final class PipeWireServer: Sendable {
         let environment = serverEnvironment
         let pipewire = try ChildProcess(
             "/usr/bin/pipewire", [], environment: environment,
-            output: directory.appendingPathComponent("pipewire.log").path)
+            output: directory.appendingPathComponent("pipewire.log").path, networkNamespace: networkNamespace)
         processes.withLock { $0.append(pipewire) }
         try await waitFor(file: "pipewire-0", of: pipewire, timeout: timeout)
         let wireplumber = try ChildProcess(
             "/usr/bin/wireplumber", [], environment: environment,
-            output: directory.appendingPathComponent("wireplumber.log").path)
+            output: directory.appendingPathComponent("wireplumber.log").path, networkNamespace: networkNamespace)
         processes.withLock { $0.append(wireplumber) }
         let pulse = try ChildProcess(
             "/usr/bin/pipewire-pulse", [], environment: environment,
-            output: directory.appendingPathComponent("pipewire-pulse.log").path)
+            output: directory.appendingPathComponent("pipewire-pulse.log").path, networkNamespace: networkNamespace)
         processes.withLock { $0.append(pulse) }
         try await waitFor(file: "pulse/native", of: pulse, timeout: timeout)
         let deadline = ContinuousClock.now + timeout
@@ -145,8 +154,13 @@ public final class PipeWireServer: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         for sink in [sinkName] + extraSinks { try await loadSink(sink) }
-        guard try await run("/usr/bin/pactl", ["set-default-sink", sinkName]) == 0 else {
-            throw PulseAudioServer.Failure(description: "pactl set-default-sink \(sinkName) failed")
+        // pipewire-pulse may answer the load before the sink is a node it can name (seen once with
+        // the servers in a network namespace): ask again until it is.
+        while try await run("/usr/bin/pactl", ["set-default-sink", sinkName]) != 0 {
+            if ContinuousClock.now > deadline {
+                throw PulseAudioServer.Failure(description: "pactl set-default-sink \(sinkName) failed")
+            }
+            try await Task.sleep(for: .milliseconds(50))
         }
         // WirePlumber answers the configured default with the default it links streams to: once
         // that is the sink, it runs.
@@ -227,8 +241,8 @@ public final class PipeWireServer: Sendable {
         .appendingPathComponent("contrib/wireplumber")
 
     /// Writes the client configuration and WirePlumber's: no device monitors, and the ducking
-    /// script when `ducking`.
-    private static func writeConfiguration(in directory: URL, ducking: Bool) throws {
+    /// script when `ducking`; and `modules` as a `pipewire.conf.d` file.
+    private static func writeConfiguration(in directory: URL, ducking: Bool, modules: String?) throws {
         // No autospawn, no shared memory (which fails in containers).
         try Data("autospawn = no\nenable-shm = no\nenable-memfd = no\n".utf8)
             .write(to: directory.appendingPathComponent("client.conf"))
@@ -243,6 +257,12 @@ public final class PipeWireServer: Sendable {
             try FileManager.default.createDirectory(
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(text.utf8).write(to: url)
+        }
+        if let modules {
+            let url = directory.appendingPathComponent("config/pipewire/pipewire.conf.d/60-modules.conf")
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("context.modules = [\n\(modules)\n]\n".utf8).write(to: url)
         }
         if ducking {
             for path in ["scripts/speakd-ducking.lua", "policy.lua.d/60-speakd-ducking.lua"] {

@@ -24,11 +24,16 @@ public final class ChildProcess: Sendable {
     ///     `errorOutput` is given; nil for /dev/null.
     ///   - errorOutput: a separate file for standard error (appended).
     ///   - input: a file read as standard input; nil for /dev/null.
+    ///   - networkNamespace: runs it in this network namespace (`ip netns exec`, as root), which
+    ///     execs it in place, so `pid` is still its own.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String], output: String? = nil,
-        errorOutput: String? = nil, input: String? = nil
+        errorOutput: String? = nil, input: String? = nil, networkNamespace: String? = nil
     ) throws {
         self.executable = executable
+        let (program, arguments) =
+            networkNamespace.map { ("/usr/sbin/ip", ["netns", "exec", $0, executable] + arguments) }
+            ?? (executable, arguments)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -44,7 +49,7 @@ public final class ChildProcess: Sendable {
         // default handlers keep the test runner's settings out of it.
         do {
             pid = try SpawnedProcess.spawn(
-                executable, arguments: arguments, environment: environment.map { "\($0.key)=\($0.value)" },
+                program, arguments: arguments, environment: environment.map { "\($0.key)=\($0.value)" },
                 actions: &actions, ownProcessGroup: true)
         } catch {
             throw Failure(description: "cannot start \(executable): \(String(cString: strerror(error.code)))")

@@ -98,11 +98,9 @@ public final class SpeakdProcess: Sendable {
             let daemonArguments =
                 ["--socket", socketPath, "--http", "127.0.0.1:\(port)", "--audio", audio, "--log-level", "info"]
                 + arguments
-            // `ip netns exec` execs the daemon in place, so the PID is still the daemon's.
             let process = try ChildProcess(
-                networkNamespace == nil ? executable : "/usr/sbin/ip",
-                networkNamespace.map { ["netns", "exec", $0, executable] + daemonArguments } ?? daemonArguments,
-                environment: childEnvironment, output: directory.appendingPathComponent("speakd.log").path)
+                executable, daemonArguments, environment: childEnvironment,
+                output: directory.appendingPathComponent("speakd.log").path, networkNamespace: networkNamespace)
             let daemon = SpeakdProcess(
                 directory: directory, socketPath: socketPath, port: port, process: process,
                 tcpReachable: networkNamespace == nil)
