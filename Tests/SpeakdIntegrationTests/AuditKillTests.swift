@@ -7,7 +7,7 @@ import Testing
 
 extension SpeakdIntegration {
     /// The audit log's promise across `kill -9`: a `finished` a client has seen has its row.
-    // Long enough for the full check (200 kills, about 6 minutes a test on a loaded machine).
+    // Long enough for the full check: the event stream's test with 200 kills, about 6 minutes.
     @Suite(.serialized, .timeLimit(.minutes(15)))
     struct AuditKillTests {
         /// How many kills each test makes: 16 by default, which keeps each under about a minute;
