@@ -501,12 +501,32 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the intake's tests and the routes' tests over the real intake share: a real queue
+        // with a speaker whose announcements finish when the test says, and switchable health.
+        .target(
+            name: "IntakeTestSupport",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementQueue", "SpeakAPI", "SpeakTestSupport", "SpeechModel",
+                "SpeechRendering",
+            ],
+            path: "Tests/IntakeTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The intake below every front: validation, private announcements, preparation.
+        .testTarget(
+            name: "AnnouncementIntakeTests",
+            dependencies: [
+                "AnnouncementIntake", "AnnouncementQueue", "IntakeTestSupport", "SpeakAPI", "SpeakService",
+                "SpeakTestSupport", "SpeechModel",
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SpeakServerTests",
             dependencies: [
                 "SpeakServer", "SpeakAPI", "SpeakClient", "AnnouncementQueue", "AnnouncementIntake", "SpeechModel",
                 "SpeechRendering", "SpeakTestSupport", "SpeakScheduler", "SpeakState", "SpeakService",
-                "ServiceCore",
+                "ServiceCore", "IntakeTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

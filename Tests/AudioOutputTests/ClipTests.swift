@@ -35,48 +35,16 @@ struct ClipDirectory: ~Copyable {
     }
 }
 
-/// Speech made up for the clip renderer: each utterance is a constant level, 0.2 s per
-/// character, with one word event at sample 100 covering the whole text.
-struct LevelRenderer: SpeechRenderer {
-    let format = AudioFormat(sampleRate: 22_050)
-    static let level: Int16 = 3_000
+extension FakeRenderer {
+    /// The level of `level()`'s speech.
+    static let speechLevel: Int16 = 3_000
 
-    func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
-        try utterance.checkHasNoClips()
-        if let index = utterance.spans.firstIndex(where: { $0.text.contains("BAD") }) {
-            throw .malformed(field: "spans[\(index)].text", "BAD is not spoken here")
-        }
-        let text = utterance.text
-        var map = TextOffsetMap(textLength: text.utf16.count)
-        var offset = 0
-        for character in text {
-            let length = String(character).utf16.count
-            map.append(scalars: character.unicodeScalars.count, from: offset..<(offset + length))
-            offset += length
-        }
-        return PreparedUtterance(
-            utterance: utterance, voices: [VoiceInfo(identifier: "level", name: "level", languages: [])],
-            engineInput: text, textMap: map)
+    /// Speech made up for the clip renderer: each utterance is a constant level, 0.2 s per
+    /// character, with one word event at sample 100 covering the whole text; a text with BAD in
+    /// it is refused.
+    static func level() -> FakeRenderer {
+        FakeRenderer(sound: .level(speechLevel, perCharacter: 22_050 / 5), unspeakable: "BAD")
     }
-
-    func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let text = (try? prepared.input(as: String.self)) ?? ""
-        let frames = text.count * format.sampleRate / 5
-        // In chunks of 0.1 s as an engine streams, with a sentence event in the second: its
-        // position counts from the utterance's first frame, not from its chunk's.
-        let events = [
-            EngineEvent(kind: .word, sample: 100, textPosition: 1, length: text.unicodeScalars.count),
-            EngineEvent(kind: .sentence, sample: 3_000, textPosition: 1),
-        ]
-        return .replaying(
-            stride(from: 0, to: frames, by: 2_205).map { start in
-                PCMChunk(
-                    samples: [Int16](repeating: Self.level, count: min(2_205, frames - start)),
-                    events: events.filter { (start..<(start + 2_205)).contains($0.sample) })
-            })
-    }
-
-    func voices() async throws -> [VoiceInfo] { [] }
 }
 
 @Suite(.timeLimit(.minutes(1))) struct ClipLibraryTests {
@@ -234,7 +202,7 @@ extension ClipLibraryTests {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav", seconds: 1)
         let renderer = ClipRenderer(
-            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+            base: FakeRenderer.level(), library: try ClipLibrary(directory: directory.url), loudness: -20)
         let utterance = Utterance(spans: [.clip("gong"), Span("Lisboa", pauseAfter: 0.5), .clip("gong", mark: "end")])
         let (prepared, chunks) = try await Self.render(renderer, utterance)
         let speechFrames = 6 * 22_050 / 5
@@ -242,7 +210,8 @@ extension ClipLibraryTests {
         #expect(samples.count == 22_050 + speechFrames + 22_050)
         // The clips are at the target already, so the speech's gain passes them by.
         #expect(chunks.prefix { $0.isLevelled }.reduce(0) { $0 + $1.samples.count } == 22_050)
-        #expect(chunks.filter { !$0.isLevelled }.allSatisfy { $0.samples.allSatisfy { $0 == LevelRenderer.level } })
+        #expect(
+            chunks.filter { !$0.isLevelled }.allSatisfy { $0.samples.allSatisfy { $0 == FakeRenderer.speechLevel } })
         let clip = Array(samples[0..<22_050])
         let loudness = try #require(LoudnessMeter.loudness(of: clip, format: renderer.format))
         #expect(abs(loudness - -20) < 0.5, "\(loudness) LUFS")
@@ -259,7 +228,7 @@ extension ClipLibraryTests {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav")
         let library = try ClipLibrary(directory: directory.url)
-        let renderer = ClipRenderer(base: LevelRenderer(), library: library, loudness: nil)
+        let renderer = ClipRenderer(base: FakeRenderer.level(), library: library, loudness: nil)
         func field(_ spans: [Span], renderer: ClipRenderer = renderer) async -> String? {
             do {
                 _ = try await renderer.prepare(Utterance(spans: spans))
@@ -270,14 +239,14 @@ extension ClipLibraryTests {
         }
         #expect(await field([Span("Platform "), .clip("gong"), .clip("bell")]) == "spans[2].clip")
         #expect(await field([.clip("gong"), Span("fine "), Span("BAD")]) == "spans[2].text")
-        let none = ClipRenderer(base: LevelRenderer(), library: nil, loudness: nil)
+        let none = ClipRenderer(base: FakeRenderer.level(), library: nil, loudness: nil)
         #expect(await field([Span("Platform "), .clip("gong")], renderer: none) == "spans[1].clip")
         // Without clips the engines prepare it as they always did.
         let plain = try await renderer.prepare(Utterance("Platform four"))
         #expect((try? plain.input(as: String.self)) == "Platform four")
         // An engine given a clip refuses it rather than drop it.
         await #expect(throws: SpeechInputError.self) {
-            _ = try await LevelRenderer().prepare(Utterance(spans: [.clip("gong")]))
+            _ = try await FakeRenderer.level().prepare(Utterance(spans: [.clip("gong")]))
         }
     }
 
@@ -287,7 +256,7 @@ extension ClipLibraryTests {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav", seconds: 1)
         let renderer = ClipRenderer(
-            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+            base: FakeRenderer.level(), library: try ClipLibrary(directory: directory.url), loudness: -20)
         func key() async throws -> RenderKeyWriter {
             var key = RenderKeyWriter()
             key.write(try await renderer.prepare(Utterance(spans: [.clip("gong"), Span("Platform")])))
@@ -307,7 +276,7 @@ extension ClipLibraryTests {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav")
         let renderer = ClipRenderer(
-            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: nil)
+            base: FakeRenderer.level(), library: try ClipLibrary(directory: directory.url), loudness: nil)
         var loud = SpeechAttributes()
         loud.volume = 1.5
         let prepared = try await renderer.prepare(
@@ -319,7 +288,7 @@ extension ClipLibraryTests {
         let directory = try ClipDirectory()
         try FloatWAV.write(FloatWAV.tone(values: [.nan]), to: directory.url.appendingPathComponent("gong.wav"))
         let renderer = ClipRenderer(
-            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+            base: FakeRenderer.level(), library: try ClipLibrary(directory: directory.url), loudness: -20)
         let prepared = try await renderer.prepare(Utterance(spans: [Span("Platform"), .clip("gong")]))
         await #expect { for try await _ in renderer.render(prepared) {} } throws: {
             "\($0)".contains("clip 'gong'") && "\($0)".contains("NaN")
@@ -330,7 +299,7 @@ extension ClipLibraryTests {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav")
         let renderer = ClipRenderer(
-            base: LevelRenderer(), library: try ClipLibrary(directory: directory.url), loudness: -20)
+            base: FakeRenderer.level(), library: try ClipLibrary(directory: directory.url), loudness: -20)
         let prepared = try await renderer.prepare(Utterance(spans: [Span("Platform"), .clip("gong")]))
         try Data("RIFF nonsense".utf8).write(to: directory.url.appendingPathComponent("gong.wav"))
         var frames = 0

@@ -123,26 +123,6 @@ final class ScriptedSink: ReopenableAudioSink {
     }
 }
 
-/// Yields a short silent chunk every few milliseconds, for as long as `chunks` says.
-struct SilenceRenderer: SpeechRenderer {
-    var chunks = 1_000
-    let format = AudioFormat(sampleRate: 22_050)
-
-    func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
-        PreparedUtterance(utterance: utterance, voices: [], engineInput: 0)
-    }
-
-    func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<PCMChunk, any Error> {
-        let chunks = chunks
-        return AsyncThrowingStream { continuation in
-            for _ in 0..<chunks { continuation.yield(PCMChunk(samples: Array(repeating: 0, count: 220))) }
-            continuation.finish()
-        }
-    }
-
-    func voices() async throws -> [VoiceInfo] { [] }
-}
-
 /// Polls `condition` for up to five seconds of real time; true once it holds.
 func eventually(_ condition: () -> Bool) async -> Bool {
     for _ in 0..<1_000 {
@@ -286,13 +266,16 @@ struct AudioSupervisorTests {
         #expect(await supervisor.connect())
         let running = Task { try await supervisor.run() }
         defer { running.cancel() }
-        let speaker = EngineSpeaker(renderer: SilenceRenderer(), audio: supervisor)
+        let speaker = EngineSpeaker(
+            renderer: FakeRenderer(sound: .silence(chunks: 1_000, samples: 220)), audio: supervisor)
 
         sink.log.withLock {
             $0.failNextFlush = .timedOut(sink: "scripted", operation: "write", limit: .seconds(2))
         }
         let announcement = Announcement(
-            id: "a1", speech: try await SilenceRenderer().prepare(Utterance("Platform four")))
+            id: "a1",
+            speech: try await FakeRenderer(sound: .silence(chunks: 1_000, samples: 220)).prepare(
+                Utterance("Platform four")))
         let speaking = Task { try await speaker.speak(announcement) }
         try await Task.sleep(for: .milliseconds(50))
         speaking.cancel()
@@ -307,9 +290,12 @@ struct AudioSupervisorTests {
         let sink = ScriptedSink([.fail("no device yet")])
         let supervisor = makeSupervisor(sink)
         #expect(await supervisor.connect() == false)
-        let speaker = EngineSpeaker(renderer: SilenceRenderer(), audio: supervisor)
+        let speaker = EngineSpeaker(
+            renderer: FakeRenderer(sound: .silence(chunks: 1_000, samples: 220)), audio: supervisor)
         let announcement = Announcement(
-            id: "a1", speech: try await SilenceRenderer().prepare(Utterance("Anyone there?")))
+            id: "a1",
+            speech: try await FakeRenderer(sound: .silence(chunks: 1_000, samples: 220)).prepare(
+                Utterance("Anyone there?")))
         let error = await #expect(throws: (any Error).self) {
             try await speaker.speak(announcement)
         }

@@ -3,6 +3,7 @@ import AnnouncementQueue
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import IntakeTestSupport
 import ServiceCore
 import SpeakAPI
 import SpeakServer
@@ -22,7 +23,8 @@ struct AuditRouteTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try StateDatabase(directory: directory.path)
         let intake = AnnouncementIntake(
-            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+            outputs: AnnouncementOutputs(single: running.queue), renderer: FakeRenderer.tone(),
+            health: SwitchableHealth())
         var service = CoreService(intake: intake)
         service.auditLog = database.audit
         let server = SpeakServer(service: service)

@@ -4,17 +4,19 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IntakeTestSupport
 import ServiceCore
 import SpeakAPI
 import SpeakServer
 import SpeakService
+import SpeakTestSupport
 import SpeechModel
 import Testing
 
 struct Harness {
     let running: RunningQueue
     let health = SwitchableHealth()
-    let renderer = ToneRenderer()
+    let renderer = FakeRenderer.tone()
     let server: SpeakServer
 
     init(
@@ -197,7 +199,7 @@ struct RouteTests {
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "audio/wav")
             let bytes = Array(buffer: response.body)
-            #expect(bytes.count == 44 + 2 * 2 * ToneRenderer.samplesPerSpan)
+            #expect(bytes.count == 44 + 2 * 2 * FakeRenderer.toneSamplesPerSpan)
             #expect(String(decoding: bytes[0..<4], as: UTF8.self) == "RIFF")
             #expect(String(decoding: bytes[8..<12], as: UTF8.self) == "WAVE")
             let rate = bytes[24..<28].enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }

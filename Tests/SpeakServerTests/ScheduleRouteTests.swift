@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IntakeTestSupport
 import Logging
 import ServiceCore
 import SpeakAPI
@@ -30,7 +31,7 @@ struct ScheduleRouteTests {
             directory = try temporaryDirectory()
             database = try StateDatabase(directory: directory.path)
             let intake = AnnouncementIntake(
-                outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(),
+                outputs: AnnouncementOutputs(single: running.queue), renderer: FakeRenderer.tone(),
                 health: SwitchableHealth())
             var service = CoreService(intake: intake)
             schedules = ScheduleService(

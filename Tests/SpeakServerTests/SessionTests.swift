@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IntakeTestSupport
 import SpeakAPI
 import SpeakServer
 import SpeakService
@@ -90,7 +91,7 @@ struct SessionTests {
             outputs = AnnouncementOutputs(queues, shared: shared)
             book = SessionBook(outputs: outputs, clock: clock)
             intake = AnnouncementIntake(
-                outputs: outputs, renderer: ToneRenderer(), health: SwitchableHealth(), sessions: book)
+                outputs: outputs, renderer: FakeRenderer.tone(), health: SwitchableHealth(), sessions: book)
             events = EventLog(outputs.events(after: 0))
             runners = queues.map { queue in Task { await queue.run() } }
         }

@@ -75,7 +75,7 @@ struct SpeakMetricsTests {
         let directory = try temporaryDirectory().path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         do {
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             func say(_ text: String, with renderer: CachingRenderer) async throws {
                 for try await _ in renderer.render(try await renderer.prepare(Utterance(text))) {}
             }

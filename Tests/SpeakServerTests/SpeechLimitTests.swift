@@ -2,9 +2,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IntakeTestSupport
 import SpeakAPI
 import SpeakServer
 import SpeakService
+import SpeakTestSupport
 import Synchronization
 import Testing
 
@@ -13,7 +15,7 @@ import Testing
 /// The bounds on what `POST /v1/speech` holds: the audio of one render and the renders at once.
 @Suite("Speech limits")
 struct SpeechLimitTests {
-    /// `ToneRenderer` makes 0.1 s per span: eleven spans pass a one-second limit, ten do not.
+    /// `FakeRenderer.tone()` makes 0.1 s per span: eleven spans pass a one-second limit, ten do not.
     @Test(.timeLimit(.minutes(1))) func audioOverTheLimitIs413NamingTheField() async throws {
         let harness = Harness(renderLimits: RenderLimits(maxSeconds: 1))
         try await harness.test { client in
@@ -22,7 +24,7 @@ struct SpeechLimitTests {
             }
             let fits = try await client.execute(uri: "/v1/speech", method: .post, body: jsonBody(spans(10)))
             #expect(fits.status == .ok)
-            #expect(fits.body.readableBytes == 44 + 2 * 10 * ToneRenderer.samplesPerSpan)
+            #expect(fits.body.readableBytes == 44 + 2 * 10 * FakeRenderer.toneSamplesPerSpan)
 
             let over = try await client.execute(uri: "/v1/speech", method: .post, body: jsonBody(spans(11)))
             #expect(over.status == .contentTooLarge)

@@ -34,7 +34,7 @@ struct RenderCacheDiskTests {
     @Test(arguments: ["cut", "flipped", "empty", "garbage"])
     func aDamagedFileIsRemovedAndRenderedAgain(damage: String) async throws {
         try await Self.withDirectory { directory in
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             let first = RenderCache(capacity: 0, diskDirectory: directory, diskCapacity: 1 << 20)
             let made = try await Self.say(
                 "Platform four", with: CachingRenderer(base: engine, cache: first, identity: "test"))
@@ -58,15 +58,14 @@ struct RenderCacheDiskTests {
             let again = try await Self.say(
                 "Platform four", with: CachingRenderer(base: engine, cache: restarted, identity: "test"))
             #expect(again == made)
-            #expect(engine.counter.value.withLock { $0 } == 2, "rendered again")
+            #expect(engine.counts.renders == 2, "rendered again")
             #expect(restarted.statistics.diskHits == 0 && restarted.statistics.misses == 1)
             #expect(Self.files(in: directory) == [name], "written afresh")
         }
     }
 
     /// The memory key `CachingRenderer` makes for `text` under identity `test`.
-    static func key(_ text: String, engine: CountingRenderer, identity: String = "test") async throws -> RenderCache.Key
-    {
+    static func key(_ text: String, engine: FakeRenderer, identity: String = "test") async throws -> RenderCache.Key {
         RenderCache.Key(
             prepared: try await engine.prepare(Utterance(text)), chunking: .streaming,
             identity: "\(identity) \(engine.format)")
@@ -74,7 +73,7 @@ struct RenderCacheDiskTests {
 
     @Test func aRestartServesTheRenderFromDiskWithTheSameChunksAndEvents() async throws {
         try await Self.withDirectory { directory in
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             let before = RenderCache(capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20)
             let made = try await Self.say(
                 "Gate twelve", with: CachingRenderer(base: engine, cache: before, identity: "test"))
@@ -87,7 +86,7 @@ struct RenderCacheDiskTests {
             let read = try await Self.say("Gate twelve", with: renderer)
             #expect(read == made)
             #expect(read.flatMap(\.events) == made.flatMap(\.events) && read.flatMap(\.events).count == 3)
-            #expect(engine.counter.value.withLock { $0 } == 1, "not rendered again")
+            #expect(engine.counts.renders == 1, "not rendered again")
             #expect(after.statistics.diskHits == 1 && after.statistics.misses == 0 && after.statistics.hits == 0)
             // Kept in memory again: the next one is a memory hit.
             _ = try await Self.say("Gate twelve", with: renderer)
@@ -97,7 +96,7 @@ struct RenderCacheDiskTests {
 
     @Test func anotherIdentityOrVoiceIsNeverServedFromDisk() async throws {
         try await Self.withDirectory { directory in
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             let cache = RenderCache(capacity: 0, diskDirectory: directory, diskCapacity: 1 << 20)
             let old = CachingRenderer(base: engine, cache: cache, identity: "espeak-ng 1.51; files 0a1b")
             _ = try await Self.say("Gate", with: old)
@@ -116,10 +115,10 @@ struct RenderCacheDiskTests {
             _ = try await RenderCacheTests.collect(
                 renderer.render(try await renderer.prepare(Utterance("Gate", defaults: defaults))))
             #expect(restarted.statistics.diskHits == 0)
-            #expect(engine.counter.value.withLock { $0 } == 4)
+            #expect(engine.counts.renders == 4)
             // The first, unchanged, is still there.
             _ = try await Self.say("Gate", with: renderer)
-            #expect(restarted.statistics.diskHits == 1 && engine.counter.value.withLock { $0 } == 4)
+            #expect(restarted.statistics.diskHits == 1 && engine.counts.renders == 4)
         }
     }
 
@@ -144,14 +143,14 @@ struct RenderCacheDiskTests {
 
     @Test func aPrivateRenderLeavesNoFile() async throws {
         try await Self.withDirectory { directory in
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             let cache = RenderCache(capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20)
             let renderer = CachingRenderer(base: engine, cache: cache, identity: "test")
             var secret = try await renderer.prepare(Utterance("Your code is 4711"))
             secret.isPrivate = true
             _ = try await RenderCacheTests.collect(renderer.render(secret))
             _ = try await RenderCacheTests.collect(renderer.render(secret))
-            #expect(engine.counter.value.withLock { $0 } == 2)
+            #expect(engine.counts.renders == 2)
             #expect(Self.files(in: directory).isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "no file of any kind")
             #expect(cache.statistics.diskEntries == 0 && cache.statistics.diskHits == 0)
@@ -160,12 +159,12 @@ struct RenderCacheDiskTests {
 
     @Test func theLeastRecentlyUsedFileGoesFirstAcrossARestart() async throws {
         try await Self.withDirectory { directory in
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             // Each file is a little over 6,000 bytes (3 × 1,000 samples, events, key): room for four.
             let probe = RenderCache(capacity: 0, diskDirectory: directory + "-probe", diskCapacity: 1 << 20)
             defer { try? FileManager.default.removeItem(atPath: directory + "-probe") }
             _ = try await Self.say(
-                "One", with: CachingRenderer(base: CountingRenderer(), cache: probe, identity: "test"))
+                "One", with: CachingRenderer(base: FakeRenderer(), cache: probe, identity: "test"))
             let size = probe.statistics.diskBytes
             let capacity = size * 4 + size / 2
             func renderer() -> (RenderCache, CachingRenderer) {
@@ -188,11 +187,11 @@ struct RenderCacheDiskTests {
             #expect(cache.statistics.diskEvictions == 1 && cache.statistics.diskEntries == 4, "\(cache.statistics)")
             #expect(cache.statistics.diskBytes <= capacity)
             #expect(Self.files(in: directory).count == 4)
-            let before = engine.counter.value.withLock { $0 }
+            let before = engine.counts.renders
             _ = try await Self.say("One", with: caching)
-            #expect(engine.counter.value.withLock { $0 } == before, "One stayed")
+            #expect(engine.counts.renders == before, "One stayed")
             _ = try await Self.say("Two", with: caching)
-            #expect(engine.counter.value.withLock { $0 } == before + 1, "Two was evicted")
+            #expect(engine.counts.renders == before + 1, "Two was evicted")
             // A smaller bound at the next start evicts the least recently used at once.
             let smaller = RenderCache(capacity: 0, diskDirectory: directory, diskCapacity: size * 2 + size / 2)
             #expect(smaller.statistics.diskEntries == 2 && smaller.statistics.diskEvictions == 2)
@@ -204,7 +203,7 @@ struct RenderCacheDiskTests {
     /// tier off with one warning; every render is still spoken, and kept in memory.
     @Test func aDiskErrorLeavesTheCacheInMemoryWithOneWarning() async throws {
         try await Self.withDirectory { directory in
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             let warnings = Warnings()
             let cache = RenderCache(
                 capacity: 1 << 20, diskDirectory: directory, diskCapacity: 1 << 20,
@@ -214,7 +213,7 @@ struct RenderCacheDiskTests {
             for text in ["One", "Two", "One"] {
                 #expect(try await Self.say(text, with: renderer).count == 3)
             }
-            #expect(engine.counter.value.withLock { $0 } == 2)
+            #expect(engine.counts.renders == 2)
             #expect(cache.statistics.hits == 1 && cache.statistics.entries == 2)
             #expect(warnings.messages.withLock { $0 }.count == 1, "\(warnings.messages.withLock { $0 })")
             #expect(!FileManager.default.fileExists(atPath: directory))
@@ -240,7 +239,7 @@ struct RenderCacheDiskTests {
             try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: state + "/render-cache", withDestinationPath: target)
             let warnings = Warnings()
-            let engine = CountingRenderer()
+            let engine = FakeRenderer()
             let cache = RenderCache(
                 capacity: 1 << 20, diskDirectory: state + "/render-cache", diskCapacity: 1 << 20,
                 logger: Logger(label: "test") { _ in warnings })

@@ -1,8 +1,10 @@
 import AnnouncementIntake
 import AnnouncementQueue
 import Foundation
+import IntakeTestSupport
 import SpeakAPI
 import SpeakService
+import SpeakTestSupport
 import SpeechModel
 import Testing
 
@@ -17,7 +19,8 @@ struct IntakeTests {
         let running = RunningQueue()
         try await running.waitUntilRunning()
         let intake = AnnouncementIntake(
-            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+            outputs: AnnouncementOutputs(single: running.queue), renderer: FakeRenderer.tone(),
+            health: SwitchableHealth())
         let events = running.queue.events(after: 0)
         let error = await #expect(throws: SpeakError.self) {
             _ = try await intake.prepare(AnnouncementRequest(utterance: Utterance("bad"), expiresAfter: seconds))
@@ -37,7 +40,8 @@ struct IntakeTests {
         let running = RunningQueue()
         try await running.waitUntilRunning()
         let intake = AnnouncementIntake(
-            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+            outputs: AnnouncementOutputs(single: running.queue), renderer: FakeRenderer.tone(),
+            health: SwitchableHealth())
         let request = AnnouncementRequest(utterance: Utterance("Platform four."), expiresAfter: 30)
         let prepared = try await intake.prepare(request)
         #expect(
@@ -66,7 +70,8 @@ struct IntakeTests {
         let running = RunningQueue()
         try await running.waitUntilRunning()
         let intake = AnnouncementIntake(
-            outputs: AnnouncementOutputs(single: running.queue), renderer: ToneRenderer(), health: SwitchableHealth())
+            outputs: AnnouncementOutputs(single: running.queue), renderer: FakeRenderer.tone(),
+            health: SwitchableHealth())
         let error = await #expect(throws: SpeakError.self) { _ = try await intake.accept(Data(body.utf8)) }
         #expect(error?.response.error.field == field, "\(String(describing: error))")
         await running.shutdown()

@@ -1,13 +1,12 @@
 import AnnouncementQueue
 import Foundation
-import SpeakServer
 import SpeechModel
 import SpeechRendering
 import Synchronization
 
 /// A speaker whose announcements finish when the test says so (or at once with `autoComplete`).
 /// Only the timing is scripted; the real queue does the scheduling.
-final class GatedSpeaker: AnnouncementSpeaker {
+public final class GatedSpeaker: AnnouncementSpeaker {
     private struct State {
         var spoken: [String] = []
         var speeches: [PreparedUtterance] = []
@@ -15,20 +14,20 @@ final class GatedSpeaker: AnnouncementSpeaker {
         var released: Set<String> = []
     }
 
-    let autoComplete: Bool
+    public let autoComplete: Bool
     private let state = Mutex(State())
 
-    init(autoComplete: Bool = false) {
+    public init(autoComplete: Bool = false) {
         self.autoComplete = autoComplete
     }
 
     /// Ids in the order they started speaking.
-    var spoken: [String] { state.withLock { $0.spoken } }
+    public var spoken: [String] { state.withLock { $0.spoken } }
 
     /// What the speaker was handed to render, in the same order.
-    var speeches: [PreparedUtterance] { state.withLock { $0.speeches } }
+    public var speeches: [PreparedUtterance] { state.withLock { $0.speeches } }
 
-    func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
+    public func speak(_ announcement: Announcement) async throws -> SpeechOutcome {
         state.withLock {
             $0.spoken.append(announcement.id)
             $0.speeches.append(announcement.speech)
@@ -56,7 +55,7 @@ final class GatedSpeaker: AnnouncementSpeaker {
     }
 
     /// Lets the speaking announcement `id` finish as played to the end.
-    func complete(_ id: String) {
+    public func complete(_ id: String) {
         let gate = state.withLock { state in
             state.released.insert(id)
             return state.gates.removeValue(forKey: id)
@@ -64,16 +63,16 @@ final class GatedSpeaker: AnnouncementSpeaker {
         gate?.resume()
     }
 
-    func waitUntilAvailable() async {}
+    public func waitUntilAvailable() async {}
 }
 
 /// A running `AnnouncementQueue` driven by a `GatedSpeaker`.
-final class RunningQueue: Sendable {
-    let speaker: GatedSpeaker
-    let queue: AnnouncementQueue
+public final class RunningQueue: Sendable {
+    public let speaker: GatedSpeaker
+    public let queue: AnnouncementQueue
     private let runner: Task<Void, Never>
 
-    init(capacity: Int = 4, autoComplete: Bool = false) {
+    public init(capacity: Int = 4, autoComplete: Bool = false) {
         speaker = GatedSpeaker(autoComplete: autoComplete)
         let queue = AnnouncementQueue(speaker: speaker, capacity: capacity)
         self.queue = queue
@@ -81,20 +80,20 @@ final class RunningQueue: Sendable {
     }
 
     /// Waits until `run()` is active, so a first announcement starts speaking at once.
-    func waitUntilRunning() async throws {
+    public func waitUntilRunning() async throws {
         while await !queue.isRunning {
             try await Task.sleep(for: .milliseconds(1))
         }
     }
 
     /// Waits until the queue has handed `count` announcements to the speaker.
-    func waitUntilSpoken(_ count: Int) async throws {
+    public func waitUntilSpoken(_ count: Int) async throws {
         while speaker.spoken.count < count {
             try await Task.sleep(for: .milliseconds(2))
         }
     }
 
-    func shutdown() async {
+    public func shutdown() async {
         await queue.shutdown()
         await runner.value
     }

@@ -1,8 +1,10 @@
 import AnnouncementIntake
 import AnnouncementQueue
 import Foundation
+import IntakeTestSupport
 import SpeakAPI
 import SpeakService
+import SpeakTestSupport
 import SpeechModel
 import Testing
 
@@ -26,7 +28,7 @@ struct PrivateIntakeTests {
                 AnnouncementQueue(speaker: desk, output: "desk", shared: shared),
             ]
             outputs = AnnouncementOutputs(queues, shared: shared)
-            var intake = AnnouncementIntake(outputs: outputs, renderer: ToneRenderer(), health: SwitchableHealth())
+            var intake = AnnouncementIntake(outputs: outputs, renderer: FakeRenderer.tone(), health: SwitchableHealth())
             intake.privateOutputs = privateOutputs
             self.intake = intake
             runners = queues.map { queue in Task { await queue.run() } }
