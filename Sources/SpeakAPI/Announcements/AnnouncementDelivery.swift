@@ -50,6 +50,10 @@ public struct AnnouncementDelivery: Sendable, Hashable {
     ///   - chime: the chime before the speech.
     ///   - chimeAfter: the chime after the speech.
     ///   - repeat: how many times it is spoken; nil once.
+    ///   - replaceGroup: the group whose other announcements this one replaces; nil for none.
+    ///   - replaces: other replace groups whose announcements this one replaces.
+    ///   - dropIfBusy: `true` to drop it (`discarded`) when its output's queue is busy.
+    ///   - isPrivate: `true` for a private announcement.
     public init(
         priority: AnnouncementPriority = .default, queue: Bool = true, expiresAfter: Double? = nil,
         chime: ChimeChoice = .priorityDefault, chimeAfter: ChimeChoice = .priorityDefault,
