@@ -22,6 +22,20 @@ extension SpeakdIntegration {
             return ProcessTable.children(of: template)
         }
 
+        /// The daemon's worker template other than `old`, once the pool has started it: it may
+        /// start just after the render that needed it is answered, by a worker still running.
+        static func waitForTemplate(of daemon: pid_t, replacing old: pid_t) async throws -> pid_t {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if let template = ProcessTable.children(of: daemon).first(where: { $0 != old }) { return template }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return try #require(
+                ProcessTable.children(of: daemon).first { $0 != old },
+                "no template replaced \(old) within 10 s: the daemon's children are \(ProcessTable.children(of: daemon))"
+            )
+        }
+
         @Test(
             "As root, speakd refuses to start with an engine worker user that does not exist or is root, naming the setting",
             .enabled(if: getuid() == 0, "only root changes the workers' user"),
@@ -80,7 +94,7 @@ extension SpeakdIntegration {
             // The pool starts a new template when it needs a worker.
             let render = try await speakd.unixClient.send("POST", "/v1/speech", json: ["text": "Again"])
             #expect(render.status == 200)
-            let template = try #require(ProcessTable.children(of: speakd.pid).first { $0 != first })
+            let template = try await Self.waitForTemplate(of: speakd.pid, replacing: first)
             let workers = try await Self.waitForWorkers(of: template, count: 2)
 
             for pid in [template] + workers {
