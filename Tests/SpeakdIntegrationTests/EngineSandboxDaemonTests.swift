@@ -12,26 +12,30 @@ extension SpeakdIntegration {
     struct EngineSandboxDaemonTests {
         /// The daemon's worker template is its only child; the workers are the template's children.
         static func waitForWorkers(of template: pid_t, count: Int) async throws -> [pid_t] {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
+            let workers = try await eventually {
                 let workers = ProcessTable.children(of: template)
-                if workers.count == count { return workers }
-                try await Task.sleep(for: .milliseconds(20))
+                return workers.count == count ? workers : nil
             }
+            if let workers { return workers }
             Issue.record("template \(template) has workers \(ProcessTable.children(of: template)), expected \(count)")
             return ProcessTable.children(of: template)
+        }
+
+        /// What `find` finds, asked every 20 ms for 10 s at most; nil when it found nothing.
+        static func eventually<T>(_ find: () -> T?) async throws -> T? {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if let found = find() { return found }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return find()
         }
 
         /// The daemon's worker template other than `old`, once the pool has started it: it may
         /// start just after the render that needed it is answered, by a worker still running.
         static func waitForTemplate(of daemon: pid_t, replacing old: pid_t) async throws -> pid_t {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                if let template = ProcessTable.children(of: daemon).first(where: { $0 != old }) { return template }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            return try #require(
-                ProcessTable.children(of: daemon).first { $0 != old },
+            try #require(
+                await eventually { ProcessTable.children(of: daemon).first { $0 != old } },
                 "no template replaced \(old) within 10 s: the daemon's children are \(ProcessTable.children(of: daemon))"
             )
         }
