@@ -21,10 +21,18 @@ Against a real daemon (a null sink that plays in real time, a state directory):
 - sign-out ends the session: the old cookie is refused (401); the browser console has no errors.
 With --expiry (against a daemon started with a short --session-max-age, and no --clips-upload):
 sign in, upload a clip and see it refused as uploads are off, let the session expire, and the console asks to sign in again, saying why; the API refuses the cookie.
+With --heard (against a daemon playing to recorded PulseAudio null sinks, with a state directory
+and a zone group): Announce offers the zone groups of /healthz by name beside the outputs; a long
+announcement from the form is cancelled on "Now" after it was heard for a while; one to a zone
+group chosen by name completes; a schedule that repeats every minute, made with the rule
+builder's custom rule with its first slot a few seconds ahead, is spoken at that slot and deleted.
+The last line, "heard: {…}", gives the ids and the wall-clock times (seconds since 1970) of the
+form's sends, the click on Cancel and the slot, for the caller to find in its recordings.
 A screenshot of each view is saved in SCREENSHOT_DIR. Prints one line per step; exits 1 naming
 the step that failed.
 """
 import csv
+import datetime
 import glob
 import http.server
 import io
@@ -86,6 +94,7 @@ def write_nan_float_wav(path, frames=22050, rate=22050):
 def main() -> int:
     base_url, token_file, shots = sys.argv[1:4]
     expiry = "--expiry" in sys.argv[4:]
+    heard = "--heard" in sys.argv[4:]
     os.makedirs(shots, exist_ok=True)
     if os.path.exists(os.path.join(shots, "failure.png")):
         os.remove(os.path.join(shots, "failure.png"))
@@ -183,6 +192,15 @@ def main() -> int:
         find("sign-in-button").click()
         wait.until(lambda d: find("view-now").is_displayed())
 
+    def new_schedule(name, text, kind):
+        """Opens the rule builder on Schedules with a name, a text and the kind of rule."""
+        go("schedules")
+        find("new-schedule").click()
+        wait.until(lambda d: find("schedule-form").is_displayed())
+        find("s-name").send_keys(name)
+        find("s-text").send_keys(text)
+        Select(find("s-kind")).select_by_value(kind)
+
     try:
         driver.set_script_timeout(30)
         driver.get(base_url + "/console")
@@ -216,6 +234,121 @@ def main() -> int:
                 raise Failure(f"the expired cookie got {status} {error}")
             print("the API refuses the expired cookie:", status, error.get("message"))
             check_axe("sign-in, session expired")
+            return 0
+
+        if heard:
+            marks = {}
+            step = "sign in"
+            wait.until(lambda d: find("sign-in").is_displayed())
+            sign_in()
+            wait.until(lambda d: find("stream-state").text == "event stream: live")
+
+            step = "Announce offers the zone groups by name beside the outputs"
+            health = api("GET", "/healthz")
+            groups = health.get("zoneGroups") or []
+            if not groups:
+                raise Failure(f"/healthz lists no zone groups: {health}")
+            go("announce")
+
+            def offered(_):
+                try:
+                    return {o.get_attribute("value"): o.text for o in Select(find("a-output")).options}
+                except StaleElementReferenceException:
+                    return {}
+            names = [o["name"] for o in health["outputs"]] + [g["name"] for g in groups]
+            wait.until(lambda d: all(name in offered(d) for name in names))
+            choices = offered(None)
+            for group in groups:
+                if not all(output in choices[group["name"]] for output in group["outputs"]):
+                    raise Failure(f"the group {group['name']} is offered as {choices[group['name']]!r}")
+            print("outputs offered:", list(choices.values()))
+            check_axe("announce, with zone groups")
+
+            step = "announce through the form"
+            find("a-text").send_keys(LONG_TEXT)
+            marks["submitted"] = time.time()
+            find("send").click()
+            wait.until(lambda d: find("announce-message").text.startswith("Queued as "))
+            marks["announced"] = find("announce-message").get_attribute("data-id")
+            go("now")
+            row = f"#outputs tr[data-id='{marks['announced']}']"
+            wait.until(lambda d: "speaking" in (text_of(row + " td.state-cell") or ""))
+            # Heard for a while before it is cancelled.
+            time.sleep(1.2)
+            step = "cancel it from Now"
+            marks["cancelClicked"] = time.time()
+            click(row + " button.cancel")
+            wait.until(lambda d: text_of(row) is None)
+            status = api("GET", "/v1/announcements/" + marks["announced"])
+            if status.get("reason") != "cancelled":
+                raise Failure(f"the API says {status}")
+            print("announced", marks["announced"], "and cancelled it from Now")
+
+            step = "announce to a zone group chosen by name"
+            group = groups[0]
+            go("announce")
+            outputs = Select(find("a-output"))
+            outputs.deselect_all()
+            outputs.select_by_value(group["name"])
+            find("a-text").clear()
+            find("a-text").send_keys("Doors closing on platform nine.")
+            marks["groupSubmitted"] = time.time()
+            find("send").click()
+            wait.until(lambda d: find("announce-message").get_attribute("data-id") not in (None, marks["announced"]))
+            marks["group"] = find("announce-message").get_attribute("data-id")
+            wait.until(lambda d: api("GET", "/v1/announcements/" + marks["group"]).get("state") == "finished")
+            rows = api("GET", "/v1/audit?text=Doors%20closing%20on%20platform%20nine")["entries"]
+            if [r.get("id") for r in rows] != [marks["group"]] or rows[0].get("reason") != "completed" or \
+                    sorted(rows[0].get("output", "").split(",")) != sorted(group["outputs"]):
+                raise Failure(f"the audit log has {rows} for the announcement to {group}")
+            print("zone group", group["name"], ":", marks["group"], "in", rows[0]["output"], rows[0]["reason"])
+            outputs.deselect_all()
+            outputs.select_by_value("default")
+
+            step = "make a schedule that repeats every minute with the rule builder"
+            new_schedule("Lift notice every minute", "The lift on level two is out of order.", "custom")
+            # The rule counts from the current minute; its first slot to come is a few seconds ahead.
+            slot = int(time.time()) + 6
+            rule = f"FREQ=MINUTELY;BYSECOND={slot % 60}"
+            find("s-custom").clear()
+            find("s-custom").send_keys(rule)
+            if find("s-rule").get_attribute("data-rrule") != rule:
+                raise Failure(f"the builder shows {find('s-rule').get_attribute('data-rrule')}, not {rule}")
+            find("s-save").click()
+            wait.until(lambda d: find("schedules-message").text.startswith("Saved "))
+            marks["schedule"] = find("schedules-message").get_attribute("data-id")
+            schedule = api("GET", "/v1/schedules/" + marks["schedule"])
+            next_slot = datetime.datetime.fromisoformat(schedule["next"].replace("Z", "+00:00")).timestamp()
+            if schedule["rrule"] != rule or next_slot != slot:
+                raise Failure(f"the API returned {schedule['rrule']}, next {schedule['next']}; the builder made {rule} for {slot}")
+            marks["slot"] = slot
+            print("schedule", marks["schedule"], rule, "next", schedule["next"], f"({slot - time.time():.1f} s ahead)")
+
+            step = "hear the schedule's slot"
+            wait.until(lambda d: text_of(f"#schedules tr[data-id='{marks['schedule']}']") is not None)
+            time.sleep(max(0, slot - time.time()))
+
+            def spoken(_):
+                entries = api("GET", "/v1/audit?front=schedule")["entries"]
+                return [e for e in entries if e.get("schedule") == marks["schedule"] and e.get("finished")]
+            slots = wait.until(spoken)
+            if [e.get("reason") for e in slots] != ["completed"]:
+                raise Failure(f"the slot's audit rows are {slots}")
+            print("spoken at its slot:", slots[0].get("origin"), slots[0]["reason"])
+
+            step = "delete the schedule after confirming"
+            click(f"#schedules tr[data-id='{marks['schedule']}'] button.delete")
+            wait.until(lambda d: d.switch_to.alert)
+            driver.switch_to.alert.accept()
+            wait.until(lambda d: text_of(f"#schedules tr[data-id='{marks['schedule']}']") is None)
+            try:
+                api("GET", "/v1/schedules/" + marks["schedule"])
+                raise Failure("the schedule is still there")
+            except urllib.error.HTTPError as error:
+                if error.code != 404:
+                    raise
+            print("schedule deleted")
+            print("heard: " + json.dumps(marks))
             return 0
 
         step = "be asked to sign in, refuse a wrong token"
@@ -338,12 +471,7 @@ def main() -> int:
         find("a-text").clear()
 
         step = "make a weekday schedule with the rule builder"
-        go("schedules")
-        find("new-schedule").click()
-        wait.until(lambda d: find("schedule-form").is_displayed())
-        find("s-name").send_keys("Lift notice")
-        find("s-text").send_keys("The lift on level two is out of order.")
-        Select(find("s-kind")).select_by_value("weekdays")
+        new_schedule("Lift notice", "The lift on level two is out of order.", "weekdays")
         driver.execute_script("arguments[0].value = '08:30'; arguments[0].dispatchEvent(new Event('input'))", find("s-time"))
         find("s-zone").clear()
         find("s-zone").send_keys("Europe/Lisbon")

@@ -23,6 +23,8 @@ struct DaemonHealth: HealthReporting {
     var rtp: [String: RTPStatistics] = [:]
     /// The database and its audit writer, when `--state-dir` gave one.
     var database: (path: String, audit: AuditRecorder)? = nil
+    /// The named zone groups (`--zone-group`), each with its outputs.
+    var zoneGroups: [String: [String]] = [:]
 
     func health() async -> HealthReport {
         let status = pool?.status
@@ -65,6 +67,7 @@ struct DaemonHealth: HealthReporting {
             audio: .init(state: audio.state, sink: audio.sink, detail: audio.detail),
             outputs: outputs, mqtt: fleet?.health ?? HealthReport.MQTT(state: .disabled), version: SpeakdVersion.current
         )
+        report.zoneGroups = zoneGroups.sorted { $0.key < $1.key }.map { .init(name: $0.key, outputs: $0.value) }
         if let database {
             let problem = database.audit.problem
             report.database = .init(state: problem == nil ? .ok : .degraded, path: database.path, detail: problem)

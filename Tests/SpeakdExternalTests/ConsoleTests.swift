@@ -44,6 +44,120 @@ extension SpeakdExternal {
         }
 
         @Test(
+            "heard at the sink: an announcement from the Announce form is heard, cancelled from Now and silent soon after; one to a zone group offered by name reaches both sinks; a one-minute schedule from the rule builder is heard at its slot, then deleted"
+        )
+        func heardAtTheSink() async throws {
+            // Timed at the sinks: run once more, with the reason printed, when a figure misses its
+            // bound (retryingSinkTimingOnce); the bounds are as they are.
+            let misses = try await retryingSinkTimingOnce("ConsoleTests.heardAtTheSink") { timing in
+                let state = URL(fileURLWithPath: "/tmp/speakd-console-state-\(UUID().uuidString.prefix(8))")
+                defer { try? FileManager.default.removeItem(at: state) }
+                let speakd = try await AudibleDaemon.start(
+                    arguments: [
+                        "--state-dir", state.path, "--output", "platform=pulse:platform",
+                        "--zone-group", "concourse=default,platform",
+                    ],
+                    extraSinks: ["platform"])
+                let (status, output) = try await PythonTools.script(
+                    "check-console.py",
+                    [
+                        "http://127.0.0.1:\(speakd.daemon.port)", speakd.daemon.tokenFile, Self.screenshots.path,
+                        "--heard",
+                    ],
+                    timeout: .seconds(90))
+                print("console, heard:\n\(output)")
+                #expect(status == 0, "\(output)")
+                let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("heard: ") })
+                let marks = try JSONDecoder().decode(HeardMarks.self, from: Data(line.dropFirst("heard: ".count).utf8))
+                // The recorders' last blocks.
+                try await Task.sleep(for: .milliseconds(300))
+                let (hall, sinks) = await speakd.stopRecordingEverySink()
+                let platform = try #require(sinks["platform"])
+                let events = speakd.events
+
+                // The announcement from the form: heard from its `started`, until the click on Cancel.
+                let submitted = try #require(hall.time(of: Self.instant(wall: marks.submitted)))
+                let cancelClicked = Self.instant(wall: marks.cancelClicked)
+                let cancelled = try #require(hall.time(of: cancelClicked))
+                let groupSubmitted = try #require(hall.time(of: Self.instant(wall: marks.groupSubmitted)))
+                let segments = hall.segments(minimumSilence: 0.3)
+                let beforeCancel = segments.filter { $0.start >= submitted && $0.start < cancelled }
+                let first = try #require(
+                    beforeCancel.first, "nothing heard between the send and the cancel: \(segments)")
+                let last = try #require(beforeCancel.last)
+                #expect(
+                    last.end - first.start > 0.8,
+                    "heard \(first.start)–\(last.end) s before the cancel at \(cancelled) s")
+                let started = try #require(events.first(.started, of: marks.announced))
+                let heardStart = try #require(hall.playedAt(first.start))
+                let stamp = Self.instant(wall: started.event.timestamp.timeIntervalSince1970)
+                timing.check(
+                    abs((stamp - heardStart).seconds) <= 0.05,
+                    "started's timestamp \((stamp - heardStart).seconds * 1000) ms from the first audible sample, not within 50 ms"
+                )
+                // Silent soon after the click: the browser's request and the daemon's cancel.
+                let silentAfter = (try #require(hall.playedAt(last.end)) - cancelClicked).seconds
+                timing.check(
+                    silentAfter < 0.25,
+                    "sound went on \(silentAfter * 1000) ms after Cancel was clicked, not under 250 ms")
+                let afterCancel = segments.filter { $0.start >= cancelled && $0.start < groupSubmitted }
+                #expect(afterCancel.isEmpty, "heard after the cancel: \(afterCancel)")
+                let finished = events.finished(marks.announced)
+                #expect(finished.map(\.reason) == [.cancelled] && finished.first?.success == false, "\(finished)")
+
+                // The announcement to the zone group: heard on both sinks, one finished, each zone completed.
+                #expect(segments.contains { $0.start >= groupSubmitted }, "the hall did not hear the zone group")
+                #expect(!platform.segments().isEmpty, "the platform did not hear the zone group")
+                let group = events.finished(marks.group)
+                #expect(group.count == 1 && group.first?.success == true, "\(group)")
+                #expect(group.first?.outputs?.map(\.output) == ["default", "platform"])
+                #expect(group.first?.outputs?.map(\.reason) == [.completed, .completed])
+
+                // The schedule's slot: heard at it.
+                let slot = try #require(hall.time(of: Self.instant(wall: marks.slot)))
+                let atSlot = try #require(
+                    segments.last { $0.start > slot - 1 }, "nothing heard near the slot at \(slot) s: \(segments)")
+                // The benchmark measures the figure (50 ms); this bound, the schedule tests', says "at its slot".
+                timing.check(
+                    abs(atSlot.start - slot) < 0.15, "heard \(atSlot.start - slot) s from its slot, not within 0.15 s")
+                // Made, its slot fired once and spoken to the end, then deleted. The builder's rule
+                // counts from the start of the minute it was saved in, so a slot of that minute
+                // before the save passed unspoken (`skipped`, `missed`).
+                let changes = events.events(for: marks.schedule).compactMap(\.schedule)
+                #expect(changes.map(\.change).filter { $0 != .skipped } == [.created, .fired, .deleted], "\(changes)")
+                let fired = try #require(changes.first { $0.change == .fired })
+                #expect(fired.slot.flatMap { try? Date($0, strategy: .iso8601) }?.timeIntervalSince1970 == marks.slot)
+                #expect(
+                    changes.filter { $0.change == .skipped }.allSatisfy {
+                        $0.detail == "missed" && $0.slot ?? "" < fired.slot ?? ""
+                    },
+                    "\(changes)")
+                #expect(events.finished(try #require(fired.announcement)).map(\.reason) == [.completed])
+                print(
+                    "measured: started's timestamp \((stamp - heardStart).seconds * 1000) ms from the first audible sample; "
+                        + "silent \(silentAfter * 1000) ms after Cancel was clicked; heard \((atSlot.start - slot) * 1000) ms from the slot"
+                )
+            }
+            #expect(misses.isEmpty, "\(misses)")
+        }
+
+        /// What `check-console.py --heard` did, and when (seconds since 1970, this machine's clock).
+        struct HeardMarks: Decodable {
+            var announced: String
+            var submitted: Double
+            var cancelClicked: Double
+            var group: String
+            var groupSubmitted: Double
+            var schedule: String
+            var slot: Double
+        }
+
+        /// The instant on this process's clock of a time on the wall clock.
+        static func instant(wall seconds: Double) -> ContinuousClock.Instant {
+            ContinuousClock.now + .seconds(seconds - Date().timeIntervalSince1970)
+        }
+
+        @Test(
             "uploads off: a clip upload shows the refusal; an expired cookie session: the console asks to sign in again, and the API refuses the cookie"
         )
         func expiredSessionInChromium() async throws {

@@ -43,6 +43,40 @@ extension SpeakdExternal {
             _ = await daemon.stop()
         }
 
+        @Test(
+            "GET /healthz lists the named zone groups (none: an empty list), with only the keys openapi.json documents")
+        func healthListsZoneGroupsAsDocumented() async throws {
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: Self.document)) as? [String: Any])
+            let schemas = (document["components"] as? [String: Any])?["schemas"] as? [String: Any]
+            let health = try #require(schemas?["HealthReport"] as? [String: Any])
+            let documented = try #require(health["properties"] as? [String: Any])
+            let group = try #require(
+                ((documented["zoneGroups"] as? [String: Any])?["items"] as? [String: Any])?["properties"]
+                    as? [String: Any], "openapi.json documents no zoneGroups in HealthReport")
+
+            for (arguments, expected) in [
+                (
+                    ["--output", "platform=null", "--zone-group", "concourse=platform,default"],
+                    ["concourse": ["platform", "default"]]
+                ),
+                ([], [:]),
+            ] {
+                let daemon = try await SpeakdProcess.start(audio: "null", arguments: arguments)
+                let response = try await daemon.unixClient.send("GET", "/healthz")
+                #expect(response.status == 200)
+                let report = try response.decode(HealthReport.self)
+                let groups = try #require(report.zoneGroups, "\(String(decoding: response.body, as: UTF8.self))")
+                #expect(Dictionary(uniqueKeysWithValues: groups.map { ($0.name, $0.outputs) }) == expected)
+                let body = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+                #expect(Set(body.keys).isSubset(of: documented.keys), "\(body.keys) against \(documented.keys)")
+                for item in body["zoneGroups"] as? [[String: Any]] ?? [] {
+                    #expect(Set(item.keys) == Set(group.keys), "\(item.keys)")
+                }
+                _ = await daemon.stop()
+            }
+        }
+
         @Test("a method a path does not take is 405 methodNotAllowed with Allow; an unknown path stays 404")
         func wrongMethodIs405() async throws {
             let daemon = try await SpeakdProcess.start(audio: "null")
@@ -70,7 +104,7 @@ extension SpeakdExternal {
             // A WAV sink on /dev/null plays at once, so `?wait=true` answers without real-time playback;
             // a pause that nothing resumes ends after a second, not the default five minutes. A
             // private output makes private requests answer with their key and the health with
-            // the output's headset. A state directory, so the schedules and the audit log answer
+            // the output's headset; a zone group makes the health list it. A state directory, so the schedules and the audit log answer
             // for real (without one they are 503, which the document says too).
             let state = URL(fileURLWithPath: "/tmp/speakd-contract-state-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: state) }
@@ -78,7 +112,8 @@ extension SpeakdExternal {
                 audio: "wav:/dev/null",
                 arguments: [
                     "--event-history", "8192", "--pause-timeout", "1", "--output", "headset=wav:/dev/null,private",
-                    "--state-dir", state.path,
+                    "--output", "hall=wav:/dev/null", "--zone-group", "concourse=default,hall", "--state-dir",
+                    state.path,
                 ])
             let events = EventStreamRecorder(client: daemon.unixClient)
             try await daemon.waitForEventStreams(1)

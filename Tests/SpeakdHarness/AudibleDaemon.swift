@@ -6,33 +6,42 @@ import SpeechModel
 import Testing
 
 /// The real `speakd` playing to a private PulseAudio null sink whose monitor is recorded, with an
-/// event stream followed from before the first announcement.
+/// event stream followed from before the first announcement; further null sinks, for further
+/// outputs (`--output platform=pulse:platform`), are recorded too.
 ///
 /// A test that fails early leaves the processes to their owners' deinitialisers, which end them
 /// by PID.
 package struct AudibleDaemon {
     package let pulse: PulseAudioServer
     package let recorder: MonitorRecorder
+    /// The recorders of the further null sinks, by sink name.
+    package let sinkRecorders: [String: MonitorRecorder]
     package let daemon: SpeakdProcess
     package let events: EventStreamRecorder
 
-    /// Starts the audio server, the recorder, the daemon (`--audio pulse`) and the event stream.
-    package static func start(audio: String = "pulse", arguments: [String] = []) async throws -> AudibleDaemon {
-        let pulse = try await PulseAudioServer.start()
+    /// Starts the audio server, the recorders, the daemon (`--audio pulse`) and the event stream.
+    /// - Parameters:
+    ///   - audio: the `default` output's sink (`pulse` plays to the server's first null sink).
+    ///   - arguments: the daemon's further arguments.
+    ///   - extraSinks: further null sinks of the server, each recorded (`sinkRecorders`).
+    package static func start(audio: String = "pulse", arguments: [String] = [], extraSinks: [String] = [])
+        async throws -> AudibleDaemon
+    {
+        let pulse = try await PulseAudioServer.start(extraSinks: extraSinks)
+        var recorders: [MonitorRecorder] = []
         do {
-            let recorder = try await MonitorRecorder.start(pulse)
-            let daemon: SpeakdProcess
-            do {
-                daemon = try await SpeakdProcess.start(
-                    audio: audio, arguments: arguments, environment: pulse.environment)
-            } catch {
-                _ = await recorder.stop()
-                throw error
-            }
+            recorders.append(try await MonitorRecorder.start(pulse))
+            for sink in extraSinks { recorders.append(try await MonitorRecorder.start(pulse, sink: sink)) }
+            let daemon = try await SpeakdProcess.start(
+                audio: audio, arguments: arguments, environment: pulse.environment)
             let events = EventStreamRecorder(client: daemon.unixClient)
             try await daemon.waitForEventStreams(1)
-            return AudibleDaemon(pulse: pulse, recorder: recorder, daemon: daemon, events: events)
+            return AudibleDaemon(
+                pulse: pulse, recorder: recorders[0],
+                sinkRecorders: Dictionary(uniqueKeysWithValues: zip(extraSinks, recorders.dropFirst())), daemon: daemon,
+                events: events)
         } catch {
+            for recorder in recorders { _ = await recorder.stop() }
             await pulse.stop()
             throw error
         }
@@ -41,20 +50,30 @@ package struct AudibleDaemon {
     package var unix: SpeakHTTPClient { daemon.unixClient }
     package var tcp: SpeakHTTPClient { daemon.tcpClient }
 
-    /// Stops the daemon (SIGTERM), then the recorder and the audio server; returns what was
-    /// recorded. The event stream is followed until the daemon closes it, so the `shutdown`
-    /// events of whatever was still queued are in `events` too.
+    /// Stops the daemon (SIGTERM), then the recorders and the audio server; returns what was
+    /// recorded on the first null sink. The event stream is followed until the daemon closes it,
+    /// so the `shutdown` events of whatever was still queued are in `events` too.
     package func stop() async -> Recording {
+        await stopRecordingEverySink().first
+    }
+
+    /// `stop()`, returning what every null sink recorded: the first's, and the further ones' by
+    /// sink name.
+    package func stopRecordingEverySink() async -> (first: Recording, sinks: [String: Recording]) {
         if daemon.isRunning {
             let (status, _) = await daemon.stop()
             #expect(status == 0, "speakd exited with \(String(describing: status)); log:\n\(daemon.log)")
         }
         _ = await events.wait(timeout: .seconds(5)) { _ in events.hasEnded }
         events.stop()
-        let samples = await recorder.stop()
-        let recording = Recording(samples: samples, sampleRate: recorder.sampleRate, recorder: recorder)
+        func recording(_ recorder: MonitorRecorder) async -> Recording {
+            Recording(samples: await recorder.stop(), sampleRate: recorder.sampleRate, recorder: recorder)
+        }
+        let first = await recording(recorder)
+        var sinks: [String: Recording] = [:]
+        for (name, recorder) in sinkRecorders { sinks[name] = await recording(recorder) }
         await pulse.stop()
-        return recording
+        return (first, sinks)
     }
 
     /// Posts and expects 202; returns the accepted id.

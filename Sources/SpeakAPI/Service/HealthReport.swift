@@ -182,8 +182,26 @@ public struct HealthReport: Sendable, Hashable, Codable {
     public var mqtt: MQTT?
     /// Every output, `default` first, each with its own sink state and queue.
     public var outputs: [Output]?
+    /// The named zone groups (`--zone-group NAME=OUTPUTS`), by name: each a name a request's
+    /// `output` may give for several outputs at once. Empty when none is configured.
+    public var zoneGroups: [ZoneGroup]?
     /// speakd's version (`0.1.0`, `0.1.0-dev` for a debug build).
     public var version: String?
+
+    /// A named zone group: one name for several outputs, which an announcement to it is heard in
+    /// as one announcement.
+    public struct ZoneGroup: Sendable, Hashable, Codable {
+        /// The group's name, as requests give it in `output`.
+        public var name: String
+        /// Its outputs, in the order the configuration names them.
+        public var outputs: [String]
+
+        /// - Parameters: see the properties of the same names.
+        public init(name: String, outputs: [String]) {
+            self.name = name
+            self.outputs = outputs
+        }
+    }
     /// The database (`--state-dir`): absent when speakd keeps no state. A database that cannot
     /// be written (a full disk) is `degraded`, and so is the overall status; speaking goes on.
     public var database: Database? {

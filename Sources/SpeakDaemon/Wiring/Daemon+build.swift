@@ -109,6 +109,7 @@ public func buildDaemon(
         engineName: engines.renderer.engineName, outputs: outputs.parts.map { ($0.name, $0.audio) },
         pool: engines.pool)
     health.headsets = outputs.headsets
+    health.zoneGroups = configuration.zoneGroups
     health.rtp = Dictionary(uniqueKeysWithValues: outputs.parts.compactMap { part in part.rtp.map { (part.name, $0) } })
     if let records { health.database = (records.database.path, records.audit) }
     // One way in for every front. Its health gate reads the outputs' audio only, so it does not
