@@ -166,7 +166,7 @@ public final class RenderCache: Sendable {
 /// a quarter of the cache is not. A private utterance is never kept, nor looked up, in memory or
 /// on disk. Renders for playback (`.streaming`) and whole ones (`.whole`, `POST /v1/speech`) are
 /// kept apart: their chunks are cut differently.
-public struct CachingRenderer: SpeechRenderer {
+public struct CachingRenderer: ForwardingRenderer {
     public let base: any SpeechRenderer
     public let cache: RenderCache
     /// What the engines are: their names, versions, data and sample rate (part of every key).
@@ -180,18 +180,6 @@ public struct CachingRenderer: SpeechRenderer {
         self.base = base
         self.cache = cache
         self.identity = identity
-    }
-
-    public var format: AudioFormat { base.format }
-    public var engineName: String { base.engineName }
-    public var engineIdentities: [EngineIdentity] { base.engineIdentities }
-
-    public func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
-        try await base.prepare(utterance)
-    }
-
-    public func voices() async throws -> [VoiceInfo] {
-        try await base.voices()
     }
 
     public func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<
