@@ -44,15 +44,9 @@ public final class RenderCache: Sendable {
         let identity: String
     }
 
-    private struct Entry {
-        var chunks: [PCMChunk]
-        var bytes: Int
-        var lastUse: UInt64
-    }
-
     private struct State {
-        var entries: [Key: Entry] = [:]
-        var clock: UInt64 = 0
+        var entries = RecencyList<Key, [PCMChunk]>()
+        /// Hits and misses; the rest is read from `entries`.
         var statistics = Statistics()
     }
 
@@ -90,7 +84,13 @@ public final class RenderCache: Sendable {
     var maxKeptBytes: Int { max(maxEntryBytes, disk?.maxEntryBytes ?? 0) }
 
     public var statistics: Statistics {
-        var statistics = state.withLock { $0.statistics }
+        var statistics = state.withLock { state in
+            var statistics = state.statistics
+            statistics.bytes = state.entries.bytes
+            statistics.entries = state.entries.count
+            statistics.evictions = state.entries.evictions
+            return statistics
+        }
         if let disk = disk?.statistics {
             statistics.diskHits = disk.hits
             statistics.diskEvictions = disk.evictions
@@ -103,12 +103,9 @@ public final class RenderCache: Sendable {
     /// The chunks of `key` in memory, counting a hit.
     func chunks(for key: Key) -> [PCMChunk]? {
         state.withLock { state in
-            state.clock += 1
-            guard var entry = state.entries[key] else { return nil }
-            entry.lastUse = state.clock
-            state.entries[key] = entry
+            guard let chunks = state.entries.use(key) else { return nil }
             state.statistics.hits += 1
-            return entry.chunks
+            return chunks
         }
     }
 
@@ -137,20 +134,7 @@ public final class RenderCache: Sendable {
     /// Keeps a whole render in memory, evicting the least recently used until it fits.
     func insert(_ chunks: [PCMChunk], bytes: Int, for key: Key) {
         guard bytes <= maxEntryBytes else { return }
-        state.withLock { state in
-            state.clock += 1
-            if let old = state.entries.removeValue(forKey: key) { state.statistics.bytes -= old.bytes }
-            while state.statistics.bytes + bytes > capacity,
-                let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })
-            {
-                state.entries[oldest.key] = nil
-                state.statistics.bytes -= oldest.value.bytes
-                state.statistics.evictions += 1
-            }
-            state.entries[key] = Entry(chunks: chunks, bytes: bytes, lastUse: state.clock)
-            state.statistics.bytes += bytes
-            state.statistics.entries = state.entries.count
-        }
+        state.withLock { $0.entries.insert(chunks, bytes: bytes, for: key, capacity: capacity) }
     }
 
     /// The bytes a chunk holds.
