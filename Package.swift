@@ -331,7 +331,19 @@ let package = Package(
         .target(
             name: "SpeakSSIP",
             dependencies: [
-                "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel",
+                "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel", "StreamListener",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A listening socket on SwiftNIO whose connections carry bytes both ways, and its accept
+        // loop: what the SSIP and Wyoming fronts listen with.
+        .target(
+            name: "StreamListener",
+            dependencies: [
+                "PosixSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -344,9 +356,8 @@ let package = Package(
         .target(
             name: "SpeakWyoming",
             dependencies: [
-                "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering",
+                "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering", "StreamListener",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

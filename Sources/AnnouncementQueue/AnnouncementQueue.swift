@@ -450,15 +450,7 @@ public actor AnnouncementQueue {
         }
         now.pause = .paused
         if let pauseTimeout {
-            let clock = self.clock
-            now.pauseTimer = Task {
-                do {
-                    try await clock.sleep(for: pauseTimeout)
-                } catch {
-                    return
-                }
-                self.pauseTimedOut(id: target)
-            }
+            now.pauseTimer = timer(after: pauseTimeout) { $0.pauseTimedOut(id: target) }
         }
         speaking = now
         // Paused in a silence before its first sound: it began all the same.
@@ -661,16 +653,7 @@ public actor AnnouncementQueue {
         current.stopDetail = detail
         current.pauseTimer?.cancel()
         let id = current.pending.id
-        let clock = self.clock
-        let timeout = stopTimeout
-        current.watchdog = Task {
-            do {
-                try await clock.sleep(for: timeout)
-            } catch {
-                return
-            }
-            self.speakerDidNotStop(id: id)
-        }
+        current.watchdog = timer(after: stopTimeout) { $0.speakerDidNotStop(id: id) }
         speaking = current
         current.task?.cancel()
     }
@@ -740,14 +723,22 @@ public actor AnnouncementQueue {
     }
 
     private func expiryTimer(id: String, after seconds: Double) -> Task<Void, Never> {
+        timer(after: .seconds(seconds)) { $0.expire(id: id) }
+    }
+
+    /// A task that calls `fire` on the queue once `delay` has passed on its clock, unless it is
+    /// cancelled first.
+    private func timer(
+        after delay: Duration, then fire: @escaping @Sendable (isolated AnnouncementQueue) -> Void
+    ) -> Task<Void, Never> {
         let clock = self.clock
         return Task {
             do {
-                try await clock.sleep(for: .seconds(seconds))
+                try await clock.sleep(for: delay)
             } catch {
                 return
             }
-            self.expire(id: id)
+            fire(self)
         }
     }
 

@@ -1,14 +1,9 @@
 import Logging
 import NIOCore
-import NIOPosix
 import PosixSupport
 import ServiceLifecycle
 import SpeakService
-import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import StreamListener
 
 /// speech-dispatcher's protocol (SSIP) on a Unix socket, through the intake: `spd-say`,
 /// python3-speechd, Orca and browsers' Web Speech API speak through speakd unchanged (with
@@ -45,12 +40,8 @@ public final class SSIPListener: Service, Sendable {
     private let limits: Limits
     private let logger: Logger
     private let hub: SSIPHub
-    private let state = Mutex(ListenerState())
+    private let connections: OpenConnections<(channel: any Channel, outbox: SSIPOutbox)>
     private let readiness = ReadinessLatch()
-
-    private struct ListenerState {
-        var connections: [ObjectIdentifier: (channel: any Channel, outbox: SSIPOutbox)] = [:]
-    }
 
     /// - Parameters:
     ///   - path: the Unix socket to listen on; a stale socket there is replaced.
@@ -71,6 +62,7 @@ public final class SSIPListener: Service, Sendable {
         var limits = limits
         limits.maxMessageBytes = min(limits.maxMessageBytes, max(4_096, service.limits.maxTextLength * 4))
         self.limits = limits
+        self.connections = OpenConnections(limit: limits.maxConnections)
         self.hub = SSIPHub(service: service)
     }
 
@@ -80,57 +72,31 @@ public final class SSIPListener: Service, Sendable {
         let start = service.lastEventSequence
         let follower = Task { await hub.follow(after: start) }
         defer { follower.cancel() }
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = {
-            channel in
-            channel.eventLoop.makeCompletedFuture {
-                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-            }
-        }
+        let listener: StreamListener
         do {
-            let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            if let activatedDescriptor {
-                server = try await bootstrap.bind(activatedDescriptor, childChannelInitializer: initializer)
-            } else {
-                UnixSocketFile.remove(path)
-                server = try await bootstrap.serverChannelOption(.backlog, value: 1_024)
-                    .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
-            }
+            listener = try await StreamListener.bind(
+                activatedDescriptor.map { .descriptor($0) } ?? .unix(path: path), backlog: 1_024, name: "SSIP",
+                logger: logger)
         } catch {
             let failure = SSIPListenerError(description: "cannot listen for SSIP on \(path): \(error)")
             finishWaiting(failure)
             throw failure
         }
-        // systemd's socket has the mode its unit gives it (SocketMode=).
-        if activatedDescriptor == nil, chmod(path, 0o600) != 0 {
-            logger.error("could not set the SSIP socket's mode to 0600", metadata: ["speakd.ssip": "\(path)"])
-        }
         logger.info(
             activatedDescriptor == nil ? "listening for SSIP" : "listening for SSIP on systemd's socket",
             metadata: ["speakd.ssip": "\(path)"])
         finishWaiting(nil)
-        await withGracefulShutdownHandler {
-            await withDiscardingTaskGroup { group in
-                try? await server.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        group.addTask { await self.serve(connection) }
-                    }
-                }
-                // No new connections; the open ones keep their notifications until every
-                // message has finished.
-                await follower.value
-                for connection in state.withLock({ $0.connections.values }) { connection.outbox.close() }
-                // A second for clients to read their last notifications; then the rest are closed.
-                for _ in 0..<20 where state.withLock({ !$0.connections.isEmpty }) {
-                    try? await Task.sleep(for: .milliseconds(50))
-                }
-                for connection in state.withLock({ $0.connections.values }) { connection.channel.close(promise: nil) }
+        await listener.serve({ await self.serve($0) }) {
+            // No new connections; the open ones keep their notifications until every
+            // message has finished.
+            await follower.value
+            for connection in connections.values { connection.outbox.close() }
+            // A second for clients to read their last notifications; then the rest are closed.
+            for _ in 0..<20 where !connections.isEmpty {
+                try? await Task.sleep(for: .milliseconds(50))
             }
-        } onGracefulShutdown: {
-            server.channel.close(promise: nil)
+            for connection in connections.values { connection.channel.close(promise: nil) }
         }
-        // systemd's socket stays, listening, for the next start.
-        if activatedDescriptor == nil { UnixSocketFile.remove(path) }
     }
 
     /// Waits until the socket accepts connections; throws when it could not be made.
@@ -144,21 +110,14 @@ public final class SSIPListener: Service, Sendable {
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
         let channel = connection.channel
-        let key = ObjectIdentifier(channel)
         let outbox = SSIPOutbox(limit: limits.maxUnsent)
-        let admitted = state.withLock { state in
-            guard state.connections.count < limits.maxConnections else { return false }
-            state.connections[key] = (channel, outbox)
-            return true
-        }
-        guard admitted else {
+        let admitted = await connections.admit(connection, (channel, outbox)) {
             logger.warning(
                 "SSIP connection refused: at the connection limit",
                 metadata: ["speakd.ssip": "\(path)", "speakd.max_connections": "\(limits.maxConnections)"])
-            try? await connection.channel.close()
-            return
         }
-        defer { _ = state.withLock { $0.connections.removeValue(forKey: key) } }
+        guard admitted else { return }
+        defer { connections.remove(connection) }
         let client = await hub.newClient()
         var connectionLogger = logger
         connectionLogger[metadataKey: "speakd.ssip.client"] = "\(client)"

@@ -1,14 +1,10 @@
 import Logging
 import NIOCore
-import NIOPosix
 import PosixSupport
 import ServiceLifecycle
 import SpeakAPI
+import StreamListener
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The Wyoming protocol on TCP or a Unix socket: Home Assistant's Wyoming integration speaks
 /// through speakd as a TTS server (`tts.speak`) and, with a satellite output, as an announce
@@ -26,13 +22,9 @@ public final class WyomingServer: Service, Sendable {
     private let backend: any WyomingBackend
     private let settings: WyomingSettings
     private let logger: Logger
-    private let state = Mutex(ServerState())
+    private let connections: OpenConnections<any Channel>
+    private let listeningPort = Mutex<Int?>(nil)
     private let readiness = ReadinessLatch()
-
-    private struct ServerState {
-        var connections: [ObjectIdentifier: any Channel] = [:]
-        var port: Int?
-    }
 
     /// - Parameters:
     ///   - address: where to listen.
@@ -44,57 +36,31 @@ public final class WyomingServer: Service, Sendable {
         self.backend = backend
         self.settings = settings
         self.logger = logger
+        self.connections = OpenConnections(limit: settings.maxConnections)
     }
 
     /// The TCP port listened on once listening (the one the system chose for port 0); nil before, or on a Unix socket.
-    public var port: Int? { state.withLock { $0.port } }
+    public var port: Int? { listeningPort.withLock { $0 } }
 
     public func run() async throws {
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = {
-            channel in
-            channel.eventLoop.makeCompletedFuture {
-                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-            }
-        }
+        let listener: StreamListener
         do {
-            let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 256)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            switch address {
-            case .tcp(let host, let port):
-                server = try await bootstrap.bind(host: host, port: port, childChannelInitializer: initializer)
-            case .unix(let path):
-                UnixSocketFile.remove(path)
-                server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .serverChannelOption(.backlog, value: 256)
-                    .bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
-                if chmod(path, 0o600) != 0 {
-                    logger.error(
-                        "could not set the Wyoming socket's mode to 0600", metadata: ["speakd.wyoming": "\(path)"])
+            let listenAddress: StreamListener.Address =
+                switch address {
+                case .tcp(let host, let port): .tcp(host: host, port: port)
+                case .unix(let path): .unix(path: path)
                 }
-            }
+            listener = try await StreamListener.bind(listenAddress, backlog: 256, name: "Wyoming", logger: logger)
         } catch {
             let failure = WyomingServerError(description: "cannot listen for Wyoming on \(address): \(error)")
             finishWaiting(failure, port: nil)
             throw failure
         }
         logger.info("listening for Wyoming", metadata: ["speakd.wyoming": "\(address)"])
-        finishWaiting(nil, port: server.channel.localAddress?.port)
-        await withGracefulShutdownHandler {
-            await withDiscardingTaskGroup { group in
-                try? await server.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        group.addTask { await self.serve(connection) }
-                    }
-                }
-                for channel in state.withLock({ $0.connections.values }) { channel.close(promise: nil) }
-            }
-        } onGracefulShutdown: {
-            server.channel.close(promise: nil)
+        finishWaiting(nil, port: listener.port)
+        await listener.serve({ await self.serve($0) }) {
+            for channel in connections.values { channel.close(promise: nil) }
         }
-        if case .unix(let path) = address { UnixSocketFile.remove(path) }
     }
 
     /// Waits until the socket accepts connections; throws when it could not be made.
@@ -103,30 +69,23 @@ public final class WyomingServer: Service, Sendable {
     }
 
     private func finishWaiting(_ failure: (any Error)?, port: Int?) {
-        state.withLock { $0.port = port }
+        listeningPort.withLock { $0 = port }
         if let failure { readiness.fail(failure) } else { readiness.open() }
     }
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
         let channel = connection.channel
-        let key = ObjectIdentifier(channel)
-        let admitted = state.withLock { state in
-            guard state.connections.count < settings.maxConnections else { return false }
-            state.connections[key] = channel
-            return true
-        }
         let peer =
             channel.remoteAddress.map { address in
                 address.ipAddress.map { "\($0):\(address.port ?? 0)" } ?? "unix socket"
             } ?? "unix socket"
-        guard admitted else {
+        let admitted = await connections.admit(connection, channel) {
             logger.warning(
                 "Wyoming connection refused: at the connection limit",
                 metadata: ["speakd.wyoming.peer": "\(peer)", "speakd.max_connections": "\(settings.maxConnections)"])
-            try? await connection.channel.close()
-            return
         }
-        defer { _ = state.withLock { $0.connections.removeValue(forKey: key) } }
+        guard admitted else { return }
+        defer { connections.remove(connection) }
         var connectionLogger = logger
         connectionLogger[metadataKey: "speakd.wyoming.peer"] = "\(peer)"
         do {

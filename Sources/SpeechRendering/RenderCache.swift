@@ -44,15 +44,9 @@ public final class RenderCache: Sendable {
         let identity: String
     }
 
-    private struct Entry {
-        var chunks: [PCMChunk]
-        var bytes: Int
-        var lastUse: UInt64
-    }
-
     private struct State {
-        var entries: [Key: Entry] = [:]
-        var clock: UInt64 = 0
+        var entries = RecencyList<Key, [PCMChunk]>()
+        /// Hits and misses; the rest is read from `entries`.
         var statistics = Statistics()
     }
 
@@ -90,7 +84,13 @@ public final class RenderCache: Sendable {
     var maxKeptBytes: Int { max(maxEntryBytes, disk?.maxEntryBytes ?? 0) }
 
     public var statistics: Statistics {
-        var statistics = state.withLock { $0.statistics }
+        var statistics = state.withLock { state in
+            var statistics = state.statistics
+            statistics.bytes = state.entries.bytes
+            statistics.entries = state.entries.count
+            statistics.evictions = state.entries.evictions
+            return statistics
+        }
         if let disk = disk?.statistics {
             statistics.diskHits = disk.hits
             statistics.diskEvictions = disk.evictions
@@ -103,12 +103,9 @@ public final class RenderCache: Sendable {
     /// The chunks of `key` in memory, counting a hit.
     func chunks(for key: Key) -> [PCMChunk]? {
         state.withLock { state in
-            state.clock += 1
-            guard var entry = state.entries[key] else { return nil }
-            entry.lastUse = state.clock
-            state.entries[key] = entry
+            guard let chunks = state.entries.use(key) else { return nil }
             state.statistics.hits += 1
-            return entry.chunks
+            return chunks
         }
     }
 
@@ -137,20 +134,7 @@ public final class RenderCache: Sendable {
     /// Keeps a whole render in memory, evicting the least recently used until it fits.
     func insert(_ chunks: [PCMChunk], bytes: Int, for key: Key) {
         guard bytes <= maxEntryBytes else { return }
-        state.withLock { state in
-            state.clock += 1
-            if let old = state.entries.removeValue(forKey: key) { state.statistics.bytes -= old.bytes }
-            while state.statistics.bytes + bytes > capacity,
-                let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })
-            {
-                state.entries[oldest.key] = nil
-                state.statistics.bytes -= oldest.value.bytes
-                state.statistics.evictions += 1
-            }
-            state.entries[key] = Entry(chunks: chunks, bytes: bytes, lastUse: state.clock)
-            state.statistics.bytes += bytes
-            state.statistics.entries = state.entries.count
-        }
+        state.withLock { $0.entries.insert(chunks, bytes: bytes, for: key, capacity: capacity) }
     }
 
     /// The bytes a chunk holds.
@@ -166,7 +150,7 @@ public final class RenderCache: Sendable {
 /// a quarter of the cache is not. A private utterance is never kept, nor looked up, in memory or
 /// on disk. Renders for playback (`.streaming`) and whole ones (`.whole`, `POST /v1/speech`) are
 /// kept apart: their chunks are cut differently.
-public struct CachingRenderer: SpeechRenderer {
+public struct CachingRenderer: ForwardingRenderer {
     public let base: any SpeechRenderer
     public let cache: RenderCache
     /// What the engines are: their names, versions, data and sample rate (part of every key).
@@ -180,18 +164,6 @@ public struct CachingRenderer: SpeechRenderer {
         self.base = base
         self.cache = cache
         self.identity = identity
-    }
-
-    public var format: AudioFormat { base.format }
-    public var engineName: String { base.engineName }
-    public var engineIdentities: [EngineIdentity] { base.engineIdentities }
-
-    public func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
-        try await base.prepare(utterance)
-    }
-
-    public func voices() async throws -> [VoiceInfo] {
-        try await base.voices()
     }
 
     public func render(_ prepared: PreparedUtterance, chunking: RenderChunking) -> AsyncThrowingStream<

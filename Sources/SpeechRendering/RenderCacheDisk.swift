@@ -39,15 +39,10 @@ final class RenderCacheDisk: Sendable {
         var entries = 0
     }
 
-    private struct File {
-        var bytes: Int
-        var lastUse: UInt64
-    }
-
     private struct State {
-        var files: [String: File] = [:]
-        var clock: UInt64 = 0
-        var statistics = Statistics()
+        /// The files by name, with their sizes.
+        var files = RecencyList<String, Void>()
+        var hits = 0
         /// Set by the first disk error: the tier is off from then on.
         var isOff = false
         /// Numbers the files being written, so two writes of one key never share a name.
@@ -109,22 +104,23 @@ final class RenderCacheDisk: Sendable {
         // Oldest first, so the clock keeps their order.
         let sorted = found.sorted { ($0.modified, $0.name) < ($1.modified, $1.name) }
         let evicted = state.withLock { state in
-            for file in sorted {
-                state.clock += 1
-                state.files[file.name] = File(bytes: file.bytes, lastUse: state.clock)
-                state.statistics.bytes += file.bytes
-            }
-            state.statistics.entries = state.files.count
-            return Self.evict(&state, toFit: 0, capacity: capacity)
+            for file in sorted { state.files.insert((), bytes: file.bytes, for: file.name) }
+            return state.files.evict(toFit: 0, capacity: capacity)
         }
         for name in evicted { unlink(path(of: name)) }
     }
 
-    var statistics: Statistics { state.withLock { $0.statistics } }
+    var statistics: Statistics {
+        state.withLock { state in
+            Statistics(
+                hits: state.hits, evictions: state.files.evictions, bytes: state.files.bytes,
+                entries: state.files.count)
+        }
+    }
 
     /// Whether a file may hold `key`: false without reading anything when none has its name.
     func mayHold(_ key: Key) -> Bool {
-        state.withLock { !$0.isOff && $0.files[key.name] != nil }
+        state.withLock { !$0.isOff && $0.files.contains(key.name) }
     }
 
     /// The chunks stored under `key`, read on a thread of its own.
@@ -176,9 +172,8 @@ final class RenderCacheDisk: Sendable {
         // Its modification time is its last use, for the order after a restart.
         utimensat(AT_FDCWD, path, nil, 0)
         state.withLock { state in
-            state.clock += 1
-            state.files[key.name]?.lastUse = state.clock
-            state.statistics.hits += 1
+            _ = state.files.use(key.name)
+            state.hits += 1
         }
         return chunks
     }
@@ -202,13 +197,7 @@ final class RenderCacheDisk: Sendable {
             return
         }
         let evicted = state.withLock { state in
-            if let old = state.files.removeValue(forKey: key.name) { state.statistics.bytes -= old.bytes }
-            let evicted = Self.evict(&state, toFit: contents.count, capacity: capacity)
-            state.clock += 1
-            state.files[key.name] = File(bytes: contents.count, lastUse: state.clock)
-            state.statistics.bytes += contents.count
-            state.statistics.entries = state.files.count
-            return evicted
+            state.files.insert((), bytes: contents.count, for: key.name, capacity: capacity)
         }
         for name in evicted { unlink(path(of: name)) }
     }
@@ -219,11 +208,7 @@ final class RenderCacheDisk: Sendable {
 
     /// Drops `name` from the list, its file already gone.
     private func forget(_ name: String) {
-        state.withLock { state in
-            guard let old = state.files.removeValue(forKey: name) else { return }
-            state.statistics.bytes -= old.bytes
-            state.statistics.entries = state.files.count
-        }
+        state.withLock { $0.files.remove(name) }
     }
 
     /// Turns the tier off after `error`, warning once.
@@ -239,22 +224,6 @@ final class RenderCacheDisk: Sendable {
         logger.warning(
             "the render cache keeps renders in memory only: its directory on disk cannot be used",
             metadata: ["speakd.directory": "\(directory)", "speakd.error": "\(error)"])
-    }
-
-    /// Removes the least recently used files from the list until `bytes` more fit; their names,
-    /// whose files the caller removes outside the lock.
-    private static func evict(_ state: inout State, toFit bytes: Int, capacity: Int) -> [String] {
-        var evicted: [String] = []
-        while state.statistics.bytes + bytes > capacity,
-            let oldest = state.files.min(by: { $0.value.lastUse < $1.value.lastUse })
-        {
-            state.files[oldest.key] = nil
-            state.statistics.bytes -= oldest.value.bytes
-            state.statistics.evictions += 1
-            evicted.append(oldest.key)
-        }
-        state.statistics.entries = state.files.count
-        return evicted
     }
 }
 

@@ -13,13 +13,9 @@ import Glibc
 ///
 /// The device is opened non-blocking: writes wait for room with `poll` (through `snd_pcm_wait`)
 /// and a time limit, so a wedged device fails the call instead of holding the thread forever.
-public final class ALSASink: ReopenableAudioSink {
-    public let format: AudioFormat
+public final class ALSASink: DeviceBackedSink {
     /// The ALSA device name.
     public let device: String
-    private let core: DeviceSink
-
-    public var name: String { core.name }
 
     /// - Parameters:
     ///   - device: the ALSA PCM name.
@@ -35,28 +31,15 @@ public final class ALSASink: ReopenableAudioSink {
         logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.device = device
-        self.format = format
         ALSAErrorLog.route(to: logger)
         let name = "alsa:\(device)"
-        self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
+        let core = DeviceSink(name: name, format: format, options: options, logger: logger) {
             () throws(AudioOutputError) in
             try ALSADevice(
                 sinkName: name, device: device, format: format, configuration: configuration, options: options)
         }
+        super.init(core: core, reports: .position)
     }
-
-    public var isAvailable: Bool { core.isAvailable }
-    public var lastError: AudioOutputError? { core.lastError }
-    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { core.whenUnavailable(handler) }
-    public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
-    public func drain() async throws { try await core.drain() }
-    public func flush() async throws { try await core.flush() }
-    public var framesTaken: Int? { core.framesTaken }
-    public var heardAfterFlush: Duration? { core.heardAfterFlush }
-    public func flushCountingUnplayed() async throws -> FlushPosition? { try await core.flushCountingUnplayed() }
-    public func reopen() async throws { try await core.reopen() }
-    public func close() async { await core.close() }
-    public var playedOutAt: ContinuousClock.Instant? { core.playedOutAt }
 }
 
 /// One open ALSA playback PCM, in non-blocking mode.

@@ -95,13 +95,8 @@ final class PulseAudioDevice: BlockingAudioDevice {
         }
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
-        while true {
-            let state = pa_context_get_state(context)
-            if state == PA_CONTEXT_READY { break }
-            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
-                throw .openFailed(sink: sinkName, contextMessage() + place)
-            }
-            pa_threaded_mainloop_wait(mainloop)
+        try waitFor(PA_CONTEXT_READY, failed: PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED, place: place) {
+            pa_context_get_state(context)
         }
 
         var spec = pa_sample_spec(
@@ -140,10 +135,20 @@ final class PulseAudioDevice: BlockingAudioDevice {
         guard pa_stream_connect_playback(stream, device, &attributes, pa_stream_flags_t(flags), nil, nil) >= 0 else {
             throw .openFailed(sink: sinkName, contextMessage() + place)
         }
+        try waitFor(PA_STREAM_READY, failed: PA_STREAM_FAILED, PA_STREAM_TERMINATED, place: place) {
+            pa_stream_get_state(stream)
+        }
+    }
+
+    /// Waits on the main loop, whose lock is held, until `state()` is `ready`; either of the
+    /// `failed` states throws the context's error.
+    private func waitFor<State: Equatable>(
+        _ ready: State, failed: State, _ terminated: State, place: String, state: () -> State
+    ) throws(AudioOutputError) {
         while true {
-            let state = pa_stream_get_state(stream)
-            if state == PA_STREAM_READY { break }
-            if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+            let now = state()
+            if now == ready { return }
+            if now == failed || now == terminated {
                 throw .openFailed(sink: sinkName, contextMessage() + place)
             }
             pa_threaded_mainloop_wait(mainloop)

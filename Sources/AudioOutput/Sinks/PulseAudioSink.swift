@@ -16,17 +16,13 @@ import Glibc
 /// swallows the first syllable of a fresh stream); when the server goes away the next write
 /// connects again. A stream on a named sink stays on it: when that sink goes away the stream
 /// fails rather than moving to the server's default sink (`PulseAudioDevice`).
-public final class PulseAudioSink: ReopenableAudioSink {
-    public let format: AudioFormat
+public final class PulseAudioSink: DeviceBackedSink {
     /// The server string (`unix:/run/user/1000/pulse/native`); nil uses libpulse's own lookup
     /// (`PULSE_SERVER`, client.conf, the session's socket).
     public let server: String?
-    private let core: DeviceSink
     private let releaseAfterIdle: Duration?
     /// Closes the idle stream after `releaseAfterIdle`; a write cancels it first.
     private let release = Mutex<Task<Void, Never>?>(nil)
-
-    public var name: String { core.name }
 
     /// - Parameters:
     ///   - format: the sample format of every chunk written.
@@ -40,22 +36,22 @@ public final class PulseAudioSink: ReopenableAudioSink {
         streamName: String = "announcements", options: AudioSinkOptions = AudioSinkOptions(),
         logger: Logger = Logger(label: "speakd.audio")
     ) {
-        self.format = format
         self.server = server
         self.releaseAfterIdle = options.releaseAfterIdle
         let name = device.map { "pulse:\($0)" } ?? "pulse"
-        self.core = DeviceSink(name: name, format: format, options: options, logger: logger) {
+        let core = DeviceSink(name: name, format: format, options: options, logger: logger) {
             () throws(AudioOutputError) in
             try PulseAudioDevice(
                 sinkName: name, server: server, device: device, streamName: streamName,
                 format: format, options: options)
         }
+        // A pause's flush (the counting one) keeps the stream for the resume, which then continues
+        // on it rather than on a fresh stream whose start the server may cut; a cancel while
+        // paused releases it.
+        super.init(core: core, reports: [.position, .startThreshold])
     }
 
-    public var isAvailable: Bool { core.isAvailable }
-    public var lastError: AudioOutputError? { core.lastError }
-    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { core.whenUnavailable(handler) }
-    public func write(_ chunk: PCMChunk) async throws {
+    override public func write(_ chunk: PCMChunk) async throws {
         // A pending release is called off; one already closing is waited for, so the write opens afresh.
         if let pending = release.withLock({ task -> Task<Void, Never>? in
             defer { task = nil }
@@ -67,7 +63,7 @@ public final class PulseAudioSink: ReopenableAudioSink {
         try await core.write(chunk)
     }
 
-    public func drain() async throws {
+    override public func drain() async throws {
         try await core.drain()
         scheduleRelease()
     }
@@ -85,23 +81,14 @@ public final class PulseAudioSink: ReopenableAudioSink {
         }
     }
 
-    public func flush() async throws {
+    override public func flush() async throws {
         defer { scheduleRelease() }
         try await core.flush()
     }
-    public var framesTaken: Int? { core.framesTaken }
-    public var heardAfterFlush: Duration? { core.heardAfterFlush }
-    /// A pause's flush: the stream is kept for the resume, which then continues on it rather
-    /// than on a fresh stream whose start the server may cut; a cancel while paused releases it.
-    public func flushCountingUnplayed() async throws -> FlushPosition? {
-        try await core.flushCountingUnplayed()
-    }
-    public func reopen() async throws {
+
+    override public func reopen() async throws {
         // Opened to probe the server: released again unless an announcement follows.
         try await core.reopen()
         scheduleRelease()
     }
-    public func close() async { await core.close() }
-    public var playedOutAt: ContinuousClock.Instant? { core.playedOutAt }
-    public var framesToStart: Int { core.framesToStart }
 }

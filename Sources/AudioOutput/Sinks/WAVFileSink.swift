@@ -14,12 +14,8 @@ import Glibc
 /// The file is created (truncated) on the first write. Its header sizes are patched on every
 /// drain and on close, so the file is valid whenever no write is under way. Writes after `close()`
 /// append to the same file. Flush has nothing to discard: written audio is already in the file.
-public final class WAVFileSink: ReopenableAudioSink {
-    public let format: AudioFormat
+public final class WAVFileSink: DeviceBackedSink {
     public let path: String
-    private let core: DeviceSink
-
-    public var name: String { core.name }
 
     /// - Parameters:
     ///   - path: the file to write.
@@ -31,26 +27,16 @@ public final class WAVFileSink: ReopenableAudioSink {
         logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.path = path
-        self.format = format
         let name = "wav:\(path)"
         let written = WAVFileDevice.Progress()
         // Files take whole chunks: there is no playback to interrupt between pieces.
-        self.core = DeviceSink(
-            name: name, format: format, options: options, piece: .seconds(3600), logger: logger
-        ) {
+        let core = DeviceSink(name: name, format: format, options: options, piece: .seconds(3600), logger: logger) {
             () throws(AudioOutputError) in
             try WAVFileDevice(sinkName: name, path: path, format: format, progress: written)
         }
+        // A file has no playback to report a position of.
+        super.init(core: core, reports: [])
     }
-
-    public var isAvailable: Bool { core.isAvailable }
-    public var lastError: AudioOutputError? { core.lastError }
-    public func whenUnavailable(_ handler: @escaping @Sendable () -> Void) { core.whenUnavailable(handler) }
-    public func write(_ chunk: PCMChunk) async throws { try await core.write(chunk) }
-    public func drain() async throws { try await core.drain() }
-    public func flush() async throws { try await core.flush() }
-    public func reopen() async throws { try await core.reopen() }
-    public func close() async { await core.close() }
 }
 
 /// An open WAV file being written.

@@ -12,7 +12,7 @@ import SpeechRendering
 /// gain that brings the engine's speech there passes them by and the two are heard alike. A clip
 /// gets a `clip` event (and its span's `mark`) where it starts; a clip that cannot be decoded
 /// when it is played fails the render with a detail naming it.
-public struct ClipRenderer: SpeechRenderer {
+public struct ClipRenderer: ForwardingRenderer {
     public let base: any SpeechRenderer
     /// Where clips are found; nil refuses every clip.
     public let library: ClipLibrary?
@@ -27,14 +27,6 @@ public struct ClipRenderer: SpeechRenderer {
         self.base = base
         self.library = library
         self.loudness = loudness
-    }
-
-    public var format: AudioFormat { base.format }
-    public var engineName: String { base.engineName }
-    public var engineIdentities: [EngineIdentity] { base.engineIdentities }
-
-    public func voices() async throws -> [VoiceInfo] {
-        try await base.voices()
     }
 
     public func prepare(_ utterance: Utterance) async throws(SpeechInputError) -> PreparedUtterance {
