@@ -375,6 +375,7 @@ let package = Package(
                 "ServiceCore", "EspeakEngine", "EngineWorkers", "PiperEngine",
                 "AudioOutput",
                 "SpeakFleet", "SpeakMQTT", "SpeakSSIP", "SpeakWyoming", "SpeakdVersion",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

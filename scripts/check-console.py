@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives speakd's operator console (/console) in headless Chromium and checks the main flows.
 
-Usage: check-console.py BASE_URL TOKEN_FILE SCREENSHOT_DIR [--expiry]
+Usage: check-console.py BASE_URL TOKEN_FILE SCREENSHOT_DIR [--expiry] [--read-token FILE]
 
 Against a real daemon (a null sink that plays in real time, a state directory):
 - sign-in: a wrong token is refused with a message, the right one opens "Now" with a session
@@ -9,16 +9,23 @@ Against a real daemon (a null sink that plays in real time, a state directory):
   session's X-CSRF-Token cannot change anything (403 csrf); a reload keeps the session;
 - Announce: a field error from the API shows next to its field; a long announcement made through
   the form is accepted, then cancelled with its button on "Now" (the API then says cancelled);
-- Schedules: a weekday schedule made with the rule builder has the RRULE the builder showed, as
-  the API returns it, and is listed with its next slot; it is deleted after a confirmation;
+- Schedules: the rule builder lists the next ten slots before saving (a monthly rule in
+  Europe/Lisbon holds 08:30 across a change to summer time while the UTC hour moves); a weekday
+  schedule made with it has the RRULE the builder showed and the first slot it previewed, as the
+  API returns them, and is listed with its next slot; it is deleted after a confirmation;
 - Clips: a 32-bit float WAV with a NaN sample uploaded through the form is refused with its
-  reason at the file field; a good WAV uploaded is listed, and plays in the browser;
+  reason at the file field; a good WAV uploaded is listed with its loudness (as the API gives it,
+  in LUFS), and plays in the browser;
 - Log: filtered by front, it shows the cancelled announcement; the CSV export parses to the same
   rows as the API's NDJSON with the same filter;
 - a cross-site form post (a page on another origin, no script needed) is refused with 403;
 - axe-core (from PyPI's axe-selenium-python): no serious or critical violation on any view;
 - the main flow (announce, then cancel it on "Now") again with the keyboard only;
-- sign-out ends the session: the old cookie is refused (401); the browser console has no errors.
+- with --read-token (the daemon's --read-token-file): signed in with it, every view shows with the
+  read-only note, the controls that change something are turned off, and the API refuses a change
+  with the read token (403 readOnly);
+- sign-out ends the session: the old cookie is refused (401); after five more wrong tokens the
+  sign-in form says how long to wait (429); the browser console has no errors.
 With --expiry (against a daemon started with a short --session-max-age, and no --clips-upload):
 sign in, upload a clip and see it refused as uploads are off, let the session expire, and the console asks to sign in again, saying why; the API refuses the cookie.
 With --heard (against a daemon playing to recorded PulseAudio null sinks, with a state directory
@@ -95,6 +102,10 @@ def main() -> int:
     base_url, token_file, shots = sys.argv[1:4]
     expiry = "--expiry" in sys.argv[4:]
     heard = "--heard" in sys.argv[4:]
+    read_token = None
+    if "--read-token" in sys.argv[4:]:
+        with open(sys.argv[sys.argv.index("--read-token") + 1], encoding="utf-8") as f:
+            read_token = f.read().strip()
     os.makedirs(shots, exist_ok=True)
     if os.path.exists(os.path.join(shots, "failure.png")):
         os.remove(os.path.join(shots, "failure.png"))
@@ -472,12 +483,49 @@ def main() -> int:
 
         step = "make a weekday schedule with the rule builder"
         new_schedule("Lift notice", "The lift on level two is out of order.", "weekdays")
-        driver.execute_script("arguments[0].value = '08:30'; arguments[0].dispatchEvent(new Event('input'))", find("s-time"))
         find("s-zone").clear()
         find("s-zone").send_keys("Europe/Lisbon")
+
+        step = "the next ten slots before saving, across a change to summer time"
+        # Ten monthly slots from now always cross one of Lisbon's changes: the local hour holds
+        # at 08:30 while the offset, and so the UTC hour, moves.
+        Select(find("s-kind")).select_by_value("custom")
+        driver.execute_script(
+            "arguments[0].value = 'FREQ=MONTHLY;BYHOUR=8;BYMINUTE=30;BYSECOND=0';"
+            "arguments[0].dispatchEvent(new Event('input'))", find("s-custom"))
+
+        def previewed_slots(d):
+            try:
+                return [(li.get_attribute("data-local") or "", li.get_attribute("data-utc") or "")
+                        for li in d.find_elements(By.CSS_SELECTOR, "#s-slots li")]
+            except StaleElementReferenceException:
+                return []
+
+        def across_dst(d):
+            slots = previewed_slots(d)
+            offsets = {local[19:] for local, _ in slots}
+            utc_hours = {utc[11:16] for _, utc in slots}
+            held = len(slots) == 10 and all(local[11:16] == "08:30" for local, _ in slots)
+            return slots if held and offsets == {"Z", "+01:00"} and utc_hours == {"08:30", "07:30"} else None
+        slots = wait.until(across_dst)
+        offsets = {local[19:] for local, _ in slots}
+        utc_hours = {utc[11:16] for _, utc in slots}
+        print("preview across DST:", find("s-slots").text.splitlines()[:2], "… offsets", sorted(offsets), "UTC", sorted(utc_hours))
+
+        step = "make a weekday schedule with the rule builder"
+        Select(find("s-kind")).select_by_value("weekdays")
+        driver.execute_script("arguments[0].value = '08:30'; arguments[0].dispatchEvent(new Event('input'))", find("s-time"))
         shown = find("s-rule").get_attribute("data-rrule")
         if shown != "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8;BYMINUTE=30;BYSECOND=0":
             raise Failure(f"the builder shows {shown}")
+
+        def weekday_slots(d):
+            import datetime
+            slots = previewed_slots(d)
+            days = [datetime.date.fromisoformat(local[:10]) for local, _ in slots if local[11:16] == "08:30"]
+            weekdays = len(days) == 10 and all(day.weekday() < 5 for day in days)
+            return [utc for _, utc in slots] if weekdays and (days[-1] - days[0]).days < 16 else None
+        previewed = wait.until(weekday_slots)
         check_axe("schedule form")
         shot("schedule-form")
         find("s-save").click()
@@ -486,6 +534,8 @@ def main() -> int:
         schedule = api("GET", "/v1/schedules/" + schedule_id)
         if schedule["rrule"] != shown or schedule["timeZone"] != "Europe/Lisbon":
             raise Failure(f"the API returned {schedule['rrule']} in {schedule['timeZone']}, the builder showed {shown}")
+        if schedule["next"].replace(".000Z", "Z") != previewed[0]:
+            raise Failure(f"the API's next slot {schedule['next']} is not the first previewed, {previewed[0]}")
         print("schedule", schedule_id, schedule["rrule"], "next", schedule["next"])
         wait.until(lambda d: text_of(f"#schedules tr[data-id='{schedule_id}'] td.rrule") == shown)
         next_cell = text_of(f"#schedules tr[data-id='{schedule_id}'] td.next")
@@ -599,8 +649,13 @@ def main() -> int:
         find("upload").click()
         wait.until(lambda d: text_of("#clips tr[data-name='welcome-desk']") is not None)
         print("uploaded:", find("upload-message").text, "/", text_of("#clips tr[data-name='welcome-desk']"))
-        if not any(c["name"] == "welcome-desk" for c in api("GET", "/v1/clips")["clips"]):
+        listed = [c for c in api("GET", "/v1/clips")["clips"] if c["name"] == "welcome-desk"]
+        if not listed:
             raise Failure("the API does not list the uploaded clip")
+        loudness = listed[0].get("loudness")
+        shown_loudness = text_of("#clips tr[data-name='welcome-desk'] td.loudness")
+        if not isinstance(loudness, (int, float)) or not -20 < loudness < -10 or shown_loudness != f"{loudness:.1f} LUFS":
+            raise Failure(f"the clip's loudness is {loudness} in the API and {shown_loudness} in the list")
         click("#clips tr[data-name='welcome-desk'] button")
         wait.until(lambda d: d.execute_script(
             "const p = document.getElementById('clip-player'); return !p.hidden && p.src.startsWith('blob:') && p.duration > 0.5"))
@@ -718,12 +773,49 @@ def main() -> int:
             raise Failure(f"the ended session's cookie got {status} {error}")
         print("signed out: the old cookie is refused,", status, error.get("field"))
 
+        if read_token:
+            step = "a read-only session shows every view and turns off every change"
+            find("token").send_keys(read_token)
+            find("sign-in-button").click()
+            wait.until(lambda d: find("view-now").is_displayed() and find("role-note").is_displayed())
+            wait.until(lambda d: find("stop-all").get_attribute("disabled") is not None)
+            go("schedules")
+            wait.until(lambda d: find("new-schedule").get_attribute("disabled") is not None)
+            go("clips")
+            wait.until(lambda d: find("upload").get_attribute("disabled") is not None)
+            if find("clips").find_elements(By.CSS_SELECTOR, "button")[0].get_attribute("disabled") is not None:
+                raise Failure("Play is turned off in a read-only session")
+            go("announce")
+            wait.until(lambda d: find("send").get_attribute("disabled") is not None)
+            check_axe("announce, read-only")
+            status, error = refusal("POST", "/v1/announcements",
+                                    {"Authorization": "Bearer " + read_token, "Content-Type": "application/json"},
+                                    {"text": "read only"})
+            if status != 403 or error.get("code") != "readOnly":
+                raise Failure(f"a change with the read token got {status} {error}")
+            print("read-only:", find("role-note").text[:60], "…; the API:", status, error.get("code"))
+            find("sign-out").click()
+            wait.until(lambda d: find("sign-in").is_displayed())
+
+        step = "five failed sign-ins, then the form says how long to wait"
+        for _ in range(5):
+            status, error = refusal("POST", "/v1/login", {"Content-Type": "application/json"}, {"token": "guess"})
+            if status != 401:
+                raise Failure(f"a wrong token got {status} {error}")
+        find("token").send_keys(token)
+        find("sign-in-button").click()
+        wait.until(lambda d: "try again in" in find("sign-in-error").text)
+        if find("view-now").is_displayed():
+            raise Failure("signed in past the limit")
+        print("sign-ins limited:", find("sign-in-error").text)
+
         step = "a console without errors"
-        # The wrong token's 401 (and the first load's GET /v1/login with no session), the field
+        # The wrong token's 401 (and the first load's GET /v1/login with no session), the limited
+        # sign-in's 429, the field
         # error's 422, the cross-site post's 403 and the favicon speakd does not have (asked for when
         # the console is opened again) are logged by Chromium as failed resource loads; nothing
         # else may be.
-        expected = ("status of 401", "status of 422", "status of 403", "/favicon.ico ")
+        expected = ("status of 401", "status of 422", "status of 403", "status of 429", "/favicon.ico ")
         errors = [e for e in driver.get_log("browser")
                   if e["level"] == "SEVERE" and not any(code in e["message"] for code in expected)]
         for entry in errors:

@@ -27,13 +27,13 @@ public struct CoreService: SpeakService {
     /// The audit log, when the daemon keeps state.
     public var auditLog: AuditLog?
     /// The clips of the library as they are now, when the daemon has one (`--clips`).
-    public var clipLibrary: (@Sendable () throws -> [ClipInfo])?
+    public var clipLibrary: (@Sendable () async throws -> [ClipInfo])?
     /// Stores an upload as a clip (name, file, replace), checked as a file of the library is;
     /// nil when the daemon does not allow uploads (`--clips-upload`). Its refusals are the
     /// service's, made by the daemon from the library's.
-    public var clipUpload: (@Sendable (String, Data, Bool) throws -> ClipStored)?
+    public var clipUpload: (@Sendable (String, Data, Bool) async throws -> ClipStored)?
     /// The sound of a clip as recorded, in the engine's format; nil for no such clip, or no library.
-    public var clipSound: (@Sendable (String, AudioFormat) throws -> [Int16]?)?
+    public var clipSound: (@Sendable (String, AudioFormat) async throws -> [Int16]?)?
     /// What a render that is not raw sounds like; nil renders the engine's own audio.
     public var hallSound: HallSound?
     /// Each RTP output's session description by output name, as the daemon's sinks make it; nil
@@ -246,6 +246,10 @@ public struct CoreService: SpeakService {
         try await requireSchedules().create(body)
     }
 
+    public func previewSchedule(_ body: Data, count: Int) async throws(SpeakError) -> SchedulePreview {
+        try await requireSchedules().preview(body, count: count)
+    }
+
     public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
@@ -367,7 +371,7 @@ public struct CoreService: SpeakService {
 
     public func clips() async throws(SpeakError) -> [ClipInfo] {
         do {
-            return try clipLibrary?() ?? []
+            return try await clipLibrary?() ?? []
         } catch {
             throw SpeakError(.stateUnavailable, name: "clipsUnavailable", "\(error)")
         }
@@ -381,7 +385,7 @@ public struct CoreService: SpeakService {
                     + "configuration file) to allow them")
         }
         do {
-            return try clipUpload(name, audio, replace)
+            return try await clipUpload(name, audio, replace)
         } catch {
             throw Self.clipRefusal(error)
         }
@@ -390,7 +394,7 @@ public struct CoreService: SpeakService {
     public func clipSound(name: String) async throws(SpeakError) -> [Int16] {
         let found: [Int16]?
         do {
-            found = try clipSound?(name, engineFormat)
+            found = try await clipSound?(name, engineFormat)
         } catch {
             throw Self.clipRefusal(error)
         }

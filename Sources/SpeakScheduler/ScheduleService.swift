@@ -129,6 +129,19 @@ public actor ScheduleService: Service {
         return resource(stored, definition)
     }
 
+    /// Reads a `POST /v1/schedules` body as `create(_:)` does, with the same checks and the
+    /// same refusals, and answers the schedule it would make with its next `count` slots from
+    /// now, without storing anything: no id is taken and no room is counted.
+    public func preview(_ body: Data, count: Int) async throws(SpeakError) -> SchedulePreview {
+        let decoded: ScheduleDefinition
+        do {
+            decoded = try ScheduleDefinition.decode(creating: body).definition
+        } catch {
+            throw SpeakError(schedule: error)
+        }
+        return SchedulePreview(try await checked(decoded), now: now(), count: count)
+    }
+
     /// Writes a definition of `bytes` (`replacing` one of that many) once ``checkRoom(_:adding:replacing:)``
     /// has found room for it. The count, the check and the write run with no suspension between
     /// them, so two requests at once cannot both take the last room.

@@ -12,6 +12,9 @@ public struct ServerSettings: Sendable, Hashable {
     public var tcpToken: String?
     /// Where the token lives, named in 401 answers so a client knows where to look.
     public var tokenFile: String?
+    /// A second TCP token, read-only (`--read-token-file`): with it every `GET` and the event
+    /// stream are answered, and any change is 403 `readOnly`. Only with `tcpToken`.
+    public var readToken: String?
     /// Host names besides the listener's own address and the loopback names that a request's
     /// `Host` may carry (421 otherwise), lower case, without a port.
     public var allowedHosts: [String]
@@ -25,8 +28,9 @@ public struct ServerSettings: Sendable, Hashable {
     public init(
         heartbeatInterval: Duration = .seconds(15), corsOrigin: String? = nil, tcpToken: String? = nil,
         tokenFile: String? = nil, allowedHosts: [String] = [], sessionMaxAge: Duration = .seconds(12 * 3_600),
-        maxSessions: Int = 64
+        maxSessions: Int = 64, readToken: String? = nil
     ) {
+        self.readToken = readToken
         self.sessionMaxAge = sessionMaxAge
         self.maxSessions = maxSessions
         self.heartbeatInterval = heartbeatInterval

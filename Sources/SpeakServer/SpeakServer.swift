@@ -29,6 +29,8 @@ import Glibc
 /// | `GET /v1/clips` | `ClipList` |
 /// | `GET /v1/clips/{name}` | the clip as 16-bit WAV |
 /// | `PUT /v1/clips/{name}` | `ClipStored` |
+/// | `POST /v1/schedules`, `GET /v1/schedules`; `GET`, `PATCH`, `DELETE /v1/schedules/{id}` | the schedules (`ScheduleResource`) |
+/// | `POST /v1/schedule-preview` | `SchedulePreview`: the schedule a body would make and its next slots, nothing stored |
 /// | `POST /v1/login`, `GET /v1/login`, `POST /v1/logout` | a browser's cookie session, signed in with the token (`BrowserSessions`) |
 /// | `GET /healthz` | `HealthReport`, 200 when engine and audio work, else 503 |
 /// | `GET /metrics` | Prometheus text format |
@@ -72,6 +74,8 @@ public struct SpeakServer: Sendable {
     public let logger: Logger
     /// The browsers signed in with the token (`POST /v1/login`), shared by every listener.
     let sessions: BrowserSessions
+    /// The failed sign-ins of each client address, shared by every listener.
+    let signIns: SignInLimiter
 
     /// A server whose routes all call `service`, which other fronts share.
     /// - Parameters:
@@ -90,6 +94,7 @@ public struct SpeakServer: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.sessions = BrowserSessions(maxAge: settings.sessionMaxAge, limit: settings.maxSessions, now: now)
+        self.signIns = SignInLimiter(now: now)
     }
 
     /// The router with every route, under the access rules of `listener` (`AccessPolicy`): its
@@ -100,7 +105,8 @@ public struct SpeakServer: Sendable {
     {
         buildRouter(
             access: AccessPolicy(
-                listener: listener, settings: settings, port: BoundPort(listener), sessions: sessions))
+                listener: listener, settings: settings, port: BoundPort(listener), sessions: sessions,
+                signIns: signIns))
     }
 
     /// A listener at `address` serving every route under that address's access rules.
@@ -114,7 +120,8 @@ public struct SpeakServer: Sendable {
     ) -> SpeakListener {
         let port = BoundPort(address)
         let router = buildRouter(
-            access: AccessPolicy(listener: address, settings: settings, port: port, sessions: sessions))
+            access: AccessPolicy(
+                listener: address, settings: settings, port: port, sessions: sessions, signIns: signIns))
         let listener = SpeakListener(
             address: address, responder: router.buildResponder(), limits: limits, logger: logger)
         port.attach(listener)
@@ -166,6 +173,7 @@ public struct SpeakServer: Sendable {
         router.put("/v1/clips/:name", use: routes.putClip)
         router.get("/v1/chimes", use: routes.chimes)
         router.post("/v1/schedules", use: routes.createSchedule)
+        router.post("/v1/schedule-preview", use: routes.previewSchedule)
         router.get("/v1/schedules", use: routes.listSchedules)
         router.get("/v1/schedules/:id", use: routes.getSchedule)
         router.patch("/v1/schedules/:id", use: routes.patchSchedule)
@@ -192,6 +200,9 @@ extension HTTPField.Name {
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
     /// The header with which a private announcement's poster shows its text (docs/privacy.md).
     static let announcementKey = HTTPField.Name("Speak-Announcement-Key")!
+    /// The TCP peer's address as the listener read it (`127.0.0.1`), by which failed sign-ins
+    /// are counted. Set by the listener only: whatever a client sends is removed first.
+    static let speakdClient = HTTPField.Name("Speakd-Client")!
     /// The Unix socket peer's credentials as the listener read them (`uid=1000`), for the
     /// announcement's origin. Set by the listener only: whatever a client sends is removed first.
     static let speakdPeer = HTTPField.Name("Speakd-Peer")!

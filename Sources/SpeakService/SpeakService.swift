@@ -88,6 +88,9 @@ public protocol SpeakService: Sendable {
 
     /// Makes a schedule from a `POST /v1/schedules` body, read strictly; it is stored when this returns.
     func createSchedule(_ body: Data) async throws(SpeakError) -> ScheduleResource
+    /// The schedule a `POST /v1/schedules` body would make and its next `count` slots from now,
+    /// checked and refused as `createSchedule(_:)` would, without storing anything.
+    func previewSchedule(_ body: Data, count: Int) async throws(SpeakError) -> SchedulePreview
     /// A page of schedules, oldest first, after the cursor `after`; `next` when more follow.
     func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?

@@ -106,6 +106,29 @@ extension FakeRenderer {
         }
     }
 
+    @Test func eachClipIsListedWithItsLoudnessMeasuredAgainWhenReplaced() async throws {
+        let directory = try ClipDirectory()
+        try await directory.tone("quiet.wav", gain: -35)
+        try await directory.tone("loud.wav", gain: -3)
+        try await directory.tone("blip.wav", seconds: 0.2)
+        let library = try ClipLibrary(directory: directory.url)
+        // A full-scale 1 kHz sine is -3.01 LUFS; each tone's peak is its gain below that.
+        func loudness(_ listing: [ClipLibrary.Listing]) -> [String: Double?] {
+            Dictionary(uniqueKeysWithValues: listing.map { ($0.name, $0.loudness) })
+        }
+        let first = loudness(try library.list())
+        #expect(abs((first["quiet"] ?? nil).map { $0 - -38.01 } ?? 99) < 0.5, "\(first)")
+        #expect(abs((first["loud"] ?? nil).map { $0 - -6.01 } ?? 99) < 0.5, "\(first)")
+        #expect(first["blip"] == .some(nil), "too short to measure: \(first)")
+        #expect(loudness(try library.list()) == first)
+
+        // An upload that replaces a clip is measured as it is stored, and listed so.
+        let quiet = try Data(contentsOf: directory.url.appendingPathComponent("quiet.wav"))
+        let stored = try library.store(quiet, as: "loud", replace: true)
+        #expect(stored.listing.loudness == first["quiet"] ?? nil)
+        #expect(loudness(try library.list())["loud"] == first["quiet"])
+    }
+
     @Test func aCorruptOrVanishedClipFailsNamingIt() async throws {
         let directory = try ClipDirectory()
         try await directory.tone("gong.wav")

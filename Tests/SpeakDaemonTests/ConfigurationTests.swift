@@ -446,6 +446,7 @@ struct ConfigurationSettingsTests {
         "default-voice": ("en_US-joe-medium", "joe medium"),
         "cors-origin": ("http://kiosk.local:8080", "kiosk"),
         "token-file": ("/etc/speakd/token", "token"),
+        "read-token-file": ("/etc/speakd/read-token", "read-token"),
         "tcp-open": ("true", "maybe"),
         "allowed-host": ("kiosk.local,panel.local", "kiosk.local:8080"),
         "default-language": ("de", "en_GB"),

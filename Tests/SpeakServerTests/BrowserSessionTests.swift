@@ -167,6 +167,112 @@ struct BrowserSessionTests {
         }
     }
 
+    @Test("Five failed sign-ins from one address within a minute: then 429 tooManySignIns with Retry-After")
+    func failedSignInsAreLimited() async throws {
+        let wall = Wall()
+        let harness = Harness(settings: Self.settings, now: { wall.read() })
+        try await harness.test(listener: AccessTests.tcp, raw: true) { client in
+            // The listener names the peer's address in Speakd-Client (and drops a client's own).
+            func attempt(_ token: String, from address: String) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/v1/login", method: .post,
+                    headers: [.contentType: "application/json", .speakdClient: address],
+                    body: jsonBody(#"{"token": "\#(token)"}"#))
+            }
+            for second in 0..<5 {
+                let wrong = try await attempt("guess \(second)", from: "192.0.2.7")
+                try AccessTests.expectError(wrong, .unauthorized, code: "unauthorized", field: "Authorization")
+                wall.advance(10)
+            }
+            // 50 s after the first failure: 10 s until it leaves the minute. The right token is
+            // not even checked.
+            let held = try await attempt(Self.token, from: "192.0.2.7")
+            try AccessTests.expectError(held, .tooManyRequests, code: "tooManySignIns", field: "token")
+            #expect(held.headers[.retryAfter] == "10")
+            #expect(held.headers[.setCookie] == nil)
+            let message = try decode(ErrorResponse.self, held).error.message
+            #expect(message.contains("192.0.2.7") && message.contains("10 s"), "\(message)")
+            // Another address signs in.
+            #expect(try await attempt(Self.token, from: "192.0.2.8").status == .ok)
+            // Once the first failure is a minute old, one more try is allowed; it succeeds and
+            // clears the count.
+            wall.advance(10)
+            #expect(try await attempt(Self.token, from: "192.0.2.7").status == .ok)
+            for _ in 0..<4 {
+                #expect(try await attempt("guess", from: "192.0.2.7").status == .unauthorized)
+            }
+            #expect(try await attempt(Self.token, from: "192.0.2.7").status == .ok)
+        }
+    }
+
+    @Test(
+        "The read-only token reads everything and changes nothing: 403 readOnly naming the role, by header or session")
+    func readOnlyRole() async throws {
+        let reader = String(repeating: "7a", count: 32)
+        var settings = Self.settings
+        settings.readToken = reader
+        let harness = Harness(settings: settings)
+        try await harness.test(listener: AccessTests.tcp, raw: true) { client in
+            for path in ["/v1/announcements", "/v1/voices", "/v1/chimes", "/metrics"] {
+                let read = try await client.execute(uri: path, method: .get, headers: AccessTests.bearer(reader))
+                #expect(read.status == .ok, "\(path)")
+            }
+            for (uri, method) in [
+                ("/v1/announcements", HTTPRequest.Method.post), ("/v1/announcements", .delete),
+                ("/v1/schedules/x", .patch), ("/v1/clips/x", .put), ("/v1/pause", .post),
+            ] {
+                var headers = AccessTests.bearer(reader)
+                headers[.contentType] = "application/json"
+                let refused = try await client.execute(
+                    uri: uri, method: method, headers: headers, body: jsonBody(#"{"text": "hello"}"#))
+                try AccessTests.expectError(refused, .forbidden, code: "readOnly", field: "Authorization")
+                let message = try decode(ErrorResponse.self, refused).error.message
+                #expect(message.contains("role 'read'") && message.contains("/run/speakd/token"), "\(message)")
+            }
+            #expect(await harness.running.queue.snapshot().isEmpty)
+
+            // Signed in with it, the session has the role too; it may still sign itself out.
+            let login = try await client.execute(
+                uri: "/v1/login", method: .post, headers: AccessTests.json, body: jsonBody(#"{"token": "\#(reader)"}"#))
+            #expect(login.status == .ok)
+            let answer = try #require(
+                try JSONSerialization.jsonObject(with: Data(buffer: login.body)) as? [String: Any])
+            #expect(answer["role"] as? String == "read")
+            let csrf = try #require(answer["csrfToken"] as? String)
+            let setCookie = try #require(login.headers[.setCookie])
+            let cookie = String(try #require(setCookie.split(separator: ";").first))
+            let session = SignedIn(cookie: cookie, csrf: csrf, setCookie: setCookie)
+            let list = try await client.execute(uri: "/v1/announcements", method: .get, headers: Self.headers(session))
+            #expect(list.status == .ok)
+            let current = try await client.execute(uri: "/v1/login", method: .get, headers: Self.headers(session))
+            #expect(String(buffer: current.body).contains(#""role":"read""#))
+            let post = try await client.execute(
+                uri: "/v1/announcements", method: .post, headers: Self.headers(session, csrf: csrf),
+                body: jsonBody(#"{"text": "hello"}"#))
+            try AccessTests.expectError(post, .forbidden, code: "readOnly", field: "Cookie")
+            // Without the CSRF token it is the CSRF refusal first, as for any session.
+            let forged = try await client.execute(
+                uri: "/v1/announcements", method: .post, headers: Self.headers(session),
+                body: jsonBody(#"{"text": "hello"}"#))
+            try AccessTests.expectError(forged, .forbidden, code: "csrf", field: "X-CSRF-Token")
+            let out = try await client.execute(
+                uri: "/v1/logout", method: .post, headers: Self.headers(session, csrf: csrf))
+            #expect(out.status == .noContent)
+
+            // The operator token's session says so, and changes as before.
+            let operatorLogin = try await client.execute(
+                uri: "/v1/login", method: .post, headers: AccessTests.json,
+                body: jsonBody(#"{"token": "\#(Self.token)"}"#))
+            #expect(String(buffer: operatorLogin.body).contains(#""role":"operator""#))
+            var operatorHeaders = AccessTests.bearer(Self.token)
+            operatorHeaders[.contentType] = "application/json"
+            let accepted = try await client.execute(
+                uri: "/v1/announcements", method: .post, headers: operatorHeaders, body: jsonBody(#"{"text": "hello"}"#)
+            )
+            #expect(accepted.status == .accepted)
+        }
+    }
+
     @Test("A listener without a token has no sign-in, and a cookie changes nothing there")
     func noTokenNoSignIn() async throws {
         let harness = Harness(settings: Self.settings)

@@ -27,7 +27,10 @@ struct ScheduleRouteTests {
         let schedules: ScheduleService
         let intake: AnnouncementIntake
 
-        init(limits: ScheduleService.Limits = ScheduleService.Limits()) throws {
+        init(
+            limits: ScheduleService.Limits = ScheduleService.Limits(),
+            now: @escaping @Sendable () -> Date = { Date() }
+        ) throws {
             directory = try temporaryDirectory()
             database = try StateDatabase(directory: directory.path)
             let intake = AnnouncementIntake(
@@ -35,7 +38,7 @@ struct ScheduleRouteTests {
                 health: SwitchableHealth())
             var service = CoreService(intake: intake)
             schedules = ScheduleService(
-                store: database.schedules, intake: intake, logger: Logger(label: "test"), limits: limits)
+                store: database.schedules, intake: intake, logger: Logger(label: "test"), now: now, limits: limits)
             service.scheduleService = schedules
             self.intake = intake
             self.server = SpeakServer(service: service)
@@ -255,6 +258,70 @@ struct ScheduleRouteTests {
                 #expect(response.status == .unprocessableContent, "\(query)")
                 #expect(try Self.error(response).field == field, "\(query)")
             }
+        }
+    }
+
+    struct Preview: Decodable {
+        struct Slot: Decodable, Equatable {
+            var utc: String
+            var local: String
+        }
+        var rrule: String?
+        var timeZone: String?
+        var next: String?
+        var slots: [Slot]
+    }
+
+    @Test("POST /v1/schedule-preview: the rule as stored and the next slots across a DST change, nothing stored")
+    func previewAcrossSummerTime() async throws {
+        // Thursday 25 March 2027, noon UTC; Lisbon moves to summer time (UTC+1) on Sunday the 28th.
+        let now = Date(timeIntervalSince1970: 1_805_976_000)
+        try await Setup(now: { now }).test { client in
+            let body = #"""
+                {"announcement": {"text": "The museum opens"}, "rrule": "BYMINUTE=30;FREQ=DAILY;BYHOUR=8",
+                 "start": "2027-03-01T00:00:00Z", "timeZone": "Europe/Lisbon"}
+                """#
+            let response = try await client.execute(
+                uri: "/v1/schedule-preview?count=4", method: .post, body: jsonBody(body))
+            #expect(response.status == .ok)
+            let preview = try decode(Preview.self, response)
+            #expect(preview.rrule == "FREQ=DAILY;BYHOUR=8;BYMINUTE=30")
+            #expect(preview.timeZone == "Europe/Lisbon")
+            // The local hour holds at 08:30; the UTC hour moves from 08:30 to 07:30.
+            #expect(
+                preview.slots == [
+                    .init(utc: "2027-03-26T08:30:00Z", local: "2027-03-26T08:30:00Z"),
+                    .init(utc: "2027-03-27T08:30:00Z", local: "2027-03-27T08:30:00Z"),
+                    .init(utc: "2027-03-28T07:30:00Z", local: "2027-03-28T08:30:00+01:00"),
+                    .init(utc: "2027-03-29T07:30:00Z", local: "2027-03-29T08:30:00+01:00"),
+                ])
+            #expect(preview.next == "2027-03-26T08:30:00.000Z")
+            let ten = try decode(
+                Preview.self, try await client.execute(uri: "/v1/schedule-preview", method: .post, body: jsonBody(body))
+            )
+            #expect(ten.slots.count == 10, "ten slots when no count is given")
+
+            // Refused as POST /v1/schedules refuses the same body, with the same error.
+            for refused in [
+                #"{"announcement": {"text": "a"}, "rrule": "FREQ=SOMETIMES", "start": "2027-03-01T00:00:00Z", "timeZone": "UTC"}"#,
+                #"{"announcement": {"text": "a"}, "at": "2027-03-01T00:00:00Z"}"#,
+                #"{"announcement": {"text": "a"}, "at": "2027-04-01T00:00:00Z", "colour": "red"}"#,
+                #"{"announcement": {"text": "a"}, "at": "2027-04-01T00:00:00Z", "at": "2027-04-02T00:00:00Z"}"#,
+            ] {
+                let previewed = try await client.execute(
+                    uri: "/v1/schedule-preview", method: .post, body: jsonBody(refused))
+                let created = try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(refused))
+                #expect(previewed.status == created.status && previewed.status != .ok, "\(refused)")
+                #expect(try Self.error(previewed) == Self.error(created), "\(refused)")
+            }
+            for (query, field) in [("count=0", "count"), ("count=101", "count"), ("colour=red", "colour")] {
+                let wrong = try await client.execute(
+                    uri: "/v1/schedule-preview?\(query)", method: .post, body: jsonBody(body))
+                #expect(wrong.status == .unprocessableContent, "\(query)")
+                #expect(try Self.error(wrong).field == field, "\(query)")
+            }
+            let listed = try decode(ScheduleIDs.self, try await client.execute(uri: "/v1/schedules", method: .get))
+            #expect(listed.schedules.isEmpty, "a preview stores nothing")
         }
     }
 }

@@ -14,7 +14,7 @@ extension SpeakdExternal {
         static let screenshots = PythonTools.root.appendingPathComponent("docs/console")
 
         @Test(
-            "sign-in to a cookie session, changes refused without its CSRF token, an announcement from the form cancelled on Now, a weekday schedule from the rule builder as the API returns it, paused and resumed, a NaN clip upload refused with its reason and a good one listed and played, the log and its CSV export, a refused cross-site post, axe on every view, the flow by keyboard, sign-out"
+            "sign-in to a cookie session, changes refused without its CSRF token, an announcement from the form cancelled on Now, a weekday schedule from the rule builder as the API returns it, paused and resumed, a NaN clip upload refused with its reason and a good one listed and played, the log and its CSV export, a refused cross-site post, axe on every view, the flow by keyboard, sign-out, a read-only session, the sign-in limit"
         )
         func consoleInChromium() async throws {
             // The null sink plays in real time, so an announcement is seen speaking; a state
@@ -25,13 +25,21 @@ extension SpeakdExternal {
             let clips = URL(fileURLWithPath: "/tmp/speakd-console-clips-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: clips, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: clips) }
+            // A read-only token, which speakd creates at start, for the read-only console.
+            let readToken = "/tmp/speakd-console-read-token-\(UUID().uuidString.prefix(8))"
+            defer { try? FileManager.default.removeItem(atPath: readToken) }
             let daemon = try await SpeakdProcess.start(
                 audio: "null",
                 arguments: [
                     "--state-dir", state.path, "--clips", clips.path, "--clips-upload", "--output", "platform=null",
+                    "--read-token-file", readToken,
                 ])
             let (status, output) = try await PythonTools.script(
-                "check-console.py", ["http://127.0.0.1:\(daemon.port)", daemon.tokenFile, Self.screenshots.path],
+                "check-console.py",
+                [
+                    "http://127.0.0.1:\(daemon.port)", daemon.tokenFile, Self.screenshots.path, "--read-token",
+                    readToken,
+                ],
                 timeout: .seconds(200))
             print("console:\n\(output)")
             #expect(status == 0, "\(output)")

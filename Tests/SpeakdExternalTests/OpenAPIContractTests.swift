@@ -37,6 +37,7 @@ extension SpeakdExternal {
                     "/v1/chimes", "/v1/announcements/{id}/pause", "/v1/announcements/{id}/resume", "/v1/pause",
                     "/v1/resume", "/healthz", "/metrics", "/openapi.json", "/", "/console", "/v1/session",
                     "/v1/announcements/{id}/repeat", "/v1/repeat", "/v1/schedules", "/v1/schedules/{id}", "/v1/audit",
+                    "/v1/schedule-preview",
                     "/v1/prerender", "/v1/clips", "/v1/clips/{name}", "/v1/outputs/{name}/sdp", "/v1/login",
                     "/v1/logout",
                 ])

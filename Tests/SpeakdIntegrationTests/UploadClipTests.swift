@@ -52,6 +52,9 @@ extension SpeakdIntegration {
             let answer = try stored.decode(ClipStored.self)
             #expect(answer.clip.name == "lift-out" && answer.clip.file == "lift-out.wav" && !answer.replaced)
             #expect(abs(answer.clip.duration - 0.5) < 0.01)
+            // A quarter-scale 1 kHz tone: about 12 dB under full scale's -3 LUFS, measured as it was stored.
+            let loudness = try #require(answer.clip.loudness)
+            #expect(abs(loudness - -15.0) < 1, "\(loudness) LUFS")
             let attributes = try FileManager.default.attributesOfItem(
                 atPath: clips.appendingPathComponent("lift-out.wav").path)
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o640)

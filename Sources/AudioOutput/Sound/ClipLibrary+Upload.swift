@@ -59,6 +59,7 @@ extension ClipLibrary {
         var placed = false
         defer { if !placed { unlink(temporary) } }
         let sound: (frames: Int, sampleRate: Int, channels: Int, format: Int32)
+        let loudness: Double?
         do throws(RecordedSound.Failure) {
             guard let header = RecordedSound.header(of: temporary) else {
                 var info = SF_INFO()
@@ -70,7 +71,7 @@ extension ClipLibrary {
                 throw RecordedSound.Failure(reason: "no audio in it")
             }
             // The one check, as a clip of the directory gets when it is played.
-            _ = try Self.check(temporary, sampleRate: header.sampleRate)
+            loudness = try Self.check(temporary, sampleRate: header.sampleRate).loudness
             sound = header
         } catch {
             throw UploadFailure(kind: .sound, description: "the clip '\(name)' is refused: \(error.reason)")
@@ -99,9 +100,10 @@ extension ClipLibrary {
         }
         placed = true
         syncDirectory()
+        recordLoudness(loudness, of: name)
         let listing = Listing(
             name: name, file: "\(name).\(ext)", duration: Double(sound.frames) / Double(sound.sampleRate),
-            sampleRate: sound.sampleRate, channels: sound.channels)
+            sampleRate: sound.sampleRate, channels: sound.channels, loudness: loudness)
         return Stored(listing: listing, replaced: !existing.isEmpty)
     }
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import PosixSupport
 import SpeechModel
 import SpeechRendering
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -47,6 +48,36 @@ public struct ClipLibrary: Sendable {
         public let duration: Double
         public let sampleRate: Int
         public let channels: Int
+        /// Its integrated loudness as recorded, in LUFS (libebur128, as the loudness target
+        /// measures it); nil when it is too short (under 0.4 s) or too quiet to measure, or
+        /// the clip check refuses the file.
+        public var loudness: Double?
+    }
+
+    /// Each clip file's loudness, measured once: a file is known by its path, size and time of
+    /// change, so a replaced one is measured again.
+    private let loudnessCache = LoudnessCache()
+
+    final class LoudnessCache: Sendable {
+        private let measured = Mutex<[File: Double?]>([:])
+
+        /// The loudness of `file`, measured by `measure` unless it was before.
+        func loudness(of file: File, _ measure: () -> Double?) -> Double? {
+            if let known = measured.withLock({ $0[file] }) { return known }
+            let value = measure()
+            measured.withLock { $0[file] = value }
+            return value
+        }
+
+        /// Records the loudness of `file`, measured as it was stored.
+        func record(_ value: Double?, for file: File) {
+            measured.withLock { $0[file] = value }
+        }
+
+        /// Forgets every file but `files`: those replaced or removed since.
+        func keep(only files: Set<File>) {
+            measured.withLock { $0 = $0.filter { files.contains($0.key) } }
+        }
     }
 
     /// Why a clip cannot be played or listed.
@@ -103,6 +134,7 @@ public struct ClipLibrary: Sendable {
             throw Failure(description: "cannot read the clips directory \(directory.path): \(fileErrorReason(error))")
         }
         var listings: [String: Listing] = [:]
+        var files: Set<File> = []
         for file in names {
             let url = directory.appendingPathComponent(file)
             let name = url.deletingPathExtension().lastPathComponent
@@ -110,11 +142,23 @@ public struct ClipLibrary: Sendable {
             guard Self.extensions.contains(url.pathExtension), let found = self.file(of: name), found.path == url.path
             else { continue }
             guard let header = RecordedSound.header(of: found.path) else { continue }
+            files.insert(found)
+            // Decoded once per file: the first listing after a clip is added measures it.
+            let loudness = loudnessCache.loudness(of: found) {
+                (try? Self.check(found.path, sampleRate: header.sampleRate))?.loudness
+            }
             listings[name] = Listing(
                 name: name, file: file, duration: Double(header.frames) / Double(header.sampleRate),
-                sampleRate: header.sampleRate, channels: header.channels)
+                sampleRate: header.sampleRate, channels: header.channels, loudness: loudness)
         }
+        loudnessCache.keep(only: files)
         return listings.keys.sorted().map { listings[$0]! }
+    }
+
+    /// Records the loudness of a clip just stored, measured from the sound its check decoded.
+    func recordLoudness(_ loudness: Double?, of name: String) {
+        guard let file = file(of: name) else { return }
+        loudnessCache.record(loudness, for: file)
     }
 
     /// The samples of `file`, decoded now, in `format`, at `loudness` LUFS (nil: as recorded);

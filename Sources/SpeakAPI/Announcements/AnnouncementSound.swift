@@ -98,14 +98,21 @@ public struct ClipInfo: Sendable, Hashable, Codable {
     /// Its recorded sample rate and channels (it is played at the engine's).
     public var sampleRate: Int
     public var channels: Int
+    /// Its integrated loudness as recorded, in LUFS (EBU R 128), measured once per file; absent
+    /// when the clip is too short (under 0.4 s) or too quiet to measure. A clip is played at the
+    /// announcements' loudness whatever it is.
+    public var loudness: Double?
 
     /// - Parameters: see the properties of the same names.
-    public init(name: String, file: String, duration: Double, sampleRate: Int, channels: Int) {
+    public init(
+        name: String, file: String, duration: Double, sampleRate: Int, channels: Int, loudness: Double? = nil
+    ) {
         self.name = name
         self.file = file
         self.duration = duration
         self.sampleRate = sampleRate
         self.channels = channels
+        self.loudness = loudness
     }
 }
 

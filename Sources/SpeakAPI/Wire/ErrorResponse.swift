@@ -47,8 +47,13 @@ extension ErrorResponse {
         public static let unauthorized = "unauthorized"
         /// 403: a request from a web page whose origin is not allowed (`field`: `Origin`).
         public static let forbiddenOrigin = "forbiddenOrigin"
+        /// 429: too many failed sign-ins from one client address within a minute (`Retry-After` says how long to wait).
+        public static let tooManySignIns = "tooManySignIns"
         /// 403: a change authorised by a session cookie without its CSRF token (`field`: `X-CSRF-Token`).
         public static let csrf = "csrf"
+        /// 403: a change made with the read-only token or a session signed in with it (`field`:
+        /// `Authorization` or `Cookie`).
+        public static let readOnly = "readOnly"
         /// 415: a body that is not `application/json` (`field`: `Content-Type`).
         public static let unsupportedMediaType = "unsupportedMediaType"
         /// 421: a `Host` that names another service (`field`: `Host`).

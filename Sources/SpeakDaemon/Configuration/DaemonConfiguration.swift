@@ -68,6 +68,10 @@ public struct DaemonConfiguration: Sendable, Hashable {
     /// Default: `token` next to the Unix socket (next to the default socket with `--socket none`);
     /// the loader follows `--socket`, but code that changes `socketPath` sets this too.
     public var tokenFile: String
+    /// The file holding a second, read-only TCP token (`--read-token-file`), created at start
+    /// when missing; nil for none. With it every GET and the event stream work, and any change
+    /// is 403 `readOnly`.
+    public var readTokenFile: String?
     /// True lets TCP requests in without a token (`--tcp-open`); only on a loopback address.
     public var tcpOpen: Bool
     /// Further names a request's `Host` may carry (lower case, no port), besides the listener's
@@ -193,6 +197,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         piperThreads = 0
         corsOrigin = nil
         tokenFile = ""
+        readTokenFile = nil
         tcpOpen = false
         allowedHosts = []
         defaultLanguage = ""

@@ -243,6 +243,12 @@ extension DaemonConfiguration {
         ) { value in try value.path() }
         .inFiles("/run/speakd/token"),
         DaemonSetting(
+            "read-token-file", \.readTokenFile, valueName: "path",
+            help: "File with a second, read-only token: with it every GET and the event stream work, and any "
+                + "change is 403 readOnly; created (mode 0640) when missing.",
+            default: nil, shown: "none"
+        ) { value in try value.isNone ? nil : value.path() },
+        DaemonSetting(
             "tcp-open", \.tcpOpen, kind: .toggle, valueName: "bool",
             help: "Let TCP requests in without the token: any local user and web page can then post and cancel. "
                 + "Loopback only.",

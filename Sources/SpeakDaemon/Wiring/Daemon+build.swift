@@ -206,6 +206,23 @@ private func accessSettings(_ configuration: DaemonConfiguration, logger: Logger
         metadata: ["speakd.token-file": "\(configuration.tokenFile)", "speakd.address": "\(http)"])
     settings.tcpToken = loaded.token
     settings.tokenFile = configuration.tokenFile
+    if let readFile = configuration.readTokenFile {
+        let read: AccessToken.Loaded
+        do {
+            read = try AccessToken.loadOrCreate(at: readFile)
+        } catch {
+            throw DaemonStartError(description: "\(error) (the read token, --read-token-file)")
+        }
+        guard read.token != loaded.token else {
+            throw DaemonStartError(
+                description:
+                    "\(readFile) holds the same token as \(configuration.tokenFile): the read-only token must differ")
+        }
+        logger.info(
+            read.created ? "created the read-only token file" : "the read-only token file gives read access",
+            metadata: ["speakd.read-token-file": "\(readFile)"])
+        settings.readToken = read.token
+    }
     return settings
 }
 

@@ -3,6 +3,7 @@ import AnnouncementRecords
 import AudioOutput
 import FoundationEssentials
 import Logging
+import NIOPosix
 import ServiceCore
 import SpeakAPI
 import SpeakFleet
@@ -41,20 +42,24 @@ func makeFronts(
     service.scheduleService = schedules
     service.auditLog = records?.database.audit
     service.requests = RequestStore(table: records?.database.fleetRequests)
+    // Listing (which measures a new clip's loudness), decoding and checking an upload read and
+    // decode whole files: on NIO's thread pool, never on an event loop or Swift's cooperative threads.
     service.clipLibrary = engines.clips.map { library in
-        { @Sendable () throws -> [ClipInfo] in
-            try library.list().map(ClipInfo.init)
+        { @Sendable () async throws -> [ClipInfo] in
+            try await offThread { try library.list().map(ClipInfo.init) }
         }
     }
     service.clipSound = engines.clips.map { library in
-        { @Sendable (name: String, format: AudioFormat) throws -> [Int16]? in
-            // A typed do and a plain catch: a cast of an error to its own type crashed Swift 6.2's
-            // SIL verifier (trixie's toolchain).
-            do throws(ClipLibrary.Failure) {
-                return try library.sound(of: name, format: format)
-            } catch {
-                // A file of the directory that the clip check refuses: it cannot be played either.
-                throw SpeakError(.invalid, name: ErrorResponse.Code.invalidClip, error.description, field: "name")
+        { @Sendable (name: String, format: AudioFormat) async throws -> [Int16]? in
+            try await offThread {
+                // A typed do and a plain catch: a cast of an error to its own type crashed Swift 6.2's
+                // SIL verifier (trixie's toolchain).
+                do throws(ClipLibrary.Failure) {
+                    return try library.sound(of: name, format: format)
+                } catch {
+                    // A file of the directory that the clip check refuses: it cannot be played either.
+                    throw SpeakError(.invalid, name: ErrorResponse.Code.invalidClip, error.description, field: "name")
+                }
             }
         }
     }
@@ -65,22 +70,24 @@ func makeFronts(
                 "removed the temporary files of uploads a crash left",
                 metadata: ["speakd.files": "\(leftovers.joined(separator: ", "))"])
         }
-        service.clipUpload = { @Sendable (name: String, audio: Data, replace: Bool) throws -> ClipStored in
-            let stored: ClipLibrary.Stored
-            do throws(ClipLibrary.UploadFailure) {
-                stored = try library.store(audio, as: name, replace: replace)
-            } catch {
+        service.clipUpload = { @Sendable (name: String, audio: Data, replace: Bool) async throws -> ClipStored in
+            try await offThread {
+                let stored: ClipLibrary.Stored
+                do throws(ClipLibrary.UploadFailure) {
+                    stored = try library.store(audio, as: name, replace: replace)
+                } catch {
+                    logger.notice(
+                        "clip upload refused", metadata: ["speakd.clip": "\(name)", "speakd.reason": "\(error)"])
+                    throw SpeakError(upload: error)
+                }
                 logger.notice(
-                    "clip upload refused", metadata: ["speakd.clip": "\(name)", "speakd.reason": "\(error)"])
-                throw SpeakError(upload: error)
+                    "clip stored",
+                    metadata: [
+                        "speakd.clip": "\(name)", "speakd.file": "\(stored.listing.file)",
+                        "speakd.bytes": "\(audio.count)", "speakd.replaced": "\(stored.replaced)",
+                    ])
+                return ClipStored(clip: ClipInfo(stored.listing), replaced: stored.replaced)
             }
-            logger.notice(
-                "clip stored",
-                metadata: [
-                    "speakd.clip": "\(name)", "speakd.file": "\(stored.listing.file)",
-                    "speakd.bytes": "\(audio.count)", "speakd.replaced": "\(stored.replaced)",
-                ])
-            return ClipStored(clip: ClipInfo(stored.listing), replaced: stored.replaced)
         }
     }
     service.hallSound = sound.hallSound(renderer: engines.renderer)
@@ -133,12 +140,19 @@ private func makeFleetLink(
     }
 }
 
+/// Runs `work` on NIO's thread pool for blocking work and answers its result: a clip's check
+/// reads and decodes a file of up to 64 MiB, which must hold neither an event loop (every
+/// connection it serves would wait) nor a thread of Swift's cooperative pool.
+func offThread<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await NIOThreadPool.singleton.runIfActive(work)
+}
+
 extension ClipInfo {
     /// A clip as the library lists it, as the API shows it (`GET /v1/clips`, an upload's answer).
     fileprivate init(_ listing: ClipLibrary.Listing) {
         self.init(
             name: listing.name, file: listing.file, duration: listing.duration, sampleRate: listing.sampleRate,
-            channels: listing.channels)
+            channels: listing.channels, loudness: listing.loudness.map { ($0 * 10).rounded() / 10 })
     }
 }
 

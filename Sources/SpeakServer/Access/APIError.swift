@@ -40,7 +40,7 @@ public struct APIError: HTTPResponseError, Sendable, Hashable, CustomStringConve
         let data = (try? WireFormat.encoder().encode(body)) ?? Data()
         var headers = headers
         headers[.contentType] = WireFormat.jsonContentType
-        if status == .tooManyRequests { headers[.retryAfter] = "1" }
+        if status == .tooManyRequests, headers[.retryAfter] == nil { headers[.retryAfter] = "1" }
         if status == .unauthorized { headers[.wwwAuthenticate] = #"Bearer realm="speakd""# }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

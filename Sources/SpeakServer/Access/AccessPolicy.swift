@@ -31,6 +31,10 @@ import Glibc
 ///   browser call, so a request it authorises that changes anything (`POST`, `PUT`, `PATCH`,
 ///   `DELETE`) must also carry the session's `X-CSRF-Token` (403 `csrf` otherwise), which no other
 ///   page can read. An expired or ended session is 401 naming `Cookie`.
+/// - `ServerSettings.readToken`, when set, is a second token with the role `read`: with it, or a
+///   session signed in with it, every `GET` and `HEAD` is answered as with the token, and any
+///   `POST`, `PUT`, `PATCH` or `DELETE` is 403 `readOnly` naming the role (but `POST /v1/logout`,
+///   which ends the caller's own session).
 struct AccessPolicy: Sendable {
     /// The name of the session cookie.
     static let sessionCookie = "speakd-session"
@@ -42,20 +46,28 @@ struct AccessPolicy: Sendable {
     private let listener: SpeakEndpoint
     private let port: BoundPort
     private let token: [UInt8]?
+    private let readToken: [UInt8]?
     private let tokenFile: String?
     private let corsOrigin: String?
     private let hostNames: Set<String>
     /// The browsers signed in with the token, shared by every listener of the server.
     let sessions: BrowserSessions
+    /// The failed sign-ins of each client address, shared by every listener of the server.
+    let signIns: SignInLimiter
 
     /// - Parameters:
     ///   - listener: the listener these rules guard.
     ///   - settings: the token, the CORS origin and the allowed host names.
     ///   - port: the listener's port once bound.
     ///   - sessions: the cookie sessions, which every listener of one server shares.
-    init(listener: SpeakEndpoint, settings: ServerSettings, port: BoundPort, sessions: BrowserSessions) {
+    ///   - signIns: the failed sign-ins, which every listener of one server shares.
+    init(
+        listener: SpeakEndpoint, settings: ServerSettings, port: BoundPort, sessions: BrowserSessions,
+        signIns: SignInLimiter
+    ) {
         self.listener = listener
         self.sessions = sessions
+        self.signIns = signIns
         self.port = port
         self.corsOrigin = settings.corsOrigin?.lowercased()
         self.tokenFile = settings.tokenFile
@@ -64,10 +76,12 @@ struct AccessPolicy: Sendable {
         case .tcp(let host, _):
             isTCP = true
             token = settings.tcpToken.map { Array($0.utf8) }
+            readToken = settings.tcpToken == nil ? nil : settings.readToken.map { Array($0.utf8) }
             names.insert(host.lowercased())
         case .unixSocket(let path):
             isTCP = false
             token = nil
+            readToken = nil
             // Clients that name the socket in the URL (requests-unixsocket's
             // http+unix://%2Frun%2Fspeakd%2Fspeakd.sock) send its percent-encoded path as Host.
             names.insert(path.lowercased())
@@ -148,27 +162,50 @@ struct AccessPolicy: Sendable {
                 "requests over TCP need 'Authorization: Bearer <token>' with \(whereToFind), "
                     + "or a browser's session cookie from POST /v1/login")
         }
-        return checkBearer(header)
+        switch bearerRole(header) {
+        case .failure(let refusal): return refusal
+        case .success(let role): return checkRole(role, request, credential: "Authorization")
+        }
+    }
+
+    /// The methods that change something, which a `read` role may not use.
+    static let changes: [HTTPRequest.Method] = [.post, .put, .patch, .delete]
+
+    /// The refusal of a request its role may not make: a change with the `read` role (but ending
+    /// its own session), or nil.
+    private func checkRole(_ role: AccessRole, _ request: Request, credential: String) -> APIError? {
+        guard role == .read, Self.changes.contains(request.method) else { return nil }
+        if request.method == .post, request.uri.path == "/v1/logout" { return nil }
+        return APIError(
+            status: .forbidden, code: ErrorResponse.Code.readOnly,
+            message:
+                "the read-only token (role 'read') may read but not change anything: \(request.method) "
+                + "\(request.uri.path) needs the operator token, \(whereToFind)",
+            field: credential)
     }
 
     /// Where the token is, as a refusal names it.
     private var whereToFind: String { tokenFile.map { "the token in \($0)" } ?? "the daemon's token" }
 
-    /// The refusal of an `Authorization` header that is not `Bearer` with the token, or nil.
-    func checkBearer(_ header: String) -> APIError? {
+    /// The role of an `Authorization: Bearer` header's token, or the refusal of a header that
+    /// is not `Bearer` with one of this listener's tokens.
+    func bearerRole(_ header: String) -> Result<AccessRole, APIError> {
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            return .unauthorized("expected 'Authorization: Bearer <token>' with \(whereToFind)")
+            return .failure(.unauthorized("expected 'Authorization: Bearer <token>' with \(whereToFind)"))
         }
-        return checkGiven(String(parts[1].trimmingWhitespace()))
+        return role(ofGiven: String(parts[1].trimmingWhitespace()))
     }
 
-    /// The refusal of a token that is not this listener's, or nil.
-    func checkGiven(_ given: String) -> APIError? {
-        guard let token, Self.constantTimeEqual(token, Array(given.utf8)) else {
-            return .unauthorized("the bearer token is wrong; use \(whereToFind)")
-        }
-        return nil
+    /// The role of a token given to sign in or in a header: `operator` for the token, `read` for
+    /// the read token; the refusal of any other. Both are compared, each in constant time.
+    func role(ofGiven given: String) -> Result<AccessRole, APIError> {
+        let bytes = Array(given.utf8)
+        let isOperator = token.map { Self.constantTimeEqual($0, bytes) } ?? false
+        let isReader = readToken.map { Self.constantTimeEqual($0, bytes) } ?? false
+        if isOperator { return .success(.operator) }
+        if isReader { return .success(.read) }
+        return .failure(.unauthorized("the bearer token is wrong; use \(whereToFind)"))
     }
 
     /// The refusal of a request authorised by the session cookie `id`: the session is gone, or
@@ -179,15 +216,14 @@ struct AccessPolicy: Sendable {
                 "the session of the \(Self.sessionCookie) cookie has expired or ended; sign in again with "
                     + "POST /v1/login", field: "Cookie")
         }
-        let changes: [HTTPRequest.Method] = [.post, .put, .patch, .delete]
-        guard changes.contains(request.method) else { return nil }
+        guard Self.changes.contains(request.method) else { return nil }
         guard let given = request.headers[.csrfToken] else {
             return .csrf("a \(request.method) authorised by the session cookie needs the session's X-CSRF-Token header")
         }
         guard Self.constantTimeEqual(Array(session.csrfToken.utf8), Array(given.utf8)) else {
             return .csrf("the X-CSRF-Token header is not this session's")
         }
-        return nil
+        return checkRole(session.role, request, credential: "Cookie")
     }
 
     /// Logs a refusal with what the request named, so an operator can see who was turned away.

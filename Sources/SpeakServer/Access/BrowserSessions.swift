@@ -1,6 +1,15 @@
 import FoundationEssentials
 import Synchronization
 
+/// What a caller may do, by the token it gave: `operator` everything, `read` only read (every
+/// `GET` and `HEAD`, the event stream, and ending its own session).
+enum AccessRole: String, Sendable, Hashable {
+    /// The token's role (`--token-file`).
+    case `operator`
+    /// The read token's role (`--read-token-file`).
+    case read
+}
+
 /// The cookie sessions a browser signs in to with the bearer token (`POST /v1/login`), kept in
 /// memory: a restart ends them all, and there are at most `limit`.
 ///
@@ -15,6 +24,8 @@ final class BrowserSessions: Sendable {
         let csrfToken: String
         /// When it ends.
         let expires: Date
+        /// The role of the token it was signed in with.
+        var role: AccessRole = .operator
     }
 
     /// How long a session lasts from sign-in.
@@ -37,11 +48,12 @@ final class BrowserSessions: Sendable {
     /// The session's length in whole seconds, as `Max-Age` gives it.
     var maxAgeSeconds: Int { Int(maxAge.components.seconds) }
 
-    /// Starts a session; returns the cookie's value and the session.
-    func start() -> (id: String, session: Session) {
+    /// Starts a session with `role`; returns the cookie's value and the session.
+    func start(role: AccessRole = .operator) -> (id: String, session: Session) {
         let at = now()
         let id = Self.randomToken()
-        let session = Session(csrfToken: Self.randomToken(), expires: at.addingTimeInterval(Double(maxAgeSeconds)))
+        let session = Session(
+            csrfToken: Self.randomToken(), expires: at.addingTimeInterval(Double(maxAgeSeconds)), role: role)
         sessions.withLock { sessions in
             sessions = sessions.filter { $0.value.expires > at }
             while sessions.count >= limit, let oldest = sessions.min(by: { $0.value.expires < $1.value.expires }) {

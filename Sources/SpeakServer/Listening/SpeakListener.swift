@@ -98,6 +98,12 @@ public final class SpeakListener: Service, Sendable {
                         }
                         request = Request(head: head, body: request.body)
                     }
+                    // Sign-in failures are counted by the peer's address; only a sign-in needs it.
+                    if request.uri.path == "/v1/login" || request.headers[.speakdClient] != nil {
+                        var head = request.head
+                        head.headerFields[.speakdClient] = isUnix ? nil : channel.remoteAddress?.ipAddress
+                        request = Request(head: head, body: request.body)
+                    }
                     let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
                     var response: Response
                     do {

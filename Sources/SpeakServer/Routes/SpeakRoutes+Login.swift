@@ -12,6 +12,9 @@ struct LoginAnswer: Encodable {
     let expires: String
     /// Its length in seconds from sign-in, as the cookie's `Max-Age` says.
     let maxAge: Int
+    /// The role of the token it was signed in with: `operator`, or `read` for the read token,
+    /// whose session may not change anything (403 `readOnly`).
+    let role: String
 }
 
 extension SpeakRoutes {
@@ -26,18 +29,35 @@ extension SpeakRoutes {
                 message:
                     "this listener needs no token (the Unix socket, or --tcp-open), so there is nothing to sign in to")
         }
+        // Failures are counted by the client's address: past the limit the token is not checked.
+        let address = request.headers[.speakdClient] ?? "unknown"
+        if let wait = access.signIns.wait(for: address) {
+            throw APIError(
+                status: .tooManyRequests, code: ErrorResponse.Code.tooManySignIns,
+                message:
+                    "\(access.signIns.maxFailures) sign-ins from \(address) failed within "
+                    + "\(access.signIns.window.components.seconds) s; try again in \(wait) s",
+                field: "token", headers: [.retryAfter: String(wait)])
+        }
         // A body, when there is one, is what is checked (strictly, like every body); without
         // one, the header.
         let hasBody =
             request.headers[.contentType] != nil || (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0
+        let role: Result<AccessRole, APIError>
         if !hasBody, let header = request.headers[.authorization] {
-            if let refusal = access.checkBearer(header) { throw refusal }
+            role = access.bearerRole(header)
         } else {
-            if let refusal = access.checkGiven(try Self.token(from: try await jsonBody(request))) {
-                throw refusal
-            }
+            role = access.role(ofGiven: try Self.token(from: try await jsonBody(request)))
         }
-        let (id, session) = access.sessions.start()
+        let signedIn: AccessRole
+        switch role {
+        case .failure(let refusal):
+            access.signIns.fail(address)
+            throw refusal
+        case .success(let value): signedIn = value
+        }
+        access.signIns.succeed(address)
+        let (id, session) = access.sessions.start(role: signedIn)
         var response = try json(answer(session))
         response.headers[.setCookie] = Self.cookie(
             id, maxAge: access.sessions.maxAgeSeconds, secure: Self.isSecure(request))
@@ -67,7 +87,7 @@ extension SpeakRoutes {
         LoginAnswer(
             csrfToken: session.csrfToken,
             expires: session.expires.formatted(Date.ISO8601FormatStyle()),
-            maxAge: access.sessions.maxAgeSeconds)
+            maxAge: access.sessions.maxAgeSeconds, role: session.role.rawValue)
     }
 
     /// The token of a `{"token": "…"}` body, read as strictly as every body.

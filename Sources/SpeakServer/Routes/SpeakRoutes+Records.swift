@@ -18,6 +18,35 @@ extension SpeakRoutes {
         return response
     }
 
+    /// `POST /v1/schedule-preview?count=N`: the schedule a `POST /v1/schedules` body would make,
+    /// read and refused as that route reads and refuses it, with its next `count` slots (1 to
+    /// `SchedulePreview.maxCount`, `SchedulePreview.defaultCount` when not given), each in UTC
+    /// and in the schedule's zone (`SchedulePreview`); nothing is stored. 200.
+    @Sendable func previewSchedule(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        for (name, _) in query where name != "count" {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue", message: "unknown parameter '\(name)' (count)",
+                field: String(name))
+        }
+        var count = SchedulePreview.defaultCount
+        if let text = query["count"] {
+            guard text.allSatisfy(\.isASCIIDigit), let value = Int(text), (1...SchedulePreview.maxCount).contains(value)
+            else {
+                throw APIError(
+                    status: .unprocessableContent, code: "invalidValue",
+                    message: "count must be a whole number from 1 to \(SchedulePreview.maxCount), not '\(text)'",
+                    field: "count")
+            }
+            count = value
+        }
+        let body = try await jsonBody(request)
+        let preview = try await records { () async throws(SpeakError) in
+            try await server.service.previewSchedule(body, count: count)
+        }
+        return raw(preview.json())
+    }
+
     /// `GET /v1/schedules?after&limit`: a page of schedules, oldest first, `{"schedules": [...],
     /// "next"}`, as `/v1/audit` pages its rows; `next` is there when more follow.
     @Sendable func listSchedules(_ request: Request, context: BasicRequestContext) async throws -> Response {

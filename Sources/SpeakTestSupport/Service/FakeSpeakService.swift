@@ -182,6 +182,11 @@ public final class FakeSpeakService: SpeakService {
         throw SpeakError(.stateUnavailable, name: "stateUnavailable", "the fake service keeps no schedules")
     }
 
+    public func previewSchedule(_ body: Data, count: Int) async throws(SpeakError) -> SchedulePreview {
+        try enter("previewSchedule")
+        throw SpeakError(.stateUnavailable, name: "stateUnavailable", "the fake service keeps no schedules")
+    }
+
     public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
