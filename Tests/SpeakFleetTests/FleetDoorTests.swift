@@ -69,15 +69,10 @@ import Testing
         #expect(service.calls.map(\.description) == ["accept Gate four from mqtt", "finished fake-1"])
     }
 
-    static let codes: [SpeakError.Code] = [
-        .malformed, .tooLarge, .invalid, .notFound, .conflict, .queueFull, .audioUnavailable, .shuttingDown,
-        .stateUnavailable, .engineUnavailable, .forbidden,
-    ]
-
     /// A refusal of `accept` is a `refused` report with the service's body, on the events topic
     /// and the response topic; the service counted it, so the link does not; and the request id
     /// is forgotten, so the sender's retry is a new attempt.
-    @Test(arguments: codes)
+    @Test(arguments: SpeakError.Code.everyCode)
     func aRefusalIsARefusedReport(_ code: SpeakError.Code) async throws {
         let service = FakeSpeakService()
         let refusal = SpeakError(code, name: "\(code)Code", "refused by the test", field: "text")

@@ -79,12 +79,7 @@ import Testing
         #expect(service.calls.map(\.description) == ["render Hello there."])
     }
 
-    static let codes: [SpeakError.Code] = [
-        .malformed, .tooLarge, .invalid, .notFound, .conflict, .queueFull, .audioUnavailable, .shuttingDown,
-        .stateUnavailable, .engineUnavailable, .forbidden,
-    ]
-
-    @Test(arguments: codes)
+    @Test(arguments: SpeakError.Code.everyCode)
     func aRefusedRenderIsAnErrorWithTheServicesCode(_ code: SpeakError.Code) async throws {
         let service = FakeSpeakService()
         service.refuse("render", with: SpeakError(code, name: "\(code)Code", "refused by the test", field: "text"))

@@ -375,3 +375,11 @@ final class FakeRequestMemory: RequestMemory {
         _ = seen.withLock { $0.remove(requestId) }
     }
 }
+
+extension SpeakError.Code {
+    /// Every code, for a front's test that maps each one to its protocol.
+    public static let everyCode: [SpeakError.Code] = [
+        .malformed, .tooLarge, .invalid, .notFound, .conflict, .queueFull, .audioUnavailable, .shuttingDown,
+        .stateUnavailable, .engineUnavailable, .forbidden,
+    ]
+}
