@@ -599,13 +599,13 @@ let package = Package(
         ),
         .testTarget(
             name: "SpeakSSIPTests",
-            dependencies: ["SpeakSSIP", "SpeakAPI", "SpeakService", "SpeakTestSupport"],
+            dependencies: ["SpeakSSIP", "SpeakAPI", "SpeakService", "SpeakTestSupport", "SpeechModel"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SpeakWyomingTests",
             dependencies: [
-                "SpeakWyoming", "SpeakAPI", "SpeakService", "SpeakTestSupport", "SpeechRendering",
+                "SpeakWyoming", "SpeakAPI", "SpeakService", "SpeakTestSupport", "SpeechRendering", "SpeechModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -619,7 +619,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpeakFleetTests",
-            dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI", "SpeakService"],
+            dependencies: ["SpeakFleet", "SpeakMQTT", "SpeakAPI", "SpeakService", "SpeakTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

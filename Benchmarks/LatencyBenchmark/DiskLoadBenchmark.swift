@@ -1,19 +1,29 @@
 import Foundation
 import SpeakAPI
-import SpeakClient
 import SpeakTestSupport
 import Synchronization
 
-/// `speakd-latency-bench --disk-load [--seconds N] [--clients N] [--posts N]`: what the audit log
-/// costs a post while the disk is busy. Two release daemons on the null output, A without state
-/// and B with `--state-dir` (a fresh directory under .build, on the disk, not a tmpfs), side by
-/// side in one run while `dd if=/dev/zero of=FILE bs=1M count=16 oflag=sync` loops (two of them,
-/// beside B's directory) keep the disk writing. It times:
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `speakd-latency-bench --disk-load [--runs N] [--seconds N] [--clients N] [--posts N]`: what the
+/// audit log costs a post while the disk is busy. Two release daemons on the null output, A
+/// without state and B with `--state-dir` (a fresh directory under .build, on the disk, not a
+/// tmpfs), side by side while `dd if=/dev/zero of=FILE bs=1M count=16 oflag=sync` loops (two of
+/// them, beside B's directory) keep the disk writing. Each of `--runs` runs times:
 ///
-/// - post latency: one client posting `"Gate four."` with `dropIfBusy` to A and B in turn, each
-///   answer once its `queued` row (B) is durable; p50 and p99;
-/// - throughput: 50 clients posting for `--seconds` to A, then to B, then to A and B again (each
-///   half the time), answers per second.
+/// - post latency: one client posting `"Gate four."` with `dropIfBusy` to A and B in turn (A
+///   first in odd runs, B first in even ones), each answer once its `queued` row (B) is durable;
+///   p50 and p99;
+/// - throughput: `--clients` clients posting to one daemon at a time, A B B A in odd runs and
+///   B A A B in even ones, each for half of `--seconds`: answers per second.
+///
+/// The clients are cheap, so that they take as little as they can of the two cores the daemons
+/// share with them: each keeps one HTTP/1.1 connection to the daemon's Unix socket open and
+/// posts on it from a thread of its own, with the request's bytes made once; only the status
+/// line and `Content-Length` of an answer are read. The runs' ratios (B / A) are printed each,
+/// then their median and spread.
 ///
 /// `dropIfBusy` keeps the queue from filling: an announcement that finds the output busy is
 /// accepted and finished `discarded` at once, so B writes a `queued` and a `finished` row for
@@ -71,7 +81,147 @@ enum DiskLoadBenchmark {
         }
     }
 
-    static func run(speakdPath: String, seconds: Int, clients: Int, posts: Int) async throws {
+    /// One client's connection to a daemon's Unix socket, kept open across posts (HTTP/1.1
+    /// keep-alive), used from one thread. A post that fails closes it; the next one connects again.
+    final class KeepAliveConnection {
+        private let path: String
+        private let request: [UInt8]
+        private var descriptor: Int32 = -1
+        private var buffer = [UInt8](repeating: 0, count: 4_096)
+        /// Bytes of `buffer` read but not yet used, from `start`.
+        private var start = 0
+        private var end = 0
+
+        /// - Parameters:
+        ///   - path: the daemon's socket.
+        ///   - body: the JSON posted to `/v1/announcements` each time.
+        init(path: String, body: String) {
+            self.path = path
+            request = Array(
+                ("POST /v1/announcements HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n" + body).utf8)
+        }
+
+        deinit { close() }
+
+        /// Posts once; true for a 2xx answer.
+        func post() -> Bool {
+            if descriptor < 0, !connect() { return false }
+            let sent = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent == request.count, let status = readResponse() else {
+                close()
+                return false
+            }
+            return (200..<300).contains(status)
+        }
+
+        private func connect() -> Bool {
+            descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { return false }
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+            }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard connected == 0 else {
+                close()
+                return false
+            }
+            start = 0
+            end = 0
+            return true
+        }
+
+        private func close() {
+            if descriptor >= 0 { _ = Glibc.close(descriptor) }
+            descriptor = -1
+        }
+
+        /// Reads one answer: its status, after its head and its `Content-Length` bytes of body;
+        /// nil when the connection ends or the answer cannot be read.
+        private func readResponse() -> Int? {
+            // The head, up to its blank line.
+            var headEnd: Int?
+            while headEnd == nil {
+                headEnd = Self.blankLine(in: buffer, from: start, to: end)
+                if headEnd == nil, !fill() { return nil }
+            }
+            guard let headEnd else { return nil }
+            let head = String(decoding: buffer[start..<headEnd], as: UTF8.self)
+            start = headEnd + 4
+            let lines = head.split(separator: "\r\n")
+            guard let statusLine = lines.first, statusLine.count >= 12,
+                let status = Int(statusLine.dropFirst(9).prefix(3))
+            else { return nil }
+            var length = 0
+            for line in lines.dropFirst() where line.lowercased().hasPrefix("content-length:") {
+                length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+            // The body, skipped.
+            while end - start < length {
+                length -= end - start
+                start = end
+                if !fill() { return nil }
+            }
+            start += length
+            return status
+        }
+
+        /// Reads more into the buffer (moving what is unread to its front first); false at the
+        /// end of the stream or on an error.
+        private func fill() -> Bool {
+            if start > 0 {
+                buffer.withUnsafeMutableBytes { raw in
+                    _ = memmove(raw.baseAddress!, raw.baseAddress! + start, end - start)
+                }
+                end -= start
+                start = 0
+            }
+            if end == buffer.count { buffer.append(contentsOf: [UInt8](repeating: 0, count: buffer.count)) }
+            let received = buffer.withUnsafeMutableBytes { raw in
+                recv(descriptor, raw.baseAddress! + end, raw.count - end, 0)
+            }
+            guard received > 0 else { return false }
+            end += received
+            return true
+        }
+
+        /// The index of the `\r\n\r\n` in `bytes[from..<to]`, nil when there is none yet.
+        private static func blankLine(in bytes: [UInt8], from: Int, to: Int) -> Int? {
+            guard to - from >= 4 else { return nil }
+            for index in from...(to - 4)
+            where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+                return index
+            }
+            return nil
+        }
+    }
+
+    /// Runs `work` on a thread of its own and returns its result.
+    static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: work()) }.start()
+        }
+    }
+
+    /// What one run measured, A then B.
+    struct Run {
+        var p50: [Double]
+        var p99: [Double]
+        var perSecond: [Double]
+        var refused: [Int]
+        var p99Ratio: Double { p99[1] / p99[0] }
+        var throughputRatio: Double { perSecond[1] / perSecond[0] }
+    }
+
+    static func run(speakdPath: String, runs: Int, seconds: Int, clients: Int, posts: Int) async throws {
         let base = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
             .appendingPathComponent(".build/disk-load-bench-\(UUID().uuidString.prefix(8))")
         let state = base.appendingPathComponent("state")
@@ -81,10 +231,8 @@ enum DiskLoadBenchmark {
         let loadBefore = ScheduleBenchmark.loadAverage()
         var daemons: [SpeakdProcess] = []
         let load = DiskLoad(directory: base, loops: 2)
-        var latency: [[Double]] = [[], []]
-        var answered: [[Int]] = [[], []]
-        var refused = [0, 0]
-        var elapsed: [[Double]] = [[], []]
+        var results: [Run] = []
+        let body = #"{"text": "\#(text)", "dropIfBusy": true}"#
         do {
             for arguments in [[], ["--state-dir", state.path]] {
                 daemons.append(
@@ -92,47 +240,50 @@ enum DiskLoadBenchmark {
             }
             print(
                 "disk load: '\(text)' with dropIfBusy, speakd without state (A) and with --state-dir (B) on the null"
-                    + " output, while 2 dd oflag=sync loops write beside B's state directory")
-            let body: [String: Any] = ["text": text, "dropIfBusy": true]
-            let bytes = Array(try JSONSerialization.data(withJSONObject: body))
-            @Sendable func post(_ client: SpeakHTTPClient) async -> Bool {
-                let response = try? await client.send(
-                    "POST", "/v1/announcements", headers: [("Content-Type", "application/json")], body: bytes)
-                return response.map { (200..<300).contains($0.status) } ?? false
-            }
+                    + " output, while 2 dd oflag=sync loops write beside B's state directory; \(runs) runs")
+            let sockets = daemons.map(\.socketPath)
             // Warm-up: each daemon renders the text once.
-            for daemon in daemons { _ = await post(daemon.unixClient) }
-            try await Task.sleep(for: .seconds(1))
-            // Latency: in turn, A B A B …, one post at a time.
-            let clock = ContinuousClock()
-            for _ in 0..<posts {
-                for (index, daemon) in daemons.enumerated() {
-                    let start = clock.now
-                    let ok = await post(daemon.unixClient)
-                    if ok { latency[index].append((clock.now - start).seconds) } else { refused[index] += 1 }
-                }
+            for socket in sockets {
+                _ = await onThread { KeepAliveConnection(path: socket, body: body).post() }
             }
-            // Throughput: A, B, A, B, each half of `seconds`.
-            for _ in 0..<2 {
-                for (index, daemon) in daemons.enumerated() {
-                    let until = clock.now + .milliseconds(seconds * 500)
-                    let start = clock.now
-                    let counts = await withTaskGroup(of: Int.self) { group in
-                        for _ in 0..<clients {
-                            let client = daemon.unixClient
-                            group.addTask {
-                                var count = 0
-                                while clock.now < until {
-                                    if await post(client) { count += 1 }
-                                }
-                                return count
-                            }
+            try await Task.sleep(for: .seconds(1))
+            for number in 1...runs {
+                let order = number % 2 == 1 ? [0, 1] : [1, 0]
+                // Latency: in turn, one post at a time, on one connection to each daemon.
+                let timed = await onThread { () -> ([[Double]], [Int]) in
+                    let connections = sockets.map { KeepAliveConnection(path: $0, body: body) }
+                    var latency: [[Double]] = [[], []]
+                    var refused = [0, 0]
+                    for _ in 0..<posts {
+                        for index in order {
+                            let start = DispatchTime.now().uptimeNanoseconds
+                            let ok = connections[index].post()
+                            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                            if ok { latency[index].append(elapsed) } else { refused[index] += 1 }
                         }
-                        return await group.reduce(0, +)
                     }
-                    answered[index].append(counts)
-                    elapsed[index].append((clock.now - start).seconds)
+                    return (latency, refused)
                 }
+                // Throughput: A B B A or B A A B, each half of `seconds`.
+                var answered = [0, 0]
+                var elapsed = [0.0, 0.0]
+                for index in order + order.reversed() {
+                    let (count, took) = await throughput(
+                        socket: sockets[index], body: body, clients: clients, seconds: seconds)
+                    answered[index] += count
+                    elapsed[index] += took
+                }
+                let result = Run(
+                    p50: timed.0.map { median($0) }, p99: timed.0.map { percentile($0, 0.99) },
+                    perSecond: (0..<2).map { Double(answered[$0]) / elapsed[$0] }, refused: timed.1)
+                results.append(result)
+                print(
+                    String(
+                        format:
+                            "run %d (%@ first): p50 %.1f / %.1f ms, p99 %.1f / %.1f ms (%.2f×), %d-client posts/s %.0f / %.0f (%.2f×); refused %d / %d",
+                        number, number % 2 == 1 ? "A" : "B", result.p50[0] * 1000, result.p50[1] * 1000,
+                        result.p99[0] * 1000, result.p99[1] * 1000, result.p99Ratio, clients, result.perSecond[0],
+                        result.perSecond[1], result.throughputRatio, result.refused[0], result.refused[1]))
             }
         } catch {
             load.stop()
@@ -142,46 +293,66 @@ enum DiskLoadBenchmark {
         load.stop()
         for daemon in daemons { await daemon.stop() }
 
-        let perSecond = (0..<2).map { Double(answered[$0].reduce(0, +)) / elapsed[$0].reduce(0, +) }
-        let p50 = latency.map { median($0) }
-        let p99 = latency.map { percentile($0, 0.99) }
+        let p99Ratios = results.map(\.p99Ratio)
+        let throughputRatios = results.map(\.throughputRatio)
+        let latencyMet = median(p99Ratios) <= 1.5
+        let throughputMet = median(throughputRatios) >= 0.95
         print("")
-        print("             post p50    post p99    \(clients)-client posts/s")
-        for (index, name) in ["A no state ", "B state dir"].enumerated() {
-            print(
-                String(
-                    format: "%@  %7.1f ms  %7.1f ms  %10.1f", name, p50[index] * 1000, p99[index] * 1000,
-                    perSecond[index]))
-        }
-        let latencyMet = p99[1] <= 1.5 * p99[0]
-        let throughputMet = perSecond[1] >= 0.95 * perSecond[0]
         print(
             String(
-                format: "goal, B's p99 ≤ 1.5 × A's: %@ (%.2f×); B's throughput ≥ 0.95 × A's: %@ (%.2f×)",
-                latencyMet ? "met" : "NOT met", p99[1] / p99[0], throughputMet ? "met" : "NOT met",
-                perSecond[1] / perSecond[0]))
-        print("posts refused or failed in the latency part: A \(refused[0]), B \(refused[1])")
+                format:
+                    "B / A over %d runs, median (lowest–highest): p99 %.2f× (%.2f–%.2f), throughput %.2f× (%.2f–%.2f)",
+                runs, median(p99Ratios), p99Ratios.min() ?? .nan, p99Ratios.max() ?? .nan, median(throughputRatios),
+                throughputRatios.min() ?? .nan, throughputRatios.max() ?? .nan))
+        print(
+            "goal, B's p99 ≤ 1.5 × A's: \(latencyMet ? "met" : "NOT met"); B's throughput ≥ 0.95 × A's: "
+                + (throughputMet ? "met" : "NOT met") + " (by the medians)")
         print("B's state directory: \(state.path), on \(ScheduleBenchmark.fileSystem(of: state.path)).")
-        print("load average before the run: \(loadBefore), after: \(ScheduleBenchmark.loadAverage())")
+        print("load average before: \(loadBefore), after: \(ScheduleBenchmark.loadAverage())")
+        func pair(_ values: [Double], scale: Double = 1) -> [String: Double] {
+            [
+                "noState": ScheduleBenchmark.rounded(values[0] * scale),
+                "stateDir": ScheduleBenchmark.rounded(values[1] * scale),
+            ]
+        }
         ScheduleBenchmark.summary([
             "benchmark": "speakd-latency-bench --disk-load", "build": ScheduleBenchmark.build,
             "date": ScheduleBenchmark.rfc3339(Date()), "cores": ProcessInfo.processInfo.activeProcessorCount,
             "load": [loadBefore, ScheduleBenchmark.loadAverage()], "text": text, "posts": posts,
-            "clients": clients, "seconds": seconds, "ddLoops": 2,
-            "postMs": [
-                "noState": [
-                    "p50": ScheduleBenchmark.rounded(p50[0] * 1000), "p99": ScheduleBenchmark.rounded(p99[0] * 1000),
-                ],
-                "stateDir": [
-                    "p50": ScheduleBenchmark.rounded(p50[1] * 1000), "p99": ScheduleBenchmark.rounded(p99[1] * 1000),
-                ],
-            ],
-            "postsPerSecond": [
-                "noState": ScheduleBenchmark.rounded(perSecond[0]), "stateDir": ScheduleBenchmark.rounded(perSecond[1]),
-            ],
-            "p99Ratio": ScheduleBenchmark.rounded(p99[1] / p99[0]),
-            "throughputRatio": ScheduleBenchmark.rounded(perSecond[1] / perSecond[0]),
+            "clients": clients, "seconds": seconds, "ddLoops": 2, "client": "keep-alive, a thread per client",
+            "runs": results.map { run -> [String: Any] in
+                [
+                    "postP50Ms": pair(run.p50, scale: 1000), "postP99Ms": pair(run.p99, scale: 1000),
+                    "postsPerSecond": pair(run.perSecond), "p99Ratio": ScheduleBenchmark.rounded(run.p99Ratio),
+                    "throughputRatio": ScheduleBenchmark.rounded(run.throughputRatio),
+                ]
+            },
+            "p99Ratio": ScheduleBenchmark.rounded(median(p99Ratios)),
+            "throughputRatio": ScheduleBenchmark.rounded(median(throughputRatios)),
             "met": latencyMet && throughputMet,
         ])
+    }
+
+    /// `clients` connections posting to the daemon at `socket` for half of `seconds`: how many
+    /// answers were 2xx, and the seconds it took.
+    static func throughput(socket: String, body: String, clients: Int, seconds: Int) async -> (Int, Double) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let until = start + UInt64(seconds) * 500_000_000
+        let counts = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    await onThread {
+                        let connection = KeepAliveConnection(path: socket, body: body)
+                        var count = 0
+                        while DispatchTime.now().uptimeNanoseconds < until {
+                            if connection.post() { count += 1 }
+                        }
+                        return count
+                    }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        return (counts, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
     }
 }

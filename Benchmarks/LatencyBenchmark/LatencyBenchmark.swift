@@ -26,8 +26,8 @@ import SpeechModel
 /// slots → first audible sample, and `speakd-latency-bench --audit [--pairs N]` last audible sample →
 /// `finished` without and with the audit log (`ScheduleBenchmark`); `speakd-latency-bench --cache [--texts N]
 /// [--venv PATH]` times request → first audible sample of texts said uncached and again from the render cache,
-/// with espeak-ng and Piper (`CacheBenchmark`); `speakd-latency-bench --disk-load [--seconds N] [--clients N]
-/// [--posts N]` compares post latency and 50-client throughput without and with `--state-dir` while `dd
+/// with espeak-ng and Piper (`CacheBenchmark`); `speakd-latency-bench --disk-load [--runs N] [--seconds N]
+/// [--clients N] [--posts N]` compares, in alternating runs, post latency and 50-client throughput without and with `--state-dir` while `dd
 /// oflag=sync` loops load the disk (`DiskLoadBenchmark`).
 @main
 struct LatencyBenchmark {
@@ -105,7 +105,8 @@ struct LatencyBenchmark {
         }
         if arguments.contains("--disk-load") {
             try await DiskLoadBenchmark.run(
-                speakdPath: speakdPath, seconds: positiveCount("--seconds", in: arguments, default: 20),
+                speakdPath: speakdPath, runs: positiveCount("--runs", in: arguments, default: 5),
+                seconds: positiveCount("--seconds", in: arguments, default: 20),
                 clients: positiveCount("--clients", in: arguments, default: 50),
                 posts: positiveCount("--posts", in: arguments, default: 200))
             return

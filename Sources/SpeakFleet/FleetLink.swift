@@ -50,6 +50,8 @@ public final class FleetLink: Service, Sendable {
 
     private let service: any SpeakService
     private let client: MQTTClient
+    /// Where the link's messages go: the broker's client, or in a test what records them.
+    private let outbox: @Sendable (MQTTOutgoing) throws -> Void
     private let logger: Logger
     private let state: Mutex<HealthReport.MQTT>
     private let book = FleetBook()
@@ -68,8 +70,17 @@ public final class FleetLink: Service, Sendable {
     ///   - logger: where connection changes and refusals are logged.
     ///   - schedules: whether the fleet's schedule commands are taken (the kiosk keeps state).
     /// - Throws: `MQTTError` for a password file or TLS option that cannot be used.
-    public init(
+    public convenience init(
         settings: FleetSettings, service: any SpeakService, logger: Logger, schedules: Bool = false
+    ) throws {
+        try self.init(settings: settings, service: service, logger: logger, schedules: schedules, outbox: nil)
+    }
+
+    /// The link as ``init(settings:service:logger:schedules:)`` makes it, its messages handed to
+    /// `outbox` instead of the broker when one is given (a front's tests, with no broker).
+    init(
+        settings: FleetSettings, service: any SpeakService, logger: Logger, schedules: Bool,
+        outbox: (@Sendable (MQTTOutgoing) throws -> Void)?
     ) throws {
         self.settings = settings
         self.memory = service.requests
@@ -77,7 +88,7 @@ public final class FleetLink: Service, Sendable {
         self.service = service
         self.logger = logger
         let offline = FleetStatus(state: .offline, device: settings.device, site: settings.site)
-        client = try MQTTClient(
+        let client = try MQTTClient(
             .init(
                 broker: settings.broker, clientID: settings.device, cleanStart: false, sessionExpiry: 86_400,
                 username: settings.username, password: try settings.password(), caFile: settings.caFile,
@@ -85,6 +96,8 @@ public final class FleetLink: Service, Sendable {
                     topic: settings.topics.status(settings.device), payload: Self.encode(offline), retain: true),
                 maximumPacketSize: Self.maximumPacketSize(bodyLimit: service.limits.maxBodyBytes),
                 payloadLimit: service.limits.maxBodyBytes))
+        self.client = client
+        self.outbox = outbox ?? { message in _ = try client.publish(message) }
         state = Mutex(
             HealthReport.MQTT(
                 state: .connecting, broker: settings.broker.description, device: settings.device,
@@ -408,7 +421,7 @@ public final class FleetLink: Service, Sendable {
         var message = message
         message.userProperties.append(("device", settings.device))
         do {
-            try client.publish(message)
+            try outbox(message)
         } catch {
             logger.warning("MQTT publish failed", metadata: ["speakd.error": "\(error)"])
         }

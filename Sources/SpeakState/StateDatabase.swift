@@ -149,6 +149,10 @@ public final class StateDatabase: Sendable {
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 // A checkpoint leaves the WAL file at its largest size; this trims it afterwards.
                 try db.execute(sql: "PRAGMA journal_size_limit = 4194304")
+                // No checkpoint on the writer: `WALSyncer` checkpoints beside it. SQLite's own,
+                // past 1,000 pages of WAL, ran after every commit while a busy writer kept the
+                // WAL from being started again, and flushed the disk twice each time.
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
                 let check = try String.fetchAll(db, sql: "PRAGMA quick_check")
                 if check != ["ok"] {
                     throw StateError(

@@ -7,7 +7,18 @@ import Synchronization
 /// before it copies it into the database file) on a connection of its own. So the writer, which
 /// the audit log's batches and every post's answer wait for, never waits for that flush; a
 /// passive checkpoint runs beside the writer and never blocks it.
+///
+/// It is the database's only checkpointer: the writer's own automatic checkpoint is off
+/// (``StateDatabase``), since past SQLite's 1,000 pages of WAL it ran on the writer after every
+/// commit, two disk flushes each, for as long as a passive checkpoint beside it could not catch up
+/// with a busy writer. A passive checkpoint never waits for the writer, so under a writer that
+/// never pauses the WAL would only grow: past ``walFrameLimit`` frames a restarting checkpoint
+/// takes the writer's lock between two commits (the writer waits out that one checkpoint) and the
+/// next commit starts the WAL again from its beginning.
 final class WALSyncer: Sendable {
+    /// The WAL's frames (pages of about 4 KiB) past which a checkpoint restarts it: 64 MiB.
+    static let walFrameLimit = 16_384
+
     private let connection: DatabaseQueue
     private let pending = Atomic<Bool>(false)
     private let loop = Mutex<Task<Void, Never>?>(nil)
@@ -53,7 +64,14 @@ final class WALSyncer: Sendable {
     private func syncIfWritten() async {
         guard pending.exchange(false, ordering: .acquiringAndReleasing) else { return }
         do {
-            _ = try await connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            _ = try await connection.writeWithoutTransaction { db in
+                let frames = try db.checkpoint(.passive).walFrameCount
+                if frames > Self.walFrameLimit {
+                    // Without a busy handler: when the writer is in a commit now, this is a
+                    // passive checkpoint again, and the next second tries once more.
+                    _ = try? db.checkpoint(.restart)
+                }
+            }
         } catch {
             pending.store(true, ordering: .releasing)
         }

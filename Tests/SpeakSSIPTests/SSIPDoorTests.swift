@@ -4,6 +4,7 @@ import SpeakAPI
 import SpeakSSIP
 import SpeakService
 import SpeakTestSupport
+import SpeechModel
 import Testing
 
 #if canImport(Glibc)
@@ -17,7 +18,8 @@ import Glibc
     /// refuses is the client's (514).
     @Test(arguments: [
         (SpeakError.Code.queueFull, "300"), (.audioUnavailable, "300"), (.shuttingDown, "300"), (.invalid, "514"),
-        (.notFound, "514"),
+        (.notFound, "514"), (.malformed, "514"), (.tooLarge, "514"), (.conflict, "514"), (.stateUnavailable, "514"),
+        (.engineUnavailable, "514"), (.forbidden, "514"),
     ])
     func aRefusalIsItsReply(_ code: SpeakError.Code, _ reply: String) async throws {
         let service = FakeSpeakService()
@@ -39,6 +41,44 @@ import Glibc
             #expect(answer.hasPrefix("225-"), "\(answer)")
         }
         #expect(service.calls.map(\.description) == ["accept Doors closing from ssip"])
+    }
+
+    /// `PAUSE`, `RESUME`, `STOP` and `CANCEL` go through the door for the client's own messages,
+    /// each after asking the announcement's state: a pause only of a speaking one, a resume only
+    /// of a paused one, a stop of one that is sounding, a cancel of any.
+    @Test func controlsGoThroughTheDoorByState() async throws {
+        let service = FakeSpeakService()
+        try await withListener(service) { client throws in
+            #expect(try client.ask("SPEAK").hasPrefix("230"))
+            #expect(try client.ask("Doors closing\r\n.").hasPrefix("225-"))
+            // Waiting: nothing to pause, resume or stop.
+            #expect(try client.ask("PAUSE SELF").hasPrefix("211"))
+            service.setState(.speaking, of: "fake-1")
+            #expect(try client.ask("PAUSE SELF").hasPrefix("211"))
+            #expect(try client.ask("RESUME SELF").hasPrefix("212"))
+            service.setState(.paused, of: "fake-1")
+            #expect(try client.ask("RESUME SELF").hasPrefix("212"))
+            #expect(try client.ask("STOP SELF").hasPrefix("210"))
+            #expect(try client.ask("CANCEL SELF").hasPrefix("213"))
+        }
+        #expect(
+            service.calls.map(\.description) == [
+                "accept Doors closing from ssip", "status fake-1", "status fake-1", "pause fake-1", "status fake-1",
+                "status fake-1", "resume fake-1", "status fake-1", "cancel fake-1", "status fake-1", "cancel fake-1",
+            ])
+    }
+
+    /// A voice named by `SET SELF SYNTHESIS_VOICE` is looked up among the service's voices, and
+    /// its language goes with the next message.
+    @Test func aVoiceIsLookedUpThroughTheDoor() async throws {
+        let service = FakeSpeakService(voices: [
+            VoiceInfo(identifier: "gmw/de", name: "gmw/de", languages: ["de"], engine: "espeak-ng")
+        ])
+        try await withListener(service) { client throws in
+            #expect(try client.ask("SET SELF SYNTHESIS_VOICE gmw/de").hasPrefix("209"))
+            #expect(try client.ask("LIST SYNTHESIS_VOICES").hasPrefix("2"))
+        }
+        #expect(service.calls.map(\.description) == ["voices", "voices"])
     }
 
     private func withListener(

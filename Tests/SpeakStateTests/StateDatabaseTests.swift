@@ -12,6 +12,8 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: db.path))
         #expect(try db.appliedMigrations() == ["v1"])
         #expect(try db.scalar("PRAGMA synchronous") == 2)  // FULL
+        // The writer never checkpoints (WALSyncer does, beside it).
+        #expect(try db.scalar("PRAGMA wal_autocheckpoint") == 0)
         #expect(try db.scalar("PRAGMA secure_delete") == 1)
         #expect(FileManager.default.fileExists(atPath: db.path + "-wal"))
         let mode = try FileManager.default.attributesOfItem(atPath: dir.state)[.posixPermissions] as? Int

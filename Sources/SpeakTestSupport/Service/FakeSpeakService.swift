@@ -11,8 +11,9 @@ import Synchronization
 /// test names with the error given. Bodies are decoded with the real limits, so a front's own
 /// decoding is tested as it runs.
 ///
-/// No queue, engine or database is behind it: an accepted announcement is only recorded, and its
-/// `finished` is a completed one at once.
+/// No queue, engine or database is behind it: an accepted announcement is only recorded (its
+/// status is `queued` from then on), and its `finished` is a completed one at once. Schedules are
+/// kept in memory: a body is read by the schedules' own strict decoder, and an unknown id is 404.
 public final class FakeSpeakService: SpeakService {
     /// One call a front made: the requirement's name (`accept`, `cancel`, `putSession`, …) and
     /// what it was asked, in a line.
@@ -27,6 +28,12 @@ public final class FakeSpeakService: SpeakService {
         var refusals: [String: SpeakError] = [:]
         var counted: [SpeakError] = []
         var accepted = 0
+        /// The text of each announcement accepted, by id.
+        var announcements: [String: String] = [:]
+        /// The state `status` shows, by id, where the test set one.
+        var states: [String: AnnouncementState] = [:]
+        /// The schedules created, oldest first.
+        var schedules: [ScheduleResource] = []
     }
 
     private let state = Mutex(State())
@@ -52,6 +59,11 @@ public final class FakeSpeakService: SpeakService {
         state.withLock { $0.refusals[name] = error }
     }
 
+    /// Has `status` show announcement `id` (one accepted here) in `state` from now on.
+    public func setState(_ state: AnnouncementState, of id: String) {
+        self.state.withLock { $0.states[id] = state }
+    }
+
     /// The calls made so far, in order.
     public var calls: [Call] { state.withLock { $0.calls } }
 
@@ -67,12 +79,14 @@ public final class FakeSpeakService: SpeakService {
         if let refusal { throw refusal }
     }
 
-    private func nextAccepted() -> AnnouncementAccepted {
-        let number = state.withLock { state in
+    private func nextAccepted(_ text: String = "") -> AnnouncementAccepted {
+        let id = state.withLock { state in
             state.accepted += 1
-            return state.accepted
+            let id = "fake-\(state.accepted)"
+            state.announcements[id] = text
+            return id
         }
-        return AnnouncementAccepted(id: "fake-\(number)", state: .queued, position: 0)
+        return AnnouncementAccepted(id: id, state: .queued, position: 0)
     }
 
     // MARK: SpeakService
@@ -83,14 +97,14 @@ public final class FakeSpeakService: SpeakService {
     public func accept(_ body: Data, origin: AnnouncementOrigin) async throws(SpeakError) -> AnnouncementAccepted {
         let request = try limits.decode(body)
         try enter("accept", "\(request.utterance.text) from \(origin.front)")
-        return nextAccepted()
+        return nextAccepted(request.utterance.text)
     }
 
     public func accept(
         _ request: AnnouncementRequest, origin: AnnouncementOrigin
     ) async throws(SpeakError) -> AnnouncementAccepted {
         try enter("accept", "\(request.utterance.text) from \(origin.front)")
-        return nextAccepted()
+        return nextAccepted(request.utterance.text)
     }
 
     public func accept(
@@ -177,39 +191,105 @@ public final class FakeSpeakService: SpeakService {
         try await endSession(output: request.output, id: request.id)
     }
 
+    /// Records the call with the id the body names (or `new`); keeps the schedule, named
+    /// `schedule-N` when the body names none. A body the schedules' decoder refuses is 422 (400
+    /// when it is not strict JSON) naming its field, an id in use 409.
     public func createSchedule(_ body: Data) async throws(SpeakError) -> ScheduleResource {
-        try enter("createSchedule")
-        throw SpeakError(.stateUnavailable, name: "stateUnavailable", "the fake service keeps no schedules")
+        let decoded = try Self.schedule { () throws(ScheduleError) in try ScheduleDefinition.decode(creating: body) }
+        try enter("createSchedule", decoded.id ?? "new")
+        return try state.withLock { state throws(SpeakError) in
+            let id = decoded.id ?? "schedule-\(state.schedules.count + 1)"
+            guard !state.schedules.contains(where: { $0.id == id }) else {
+                throw SpeakError(.conflict, name: "scheduleExists", "a schedule with id '\(id)' exists", field: "id")
+            }
+            let now = Date()
+            let resource = ScheduleResource(
+                id: id, definition: decoded.definition, created: now, updated: now, lastSlot: nil, next: nil)
+            state.schedules.append(resource)
+            return resource
+        }
     }
 
+    /// Records the call; the fake service plans no slots, so it answers `stateUnavailable`.
     public func previewSchedule(_ body: Data, count: Int) async throws(SpeakError) -> SchedulePreview {
         try enter("previewSchedule")
         throw SpeakError(.stateUnavailable, name: "stateUnavailable", "the fake service keeps no schedules")
     }
 
+    /// Records the call with its cursor and limit; pages the schedules kept by their ids.
     public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
-        try enter("schedules")
-        return ([], nil)
+        try enter("schedules", "after=\(after ?? "") limit=\(limit)")
+        let all = state.withLock { $0.schedules }
+        let start = after.flatMap { cursor in all.firstIndex { $0.id == cursor }.map { $0 + 1 } } ?? 0
+        let page = Array(all.dropFirst(start).prefix(limit))
+        return (page, start + page.count < all.count ? page.last?.id : nil)
     }
 
     public func schedule(id: String) async throws(SpeakError) -> ScheduleResource {
         try enter("schedule", id)
-        throw SpeakError(.notFound, name: "unknownSchedule", "no schedule with id '\(id)'", field: "id")
+        guard let resource = state.withLock({ $0.schedules.first { $0.id == id } }) else {
+            throw Self.unknownSchedule(id)
+        }
+        return resource
     }
 
+    /// Applies the merge patch with the schedules' own decoder.
     public func updateSchedule(id: String, patch: Data) async throws(SpeakError) -> ScheduleResource {
         try enter("updateSchedule", id)
-        throw SpeakError(.notFound, name: "unknownSchedule", "no schedule with id '\(id)'", field: "id")
+        guard var resource = state.withLock({ $0.schedules.first { $0.id == id } }) else {
+            throw Self.unknownSchedule(id)
+        }
+        let definition = resource.definition
+        resource.definition = try Self.schedule { () throws(ScheduleError) in try definition.merging(patch: patch) }
+        resource.updated = Date()
+        let updated = resource
+        state.withLock { state in
+            if let index = state.schedules.firstIndex(where: { $0.id == id }) { state.schedules[index] = updated }
+        }
+        return updated
     }
 
     public func deleteSchedule(id: String) async throws(SpeakError) {
         try enter("deleteSchedule", id)
+        let removed = state.withLock { state -> Bool in
+            guard let index = state.schedules.firstIndex(where: { $0.id == id }) else { return false }
+            state.schedules.remove(at: index)
+            return true
+        }
+        if !removed { throw Self.unknownSchedule(id) }
     }
 
+    private static func unknownSchedule(_ id: String) -> SpeakError {
+        SpeakError(.notFound, name: "unknownSchedule", "no schedule with id '\(id)'", field: "id")
+    }
+
+    /// `decode`'s result, or its refusal as the service words it: 400 for a body that is not
+    /// strict JSON, else 422 naming the field.
+    private static func schedule<T>(_ decode: () throws(ScheduleError) -> T) throws(SpeakError) -> T {
+        do {
+            return try decode()
+        } catch {
+            throw SpeakError(
+                error.isMalformed ? .malformed : .invalid, name: "invalidSchedule", error.message, field: error.field)
+        }
+    }
+
+    /// Records the call with the filters and the page the query asks for, in the order of
+    /// ``AuditQuery``'s properties (those given only).
     public func audit(_ query: AuditQuery) async throws(SpeakError) -> AuditPage {
-        try enter("audit")
+        var asked: [String] = []
+        if let since = query.since { asked.append("since=\(since.timeIntervalSince1970)") }
+        if let until = query.until { asked.append("until=\(until.timeIntervalSince1970)") }
+        for (name, value) in [
+            ("output", query.output), ("reason", query.reason), ("front", query.front), ("text", query.text),
+        ] {
+            if let value { asked.append("\(name)=\(value)") }
+        }
+        if let after = query.after { asked.append("after=\(after)") }
+        asked.append("limit=\(query.limit)")
+        try enter("audit", asked.joined(separator: " "))
         return AuditPage(entries: [], next: nil)
     }
 
@@ -223,9 +303,15 @@ public final class FakeSpeakService: SpeakService {
         AsyncStream { $0.finish() }
     }
 
+    /// An announcement accepted here is `queued`, or in the state the test set
+    /// (``setState(_:of:)``); any other id is unknown (nil).
     public func status(id: String, key: String?) async -> AnnouncementStatus? {
         try? enter("status", id)
-        return nil
+        let known = state.withLock { state in
+            state.announcements[id].map { (text: $0, state: state.states[id] ?? .queued) }
+        }
+        guard let known else { return nil }
+        return AnnouncementStatus(id: id, text: known.text, priority: .default, state: known.state)
     }
 
     public func snapshot() async -> [AnnouncementStatus] {
@@ -294,4 +380,12 @@ final class FakeRequestMemory: RequestMemory {
     func forget(_ requestId: String) async throws(SpeakError) {
         _ = seen.withLock { $0.remove(requestId) }
     }
+}
+
+extension SpeakError.Code {
+    /// Every code, for a front's test that maps each one to its protocol.
+    public static let everyCode: [SpeakError.Code] = [
+        .malformed, .tooLarge, .invalid, .notFound, .conflict, .queueFull, .audioUnavailable, .shuttingDown,
+        .stateUnavailable, .engineUnavailable, .forbidden,
+    ]
 }
