@@ -175,17 +175,16 @@ public final class AuditLog: Sendable {
                 arguments: [cutoff.storedMilliseconds])
             removed += db.changesCount
         }
-        // There are no more rows than the span of their seqs, read at the two ends of the table's
-        // b-tree; only a span over the bound pays for the search by offset, which steps through
-        // every row up to it (at every prune, while the log is short of the bound, it did).
-        let span = try Int.fetchOne(db, sql: "SELECT max(seq) - min(seq) + 1 FROM audit") ?? 0
-        if span > max(0, retention.maxEntries) {
+        // The newest `maxEntries` seqs are kept: a row below them goes unless it is still open.
+        // The bound is read at the end of the table's b-tree and the delete walks only the rows
+        // under it, so a prune costs the rows it removes. (A search by offset for the
+        // `maxEntries`-th newest row stepped through that many index entries at every prune once
+        // the log was full.) Where seqs have gaps (rows pruned by age), fewer rows than
+        // `maxEntries` may stay, never more.
+        let keep = max(0, retention.maxEntries)
+        if let newest = try Int.fetchOne(db, sql: "SELECT max(seq) FROM audit"), newest > keep {
             try db.execute(
-                sql: """
-                    DELETE FROM audit WHERE seq <= (SELECT seq FROM audit ORDER BY seq DESC LIMIT 1 OFFSET ?)
-                    AND NOT (\(Self.isOpen))
-                    """,
-                arguments: [max(0, retention.maxEntries)])
+                sql: "DELETE FROM audit WHERE seq <= ? AND NOT (\(Self.isOpen))", arguments: [newest - keep])
             removed += db.changesCount
         }
         if let maxBytes = retention.maxBytes {
