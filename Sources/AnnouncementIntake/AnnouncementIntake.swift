@@ -124,7 +124,9 @@ public struct AnnouncementIntake: Sendable {
         original: AnnouncementRequest, personalized: AnnouncementRequest, prepared: PreparedAnnouncement
     ) {
         var request = request
-        if request.delivery.isPrivate, request.output == nil { request.output = try queue(for: request).output }
+        if request.delivery.isPrivate, request.output == nil, request.outputs == nil {
+            request.output = try queue(for: request).output
+        }
         // A session is one listener's at one output: an announcement to several zones is heard
         // by the hall, and no session changes it.
         let personalized = try zones(for: request) == nil ? await sessions.personalize(request) : request
@@ -236,7 +238,8 @@ public struct AnnouncementIntake: Sendable {
     }
 
     /// The outputs of an announcement heard in several zones: `output` as a list, or naming a
-    /// zone group; nil for one output. A private announcement is never one of these.
+    /// zone group; nil for one output. A private one only when every zone is a private output
+    /// (several headsets at one counter): it is never spoken aloud in one of them.
     func zones(for request: AnnouncementRequest) throws(SpeakError) -> [String]? {
         let names: [String]
         if let list = request.outputs {
@@ -246,15 +249,19 @@ public struct AnnouncementIntake: Sendable {
         } else {
             return nil
         }
-        guard !request.delivery.isPrivate else {
-            throw .invalidValue(
-                field: "output", "a private announcement is spoken on one private output, never in several zones")
-        }
+        let zones: [String]
         do {
-            return try outputs.zones(named: names, list: request.outputs != nil)
+            zones = try outputs.zones(named: names, list: request.outputs != nil)
         } catch {
             throw .scheduling(error)
         }
+        if request.delivery.isPrivate, let open = zones.first(where: { !privateOutputs.contains($0) }) {
+            throw .invalidValue(
+                field: "output",
+                "zone '\(open)' is not a private output, and a private announcement is spoken only on private outputs "
+                    + "(\(privateList))")
+        }
+        return zones
     }
 
     /// The queue that speaks `request`: the output it names, else `default`; a private one only
@@ -338,13 +345,17 @@ public struct AnnouncementIntake: Sendable {
             if zones.allSatisfy({ down($0) != nil }), let first = zones.first {
                 throw .audioUnavailable(down(first))
             }
+            var accepted: AnnouncementAccepted
             do {
-                let accepted = try await outputs.submit(prepared, zones: zones) { down($0) }
-                counters.accepted(prepared.delivery.priority)
-                return accepted
+                accepted = try await outputs.submit(prepared, zones: zones) { down($0) }
             } catch {
                 throw .scheduling(error)
             }
+            if prepared.delivery.isPrivate {
+                accepted.key = privateTexts.key(for: accepted.id, text: prepared.speech.utterance.text)
+            }
+            counters.accepted(prepared.delivery.priority)
+            return accepted
         }
         let queue = try queue(for: prepared)
         let health = await health.health()

@@ -27,7 +27,8 @@ struct PrivateIntakeTests {
                 AnnouncementQueue(speaker: headset, output: "headset", shared: shared),
                 AnnouncementQueue(speaker: desk, output: "desk", shared: shared),
             ]
-            outputs = AnnouncementOutputs(queues, shared: shared)
+            outputs = AnnouncementOutputs(
+                queues, shared: shared, zoneGroups: ["counter": ["headset", "desk"], "mixed": ["headset", "default"]])
             var intake = AnnouncementIntake(outputs: outputs, renderer: FakeRenderer.tone(), health: SwitchableHealth())
             intake.privateOutputs = privateOutputs
             self.intake = intake
@@ -56,6 +57,13 @@ struct PrivateIntakeTests {
             ([], #"{"text": "PIN 4711", "private": true, "output": "headset"}"#, "output"),
             (["headset", "desk"], #"{"text": "PIN 4711", "private": true}"#, "output"),
             (["headset"], #"{"text": "PIN 4711", "private": 1}"#, "private"),
+            // Several zones: every one of them must be private.
+            (
+                ["headset", "desk"], #"{"text": "PIN 4711", "private": true, "output": ["headset", "default"]}"#,
+                "output"
+            ),
+            (["headset", "desk"], #"{"text": "PIN 4711", "private": true, "output": "mixed"}"#, "output"),
+            (["headset"], #"{"text": "PIN 4711", "private": true, "output": "counter"}"#, "output"),
         ] as [(Set<String>, String, String)])
     func refused(privateOutputs: Set<String>, body: String, field: String) async throws {
         let harness = await Harness(privateOutputs: privateOutputs)
@@ -104,5 +112,38 @@ struct PrivateIntakeTests {
             #expect(event.text.isEmpty && event.word == nil && event.range == nil, "\(event)")
         }
         #expect(seen.filter { $0.id == plain.id }.allSatisfy { $0.text == "Welcome" })
+    }
+
+    @Test(
+        "in several zones, all private, it is spoken in each; its text is in no event, only behind its key",
+        arguments: [#"["headset", "desk"]"#, #""counter""#])
+    func inSeveralPrivateZones(output: String) async throws {
+        let harness = await Harness(privateOutputs: ["headset", "desk"])
+        let events = harness.outputs.events(after: 0, progress: true)
+        let accepted = try await harness.accept(#"{"text": "Your PIN is 4711", "private": true, "output": \#(output)}"#)
+        let key = try #require(accepted.key)
+        #expect(key.count == 32)
+        let finished = await harness.outputs.finished(id: accepted.id)
+        #expect(
+            finished?.success == true && finished?.outputs?.map(\.output) == ["headset", "desk"],
+            "\(String(describing: finished))")
+        #expect(harness.headset.spoken == [accepted.id] && harness.desk.spoken == [accepted.id])
+        #expect(harness.hall.spoken.isEmpty)
+        // Each zone's speaker (and the engine pool behind it) knows not to log the text.
+        #expect(harness.headset.speeches.map(\.isPrivate) == [true] && harness.desk.speeches.map(\.isPrivate) == [true])
+
+        let shown = try #require(await harness.outputs.status(id: accepted.id))
+        #expect(shown.text.isEmpty && shown.private == true)
+        #expect(await harness.intake.status(id: accepted.id, key: key)?.text == "Your PIN is 4711")
+        #expect(await harness.intake.status(id: accepted.id)?.text == "")
+        await harness.tearDown()
+
+        var seen: [AnnouncementEvent] = []
+        for await sequenced in events { seen.append(sequenced.event) }
+        #expect(seen.filter { $0.type == .finished }.count == 1)
+        #expect(seen.filter { $0.type == .started }.count == 2)
+        for event in seen {
+            #expect(event.text.isEmpty && event.word == nil && event.range == nil, "\(event)")
+        }
     }
 }

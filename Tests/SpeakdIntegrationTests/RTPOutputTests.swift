@@ -163,6 +163,20 @@ extension SpeakdIntegration {
             #expect(packets.allSatisfy { $0["pt"] as? Int == 0 && $0["bytes"] as? Int == 160 })
             #expect((report?["byes"] as? Int ?? 0) >= 1)
             #expect((report?["reports"] as? Int ?? 0) >= 1)
+            // No drift, bounded over this one stream (the 10-minute figure is the benchmark's,
+            // docs/performance.md): the sender reports' wall clock moves with their RTP
+            // timestamps. 5 ms leaves room for the wall clock being slewed (at most 0.5 ms/s).
+            let senderReports = try #require(report?["senderReports"] as? [[String: Any]])
+            func number(_ report: [String: Any], _ key: String) -> Double {
+                (report[key] as? NSNumber)?.doubleValue ?? .nan
+            }
+            if let first = senderReports.first, let last = senderReports.last, senderReports.count >= 2 {
+                let wall = number(last, "wall") - number(first, "wall")
+                let media = Double((Int(number(last, "ts")) - Int(number(first, "ts"))) & 0xffff_ffff) / 8000
+                #expect(abs(wall - media) < 0.005, "sender reports: wall clock \(wall) s, RTP timestamps \(media) s")
+            } else {
+                Issue.record("\(senderReports.count) sender reports, expected the first and the BYE's")
+            }
             let spacing = try #require(report?["spacingMs"] as? Double)
             timing.check(abs(spacing - 20) < 0.05, "mean spacing \(spacing) ms, not within 0.05 ms of 20")
             let jitter = try #require(report?["jitterMs"] as? [String: Double])
