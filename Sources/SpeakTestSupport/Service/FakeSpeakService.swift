@@ -187,7 +187,7 @@ public final class FakeSpeakService: SpeakService {
         throw SpeakError(.stateUnavailable, name: "stateUnavailable", "the fake service keeps no schedules")
     }
 
-    public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
+    public func schedules(after: String?, limit: Int, matching: String?, paused: Bool?) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
         try enter("schedules")
