@@ -233,31 +233,48 @@ struct ScheduleRouteTests {
                 let response = try await Self.create(client, text: "Page \(index)")
                 created.append(try decode(ScheduleIDs.Item.self, response).id)
             }
-            var seen: [String] = []
-            var cursor: String?
-            var pages = 0
-            repeat {
-                let query = "limit=3" + (cursor.map { "&after=\($0)" } ?? "")
-                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
-                #expect(response.status == .ok)
-                let page = try decode(ScheduleIDs.self, response)
-                #expect(page.schedules.count <= 3)
-                seen += page.schedules.map(\.id)
-                cursor = page.next
-                pages += 1
-            } while cursor != nil && pages < 10
+            let (seen, pages) = try await Self.pages(client, limit: 3)
             #expect(pages == 3)
             #expect(seen == created, "each once, oldest first")
             let all = try decode(ScheduleIDs.self, try await client.execute(uri: "/v1/schedules", method: .get))
             #expect(all.schedules.map(\.id) == created && all.next == nil)
 
-            for (query, field) in [
-                ("limit=0", "limit"), ("limit=1001", "limit"), ("after=nonsense", "after"), ("colour=red", "colour"),
-            ] {
-                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
-                #expect(response.status == .unprocessableContent, "\(query)")
-                #expect(try Self.error(response).field == field, "\(query)")
-            }
+            try await Self.expectRefused(
+                client,
+                [("limit=0", "limit"), ("limit=1001", "limit"), ("after=nonsense", "after"), ("colour=red", "colour")])
+        }
+    }
+
+    /// Every page of `GET /v1/schedules?limit&query`, following `next` (at most 10 pages).
+    /// - Returns: the ids in the order listed, and how many pages held them.
+    static func pages(_ client: some TestClientProtocol, limit: Int, query: String = "") async throws -> (
+        ids: [String], pages: Int
+    ) {
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let uri =
+                "/v1/schedules?limit=\(limit)\(query.isEmpty ? "" : "&" + query)"
+                + (cursor.map { "&after=\($0)" } ?? "")
+            let response = try await client.execute(uri: uri, method: .get)
+            #expect(response.status == .ok, "\(uri)")
+            let page = try decode(ScheduleIDs.self, response)
+            #expect(page.schedules.count <= limit)
+            seen += page.schedules.map(\.id)
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 10
+        return (seen, pages)
+    }
+
+    /// Each `GET /v1/schedules?query` is 422 naming its field.
+    static func expectRefused(_ client: some TestClientProtocol, _ cases: [(query: String, field: String)]) async throws
+    {
+        for (query, field) in cases {
+            let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
+            #expect(response.status == .unprocessableContent, "\(query)")
+            #expect(try Self.error(response).field == field, "\(query)")
         }
     }
 
@@ -284,20 +301,7 @@ struct ScheduleRouteTests {
             doors.append(try decode(ScheduleIDs.Item.self, spanned).id)
 
             func list(_ query: String) async throws -> [String] {
-                var seen: [String] = []
-                var cursor: String?
-                var pages = 0
-                repeat {
-                    let uri = "/v1/schedules?limit=2&\(query)" + (cursor.map { "&after=\($0)" } ?? "")
-                    let response = try await client.execute(uri: uri, method: .get)
-                    #expect(response.status == .ok, "\(uri)")
-                    let page = try decode(ScheduleIDs.self, response)
-                    #expect(page.schedules.count <= 2)
-                    seen += page.schedules.map(\.id)
-                    cursor = page.next
-                    pages += 1
-                } while cursor != nil && pages < 10
-                return seen
+                try await Self.pages(client, limit: 2, query: query).ids
             }
             // Case-insensitive, in a text, in a span, oldest first, each once across the pages.
             #expect(try await list("q=dOoRs") == doors)
@@ -313,14 +317,12 @@ struct ScheduleRouteTests {
             // A key of the announcement is no text: "priority" is in none of them, "text" in all.
             #expect(try await list("q=text").isEmpty)
 
-            for (query, field) in [
-                ("paused=yes", "paused"), ("paused=", "paused"), ("paused=TRUE", "paused"),
-                ("q=" + String(repeating: "a", count: 201), "q"), ("search=doors", "search"),
-            ] {
-                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
-                #expect(response.status == .unprocessableContent, "\(query)")
-                #expect(try Self.error(response).field == field, "\(query)")
-            }
+            try await Self.expectRefused(
+                client,
+                [
+                    ("paused=yes", "paused"), ("paused=", "paused"), ("paused=TRUE", "paused"),
+                    ("q=" + String(repeating: "a", count: 201), "q"), ("search=doors", "search"),
+                ])
         }
     }
 
