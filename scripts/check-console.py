@@ -568,6 +568,32 @@ def main() -> int:
             raise Failure("after Resume the API does not say paused false")
         print("resumed: the API says paused false")
 
+        step = "find the schedule by a word of its text in the schedules' search box"
+        tomorrow = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        other = api("POST", "/v1/schedules", {"announcement": {"text": "Mind the gap."},
+                                              "at": tomorrow.replace(microsecond=0).isoformat()})["id"]
+        wait.until(lambda d: text_of(f"#schedules tr[data-id='{other}']") is not None)
+        find("sf-text").send_keys("LEVEL TWO")
+        find("schedules-find").click()
+        def found_alone(_):
+            try:
+                rows = driver.find_elements(By.CSS_SELECTOR, "#schedules tr")
+                return [row.get_attribute("data-id") for row in rows] == [schedule_id]
+            except StaleElementReferenceException:
+                return False
+        try:
+            wait.until(found_alone)
+        except TimeoutException:
+            raise Failure("the search for 'LEVEL TWO' does not list the schedule alone: "
+                          + " | ".join(row.text[:60] for row in driver.find_elements(By.CSS_SELECTOR, "#schedules tr")))
+        if text_of("#schedules-count") != "1 schedule matches.":
+            raise Failure(f"the count says {text_of('#schedules-count')!r}")
+        find("sf-text").clear()
+        find("schedules-find").click()
+        wait.until(lambda d: text_of(f"#schedules tr[data-id='{other}']") is not None)
+        api("DELETE", "/v1/schedules/" + other)
+        print("found by a word of its text, alone; the count says so")
+
         step = "the log shows the announcement, filtered"
         go("log")
         Select(find("l-front")).select_by_value("http")

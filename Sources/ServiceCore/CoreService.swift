@@ -250,10 +250,10 @@ public struct CoreService: SpeakService {
         try await requireSchedules().preview(body, count: count)
     }
 
-    public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
+    public func schedules(after: String?, limit: Int, matching: String?, paused: Bool?) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
-        try await requireSchedules().list(after: after, limit: limit)
+        try await requireSchedules().list(after: after, limit: limit, matching: matching, paused: paused)
     }
 
     public func schedule(id: String) async throws(SpeakError) -> ScheduleResource {

@@ -188,10 +188,12 @@ public actor ScheduleService: Service {
     /// - Parameters:
     ///   - cursor: the `next` of the page before; nil for the first.
     ///   - limit: the most schedules on the page.
+    ///   - text: only schedules whose id, name or announcement text contains it, case-insensitively.
+    ///   - paused: only paused schedules when true, only active ones when false.
     /// - Returns: the page, and the cursor of the next one when there are more.
-    public func list(after cursor: String? = nil, limit: Int = 100) async throws(SpeakError) -> (
-        schedules: [ScheduleResource], next: String?
-    ) {
+    public func list(after cursor: String? = nil, limit: Int = 100, matching text: String? = nil, paused: Bool? = nil)
+        async throws(SpeakError) -> (schedules: [ScheduleResource], next: String?)
+    {
         if let cursor, !ScheduleStore.isCursor(cursor) {
             throw SpeakError(
                 .invalid, name: "invalidValue", "'\(cursor)' is not a cursor: pass the 'next' of the page before",
@@ -199,7 +201,7 @@ public actor ScheduleService: Service {
         }
         let page: (schedules: [StoredSchedule], next: String?)
         do {
-            page = try await store.page(after: cursor, limit: limit)
+            page = try await store.page(after: cursor, limit: limit, matching: text, paused: paused)
         } catch {
             throw SpeakError(state: error)
         }

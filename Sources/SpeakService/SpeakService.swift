@@ -91,8 +91,10 @@ public protocol SpeakService: Sendable {
     /// The schedule a `POST /v1/schedules` body would make and its next `count` slots from now,
     /// checked and refused as `createSchedule(_:)` would, without storing anything.
     func previewSchedule(_ body: Data, count: Int) async throws(SpeakError) -> SchedulePreview
-    /// A page of schedules, oldest first, after the cursor `after`; `next` when more follow.
-    func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
+    /// A page of schedules, oldest first, after the cursor `after`; `next` when more follow. Only
+    /// those whose id, name or announcement text contains `matching` (case-insensitively) and whose
+    /// `paused` is `paused`, when given; the cursor pages within that filtered list.
+    func schedules(after: String?, limit: Int, matching: String?, paused: Bool?) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     )
     /// Schedule `id`.

@@ -112,12 +112,19 @@ public final class ScheduleStore: Sendable {
     }
 
     /// A page of schedules in the order `all()` gives, after `cursor` (the `next` of the page
-    /// before, nil for the first), at most `limit` of them.
+    /// before, nil for the first), at most `limit` of them; only those that match `text` and `paused`
+    /// when given, so that the cursor pages within the filtered list.
+    /// - Parameters:
+    ///   - text: matched, case-insensitively, as a substring of the id, the `name`, or a `text` or
+    ///     `ssml` anywhere in the `announcement` (its spans and sequence too); nil or empty matches all.
+    ///   - paused: only paused schedules when true, only active ones when false; nil for both.
     /// - Returns: the page, and the cursor of the next one when there are more.
-    public func page(after cursor: String?, limit: Int) async throws(StateError) -> (
-        schedules: [StoredSchedule], next: String?
-    ) {
+    public func page(after cursor: String?, limit: Int, matching text: String? = nil, paused: Bool? = nil)
+        async throws(StateError) -> (schedules: [StoredSchedule], next: String?)
+    {
         var request = Self.ordered.limit(limit + 1)
+        if let text, !text.isEmpty { request = request.filter(Self.matching(text.lowercased())) }
+        if let paused { request = request.filter(Self.pausedValue == paused) }
         if let cursor, let (created, id) = Self.parse(cursor: cursor) {
             request = request.filter(Columns.created > created || (Columns.created == created && Columns.id > id))
         }
@@ -126,6 +133,27 @@ public final class ScheduleStore: Sendable {
         guard rows.count > limit else { return (rows, nil) }
         rows.removeLast()
         return (rows, rows.last.map(Self.cursor))
+    }
+
+    /// The definition's `paused`, 0 or 1 (false when it has none): SQLite reads it from the stored
+    /// JSON, so no definition is decoded to filter.
+    private static let pausedValue = SQL(
+        "coalesce(json_extract(CAST(\(Columns.definition) AS TEXT), '$.paused'), 0)")
+
+    /// Whether a schedule's id, name, or a text of its announcement contains `needle` (lowercase).
+    /// SQLite walks the stored JSON row by row (`json_tree`), so the texts are never read into
+    /// memory together; Swift's `lowercased()`, which GRDB gives SQLite, folds more than ASCII.
+    private static func matching(_ needle: String) -> SQL {
+        let definition = SQL("CAST(\(Columns.definition) AS TEXT)")
+        let lower = DatabaseFunction.lowercase.name
+        return SQL(
+            """
+            (instr(\(sql: lower)(\(Columns.id)), \(needle)) > 0
+            OR instr(\(sql: lower)(coalesce(json_extract(\(definition), '$.name'), '')), \(needle)) > 0
+            OR EXISTS (SELECT 1 FROM json_tree(\(definition), '$.announcement')
+                WHERE key IN ('text', 'ssml') AND type = 'text'
+                AND instr(\(sql: lower)(value), \(needle)) > 0))
+            """)
     }
 
     /// Whether `text` is a cursor `page(after:limit:)` gave.

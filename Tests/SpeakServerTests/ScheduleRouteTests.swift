@@ -233,31 +233,96 @@ struct ScheduleRouteTests {
                 let response = try await Self.create(client, text: "Page \(index)")
                 created.append(try decode(ScheduleIDs.Item.self, response).id)
             }
-            var seen: [String] = []
-            var cursor: String?
-            var pages = 0
-            repeat {
-                let query = "limit=3" + (cursor.map { "&after=\($0)" } ?? "")
-                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
-                #expect(response.status == .ok)
-                let page = try decode(ScheduleIDs.self, response)
-                #expect(page.schedules.count <= 3)
-                seen += page.schedules.map(\.id)
-                cursor = page.next
-                pages += 1
-            } while cursor != nil && pages < 10
+            let (seen, pages) = try await Self.pages(client, limit: 3)
             #expect(pages == 3)
             #expect(seen == created, "each once, oldest first")
             let all = try decode(ScheduleIDs.self, try await client.execute(uri: "/v1/schedules", method: .get))
             #expect(all.schedules.map(\.id) == created && all.next == nil)
 
-            for (query, field) in [
-                ("limit=0", "limit"), ("limit=1001", "limit"), ("after=nonsense", "after"), ("colour=red", "colour"),
-            ] {
-                let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
-                #expect(response.status == .unprocessableContent, "\(query)")
-                #expect(try Self.error(response).field == field, "\(query)")
+            try await Self.expectRefused(
+                client,
+                [("limit=0", "limit"), ("limit=1001", "limit"), ("after=nonsense", "after"), ("colour=red", "colour")])
+        }
+    }
+
+    /// Every page of `GET /v1/schedules?limit&query`, following `next` (at most 10 pages).
+    /// - Returns: the ids in the order listed, and how many pages held them.
+    static func pages(_ client: some TestClientProtocol, limit: Int, query: String = "") async throws -> (
+        ids: [String], pages: Int
+    ) {
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let uri =
+                "/v1/schedules?limit=\(limit)\(query.isEmpty ? "" : "&" + query)"
+                + (cursor.map { "&after=\($0)" } ?? "")
+            let response = try await client.execute(uri: uri, method: .get)
+            #expect(response.status == .ok, "\(uri)")
+            let page = try decode(ScheduleIDs.self, response)
+            #expect(page.schedules.count <= limit)
+            seen += page.schedules.map(\.id)
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 10
+        return (seen, pages)
+    }
+
+    /// Each `GET /v1/schedules?query` is 422 naming its field.
+    static func expectRefused(_ client: some TestClientProtocol, _ cases: [(query: String, field: String)]) async throws
+    {
+        for (query, field) in cases {
+            let response = try await client.execute(uri: "/v1/schedules?\(query)", method: .get)
+            #expect(response.status == .unprocessableContent, "\(query)")
+            #expect(try Self.error(response).field == field, "\(query)")
+        }
+    }
+
+    @Test("GET /v1/schedules?q&paused: only the schedules that match, paged within them; a bad value is 422")
+    func listIsFiltered() async throws {
+        try await Setup().test { client in
+            // Seven schedules, every other one about the doors; two of them paused, and one named.
+            var doors: [String] = []
+            var others: [String] = []
+            for index in 0..<7 {
+                let text = index.isMultiple(of: 2) ? "Doors closing, car \(index)" : "Mind the gap \(index)"
+                let id = try decode(ScheduleIDs.Item.self, try await Self.create(client, text: text)).id
+                if index.isMultiple(of: 2) { doors.append(id) } else { others.append(id) }
             }
+            for id in [doors[1], doors[3]] {
+                let paused = try await client.execute(
+                    uri: "/v1/schedules/\(id)", method: .patch, headers: [.contentType: "application/merge-patch+json"],
+                    body: jsonBody(#"{"paused": true, "name": "Nachtschicht Überfahrt"}"#))
+                #expect(paused.status == .ok)
+            }
+            let spans =
+                #"{"announcement": {"spans": [{"text": "Platform "}, {"text": "DOORS"}]}, "at": "\#(Self.future())"}"#
+            let spanned = try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(spans))
+            doors.append(try decode(ScheduleIDs.Item.self, spanned).id)
+
+            func list(_ query: String) async throws -> [String] {
+                try await Self.pages(client, limit: 2, query: query).ids
+            }
+            // Case-insensitive, in a text, in a span, oldest first, each once across the pages.
+            #expect(try await list("q=dOoRs") == doors)
+            #expect(try await list("q=gap") == others)
+            // A name, folded beyond ASCII; an id.
+            #expect(try await list("q=%C3%BCBERFAHRT") == [doors[1], doors[3]])
+            #expect(try await list("q=\(others[2])") == [others[2]])
+            #expect(try await list("q=nowhere").isEmpty)
+            // The state, alone and with a text.
+            #expect(try await list("paused=true") == [doors[1], doors[3]])
+            #expect(try await list("paused=false") == [doors[0], others[0], others[1], doors[2], others[2], doors[4]])
+            #expect(try await list("paused=false&q=doors") == [doors[0], doors[2], doors[4]])
+            // A key of the announcement is no text: "priority" is in none of them, "text" in all.
+            #expect(try await list("q=text").isEmpty)
+
+            try await Self.expectRefused(
+                client,
+                [
+                    ("paused=yes", "paused"), ("paused=", "paused"), ("paused=TRUE", "paused"),
+                    ("q=" + String(repeating: "a", count: 201), "q"), ("search=doors", "search"),
+                ])
         }
     }
 

@@ -47,22 +47,46 @@ extension SpeakRoutes {
         return raw(preview.json())
     }
 
-    /// `GET /v1/schedules?after&limit`: a page of schedules, oldest first, `{"schedules": [...],
-    /// "next"}`, as `/v1/audit` pages its rows; `next` is there when more follow.
+    /// `GET /v1/schedules?after&limit&q&paused`: a page of schedules, oldest first, `{"schedules":
+    /// [...], "next"}`, as `/v1/audit` pages its rows; `next` is there when more follow. `q` keeps
+    /// the schedules whose id, name or announcement text contains it (case-insensitively), `paused`
+    /// those paused (`true`) or active (`false`); the cursor pages within the filtered list.
     @Sendable func listSchedules(_ request: Request, context: BasicRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
-        for (name, _) in query where name != "after" && name != "limit" {
+        let known: Set = ["after", "limit", "q", "paused"]
+        for (name, _) in query where !known.contains(String(name)) {
             throw APIError(
                 status: .unprocessableContent, code: "invalidValue",
-                message: "unknown parameter '\(name)' (after, limit)", field: String(name))
+                message: "unknown parameter '\(name)' (after, limit, q, paused)", field: String(name))
         }
         let limit = try pageLimit(query["limit"].map(String.init))
         let cursor = query["after"].map(String.init)
+        let text = query["q"].map(String.init)
+        if let text, text.count > Self.maxScheduleSearch {
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "q is \(text.count) characters; at most \(Self.maxScheduleSearch) are searched for", field: "q"
+            )
+        }
+        let paused: Bool?
+        switch query["paused"].map(String.init) {
+        case nil: paused = nil
+        case "true": paused = true
+        case "false": paused = false
+        case let other?:
+            throw APIError(
+                status: .unprocessableContent, code: "invalidValue",
+                message: "paused must be true or false, not '\(other)'", field: "paused")
+        }
         let page = try await records { () async throws(SpeakError) in
-            try await server.service.schedules(after: cursor, limit: limit)
+            try await server.service.schedules(after: cursor, limit: limit, matching: text, paused: paused)
         }
         return raw(ScheduleResource.list(page.schedules, next: page.next))
     }
+
+    /// The longest `q` of `GET /v1/schedules`: as long as the longest name, and a search is a word
+    /// or two of a name or a text.
+    static let maxScheduleSearch = ScheduleDefinition.maxNameLength
 
     /// A page's `limit`: 1 to 1,000, 100 when not given.
     private func pageLimit(_ text: String?) throws(APIError) -> Int {

@@ -216,12 +216,21 @@ public final class FakeSpeakService: SpeakService {
         throw SpeakError(.stateUnavailable, name: "stateUnavailable", "the fake service keeps no schedules")
     }
 
-    /// Records the call with its cursor and limit; pages the schedules kept by their ids.
-    public func schedules(after: String?, limit: Int) async throws(SpeakError) -> (
+    /// Records the call with its cursor and limit; pages the schedules kept by their ids, those
+    /// whose id or name holds `matching` (ignoring case; empty or nil matches all) and whose
+    /// `paused` is as asked (nil: either).
+    public func schedules(after: String?, limit: Int, matching: String?, paused: Bool?) async throws(SpeakError) -> (
         schedules: [ScheduleResource], next: String?
     ) {
         try enter("schedules", "after=\(after ?? "") limit=\(limit)")
-        let all = state.withLock { $0.schedules }
+        let word = matching ?? ""
+        let all = state.withLock { $0.schedules }.filter { resource in
+            (paused == nil || resource.definition.paused == paused)
+                && (word.isEmpty
+                    || [resource.id, resource.definition.name ?? ""].contains {
+                        $0.localizedCaseInsensitiveContains(word)
+                    })
+        }
         let start = after.flatMap { cursor in all.firstIndex { $0.id == cursor }.map { $0 + 1 } } ?? 0
         let page = Array(all.dropFirst(start).prefix(limit))
         return (page, start + page.count < all.count ? page.last?.id : nil)
