@@ -58,8 +58,17 @@ public actor ScheduleService: Service {
         let id: String
         var plan: SchedulePlan
         var lastSlot: Date?
+        /// When the definition was last written. Slots before it (less the planner's lateness)
+        /// were never this schedule's to speak: they are not missed, and no `skipped` is sent.
+        var since: Date
         /// Counts the definition's changes, so a render ahead of an older one is not kept.
         var revision = 0
+
+        /// Where the planner starts before any slot was fired or skipped: the slots from `since`
+        /// less the lateness on (one a moment before the schedule was written is still on time).
+        var notBefore: Date {
+            since.addingTimeInterval(-Double(SchedulePlanner.defaultLateness.components.seconds) - 1)
+        }
     }
 
     private let store: ScheduleStore
@@ -123,7 +132,7 @@ public actor ScheduleService: Service {
         guard let stored = inserted else {
             throw SpeakError(.conflict, name: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
         }
-        entries?[stored.id] = Entry(id: stored.id, plan: definition.plan, lastSlot: nil)
+        entries?[stored.id] = Entry(id: stored.id, plan: definition.plan, lastSlot: nil, since: stored.updated)
         publish(stored.id, ScheduleChange(change: .created))
         wake()
         return resource(stored, definition)
@@ -233,8 +242,10 @@ public actor ScheduleService: Service {
             try store.update(id: id, definition: encoded, now: now())
         }
         guard let stored else { throw .unknownSchedule(id) }
-        var entry = entries?[id] ?? Entry(id: id, plan: definition.plan, lastSlot: stored.lastSlot)
+        var entry =
+            entries?[id] ?? Entry(id: id, plan: definition.plan, lastSlot: stored.lastSlot, since: stored.updated)
         entry.plan = definition.plan
+        entry.since = stored.updated
         entry.revision += 1
         entries?[id] = entry
         ahead[id] = nil
@@ -318,7 +329,8 @@ public actor ScheduleService: Service {
         for stored in all {
             do {
                 loaded[stored.id] = Entry(
-                    id: stored.id, plan: try SchedulePlan(json: stored.plan), lastSlot: stored.lastSlot)
+                    id: stored.id, plan: try SchedulePlan(json: stored.plan), lastSlot: stored.lastSlot,
+                    since: stored.updated)
             } catch {
                 logger.error(
                     "a stored schedule cannot be read; it is left out",
@@ -412,7 +424,8 @@ public actor ScheduleService: Service {
             // Acting on one can take a while (the intake); read the newest entry each time.
             while let entry = entries?[id] {
                 let at = now()
-                let decision = SchedulePlanner(entry.plan).decide(lastSlot: entry.lastSlot, now: at, reason: reason)
+                let decision = SchedulePlanner(entry.plan).decide(
+                    lastSlot: entry.lastSlot ?? entry.notBefore, now: at, reason: reason)
                 switch decision {
                 case .fire(let slot):
                     await fire(entry, slot: slot)

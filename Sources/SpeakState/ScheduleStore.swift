@@ -50,17 +50,20 @@ public struct StoredPlan: Codable, Sendable, Equatable {
     public var plan: Data
     /// The last slot fired or skipped.
     public var lastSlot: Date?
+    /// When the definition was last written (created or changed).
+    public var updated: Date
 
     /// The columns it is read from, `plan` made by SQLite.
     enum CodingKeys: String, CodingKey {
-        case id, plan, lastSlot
+        case id, plan, lastSlot, updated
     }
 
     /// Creates a stored plan.
-    public init(id: String, plan: Data, lastSlot: Date? = nil) {
+    public init(id: String, plan: Data, lastSlot: Date? = nil, updated: Date) {
         self.id = id
         self.plan = plan
         self.lastSlot = lastSlot
+        self.updated = updated
     }
 }
 
@@ -178,7 +181,9 @@ public final class ScheduleStore: Sendable {
         try await storage.read("read the schedules") { db in
             let plan = SQL("json_remove(CAST(\(Columns.definition) AS TEXT), '$.announcement')")
             return try Self.ordered
-                .select(Columns.id, plan.forKey(StoredPlan.CodingKeys.plan.stringValue), Columns.lastSlot)
+                .select(
+                    Columns.id, plan.forKey(StoredPlan.CodingKeys.plan.stringValue), Columns.lastSlot, Columns.updated
+                )
                 .asRequest(of: StoredRecord<StoredPlan>.self).fetchAll(db).map(\.value)
         }
     }

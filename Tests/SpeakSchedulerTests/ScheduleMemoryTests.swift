@@ -8,9 +8,10 @@ import Testing
 struct ScheduleMemoryTests {
     @Test func anEntryHoldsThePlanAndNoAnnouncement() {
         let fields = Mirror(
-            reflecting: ScheduleService.Entry(id: "a", plan: .init(timing: .once(at: Date()), missed: .skip))
+            reflecting: ScheduleService.Entry(
+                id: "a", plan: .init(timing: .once(at: Date()), missed: .skip), lastSlot: nil, since: Date())
         )
         .children.compactMap(\.label)
-        #expect(fields == ["id", "plan", "lastSlot", "revision"])
+        #expect(fields == ["id", "plan", "lastSlot", "since", "revision"])
     }
 }

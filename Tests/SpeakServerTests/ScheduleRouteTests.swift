@@ -116,6 +116,43 @@ struct ScheduleRouteTests {
         }
     }
 
+    @Test("A slot from before the schedule was made is not missed: no skipped event, no lastSlot, the next one ahead")
+    func slotsBeforeTheScheduleAreNotMissed() async throws {
+        let setup = try Setup()
+        let events = setup.intake.outputs.events()
+        let runner = Task { try await setup.schedules.run() }
+        defer { runner.cancel() }
+        try await setup.test { client in
+            // Hourly from a minute ago: its first slot passed before the schedule existed.
+            let body = #"""
+                {"announcement": {"text": "The museum closes in one hour"}, "rrule": "FREQ=HOURLY",
+                 "start": "\#(Self.future(-60))", "timeZone": "UTC"}
+                """#
+            let created = try await client.execute(uri: "/v1/schedules", method: .post, body: jsonBody(body))
+            #expect(created.status == .created)
+            let id = try #require(created.headers[.location]).split(separator: "/").last.map(String.init) ?? ""
+            let changes = Task {
+                var seen: [ScheduleChange] = []
+                for await sequenced in events where sequenced.event.id == id {
+                    if let change = sequenced.event.schedule { seen.append(change) }
+                }
+                return seen
+            }
+            // The runner acts on a new schedule at once; a second is ample for a skip to be sent.
+            try await Task.sleep(for: .seconds(1))
+            changes.cancel()
+            let seen = await changes.value
+            #expect(seen.map(\.change) == [.created], "\(seen)")
+            let shown = try await client.execute(uri: "/v1/schedules/\(id)", method: .get)
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(buffer: shown.body)) as? [String: Any])
+            #expect(object["lastSlot"] is NSNull, "\(object)")
+            let next = try #require(object["next"] as? String)
+            let nextDate = try Date.ISO8601FormatStyle().parse(next)
+            #expect(nextDate > Date(), "next \(next)")
+        }
+    }
+
     @Test("paused: false by default, set by POST and PATCH, strict; a paused schedule's slots pass unspoken")
     func pausedSchedules() async throws {
         let setup = try Setup()
