@@ -26,6 +26,8 @@ final class RTPSession: Sendable {
     let counters = Mutex(Counters())
     /// What the output has sent, for the daemon's health and metrics.
     let statistics: RTPStatistics
+    /// Whether the log has said that the pacing thread runs at normal priority: once per output.
+    let pacingPriorityNoted = Mutex(false)
 
     init(stream: RTPStream, outputName: String, statistics: RTPStatistics = RTPStatistics()) {
         self.stream = stream
@@ -294,7 +296,24 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
         timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
     }
 
+    /// The pacing thread's `SCHED_FIFO` priority: above ordinary threads, below PipeWire's and
+    /// the kernel's own (docs/audio.md, "Pacing").
+    static let pacingPriority: Int32 = 10
+
     private func pace() {
+        // Woken late by a busy machine, a packet leaves late: pacing runs ahead of ordinary
+        // threads where the system allows it.
+        if let refused = RealtimeThread.raiseCallingThread(priority: Self.pacingPriority) {
+            let first = session.pacingPriorityNoted.withLock { noted in
+                defer { noted = true }
+                return !noted
+            }
+            if first {
+                logger.notice(
+                    "RTP pacing runs at normal priority: SCHED_FIFO was refused",
+                    metadata: ["audio.output": "\(session.outputName)", "audio.error": "\(refused)"])
+            }
+        }
         lock.lock()
         while !stopping {
             let available = queue.count - head
