@@ -126,7 +126,8 @@ final class EventBroadcaster: Sendable {
             }
             let startsWriter = records && !pipeline.isWriting
             if startsWriter { pipeline.isWriting = true }
-            return (ticket, startsWriter, pipeline.takeReleasedWaiters())
+            // A held event releases no waiter: only the writer releases it.
+            return (ticket, startsWriter, pipeline.released == ticket ? pipeline.takeReleasedWaiters() : [])
         }
         for waiter in waiters { waiter.resume() }
         if startsWriter {

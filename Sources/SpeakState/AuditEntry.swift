@@ -65,7 +65,7 @@ public struct AuditEntry: Codable, Sendable, Equatable {
     public var isRefusal: Bool { error != nil }
 
     /// The stored columns: the fields above, `isPrivate` as `private`.
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case seq, id, front, origin, output, priority, queued, started, finished, reason, detail, error, repeats
         case schedule, text
         case isPrivate = "private"

@@ -73,10 +73,51 @@ public final class AuditLog: Sendable {
     @discardableResult
     public func apply(_ changes: [AuditChange]) async throws(StateError) -> Int {
         guard !changes.isEmpty else { return 0 }
+        let folded = Self.folded(changes)
         return try await storage.commitUnsynced("record the audit log") { db in
-            for change in changes { _ = try Self.apply(change, db) }
+            for change in folded { _ = try Self.apply(change, db) }
             return changes.count { if case .opened = $0 { true } else { false } }
         }
+    }
+
+    /// `changes` with each `started`, `finished` and `repeated` of a row opened earlier in the
+    /// same batch written into that row before it is inserted: one INSERT rather than an INSERT
+    /// and an UPDATE each (an announcement dropped at once, `dropIfBusy`, is queued and finished
+    /// in one batch). The rows after the commit are those the changes make one by one: a change
+    /// goes into the newest row of its announcement opened in the batch only where its UPDATE
+    /// would find that row (the newest open one for `started` and `finished`, the newest one for
+    /// `repeated`); any other change keeps its place and runs as an UPDATE.
+    static func folded(_ changes: [AuditChange]) -> [AuditChange] {
+        var folded: [AuditChange?] = changes
+        // Where in `folded` the newest row of each announcement opened in this batch is.
+        var newest: [String: Int] = [:]
+        for (index, change) in changes.enumerated() {
+            let id: String
+            switch change {
+            case .opened(let entry):
+                if let opened = entry.id { newest[opened] = index }
+                continue
+            case .started(let changed, _), .finished(let changed, _, _, _), .repeated(let changed):
+                id = changed
+            }
+            guard let row = newest[id], case .opened(var entry) = folded[row] else { continue }
+            let open = entry.reason == nil && entry.error == nil
+            switch change {
+            case .started(_, let time) where open:
+                entry.started = time
+            case .finished(_, let reason, let detail, let time) where open:
+                entry.finished = time
+                entry.reason = reason
+                entry.detail = detail
+            case .repeated:
+                entry.repeats += 1
+            default:
+                continue
+            }
+            folded[row] = .opened(entry)
+            folded[index] = nil
+        }
+        return folded.compactMap { $0 }
     }
 
     private static func refusal(_ entry: AuditEntry) -> AuditEntry {
@@ -212,23 +253,50 @@ public final class AuditLog: Sendable {
         return (pages - free) * size
     }
 
+    /// The INSERT of a new row: every column of ``AuditEntry/CodingKeys`` but `seq`, which SQLite
+    /// gives. It is prepared once per connection (GRDB's statement cache) and given the row's
+    /// values in that order, which costs a fraction of a record's insert (its columns found and
+    /// its SQL written at every call): the audit log writes one per announcement.
+    private static let insertColumns = AuditEntry.CodingKeys.allCases.filter { $0 != .seq }
+    private static let insertSQL =
+        "INSERT INTO audit (" + insertColumns.map { "\"\($0.rawValue)\"" }.joined(separator: ", ") + ") VALUES ("
+        + Array(repeating: "?", count: insertColumns.count).joined(separator: ", ") + ")"
+
     private static func insert(_ entry: AuditEntry, _ db: Database) throws -> Int64 {
-        var row = StoredRecord(entry)
-        row.value.queued = entry.queued ?? Date()
+        var row = entry
+        row.queued = entry.queued ?? Date()
         // Callers pass nil for a private text already; dropping it here too keeps a slip in a
         // caller from writing it to disk.
-        if entry.isPrivate { row.value.text = nil }
-        row.value.seq = nil
-        try row.insert(db)
-        return row.value.seq ?? db.lastInsertedRowID
+        if entry.isPrivate { row.text = nil }
+        try db.cachedStatement(sql: insertSQL).execute(arguments: StatementArguments(insertColumns.map(row.stored)))
+        return db.lastInsertedRowID
     }
 }
 
 extension AuditEntry: StoredValue {
     static let databaseTableName = "audit"
 
-    mutating func inserted(rowID: Int64) {
-        seq = rowID
+    /// What is stored in `column`, as ``StoredRecord`` stores it (times as
+    /// ``Foundation/Date/storedMilliseconds``).
+    func stored(_ column: CodingKeys) -> (any DatabaseValueConvertible)? {
+        switch column {
+        case .seq: seq
+        case .id: id
+        case .front: front
+        case .origin: origin
+        case .output: output
+        case .priority: priority
+        case .queued: queued.storedMilliseconds
+        case .started: started.storedMilliseconds
+        case .finished: finished.storedMilliseconds
+        case .reason: reason
+        case .detail: detail
+        case .error: error
+        case .repeats: repeats
+        case .schedule: schedule
+        case .text: text
+        case .isPrivate: isPrivate
+        }
     }
 
     /// The columns the log filters on.

@@ -34,8 +34,9 @@ struct Storage: Sendable {
     {
         try await naming(operation) {
             let result = try await writer.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+                // Prepared once per connection, as the batch's own statements are.
+                try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
+                defer { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
                 try db.beginTransaction()
                 do {
                     let result = try body(db)

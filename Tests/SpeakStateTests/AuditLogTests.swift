@@ -36,6 +36,42 @@ import Testing
         #expect(try await audit.entries(AuditFilter(), after: nil, limit: 10).entries.count == 2)
     }
 
+    /// A batch writes a change to a row opened earlier in it into that row's INSERT, and leaves
+    /// the rows its changes make one at a time: each `started` and `finished` goes to the newest
+    /// open row of its id, a `repeat` to the newest row, and one that finds no row changes nothing.
+    @Test func aBatchLeavesTheRowsItsChangesMakeOneAtATime() async throws {
+        var refusedAtOnce = entry("z")
+        refusedAtOnce.error = "output_unavailable"
+        let at = { (seconds: Double) in t0.addingTimeInterval(seconds) }
+        let changes: [AuditChange] = [
+            .opened(entry("x")), .started(id: "x", at: at(1)),
+            .finished(id: "x", reason: "completed", detail: nil, at: at(2)),
+            .finished(id: "x", reason: "cancelled", detail: "the older one", at: at(3)), .repeated(id: "x"),
+            .opened(entry("y")), .opened(entry("y")),
+            .finished(id: "y", reason: "discarded", detail: "busy", at: at(4)),
+            .started(id: "y", at: at(5)), .repeated(id: "y"), .opened(refusedAtOnce), .started(id: "z", at: at(6)),
+            .finished(id: "nobody", reason: "failed", detail: nil, at: at(7)),
+            .opened(entry("p", text: "the door code", isPrivate: true)), .repeated(id: "p"), .repeated(id: "p"),
+        ]
+        var rows: [[AuditEntry]] = []
+        for batched in [false, true] {
+            let audit = try StateDatabase(writer: try DatabaseQueue()).audit
+            // An open row of `x` from before the batch.
+            try audit.opened(entry("x"))
+            if batched {
+                #expect(try await audit.apply(changes) == 5)
+            } else {
+                for change in changes { try await audit.apply([change]) }
+            }
+            rows.append(try await audit.entries(AuditFilter(), after: nil, limit: 100).entries)
+        }
+        #expect(rows[1] == rows[0])
+        #expect(rows[1].map(\.reason) == ["cancelled", "completed", nil, "discarded", nil, nil])
+        #expect(rows[1].map(\.repeats) == [0, 1, 0, 1, 0, 2])
+        #expect(rows[1].map(\.started) == [nil, at(1), at(5), nil, nil, nil])
+        #expect(rows[1].last?.text == nil)
+    }
+
     /// A batch returns without a disk flush: another connection (as after a `kill -9`, the kernel
     /// holds the WAL) reads it at once, and the syncer's checkpoint has put it in the database
     /// file itself within a few seconds: a copy of that file alone, without its WAL, has the row.
