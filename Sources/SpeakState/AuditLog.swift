@@ -140,7 +140,9 @@ public final class AuditLog: Sendable {
                 .execute(arguments: [time.storedMilliseconds, reason, detail, id])
         case .repeated(let id):
             try db.cachedStatement(
-                sql: "UPDATE audit SET repeats = repeats + 1 WHERE seq = (SELECT max(seq) FROM audit WHERE id = ?)"
+                sql:
+                    "UPDATE audit SET repeats = repeats + 1 "
+                    + "WHERE seq = (SELECT seq FROM audit WHERE id = ? ORDER BY seq DESC LIMIT 1)"
             ).execute(arguments: [id])
         }
         return db.changesCount > 0

@@ -9,7 +9,7 @@ struct SchemaMigration: Sendable {
 extension SchemaMigration {
     /// Every version, oldest first. A change appends a migration; one that has shipped is never
     /// edited, since files in the field already record it as applied.
-    static let all: [SchemaMigration] = [v1]
+    static let all: [SchemaMigration] = [v1, v2]
 
     /// The first schema: audit log, schedules, fleet request ids. Times are milliseconds since 1970 UTC.
     static let v1 = SchemaMigration(
@@ -57,6 +57,20 @@ extension SchemaMigration {
                 report BLOB,
                 seen INTEGER NOT NULL
             );
+            """)
+
+    /// The audit log's index of announcement ids holds the open rows only: `started` and
+    /// `finished` look for the newest open row of an id, and a row leaves the index when it is
+    /// closed (a row inserted closed never enters it). Ids are random, so an index of every row
+    /// took a page at a random place in it at every insert and every prune: most of what a batch
+    /// wrote to the WAL once the log held many rows. A `repeat` (the newest row of an id, open or
+    /// not) and the log's filter by id read the table from its newest row instead.
+    static let v2 = SchemaMigration(
+        identifier: "v2",
+        sql: """
+            DROP INDEX audit_id;
+            -- started/finished find the newest open row of an announcement.
+            CREATE INDEX audit_open_id ON audit(id) WHERE reason IS NULL AND error IS NULL;
             """)
 
     /// A migrator that applies `migrations` in order.

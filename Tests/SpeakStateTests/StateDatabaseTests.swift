@@ -10,7 +10,7 @@ import Testing
         let db = try StateDatabase(directory: dir.state)
         #expect(db.path == dir.state + "/speakd.sqlite")
         #expect(FileManager.default.fileExists(atPath: db.path))
-        #expect(try db.appliedMigrations() == ["v1"])
+        #expect(try db.appliedMigrations() == ["v1", "v2"])
         #expect(try db.scalar("PRAGMA synchronous") == 2)  // FULL
         // The writer never checkpoints (WALSyncer does, beside it).
         #expect(try db.scalar("PRAGMA wal_autocheckpoint") == 0)
@@ -33,7 +33,27 @@ import Testing
         #expect(try await db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
         #expect(try await db.schedules.all().count == 1)
         #expect(try db.fleetRequests.claim("r1", at: t0) != nil)
-        #expect(try db.appliedMigrations() == ["v1"])
+        #expect(try db.appliedMigrations() == ["v1", "v2"])
+    }
+
+    /// A file of the first schema is brought to the current one with its rows, and an
+    /// announcement left open in it still gets its outcome through the index of open ids.
+    @Test func firstSchemaFileIsMigratedWithItsOpenRows() async throws {
+        let dir = TemporaryDirectory()
+        do {
+            let db = try StateDatabase(directory: dir.state, schema: [SchemaMigration.v1])
+            try db.audit.opened(entry("a1"))
+            try db.audit.opened(entry("a2"))
+            try db.close()
+        }
+        let db = try StateDatabase(directory: dir.state)
+        #expect(try db.appliedMigrations() == ["v1", "v2"])
+        #expect(try db.audit.finished(id: "a1", reason: "completed", detail: nil, at: t0))
+        #expect(try db.audit.repeated(id: "a1"))
+        let rows = try await db.audit.entries(AuditFilter(), after: nil, limit: 10).entries
+        #expect(rows.map(\.reason) == ["completed", nil])
+        #expect(rows.map(\.repeats) == [1, 0])
+        #expect(try db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'audit_id'") == 0)
     }
 
     @Test func laterSchemaVersionKeepsRowsAndOlderCodeRefusesIt() async throws {
@@ -43,11 +63,11 @@ import Testing
             try db.audit.opened(entry("a1"))
             try db.close()
         }
-        let v2 = SchemaMigration(
-            identifier: "v2", sql: "ALTER TABLE audit ADD COLUMN voice TEXT; CREATE INDEX audit_voice ON audit(voice)")
+        let v3 = SchemaMigration(
+            identifier: "v3", sql: "ALTER TABLE audit ADD COLUMN voice TEXT; CREATE INDEX audit_voice ON audit(voice)")
         do {
-            let db = try StateDatabase(directory: dir.state, schema: SchemaMigration.all + [v2])
-            #expect(try db.appliedMigrations() == ["v1", "v2"])
+            let db = try StateDatabase(directory: dir.state, schema: SchemaMigration.all + [v3])
+            #expect(try db.appliedMigrations() == ["v1", "v2", "v3"])
             #expect(try await db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
             #expect(try db.scalar("SELECT count(*) FROM pragma_table_info('audit') WHERE name = 'voice'") == 1)
             try db.close()
