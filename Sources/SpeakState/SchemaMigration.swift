@@ -64,7 +64,8 @@ extension SchemaMigration {
     /// closed (a row inserted closed never enters it). Ids are random, so an index of every row
     /// took a page at a random place in it at every insert and every prune: most of what a batch
     /// wrote to the WAL once the log held many rows. A `repeat` (the newest row of an id, open or
-    /// not) and the log's filter by id read the table from its newest row instead.
+    /// not) reads the table back from its newest row; the log's filter by id reads it in `seq`
+    /// order from the page's cursor.
     static let v2 = SchemaMigration(
         identifier: "v2",
         sql: """
