@@ -34,6 +34,8 @@ struct HeadsetGatedSpeaker: AnnouncementSpeaker {
         }
     }
 
+    var placesZoneStart: Bool { speaker.placesZoneStart }
+
     func waitUntilAvailable() async {
         await speaker.waitUntilAvailable()
     }
