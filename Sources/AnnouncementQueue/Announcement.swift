@@ -16,9 +16,6 @@ public struct Announcement: Sendable, Hashable, Identifiable {
     public var origin: AnnouncementOrigin?
     /// Its speech rendered ahead of time (`PreparedAnnouncement.prerendered`), or nil.
     public var prerendered: [PCMChunk]?
-    /// For one zone of an announcement heard in several, when its sink is to place its sound
-    /// (set as its zones start, for a speaker that places it); nil otherwise.
-    public var zoneStart: ZoneStart?
 
     public init(
         id: String, speech: PreparedUtterance, delivery: AnnouncementDelivery = AnnouncementDelivery(),

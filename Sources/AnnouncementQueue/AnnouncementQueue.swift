@@ -631,21 +631,13 @@ public actor AnnouncementQueue {
         let member = next.member
         let receiverDelay = self.receiverDelay
         speaking?.task = Task {
-            var announcement = announcement
             let result: Result<SpeechOutcome, any Error>
             do {
                 // One zone of several: its speaker waits, silent, until every zone can start.
                 if let member {
                     guard let start = await member.group.arrive(zone: member.zone, receiverDelay: receiverDelay)
                     else { throw ZoneStartMissed() }
-                    if speaker.placesZoneStart {
-                        // Called now, so its sink has the time until then to start and place it.
-                        announcement.zoneStart = ZoneStart(
-                            heardAt: start + receiverDelay, group: member.group, zone: member.zone,
-                            receiverDelay: receiverDelay)
-                    } else {
-                        try await Task.sleep(until: start, clock: .continuous)
-                    }
+                    try await Task.sleep(until: start, clock: .continuous)
                 }
                 result = .success(try await speaker.speak(announcement, listener: listener))
             } catch {

@@ -45,18 +45,9 @@ public protocol AnnouncementSpeaker: Sendable {
     /// Continues a paused announcement from the sample where it stopped.
     /// - Returns: false when nothing is paused.
     func resume() -> Bool
-
-    /// Whether the speaker places an announcement's sound in time itself when it carries a
-    /// `ZoneStart` (one zone of several): its sink's first sample heard at `heardAt`, and each
-    /// repeat where `ZoneStart.repeatStart` says. A speaker that does not is called when its
-    /// zone should send its first sample, and plays from then.
-    var placesZoneStart: Bool { get }
 }
 
 extension AnnouncementSpeaker {
-    /// A speaker that is called when its sound should begin.
-    public var placesZoneStart: Bool { false }
-
     /// A speaker that cannot pause.
     public func pause(atWordEnd: Bool) async -> Bool { false }
 

@@ -43,15 +43,6 @@ final class ZoneAnnouncement: Sendable {
         /// The instant every zone is heard from, once the barrier opened.
         var start: ContinuousClock.Instant?
         var timer: Task<Void, Never>?
-        /// The zones the barrier started, which place each repeat together (`repeatStart`).
-        var started: Set<String> = []
-        /// Per repeat (1 for the second playing), the zones that ended the one before it: when
-        /// its last sound was heard, their receiver delay, and who waits.
-        var repeatArrivals:
-            [Int: [String: (ended: ContinuousClock.Instant, delay: Duration, gap: Duration, continuation: Waiter)]] =
-                [:]
-        /// The instant each repeat is heard from, once every zone still speaking ended the one before.
-        var repeatStarts: [Int: ContinuousClock.Instant] = [:]
         var outcomes: [String: ZoneOutcome] = [:]
         var zoneEvents: [String: AnnouncementEvent] = [:]
         var finished: AnnouncementEvent?
@@ -126,17 +117,14 @@ final class ZoneAnnouncement: Sendable {
     /// `zone`'s member finished there (its queue's `finished`, not sent): recorded, and the
     /// one `finished` is sent once every zone has one.
     func zoneEnded(_ event: AnnouncementEvent, zone: String) {
-        let (opened, repeats) = state.withLock { state -> ([Waiter], [(Int, [Waiter])]) in
+        let opened = state.withLock { state -> [Waiter] in
             state.outcomes[zone] = ZoneOutcome(output: zone, reason: event.reason ?? .failed, detail: event.detail)
             state.zoneEvents[zone] = event
-            // The zones still speaking need not wait for this one at a repeat any more.
-            let repeats = state.repeatArrivals.keys.map { ($0, openRepeatIfComplete($0, &state)) }
-            guard state.start == nil, state.arrived[zone] == nil else { return ([], repeats) }
+            guard state.start == nil, state.arrived[zone] == nil else { return [] }
             state.absent.insert(zone)
-            return (openIfComplete(&state), repeats)
+            return openIfComplete(&state)
         }
         resume(opened)
-        for (index, waiters) in repeats { resumeRepeat(index, waiters) }
         finishIfComplete()
     }
 
@@ -174,63 +162,12 @@ final class ZoneAnnouncement: Sendable {
         state.timer?.cancel()
         state.timer = nil
         let continuations = state.arrived.values.map(\.continuation)
-        state.started = Set(state.arrived.keys)
         state.arrived = [:]
         return continuations
     }
 
     private func resume(_ continuations: [Waiter]) {
         let start = state.withLock { $0.start }
-        for continuation in continuations { continuation.resume(returning: start) }
-    }
-
-    /// Waits, as `zone` has played repeat `index - 1` to its end (its last sound heard at
-    /// `ended`), until every zone the barrier started and still speaking has too; returns when
-    /// repeat `index` is heard in every zone: `gap` after the last zone's sound ended, and no
-    /// sooner than each zone's sink can place it (`startMargin` and the largest receiver delay
-    /// after the last one ended). Nil when it is not placed with the others (cancelled while
-    /// waiting, or a zone the barrier did not start): the zone then plays it on its own.
-    func repeatStart(
-        _ index: Int, zone: String, ended: ContinuousClock.Instant, gap: Duration, receiverDelay: Duration
-    ) async -> ContinuousClock.Instant? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let opened = state.withLock { state -> [Waiter]? in
-                    guard state.started.contains(zone), state.repeatStarts[index] == nil, !Task.isCancelled else {
-                        return nil
-                    }
-                    state.repeatArrivals[index, default: [:]][zone] = (ended, receiverDelay, gap, continuation)
-                    return openRepeatIfComplete(index, &state)
-                }
-                guard let opened else { return continuation.resume(returning: nil) }
-                resumeRepeat(index, opened)
-            }
-        } onCancel: {
-            let left = state.withLock { state in
-                state.repeatStarts[index] == nil ? state.repeatArrivals[index]?.removeValue(forKey: zone) : nil
-            }
-            left?.continuation.resume(returning: nil)
-        }
-    }
-
-    /// Places repeat `index` when every zone started and not ended has come to it; returns who
-    /// to resume (with `state.repeatStarts[index]`).
-    private func openRepeatIfComplete(_ index: Int, _ state: inout State) -> [Waiter] {
-        guard state.repeatStarts[index] == nil, let arrivals = state.repeatArrivals[index], !arrivals.isEmpty else {
-            return []
-        }
-        let speaking = state.started.filter { state.outcomes[$0] == nil }
-        guard speaking.allSatisfy({ arrivals[$0] != nil }) else { return [] }
-        let ended = arrivals.values.map(\.ended).max() ?? .now
-        let gap = arrivals.values.map(\.gap).max() ?? .zero
-        let lead = arrivals.values.map(\.delay).max() ?? .zero
-        state.repeatStarts[index] = max(ended + gap, .now + Self.startMargin + lead)
-        state.repeatArrivals[index] = nil
-        return arrivals.values.map(\.continuation)
-    }
-
-    private func resumeRepeat(_ index: Int, _ continuations: [Waiter]) {
-        let start = state.withLock { $0.repeatStarts[index] }
         for continuation in continuations { continuation.resume(returning: start) }
     }
 
@@ -302,40 +239,5 @@ struct ZoneMember: Sendable {
 struct ZoneStartMissed: Error, CustomStringConvertible {
     var description: String {
         "this zone was not ready when the other zones started"
-    }
-}
-
-/// When one zone of an announcement heard in several is heard to start, for a speaker that
-/// places its sound in time itself (`AnnouncementSpeaker.placesZoneStart`): its first sample is
-/// to be heard at `heardAt`, and each repeat at the instant `repeatStart` gives, in every zone.
-public struct ZoneStart: Sendable, Hashable {
-    /// The instant every zone is heard from: the zone's sink is to place its first sample there
-    /// (its receiver delay included).
-    public let heardAt: ContinuousClock.Instant
-    let group: ZoneAnnouncement
-    let zone: String
-    let receiverDelay: Duration
-
-    /// Waits until every zone still speaking has played repeat `index - 1` to its end, then
-    /// returns when repeat `index` (1 for the second playing) is heard in all of them: `gap`
-    /// after the last zone's sound ended, or as soon after as every zone's sink can place it.
-    /// Nil when this zone plays it on its own (cancelled while waiting).
-    /// - Parameters:
-    ///   - index: which playing, counted from 0.
-    ///   - ended: when this zone's last sound of the playing before was heard.
-    ///   - gap: the least silence between the playings.
-    public func repeatStart(_ index: Int, ended: ContinuousClock.Instant, gap: Duration) async
-        -> ContinuousClock.Instant?
-    {
-        await group.repeatStart(index, zone: zone, ended: ended, gap: gap, receiverDelay: receiverDelay)
-    }
-
-    public static func == (lhs: ZoneStart, rhs: ZoneStart) -> Bool {
-        lhs.heardAt == rhs.heardAt && lhs.zone == rhs.zone && lhs.group === rhs.group
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(zone)
-        hasher.combine(ObjectIdentifier(group))
     }
 }

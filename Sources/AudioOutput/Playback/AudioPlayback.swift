@@ -51,16 +51,12 @@ public struct AudioPlayback: Sendable {
     ///     played as part of this stream; the engine's own silence there counts towards it.
     ///   - silenceBefore: silence written before the first chunk, at least (a repeat's gap:
     ///     written, not waited, so the stream and its ducking stay on through it).
-    ///   - start: when the first chunk's first sample is to be heard (one zone of several, each
-    ///     placing it at the same instant), or nil for as soon as the silence before allows. The
-    ///     silence before is then as long as that needs, and no shorter than `gap` after the last
-    ///     sound; see `placeStart`.
     ///   - sink: where to play.
     ///   - observer: told when the stream's engine events, its first sample and its last sound
     ///     are heard; nil when nobody asks.
     public func play<Chunks: AsyncSequence>(
         _ chunks: Chunks, format: AudioFormat, trailingPause: Duration = .zero, silenceBefore least: Duration = .zero,
-        startingAt start: ContinuousClock.Instant? = nil, on sink: any AudioSink, observer: PlaybackObserver? = nil
+        on sink: any AudioSink, observer: PlaybackObserver? = nil
     ) async throws where Chunks.Element == PCMChunk {
         var trimmer = TrailingSilenceTrimmer(format: format, threshold: silenceThreshold)
         control.begin(on: sink)
@@ -70,14 +66,10 @@ public struct AudioPlayback: Sendable {
             resumeSilence: format.byteCount(for: Self.resumeSilence) / 2)
         do {
             try Task.checkCancellation()
-            if let start {
-                try await placeStart(at: lastSound.afterGap(gap).map { max($0, start) } ?? start, on: &tape)
-            } else {
-                let silenceBefore = max(leadIn, lastSound.remainingGap(gap), least)
-                let silenceBytes = format.byteCount(for: silenceBefore)
-                if silenceBytes > 0 {
-                    try await tape.put(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
-                }
+            let silenceBefore = max(leadIn, lastSound.remainingGap(gap), least)
+            let silenceBytes = format.byteCount(for: silenceBefore)
+            if silenceBytes > 0 {
+                try await tape.put(PCMChunk(samples: Array(repeating: 0, count: silenceBytes / 2)))
             }
             tape.utteranceStart = tape.written
             // `started` goes with the first sample at twice the silence threshold: a soft onset
@@ -118,40 +110,6 @@ public struct AudioPlayback: Sendable {
             if error is CancellationError || Task.isCancelled { throw CancellationError() }
             throw error
         }
-    }
-}
-
-extension AudioPlayback {
-    /// Silence written first when a stream's start is placed: what a stopped PulseAudio stream
-    /// waits for (its prebuffer) before the server starts it. Short, so that it is heard well
-    /// before the start a zone announcement sets (`ZoneAnnouncement.startMargin` ahead).
-    static let primeSilence = Duration.milliseconds(10)
-
-    /// Writes silence so that what is written next is heard at `start`: first `primeSilence`, so
-    /// the sink starts (a stopped PulseAudio stream waits for its prebuffer, then the server
-    /// takes back what its sink had rendered ahead) and its estimate places what follows, then
-    /// the rest up to `start` by that estimate. Placing the first sample by when the sink will
-    /// play it, rather than by when writing begins, leaves out how long the sink takes to start,
-    /// which differs between sinks and between starts. A sink that cannot place its samples is
-    /// written to from `start` on. A start too soon to reach is kept as near as the sink allows.
-    private func placeStart(at start: ContinuousClock.Instant, on tape: inout Tape) async throws {
-        let format = tape.format
-        func silence(_ frames: Int) -> PCMChunk {
-            PCMChunk(samples: [Int16](repeating: 0, count: frames * max(1, format.channels)))
-        }
-        try await tape.put(silence(format.byteCount(for: Self.primeSilence) / format.bytesPerFrame))
-        // A sink still short of its start is given what it waits for (bounded: one that never
-        // says it started is placed by the estimate it has).
-        for _ in 0..<4 where tape.sink.framesToStart > 0 {
-            try await tape.put(silence(tape.sink.framesToStart))
-        }
-        guard let placed = tape.sink.playedOutAt else {
-            try await Task.sleep(until: start, clock: .continuous)
-            return
-        }
-        guard start > placed else { return }
-        let frames = format.byteCount(for: start - placed) / format.bytesPerFrame
-        if frames > 0 { try await tape.put(silence(frames)) }
     }
 }
 
@@ -602,12 +560,6 @@ private final class LastSound: Sendable {
 
     func note(_ playedAt: ContinuousClock.Instant) {
         instant.withLock { $0 = playedAt }
-    }
-
-    /// When `gap` after the last sound ends; nil when there is no gap or no sound yet.
-    func afterGap(_ gap: Duration) -> ContinuousClock.Instant? {
-        guard gap > .zero, let last = instant.withLock({ $0 }) else { return nil }
-        return last + gap
     }
 
     /// What is left of `gap` after the last sound, now.

@@ -55,10 +55,6 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
     private let announcer: UDPSender?
     private let logger: Logger
     private let resampler: OpaquePointer?
-    /// Frames the resampler has taken and given since it was last reset (the device thread's,
-    /// like the resampler): it holds back the difference, which is sent after what is queued.
-    private var resampledIn = 0
-    private var resampledOut = 0
     private let lock = ConditionLock()
     /// How much encoded audio may wait in the queue (at least two packets).
     private let bufferNanoseconds: UInt64
@@ -186,8 +182,6 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
 
     func flush() throws(AudioOutputError) {
         if let resampler { src_reset(resampler) }
-        resampledIn = 0
-        resampledOut = 0
         lock.lock()
         defer { lock.unlock() }
         queue.removeAll(keepingCapacity: true)
@@ -205,20 +199,11 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
     }
 
     func queuedDuration() -> Duration? {
-        let ratio = Double(stream.codec.clockRate) / Double(format.sampleRate)
-        let held = resampler == nil ? 0 : max(0, Int((Double(resampledIn) * ratio).rounded()) - resampledOut)
         lock.lock()
         defer { lock.unlock() }
         let now = Self.now()
-        var start = streaming ? max(nextDeadline, now) : now
-        if streaming && underrun && now > nextDeadline {
-            // Audio again after running dry goes out in the next slot of the stream's clock,
-            // as the pacing thread places it, not at once.
-            start = nextDeadline + ((now - nextDeadline) / ptimeNanoseconds + 1) * ptimeNanoseconds
-        }
-        let heldNanoseconds = UInt64(held) * 1_000_000_000 / UInt64(stream.codec.clockRate)
-        let heard =
-            start + queuedNanoseconds() + heldNanoseconds + UInt64(stream.receiverDelayMilliseconds) * 1_000_000
+        let start = streaming ? max(nextDeadline, now) : now
+        let heard = start + queuedNanoseconds() + UInt64(stream.receiverDelayMilliseconds) * 1_000_000
         return .nanoseconds(Int64(heard - now))
     }
 
@@ -260,16 +245,10 @@ final class RTPDevice: BlockingAudioDevice, @unchecked Sendable {
             guard used >= 0 else { break }
             consumed += used
             produced += Int(data.output_frames_gen)
-            resampledIn += used
-            resampledOut += Int(data.output_frames_gen)
             if consumed >= samples.count && data.output_frames_gen == 0 { break }
             if produced == output.count { output.append(contentsOf: [Float](repeating: 0, count: 256)) }
         }
-        if endOfInput {
-            src_reset(resampler)
-            resampledIn = 0
-            resampledOut = 0
-        }
+        if endOfInput { src_reset(resampler) }
         return Array(output[..<produced])
     }
 

@@ -4,7 +4,6 @@ import Logging
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
-import Synchronization
 
 /// What the queue drives: the engine renders an announcement and the sink plays it.
 ///
@@ -78,23 +77,10 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         do {
             // Every repeat, with its chime, is part of this one call: cancelling the task stops
             // whichever is playing and the ones not yet begun.
-            let gap = Duration.milliseconds(Int64((repeats.gap * 1000).rounded()))
-            let zone = announcement.zoneStart
             for index in 0..<repeats.count {
-                // One zone of several: each playing is heard in every zone at one instant, the
-                // first where the zones' barrier set it, each repeat once every zone ended the
-                // one before (`ZoneStart.repeatStart`).
-                var start = zone.map { $0.heardAt + playback.leadIn }
-                if let zone, index > 0 {
-                    let least = max(gap, playback.leadIn, playback.gap)
-                    start = try await keepingAlive(lease.sink) {
-                        await zone.repeatStart(index, ended: .now, gap: least)
-                    }
-                }
-                // Rendered ahead (a scheduled announcement, every zone's) the first time; a
-                // repeat renders again, except in a zone, where every zone plays those samples.
+                // Rendered ahead (a scheduled announcement) the first time; a repeat renders again.
                 let speech =
-                    index == 0 || zone != nil
+                    index == 0
                     ? announcement.prerendered.map(AsyncThrowingStream.replaying)
                         ?? renderer.render(announcement.speech)
                     : renderer.render(announcement.speech)
@@ -105,7 +91,7 @@ public struct EngineSpeaker: AnnouncementSpeaker {
                         silenceThreshold: playback.silenceThreshold),
                     format: renderer.format,
                     trailingPause: announcement.speech.trailingPause,
-                    silenceBefore: index > 0 ? gap : .zero, startingAt: start,
+                    silenceBefore: index > 0 ? .milliseconds(Int64((repeats.gap * 1000).rounded())) : .zero,
                     on: lease.sink, observer: observer)
             }
         } catch let error as AudioOutputError {
@@ -118,40 +104,6 @@ public struct EngineSpeaker: AnnouncementSpeaker {
         audio.checkSink(of: lease)
         return SpeechOutcome(voice: announcement.speech.voice)
     }
-
-    /// Waits for `placed` while keeping `sink`'s stream going with silence written at the pace
-    /// it plays, a hundredth of a second at a time: a zone waiting for the others between repeats
-    /// would otherwise run dry, and an RTP output whose queue stays empty for 300 ms ends its
-    /// stream (RTCP BYE) in the middle of the announcement. A sink that cannot tell when it plays
-    /// what (a file) is written nothing.
-    private func keepingAlive(
-        _ sink: any AudioSink, until placed: @escaping @Sendable () async -> ContinuousClock.Instant?
-    ) async throws -> ContinuousClock.Instant? {
-        let result = Mutex<ContinuousClock.Instant??>(nil)
-        let waiter = Task {
-            let start = await placed()
-            result.withLock { $0 = .some(start) }
-        }
-        let format = renderer.format
-        let silence = PCMChunk(samples: [Int16](repeating: 0, count: format.sampleRate / 100 * max(1, format.channels)))
-        return try await withTaskCancellationHandler {
-            var next = ContinuousClock.now
-            while true {
-                if let start = result.withLock({ $0 }) { return start }
-                try Task.checkCancellation()
-                if sink.playedOutAt != nil, next <= .now {
-                    try await sink.write(silence)
-                    next += .milliseconds(10)
-                }
-                try await Task.sleep(for: .milliseconds(1))
-            }
-        } onCancel: {
-            waiter.cancel()
-        }
-    }
-
-    /// It places a zone's sound itself, by its sink's estimate of when each sample is heard.
-    public var placesZoneStart: Bool { true }
 
     /// Waits for the audio supervisor to have a working sink.
     public func waitUntilAvailable() async {

@@ -34,8 +34,6 @@ struct HeadsetGatedSpeaker: AnnouncementSpeaker {
         }
     }
 
-    var placesZoneStart: Bool { speaker.placesZoneStart }
-
     func waitUntilAvailable() async {
         await speaker.waitUntilAvailable()
     }
