@@ -79,9 +79,11 @@ extension SpeakdIntegration {
                 let first = analysis.samples[(start + rate / 10)..<(start + rate * 9 / 10)]
                 let last = analysis.samples[(end - rate * 9 / 10)..<(end - rate / 10)]
                 let middle = analysis.samples[(start + rate * 3 / 2)..<(end - rate * 3 / 2)]
+                // A tone with a glitch in it (the sink ran dry while a loaded machine starved the
+                // stream) is a figure at the sink: a miss runs the test once more.
                 for (part, name) in [(first, "first"), (last, "last")] {
                     let share = Self.toneShare(part, frequency: 1000, sampleRate: rate)
-                    #expect(share > 0.9, "the \(name) second is 1 kHz: \(share)")
+                    timing.check(share > 0.9, "the \(name) second is 1 kHz for a share of \(share), not above 0.9")
                 }
                 #expect(Self.toneShare(middle, frequency: 1000, sampleRate: rate) < 0.2)
                 // Recorded 16 dB under the target, the clip is heard as loud as the speech around it.
