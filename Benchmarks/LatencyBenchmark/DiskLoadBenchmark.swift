@@ -216,6 +216,9 @@ enum DiskLoadBenchmark {
         var p50: [Double]
         var p99: [Double]
         var perSecond: [Double]
+        /// Each daemon's CPU time (user and system, all its threads) per post answered in the
+        /// throughput phases: what a post costs, which the rate follows when the cores are busy.
+        var cpuPerPost: [Double]
         var refused: [Int]
         var p99Ratio: Double { p99[1] / p99[0] }
         var throughputRatio: Double { perSecond[1] / perSecond[0] }
@@ -267,23 +270,28 @@ enum DiskLoadBenchmark {
                 // Throughput: A B B A or B A A B, each half of `seconds`.
                 var answered = [0, 0]
                 var elapsed = [0.0, 0.0]
+                var cpu = [0.0, 0.0]
                 for index in order + order.reversed() {
+                    let before = ProcessTable.cpuSeconds(daemons[index].pid)
                     let (count, took) = await throughput(
                         socket: sockets[index], body: body, clients: clients, seconds: seconds)
+                    cpu[index] += ProcessTable.cpuSeconds(daemons[index].pid) - before
                     answered[index] += count
                     elapsed[index] += took
                 }
                 let result = Run(
                     p50: timed.0.map { median($0) }, p99: timed.0.map { percentile($0, 0.99) },
-                    perSecond: (0..<2).map { Double(answered[$0]) / elapsed[$0] }, refused: timed.1)
+                    perSecond: (0..<2).map { Double(answered[$0]) / elapsed[$0] },
+                    cpuPerPost: (0..<2).map { cpu[$0] / Double(max(1, answered[$0])) }, refused: timed.1)
                 results.append(result)
                 print(
                     String(
                         format:
-                            "run %d (%@ first): p50 %.1f / %.1f ms, p99 %.1f / %.1f ms (%.2f×), %d-client posts/s %.0f / %.0f (%.2f×); refused %d / %d",
+                            "run %d (%@ first): p50 %.1f / %.1f ms, p99 %.1f / %.1f ms (%.2f×), %d-client posts/s %.0f / %.0f (%.2f×), CPU per post %.0f / %.0f µs; refused %d / %d",
                         number, number % 2 == 1 ? "A" : "B", result.p50[0] * 1000, result.p50[1] * 1000,
                         result.p99[0] * 1000, result.p99[1] * 1000, result.p99Ratio, clients, result.perSecond[0],
-                        result.perSecond[1], result.throughputRatio, result.refused[0], result.refused[1]))
+                        result.perSecond[1], result.throughputRatio, result.cpuPerPost[0] * 1e6,
+                        result.cpuPerPost[1] * 1e6, result.refused[0], result.refused[1]))
             }
         } catch {
             load.stop()
@@ -304,6 +312,9 @@ enum DiskLoadBenchmark {
                     "B / A over %d runs, median (lowest–highest): p99 %.2f× (%.2f–%.2f), throughput %.2f× (%.2f–%.2f)",
                 runs, median(p99Ratios), p99Ratios.min() ?? .nan, p99Ratios.max() ?? .nan, median(throughputRatios),
                 throughputRatios.min() ?? .nan, throughputRatios.max() ?? .nan))
+        let cpuA = median(results.map { $0.cpuPerPost[0] })
+        let cpuB = median(results.map { $0.cpuPerPost[1] })
+        print(String(format: "CPU per post, median: A %.0f µs, B %.0f µs (%.2f×)", cpuA * 1e6, cpuB * 1e6, cpuB / cpuA))
         print(
             "goal, B's p99 ≤ 1.5 × A's: \(latencyMet ? "met" : "NOT met"); B's throughput ≥ 0.95 × A's: "
                 + (throughputMet ? "met" : "NOT met") + " (by the medians)")
@@ -323,12 +334,14 @@ enum DiskLoadBenchmark {
             "runs": results.map { run -> [String: Any] in
                 [
                     "postP50Ms": pair(run.p50, scale: 1000), "postP99Ms": pair(run.p99, scale: 1000),
-                    "postsPerSecond": pair(run.perSecond), "p99Ratio": ScheduleBenchmark.rounded(run.p99Ratio),
+                    "postsPerSecond": pair(run.perSecond), "cpuPerPostMicroseconds": pair(run.cpuPerPost, scale: 1e6),
+                    "p99Ratio": ScheduleBenchmark.rounded(run.p99Ratio),
                     "throughputRatio": ScheduleBenchmark.rounded(run.throughputRatio),
                 ]
             },
             "p99Ratio": ScheduleBenchmark.rounded(median(p99Ratios)),
             "throughputRatio": ScheduleBenchmark.rounded(median(throughputRatios)),
+            "cpuPerPostMicroseconds": pair([cpuA, cpuB], scale: 1e6),
             "met": latencyMet && throughputMet,
         ])
     }

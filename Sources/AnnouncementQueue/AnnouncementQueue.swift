@@ -256,21 +256,33 @@ public actor AnnouncementQueue {
     ///
     /// With a recorder (the audit log), it returns once the `queued` event has gone out, that is
     /// once its record is durable (a `kill -9` right after the answer loses nothing); the queue
-    /// takes other calls meanwhile.
-    public func submit(_ prepared: PreparedAnnouncement) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
-        let accepted = try schedule(prepared)
-        await broadcaster.untilReleased(broadcaster.lastTicket)
+    /// takes other calls meanwhile. The caller waits for that off the queue, so the write's end
+    /// resumes it where it runs, without a turn on the queue's executor.
+    public nonisolated func submit(
+        _ prepared: PreparedAnnouncement
+    ) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
+        let (accepted, ticket) = try await scheduled(prepared)
+        await broadcaster.untilReleased(ticket)
         return accepted
+    }
+
+    /// Accepts `prepared` (``schedule(_:member:)``) and returns the publish ticket of its newest
+    /// event, which its answer waits for.
+    private func scheduled(
+        _ prepared: PreparedAnnouncement, member: ZoneMember? = nil
+    ) throws(AnnouncementQueueError) -> (AnnouncementAccepted, UInt64) {
+        let accepted = try schedule(prepared, member: member)
+        return (accepted, broadcaster.lastTicket)
     }
 
     /// Accepts `prepared` into the queue; its `queued` event is published but may still wait for its record.
     /// Accepts this zone's part of an announcement heard in several (`ZoneAnnouncement`), under
     /// the id the zones share; it sends no `queued` or `finished` of its own.
-    func submit(
+    nonisolated func submit(
         _ prepared: PreparedAnnouncement, member: ZoneMember
     ) async throws(AnnouncementQueueError) -> AnnouncementAccepted {
-        let accepted = try schedule(prepared, member: member)
-        await broadcaster.untilReleased(broadcaster.lastTicket)
+        let (accepted, ticket) = try await scheduled(prepared, member: member)
+        await broadcaster.untilReleased(ticket)
         return accepted
     }
 

@@ -130,9 +130,7 @@ final class EventBroadcaster: Sendable {
             return (ticket, startsWriter, pipeline.released == ticket ? pipeline.takeReleasedWaiters() : [])
         }
         for waiter in waiters { waiter.resume() }
-        if startsWriter {
-            Task.detached { await self.writeRecords() }
-        }
+        if startsWriter { writeRecords() }
         return ticket
     }
 
@@ -154,40 +152,46 @@ final class EventBroadcaster: Sendable {
         }
     }
 
-    /// The recorder stage's writer: hands the records waiting to the recorder in one batch,
-    /// then releases the events that waited for them, until no record waits. The recorder's
-    /// write runs on its own thread (GRDB's writer queue), not on the publishers'.
-    private func writeRecords() async {
+    /// The recorder stage's writer: hands the records waiting to the recorder in one batch; once
+    /// they are written, releases the events that waited for them and hands over the next batch,
+    /// until no record waits. It never waits itself: the recorder writes on its own thread
+    /// (GRDB's writer queue) and calls back from there.
+    private func writeRecords() {
         guard let recorder else { return }
-        while true {
-            let batch = delivery.withLock { pipeline -> (events: [AnnouncementEvent], through: UInt64)? in
-                guard !pipeline.unwritten.isEmpty else {
-                    pipeline.isWriting = false
-                    return nil
-                }
-                defer { pipeline.unwritten = [] }
-                return (pipeline.unwritten, pipeline.nextWrite - 1)
+        let batch = delivery.withLock { pipeline -> (events: [AnnouncementEvent], through: UInt64)? in
+            guard !pipeline.unwritten.isEmpty else {
+                pipeline.isWriting = false
+                return nil
             }
-            guard let batch else { return }
-            await recorder.record(batch.events)
-            let waiters = delivery.withLock { pipeline -> [CheckedContinuation<Void, Never>] in
-                pipeline.written = batch.through
-                var out = 0
-                for held in pipeline.held {
-                    guard held.needsWritten <= pipeline.written else { break }
-                    deliverLocked(held.event, progress: held.progress)
-                    if held.ticket > 0 { pipeline.released = held.ticket }
-                    out += 1
-                }
-                pipeline.held.removeFirst(out)
-                if pipeline.finishRequested, pipeline.held.isEmpty {
-                    pipeline.finishRequested = false
-                    finishLocked()
-                }
-                return pipeline.takeReleasedWaiters()
-            }
-            for waiter in waiters { waiter.resume() }
+            defer { pipeline.unwritten = [] }
+            return (pipeline.unwritten, pipeline.nextWrite - 1)
         }
+        guard let batch else { return }
+        recorder.record(batch.events) {
+            self.released(through: batch.through)
+            self.writeRecords()
+        }
+    }
+
+    /// Sends out the held events whose records, up to write ticket `through`, are now written.
+    private func released(through: UInt64) {
+        let waiters = delivery.withLock { pipeline -> [CheckedContinuation<Void, Never>] in
+            pipeline.written = through
+            var out = 0
+            for held in pipeline.held {
+                guard held.needsWritten <= pipeline.written else { break }
+                deliverLocked(held.event, progress: held.progress)
+                if held.ticket > 0 { pipeline.released = held.ticket }
+                out += 1
+            }
+            pipeline.held.removeFirst(out)
+            if pipeline.finishRequested, pipeline.held.isEmpty {
+                pipeline.finishRequested = false
+                finishLocked()
+            }
+            return pipeline.takeReleasedWaiters()
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Whether any subscriber takes progress events.

@@ -78,25 +78,33 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
         return closed?.count ?? 0
     }
 
-    /// Writes the records of `events` in one transaction; they are durable when it returns.
-    public func record(_ events: [AnnouncementEvent]) async {
+    /// Writes the records of `events` in one transaction on the database's writer queue and
+    /// calls `done` there once they are durable. A batch that fails is written again one change
+    /// at a time before `done`: an update can fit where a new row does not.
+    public func record(_ events: [AnnouncementEvent], then done: @escaping @Sendable () -> Void) {
         let changes = events.compactMap(change)
-        guard !changes.isEmpty else { return }
-        let adds = changes.contains { if case .opened = $0 { true } else { false } }
-        do {
-            try await log.apply(changes)
-            succeeded(count: changes.count, addsRow: adds)
-        } catch {
-            failed("record \(changes.count) changes", error)
-            // One at a time: an update can fit where a new row does not.
-            for change in changes {
-                do {
-                    try await log.apply([change])
-                    succeeded(count: 1, addsRow: { if case .opened = change { true } else { false } }())
-                } catch {
-                    failed("record a change", error)
-                }
+        guard !changes.isEmpty else { return done() }
+        log.apply(changes) { result in
+            switch result {
+            case .success:
+                self.succeeded(count: changes.count, addsRow: changes.contains(where: \.opens))
+                done()
+            case .failure(let error):
+                self.failed("record \(changes.count) changes", error)
+                self.recordEach(changes[...], then: done)
             }
+        }
+    }
+
+    /// Writes `changes` one transaction each, in order, then calls `done`.
+    private func recordEach(_ changes: ArraySlice<AuditChange>, then done: @escaping @Sendable () -> Void) {
+        guard let change = changes.first else { return done() }
+        log.apply([change]) { result in
+            switch result {
+            case .success: self.succeeded(count: 1, addsRow: change.opens)
+            case .failure(let error): self.failed("record a change", error)
+            }
+            self.recordEach(changes.dropFirst(), then: done)
         }
     }
 
@@ -203,5 +211,12 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
             failed(what, error)
             return nil
         }
+    }
+}
+
+extension AuditChange {
+    /// Whether it inserts a row (and so shows that rows can be added again).
+    fileprivate var opens: Bool {
+        if case .opened = self { true } else { false }
     }
 }

@@ -72,12 +72,23 @@ public final class AuditLog: Sendable {
     /// - Returns: how many inserted a row.
     @discardableResult
     public func apply(_ changes: [AuditChange]) async throws(StateError) -> Int {
-        guard !changes.isEmpty else { return 0 }
-        let folded = Self.folded(changes)
-        return try await storage.commitUnsynced("record the audit log") { db in
-            for change in folded { _ = try Self.apply(change, db) }
-            return changes.count { if case .opened = $0 { true } else { false } }
+        let result = await withCheckedContinuation { continuation in
+            apply(changes) { continuation.resume(returning: $0) }
         }
+        return try result.get()
+    }
+
+    /// The same, without a caller that waits: `then` is called on the database writer's queue
+    /// once the transaction has committed (they are on disk) or failed.
+    public func apply(_ changes: [AuditChange], then: @escaping @Sendable (Result<Int, StateError>) -> Void) {
+        guard !changes.isEmpty else { return then(.success(0)) }
+        let folded = Self.folded(changes)
+        storage.commitUnsynced(
+            "record the audit log",
+            { db in
+                for change in folded { _ = try Self.apply(change, db) }
+                return changes.count { if case .opened = $0 { true } else { false } }
+            }, then: then)
     }
 
     /// `changes` with each `started`, `finished` and `repeated` of a row opened earlier in the

@@ -32,23 +32,40 @@ struct Storage: Sendable {
     func commitUnsynced<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
         async throws(StateError) -> T
     {
-        try await naming(operation) {
-            let result = try await writer.writeWithoutTransaction { db in
+        let result = await withCheckedContinuation { continuation in
+            commitUnsynced(operation, body) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// The same, without a caller that waits: the transaction is queued on the writer (GRDB's
+    /// `asyncWriteWithoutTransaction`) and `then` is called on the writer's queue once it has
+    /// committed or failed. Nothing hops back to a task between a write and what follows it, so
+    /// the audit log's group commits cost no thread switch beyond the writer's own.
+    func commitUnsynced<T: Sendable>(
+        _ operation: String, _ body: @escaping @Sendable (Database) throws -> T,
+        then: @escaping @Sendable (Result<T, StateError>) -> Void
+    ) {
+        writer.asyncWriteWithoutTransaction { [path, syncer] db in
+            let result: Result<T, StateError>
+            do {
                 // Prepared once per connection, as the batch's own statements are.
                 try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
                 defer { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
                 try db.beginTransaction()
                 do {
-                    let result = try body(db)
+                    let value = try body(db)
                     try db.commit()
-                    return result
+                    result = .success(value)
                 } catch {
                     try? db.rollback()
                     throw error
                 }
+                syncer?.wrote()
+            } catch {
+                result = .failure(StateError(error, path: path, operation: operation))
             }
-            syncer?.wrote()
-            return result
+            then(result)
         }
     }
 

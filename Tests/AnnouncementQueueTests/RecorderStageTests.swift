@@ -10,7 +10,8 @@ import Testing
 final class GatedRecorder: AnnouncementRecorder {
     private struct State {
         var isOpen = false
-        var gate: [CheckedContinuation<Void, Never>] = []
+        /// The writes waiting for `open()`: each commits its batch and says it is done.
+        var gate: [@Sendable () -> Void] = []
         /// Batches handed over, committed or not.
         var batches: [[AnnouncementEvent]] = []
         /// `type id` of every record committed.
@@ -21,19 +22,20 @@ final class GatedRecorder: AnnouncementRecorder {
 
     static func key(_ event: AnnouncementEvent) -> String { "\(event.type.rawValue) \(event.id)" }
 
-    func record(_ events: [AnnouncementEvent]) async {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                state.batches.append(events)
-                guard !state.isOpen else { return true }
-                state.gate.append(continuation)
-                return false
+    func record(_ events: [AnnouncementEvent], then done: @escaping @Sendable () -> Void) {
+        let write = { @Sendable in
+            self.state.withLock { state in
+                for event in events { state.committed.insert(Self.key(event)) }
             }
-            if now { continuation.resume() }
+            done()
         }
-        state.withLock { state in
-            for event in events { state.committed.insert(Self.key(event)) }
+        let now = state.withLock { state -> Bool in
+            state.batches.append(events)
+            guard !state.isOpen else { return true }
+            state.gate.append(write)
+            return false
         }
+        if now { write() }
     }
 
     /// Lets every pending write and every later one commit.
@@ -43,7 +45,7 @@ final class GatedRecorder: AnnouncementRecorder {
             defer { state.gate = [] }
             return state.gate
         }
-        for continuation in waiting { continuation.resume() }
+        for write in waiting { write() }
     }
 
     /// Holds every later write until `open()` again.
