@@ -90,35 +90,21 @@ public struct SpeechProgress: Sendable, Hashable {
     }
 }
 
-/// What wants to hear about an announcement while it is played.
+/// What wants to hear about an announcement while it is played. The queue makes one for each
+/// announcement it hands to its speaker.
 public struct SpeechListener: Sendable {
     /// Whether anybody wants progress now: a speaker need not map or report it when not.
-    public var wantsProgress: @Sendable () -> Bool
+    public var wantsProgress: @Sendable () -> Bool = { true }
     /// A word, sentence or mark, called as it is heard.
-    public var progress: @Sendable (SpeechProgress) -> Void
+    public var progress: @Sendable (SpeechProgress) -> Void = { _ in }
     /// When the first sample is heard (the sink's estimate), called once.
-    public var firstSample: @Sendable (ContinuousClock.Instant) -> Void
+    public var firstSample: @Sendable (ContinuousClock.Instant) -> Void = { _ in }
     /// When the last sound ended, called once when played to the end.
-    public var lastSound: @Sendable (ContinuousClock.Instant) -> Void
+    public var lastSound: @Sendable (ContinuousClock.Instant) -> Void = { _ in }
     /// Called as the first audible sample is heard (the announcement's `started`), with the
     /// instant it is heard (the sink's estimate; the call comes a little after); a speaker may
     /// call it more than once (each repeat), and only the first call counts.
-    public var firstSound: @Sendable (ContinuousClock.Instant) -> Void
-
-    /// - Parameters: see the properties of the same names.
-    public init(
-        wantsProgress: @escaping @Sendable () -> Bool = { true },
-        progress: @escaping @Sendable (SpeechProgress) -> Void = { _ in },
-        firstSample: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
-        lastSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in },
-        firstSound: @escaping @Sendable (ContinuousClock.Instant) -> Void = { _ in }
-    ) {
-        self.wantsProgress = wantsProgress
-        self.progress = progress
-        self.firstSample = firstSample
-        self.lastSound = lastSound
-        self.firstSound = firstSound
-    }
+    public var firstSound: @Sendable (ContinuousClock.Instant) -> Void = { _ in }
 }
 
 /// What a speaker reports about an announcement it played to the end.

@@ -19,22 +19,9 @@ public struct PiperInput: Sendable, Hashable, Encodable {
         public var lengthScale: Double
         public var volume: Double
         public var pauseAfter: Double
-
-        package init(text: String, position: Int, lengthScale: Double, volume: Double, pauseAfter: Double) {
-            self.text = text
-            self.position = position
-            self.lengthScale = lengthScale
-            self.volume = volume
-            self.pauseAfter = pauseAfter
-        }
     }
     public var voice: String
     public var segments: [Segment]
-
-    package init(voice: String, segments: [Segment]) {
-        self.voice = voice
-        self.segments = segments
-    }
 
     private enum CodingKeys: String, CodingKey { case segments }
 }

@@ -253,22 +253,10 @@ public struct AuditQuery: Sendable, Hashable {
     /// The cursor: rows after this one.
     public var after: Int64?
     /// The most rows of one page.
-    public var limit: Int
+    public var limit = 100
 
-    /// - Parameters: see the properties of the same names.
-    public init(
-        since: Date? = nil, until: Date? = nil, output: String? = nil, reason: String? = nil, front: String? = nil,
-        text: String? = nil, after: Int64? = nil, limit: Int = 100
-    ) {
-        self.text = text
-        self.since = since
-        self.until = until
-        self.output = output
-        self.reason = reason
-        self.front = front
-        self.after = after
-        self.limit = limit
-    }
+    /// No filter and no cursor: the first page of all the rows; set the properties to narrow it.
+    public init() {}
 }
 
 /// The request ids a front whose transport redelivers (MQTT) has seen: the one store that makes

@@ -1,9 +1,10 @@
-import AnnouncementQueue
 import FoundationEssentials
 import SpeakAPI
 import SpeechModel
 import Synchronization
 import Testing
+
+@testable import AnnouncementQueue
 
 /// Each event's `timestamp` is the time of what it reports: `started` the first audible
 /// sample, a word its sample, `finished` the end of the last sound; not when the queue handed

@@ -137,9 +137,7 @@ struct AudioSupervisorTests {
     typealias Phase = AudioSupervisor.Phase
 
     func makeSupervisor(_ sink: ScriptedSink, clock: ManualClock = ManualClock()) -> AudioSupervisor {
-        AudioSupervisor(
-            spec: "scripted", makeSink: { sink }, clock: clock, initialBackoff: .milliseconds(50),
-            maximumBackoff: .milliseconds(500))
+        AudioSupervisor(spec: "scripted", makeSink: { sink }, clock: clock)
     }
 
     @Test func onlyTheDrawnTransitionsAreAllowed() {

@@ -1,9 +1,10 @@
 import Foundation
-import PiperEngine
 import SpeakdHarness
 import SpeechRendering
 import Testing
 import WorkerRuntime
+
+@testable import PiperEngine
 
 /// The frames between the daemon and the Piper worker, each way, against the files the worker's
 /// own tests check too (`workers/piper/tests/test_frames.py`, run by `scripts/test`): the daemon

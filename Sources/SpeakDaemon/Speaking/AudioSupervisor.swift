@@ -119,30 +119,28 @@ public final class AudioSupervisor: Service, Sendable {
     private let spec: String
     private let makeSink: MakeSink
     private let clock: any Clock<Duration>
-    private let initialBackoff: Duration
-    private let maximumBackoff: Duration
     private let logger: Logger
     private let state = Mutex(State())
+
+    /// The wait after the first failed open; it doubles up to `maximumBackoff`.
+    static let initialBackoff = Duration.milliseconds(50)
+    /// The longest wait between opens. Short, because speech must resume soon after the sound
+    /// server answers again; a failing open costs little (refused at once, or failing fast while
+    /// an earlier call is still blocked).
+    static let maximumBackoff = Duration.milliseconds(500)
 
     /// - Parameters:
     ///   - spec: the `--audio` value, named in health until a sink exists.
     ///   - makeSink: makes the sink.
     ///   - clock: times the backoff and the sink check.
-    ///   - initialBackoff: the wait after the first failed open; it doubles up to `maximumBackoff`.
-    ///   - maximumBackoff: the longest wait between opens. Short, because speech must resume soon
-    ///     after the sound server answers again; a failing open costs little (refused at once,
-    ///     or failing fast while an earlier call is still blocked).
     ///   - logger: where audio failures and recoveries are logged.
     public init(
         spec: String, makeSink: @escaping MakeSink, clock: any Clock<Duration> = ContinuousClock(),
-        initialBackoff: Duration = .milliseconds(50), maximumBackoff: Duration = .milliseconds(500),
         logger: Logger = Logger(label: "speakd.audio")
     ) {
         self.spec = spec
         self.makeSink = makeSink
         self.clock = clock
-        self.initialBackoff = initialBackoff
-        self.maximumBackoff = maximumBackoff
         self.logger = logger
     }
 
@@ -316,12 +314,12 @@ public final class AudioSupervisor: Service, Sendable {
 
     /// The wait before the next open after `failedOpens` failed ones.
     func backoff(afterFailedOpens failedOpens: Int) -> Duration {
-        var wait = initialBackoff
+        var wait = Self.initialBackoff
         for _ in 1..<max(failedOpens, 1) {
             wait *= 2
-            if wait >= maximumBackoff { return maximumBackoff }
+            if wait >= Self.maximumBackoff { return Self.maximumBackoff }
         }
-        return min(wait, maximumBackoff)
+        return min(wait, Self.maximumBackoff)
     }
 
     private func fail(generation: UInt64, detail: String) {
