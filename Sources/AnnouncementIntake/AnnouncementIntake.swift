@@ -336,39 +336,46 @@ public struct AnnouncementIntake: Sendable {
         if let zones = prepared.zones {
             let health = await health.health()
             let down = { @Sendable (zone: String) -> String? in
-                let audio =
-                    health.outputs?.first { $0.name == zone }.map { ($0.state, $0.detail) }
-                    ?? (health.audio.state, health.audio.detail)
-                return audio.0 != .unavailable ? nil : audio.1 ?? "its audio is down"
+                let audio = Self.audio(of: zone, in: health)
+                return audio.state != .unavailable ? nil : audio.detail ?? "its audio is down"
             }
             // A zone whose audio is down fails there; when every one is, nothing is accepted.
             if zones.allSatisfy({ down($0) != nil }), let first = zones.first {
                 throw .audioUnavailable(down(first))
             }
-            var accepted: AnnouncementAccepted
-            do {
-                accepted = try await outputs.submit(prepared, zones: zones) { down($0) }
-            } catch {
-                throw .scheduling(error)
+            return try await accept(prepared) { () async throws(AnnouncementQueueError) in
+                try await outputs.submit(prepared, zones: zones) { down($0) }
             }
-            if prepared.delivery.isPrivate {
-                accepted.key = privateTexts.key(for: accepted.id, text: prepared.speech.utterance.text)
-            }
-            counters.accepted(prepared.delivery.priority)
-            return accepted
         }
         let queue = try queue(for: prepared)
         let health = await health.health()
-        let audio =
-            health.outputs?.first { $0.name == queue.output }.map { ($0.state, $0.detail) }
-            ?? (health.audio.state, health.audio.detail)
+        let audio = Self.audio(of: queue.output, in: health)
         // A degraded output (an RTP output whose last send failed) takes the next one: it tries again.
-        guard audio.0 != .unavailable else {
-            throw .audioUnavailable(audio.1)
+        guard audio.state != .unavailable else {
+            throw .audioUnavailable(audio.detail)
         }
+        return try await accept(prepared) { () async throws(AnnouncementQueueError) in
+            try await queue.submit(prepared)
+        }
+    }
+
+    /// The state of `output`'s audio in `health`, and why: its own entry, else the default audio's.
+    private static func audio(of output: String, in health: HealthReport) -> (
+        state: HealthReport.State, detail: String?
+    ) {
+        health.outputs?.first { $0.name == output }.map { ($0.state, $0.detail) }
+            ?? (health.audio.state, health.audio.detail)
+    }
+
+    /// What `submit` answers when `enqueue` takes `prepared`: a private announcement's key added,
+    /// the acceptance counted.
+    private func accept(
+        _ prepared: PreparedAnnouncement,
+        by enqueue: () async throws(AnnouncementQueueError) -> AnnouncementAccepted
+    ) async throws(SpeakError) -> AnnouncementAccepted {
         var accepted: AnnouncementAccepted
         do {
-            accepted = try await queue.submit(prepared)
+            accepted = try await enqueue()
         } catch {
             throw .scheduling(error)
         }

@@ -21,12 +21,6 @@ public struct AudioOutputError: Error, Sendable, Hashable, CustomStringConvertib
     public let sink: String
     public let message: String
 
-    private init(_ code: Code, sink: String, message: String) {
-        self.code = code
-        self.sink = sink
-        self.message = message
-    }
-
     /// A stable, machine-readable name for the kind of problem (`openFailed`, `timedOut`, …).
     public var kind: String { code.rawValue }
 
@@ -40,55 +34,55 @@ public struct AudioOutputError: Error, Sendable, Hashable, CustomStringConvertib
 
     /// This failure, of opening the device again after `cause` lost it, with `cause` told first.
     func after(_ cause: AudioOutputError) -> AudioOutputError {
-        AudioOutputError(code, sink: sink, message: "\(cause.message), then \(message)")
+        AudioOutputError(code: code, sink: sink, message: "\(cause.message), then \(message)")
     }
 
     /// The device could not be opened or connected.
     public static func openFailed(sink: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.openFailed, sink: sink, message: "cannot open: \(message)")
+        AudioOutputError(code: .openFailed, sink: sink, message: "cannot open: \(message)")
     }
 
     /// A write was refused; the connection or device is probably gone.
     public static func writeFailed(sink: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.writeFailed, sink: sink, message: "write failed: \(message)")
+        AudioOutputError(code: .writeFailed, sink: sink, message: "write failed: \(message)")
     }
 
     /// Waiting for the written audio to play out failed.
     public static func drainFailed(sink: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.drainFailed, sink: sink, message: "drain failed: \(message)")
+        AudioOutputError(code: .drainFailed, sink: sink, message: "drain failed: \(message)")
     }
 
     /// Discarding the buffered audio failed.
     public static func flushFailed(sink: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.flushFailed, sink: sink, message: "flush failed: \(message)")
+        AudioOutputError(code: .flushFailed, sink: sink, message: "flush failed: \(message)")
     }
 
     /// A device call (`operation`) did not return within `limit`.
     public static func timedOut(sink: String, operation: String, limit: Duration) -> AudioOutputError {
         AudioOutputError(
-            .timedOut, sink: sink,
+            code: .timedOut, sink: sink,
             message: "\(operation) did not return within \(limit); the device is treated as wedged")
     }
 
     /// A device call that timed out earlier has still not returned, so the device is left alone.
     public static func blocked(sink: String) -> AudioOutputError {
         AudioOutputError(
-            .blocked, sink: sink,
+            code: .blocked, sink: sink,
             message: "a device call that timed out is still blocked; not reopening until it returns")
     }
 
     /// The device or file cannot take this sample format.
     public static func unsupportedFormat(sink: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.unsupportedFormat, sink: sink, message: message)
+        AudioOutputError(code: .unsupportedFormat, sink: sink, message: message)
     }
 
     /// A sink description (`--audio` value) that does not parse; `sink` is the value as given.
     public static func invalidSpec(_ value: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.invalidSpec, sink: value, message: message)
+        AudioOutputError(code: .invalidSpec, sink: value, message: message)
     }
 
     /// `auto` found no working device; `message` says what was tried and why each failed.
     public static func noDevice(sink: String, _ message: String) -> AudioOutputError {
-        AudioOutputError(.noDevice, sink: sink, message: message)
+        AudioOutputError(code: .noDevice, sink: sink, message: message)
     }
 }

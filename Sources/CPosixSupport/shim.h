@@ -39,30 +39,47 @@ static inline int speakd_spawn_close_from(posix_spawn_file_actions_t *actions, i
     return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
 
-/// Sends one byte with `count` descriptors attached (SCM_RIGHTS). Returns 0, or -1 with errno.
-static inline int speakd_send_descriptors(int socket, const int *descriptors, int count) {
-    char byte = 'W';
-    struct iovec vector = {.iov_base = &byte, .iov_len = 1};
+/// One message of the descriptor channel: one byte, with room for at most 4 descriptors in its
+/// control data (aligned as a cmsghdr must be).
+struct speakd_descriptor_message {
+    char byte;
+    struct iovec vector;
     union {
         char buffer[CMSG_SPACE(sizeof(int) * 4)];
         struct cmsghdr align;
     } control;
+    struct msghdr message;
+};
+
+/// Readies `channel` to send or receive `count` descriptors (1 to 4). Returns 0, or -1 with errno
+/// EINVAL for another count.
+static inline int speakd_descriptor_message_init(struct speakd_descriptor_message *channel, int count) {
     if (count < 1 || count > 4) {
         errno = EINVAL;
         return -1;
     }
-    memset(&control, 0, sizeof control);
-    struct msghdr message = {
-        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer,
+    memset(channel, 0, sizeof *channel);
+    channel->byte = 'W';
+    channel->vector = (struct iovec){.iov_base = &channel->byte, .iov_len = 1};
+    channel->message = (struct msghdr){
+        .msg_iov = &channel->vector, .msg_iovlen = 1, .msg_control = channel->control.buffer,
         .msg_controllen = CMSG_SPACE(sizeof(int) * count)};
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    return 0;
+}
+
+/// Sends one byte with `count` descriptors attached (SCM_RIGHTS). Returns 0, or -1 with errno.
+static inline int speakd_send_descriptors(int socket, const int *descriptors, int count) {
+    struct speakd_descriptor_message channel;
+    if (speakd_descriptor_message_init(&channel, count) != 0) return -1;
+    struct msghdr *message = &channel.message;
+    struct cmsghdr *header = CMSG_FIRSTHDR(message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
     header->cmsg_len = CMSG_LEN(sizeof(int) * count);
     memcpy(CMSG_DATA(header), descriptors, sizeof(int) * count);
     ssize_t sent;
     do {
-        sent = sendmsg(socket, &message, MSG_NOSIGNAL);
+        sent = sendmsg(socket, message, MSG_NOSIGNAL);
     } while (sent < 0 && errno == EINTR);
     return sent == 1 ? 0 : -1;
 }
@@ -70,26 +87,16 @@ static inline int speakd_send_descriptors(int socket, const int *descriptors, in
 /// Receives one byte and the descriptors attached to it (at most `capacity`, close-on-exec).
 /// Returns how many arrived, 0 at end of stream, or -1 with errno.
 static inline int speakd_receive_descriptors(int socket, int *descriptors, int capacity) {
-    char byte;
-    struct iovec vector = {.iov_base = &byte, .iov_len = 1};
-    union {
-        char buffer[CMSG_SPACE(sizeof(int) * 4)];
-        struct cmsghdr align;
-    } control;
-    if (capacity < 1 || capacity > 4) {
-        errno = EINVAL;
-        return -1;
-    }
-    struct msghdr message = {
-        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer,
-        .msg_controllen = CMSG_SPACE(sizeof(int) * capacity)};
+    struct speakd_descriptor_message channel;
+    if (speakd_descriptor_message_init(&channel, capacity) != 0) return -1;
+    struct msghdr *message = &channel.message;
     ssize_t received;
     do {
-        received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+        received = recvmsg(socket, message, MSG_CMSG_CLOEXEC);
     } while (received < 0 && errno == EINTR);
     if (received <= 0) return (int)received;
     int count = 0;
-    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(message); header != NULL; header = CMSG_NXTHDR(message, header)) {
         if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
         int arrived = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
         for (int index = 0; index < arrived; index++) {

@@ -18,12 +18,6 @@ public struct EspeakError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The library's own message for the status.
     public let message: String
 
-    private init(_ code: Code, operation: String, message: String) {
-        self.code = code
-        self.operation = operation
-        self.message = message
-    }
-
     /// The raw `espeak_ng_STATUS` value, when the error came from an `espeak_ng_*` call.
     public var status: UInt32? {
         if case .status(let value) = code { return value }
@@ -42,11 +36,11 @@ public struct EspeakError: Error, Sendable, Hashable, CustomStringConvertible {
 
     static func check(_ status: espeak_ng_STATUS, _ operation: @autoclosure () -> String) throws(EspeakError) {
         guard status != ENS_OK else { return }
-        throw EspeakError(.status(status.rawValue), operation: operation(), message: message(for: status))
+        throw EspeakError(code: .status(status.rawValue), operation: operation(), message: message(for: status))
     }
 
     static func dataDirectory(_ operation: String, _ message: String) -> EspeakError {
-        EspeakError(.dataDirectory, operation: operation, message: message)
+        EspeakError(code: .dataDirectory, operation: operation, message: message)
     }
 
     private static func message(for status: espeak_ng_STATUS) -> String {

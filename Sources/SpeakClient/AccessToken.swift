@@ -135,30 +135,27 @@ public struct AccessTokenError: Error, Sendable, Hashable, CustomStringConvertib
     private let code: Code
     public let description: String
 
-    private init(_ code: Code, _ description: String) {
-        self.code = code
-        self.description = description
-    }
-
     static func unreadable(_ path: String, reason: String) -> AccessTokenError {
-        AccessTokenError(.unreadable, "cannot read the token file \(path): \(reason)")
+        AccessTokenError(code: .unreadable, description: "cannot read the token file \(path): \(reason)")
     }
 
     static func unwritable(_ path: String, reason: String) -> AccessTokenError {
-        AccessTokenError(.unwritable, "cannot write the token file \(path): \(reason)")
+        AccessTokenError(code: .unwritable, description: "cannot write the token file \(path): \(reason)")
     }
 
     static func malformed(_ source: String) -> AccessTokenError {
         AccessTokenError(
-            .malformed,
-            "the token in \(source) is not usable: it must be at least \(AccessToken.minimumLength) visible ASCII characters"
+            code: .malformed,
+            description:
+                "the token in \(source) is not usable: it must be at least \(AccessToken.minimumLength) visible ASCII characters"
         )
     }
 
     static func tooOpen(_ path: String, mode: mode_t) -> AccessTokenError {
         AccessTokenError(
-            .tooOpen,
-            "the token file \(path) has mode 0\(String(mode, radix: 8)), so every user can see or change it; "
+            code: .tooOpen,
+            description:
+                "the token file \(path) has mode 0\(String(mode, radix: 8)), so every user can see or change it; "
                 + "run chmod 0640 \(path)")
     }
 }

@@ -16,12 +16,6 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
     public let field: String?
     public let message: String
 
-    private init(_ code: Code, field: String?, message: String) {
-        self.code = code
-        self.field = field
-        self.message = message
-    }
-
     /// A stable, machine-readable name for the kind of problem.
     public var kind: String { code.rawValue }
 
@@ -29,7 +23,7 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
     /// part checked as a whole of its own and then named where it stands.
     func prefixingField(_ prefix: String) -> SpeechInputError {
         guard !prefix.isEmpty else { return self }
-        return SpeechInputError(code, field: prefix + (field ?? "text"), message: message)
+        return SpeechInputError(code: code, field: prefix + (field ?? "text"), message: message)
     }
 
     public var description: String {
@@ -39,38 +33,38 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
 
     public static func outOfRange(field: String, value: Double, range: ClosedRange<Double>) -> SpeechInputError {
         SpeechInputError(
-            .outOfRange, field: field,
+            code: .outOfRange, field: field,
             message: "\(value) is out of range \(range.lowerBound)–\(range.upperBound)")
     }
 
     /// A value out of range, described in the input's own terms (`prosody pitch="+200%"`).
     public static func outOfRange(field: String, _ message: String) -> SpeechInputError {
-        SpeechInputError(.outOfRange, field: field, message: message)
+        SpeechInputError(code: .outOfRange, field: field, message: message)
     }
 
     /// Input longer than the configured limits (text length, number of spans).
     public static func tooLarge(field: String, _ message: String) -> SpeechInputError {
-        SpeechInputError(.tooLarge, field: field, message: message)
+        SpeechInputError(code: .tooLarge, field: field, message: message)
     }
 
     /// Input that does not parse (a tag, SSML, JSON).
     public static func malformed(field: String?, _ message: String) -> SpeechInputError {
-        SpeechInputError(.malformed, field: field, message: message)
+        SpeechInputError(code: .malformed, field: field, message: message)
     }
 
     /// Well-formed input that this service cannot speak (an IPA symbol, an SSML element).
     public static func unsupported(field: String?, _ message: String) -> SpeechInputError {
-        SpeechInputError(.unsupported, field: field, message: message)
+        SpeechInputError(code: .unsupported, field: field, message: message)
     }
 
     /// A language or voice that resolves to nothing.
     public static func notFound(field: String?, _ message: String) -> SpeechInputError {
-        SpeechInputError(.notFound, field: field, message: message)
+        SpeechInputError(code: .notFound, field: field, message: message)
     }
 
     /// The same error with its field placed under `prefix` (`spans[2]` + `pitch` → `spans[2].pitch`).
     public func nested(in prefix: String) -> SpeechInputError {
-        SpeechInputError(code, field: field.map { "\(prefix).\($0)" } ?? prefix, message: message)
+        SpeechInputError(code: code, field: field.map { "\(prefix).\($0)" } ?? prefix, message: message)
     }
 
     /// The same error for a part of an utterance whose first span is span `first` of the whole
@@ -80,11 +74,11 @@ public struct SpeechInputError: Error, Sendable, Hashable, CustomStringConvertib
         guard first > 0, let field, field.hasPrefix("spans["), let close = field.firstIndex(of: "]"),
             let index = Int(field[field.index(field.startIndex, offsetBy: 6)..<close])
         else { return self }
-        return SpeechInputError(code, field: "spans[\(index + first)" + field[close...], message: message)
+        return SpeechInputError(code: code, field: "spans[\(index + first)" + field[close...], message: message)
     }
 
     /// The same error about another field (a part of an utterance reported as the whole's).
     public func renamed(field: String) -> SpeechInputError {
-        SpeechInputError(code, field: field, message: message)
+        SpeechInputError(code: code, field: field, message: message)
     }
 }

@@ -231,35 +231,32 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
     private let code: Code
     public let description: String
 
-    private init(_ code: Code, _ description: String) {
-        self.code = code
-        self.description = description
-    }
-
     static func unknownKey(_ key: String, origin: String) -> ConfigurationError {
         ConfigurationError(
-            .unknownKey,
-            "\(origin): unknown setting '\(key)' (known: \(ConfigurationLoader.keys.joined(separator: ", ")))")
+            code: .unknownKey,
+            description:
+                "\(origin): unknown setting '\(key)' (known: \(ConfigurationLoader.keys.joined(separator: ", ")))")
     }
 
     static func malformedLine(origin: String, line: String) -> ConfigurationError {
-        ConfigurationError(.malformedLine, "\(origin): expected 'key = value', found '\(line)'")
+        ConfigurationError(code: .malformedLine, description: "\(origin): expected 'key = value', found '\(line)'")
     }
 
     static func invalid(origin: String, value: String, reason: String) -> ConfigurationError {
-        ConfigurationError(.invalid, "\(origin): '\(value)' is not valid: \(reason)")
+        ConfigurationError(code: .invalid, description: "\(origin): '\(value)' is not valid: \(reason)")
     }
 
     static func unexpectedArgument(_ argument: String) -> ConfigurationError {
         ConfigurationError(
-            .unexpectedArgument, "unexpected argument '\(argument)': settings are given as --KEY VALUE (see --help)")
+            code: .unexpectedArgument,
+            description: "unexpected argument '\(argument)': settings are given as --KEY VALUE (see --help)")
     }
 
     static func missingValue(origin: String, valueName: String) -> ConfigurationError {
-        ConfigurationError(.missingValue, "\(origin): missing value, expected <\(valueName)>")
+        ConfigurationError(code: .missingValue, description: "\(origin): missing value, expected <\(valueName)>")
     }
 
     static func unreadableFile(_ path: String, reason: String) -> ConfigurationError {
-        ConfigurationError(.unreadableFile, "cannot read config file \(path): \(reason)")
+        ConfigurationError(code: .unreadableFile, description: "cannot read config file \(path): \(reason)")
     }
 }

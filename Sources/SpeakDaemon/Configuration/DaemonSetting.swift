@@ -134,6 +134,25 @@ extension DaemonSetting {
         ) { value in try value.seconds(in: range) }
     }
 
+    /// A path, or `none`; none unless given (`shown` says what none means for the setting).
+    static func optionalPath(
+        _ key: String, _ field: any WritableKeyPath<DaemonConfiguration, String?> & Sendable, valueName: String,
+        help: String, shown: String = "none"
+    ) -> DaemonSetting {
+        DaemonSetting(key, field, valueName: valueName, help: help, default: nil, shown: shown) { value in
+            try value.isNone ? nil : value.path()
+        }
+    }
+
+    /// True or false, false unless given; the bare flag means true.
+    static func toggle(
+        _ key: String, _ field: any WritableKeyPath<DaemonConfiguration, Bool> & Sendable, help: String
+    ) -> DaemonSetting {
+        DaemonSetting(key, field, kind: .toggle, valueName: "bool", help: help, default: false) { value in
+            try value.boolean()
+        }
+    }
+
     /// A timeout in seconds, 0.1 s to a day.
     static func timeout(
         _ key: String, _ field: any WritableKeyPath<DaemonConfiguration, Duration> & Sendable,

@@ -8,25 +8,21 @@ import Glibc
 extension DaemonConfiguration {
     /// Chimes, loudness and the stream's role for ducking.
     static let sound: [DaemonSetting] = [
-        DaemonSetting(
+        .optionalPath(
             "chimes", \.chimesDirectory, valueName: "dir",
             help: "Directory of chimes (WAV, FLAC, Ogg), each named by its file name without extension.",
-            default: nil, shown: "the project's Voices/chimes, found like --voices"
-        ) { value in try value.isNone ? nil : value.path() }
+            shown: "the project's Voices/chimes, found like --voices"
+        )
         .inFiles("/usr/share/speakd/voices/chimes"),
-        DaemonSetting(
+        .optionalPath(
             "clips", \.clipsDirectory, valueName: "dir",
             help:
                 "Directory of recorded clips (WAV, FLAC, Ogg) that spans play by name ({\"clip\": \"NAME\"} plays NAME.wav), "
-                + "or none.",
-            default: nil, shown: "none"
-        ) { value in try value.isNone ? nil : value.path() },
-        DaemonSetting(
-            "clips-upload", \.clipsUpload, kind: .toggle, valueName: "bool",
+                + "or none."),
+        .toggle(
+            "clips-upload", \.clipsUpload,
             help: "Let PUT /v1/clips/NAME write a clip into the --clips directory, checked as a clip there is "
-                + "(whoever may call the API may then change what the hall hears).",
-            default: false
-        ) { value in try value.boolean() },
+                + "(whoever may call the API may then change what the hall hears)."),
         chime("high", \.chimeHigh),
         chime("default", \.chimeDefault),
         chime("low", \.chimeLow),

@@ -29,12 +29,10 @@ extension DaemonConfiguration {
             "http", \.http, valueName: "host:port", help: "TCP listener HOST:PORT, or 'none'.",
             default: .tcp(host: "127.0.0.1", port: 7770), shown: "127.0.0.1:7770"
         ) { value in try value.isNone ? nil : value.listenAddress() },
-        DaemonSetting(
+        .optionalPath(
             "ssip", \.ssipPath, valueName: "path",
             help: "Unix socket for speech-dispatcher's protocol (SSIP: spd-say, python3-speechd, Orca, browsers), "
-                + "or 'none'.",
-            default: nil, shown: "none"
-        ) { value in try value.isNone ? nil : value.path() },
+                + "or 'none'."),
         DaemonSetting(
             "wyoming", \.wyoming, valueName: "address",
             help: "Wyoming protocol listener for Home Assistant: tcp://HOST:PORT (10200 by convention; loopback "
@@ -242,18 +240,14 @@ extension DaemonConfiguration {
             shown: "'token' next to the socket"
         ) { value in try value.path() }
         .inFiles("/run/speakd/token"),
-        DaemonSetting(
+        .optionalPath(
             "read-token-file", \.readTokenFile, valueName: "path",
             help: "File with a second, read-only token: with it every GET and the event stream work, and any "
-                + "change is 403 readOnly; created (mode 0640) when missing.",
-            default: nil, shown: "none"
-        ) { value in try value.isNone ? nil : value.path() },
-        DaemonSetting(
-            "tcp-open", \.tcpOpen, kind: .toggle, valueName: "bool",
+                + "change is 403 readOnly; created (mode 0640) when missing."),
+        .toggle(
+            "tcp-open", \.tcpOpen,
             help: "Let TCP requests in without the token: any local user and web page can then post and cancel. "
-                + "Loopback only.",
-            default: false
-        ) { value in try value.boolean() },
+                + "Loopback only."),
         .seconds(
             "session-max-age", \.sessionMaxAgeSeconds,
             default: Double(ServerSettings().sessionMaxAge.components.seconds), in: 1...604_800,
@@ -364,14 +358,12 @@ extension DaemonConfiguration {
             "mqtt-username", \.mqttUsername, valueName: "user", help: "The MQTT broker user.", default: nil,
             shown: "none"
         ) { value in try value.isNone ? nil : value.mqttUsername() },
-        DaemonSetting(
+        .optionalPath(
             "mqtt-password-file", \.mqttPasswordFile, valueName: "path",
-            help: "File whose first line is the MQTT broker password.", default: nil, shown: "none"
-        ) { value in try value.isNone ? nil : value.path() },
-        DaemonSetting(
+            help: "File whose first line is the MQTT broker password."),
+        .optionalPath(
             "mqtt-ca-file", \.mqttCAFile, valueName: "path",
-            help: "CA certificate of an mqtts:// broker; none trusts the system's CAs.", default: nil, shown: "none"
-        ) { value in try value.isNone ? nil : value.path() },
+            help: "CA certificate of an mqtts:// broker; none trusts the system's CAs."),
     ]
 
     private static let logLevel = DaemonSetting(

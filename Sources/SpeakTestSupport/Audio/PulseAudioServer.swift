@@ -17,7 +17,7 @@ public final class PulseAudioServer: Sendable {
     public let sampleRate: Int
     public let channels: Int
     /// The server process's PID.
-    public let pid: pid_t
+    public var pid: pid_t { process.pid }
     private let process: ChildProcess
 
     /// `unix:DIR/native`, for `PULSE_SERVER` or `PulseAudioSink(server:)`.
@@ -125,7 +125,6 @@ public final class PulseAudioServer: Sendable {
         self.sampleRate = sampleRate
         self.channels = channels
         self.process = process
-        self.pid = process.pid
     }
 
     /// Unloads the null sink `name` (`pactl unload-module`), as when a headset is unplugged:

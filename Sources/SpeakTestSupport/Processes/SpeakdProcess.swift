@@ -15,7 +15,7 @@ public final class SpeakdProcess: Sendable {
     /// The loopback TCP port the daemon listens on.
     public let port: Int
     /// The daemon's PID.
-    public let pid: pid_t
+    public var pid: pid_t { process.pid }
     private let process: ChildProcess
     /// False when the daemon runs in another network namespace, where its loopback is its own.
     private let tcpReachable: Bool
@@ -144,7 +144,6 @@ public final class SpeakdProcess: Sendable {
         self.socketPath = socketPath
         self.port = port
         self.process = process
-        self.pid = process.pid
     }
 
     deinit {
