@@ -41,13 +41,6 @@ public struct WyomingVoice: Sendable, Hashable {
     public var description: String
     /// Its engine's version, when known.
     public var version: String?
-
-    public init(name: String, languages: [String], description: String, version: String? = nil) {
-        self.name = name
-        self.languages = languages
-        self.description = description
-        self.version = version
-    }
 }
 
 /// What a `synthesize` asks for: a text, and the voice or language of the request body's
@@ -58,23 +51,12 @@ public struct WyomingSpeech: Sendable, Hashable {
     public var voice: String?
     /// A BCP 47 tag, as the peer gave it.
     public var language: String?
-
-    public init(text: String, voice: String? = nil, language: String? = nil) {
-        self.text = text
-        self.voice = voice
-        self.language = language
-    }
 }
 
 /// Audio a peer sent to be announced: 16-bit PCM in `format`, whole.
 public struct WyomingRecording: Sendable, Hashable {
     public var format: AudioFormat
     public var samples: [Int16]
-
-    public init(format: AudioFormat, samples: [Int16]) {
-        self.format = format
-        self.samples = samples
-    }
 
     /// Its length in seconds.
     public var seconds: Double {

@@ -1,9 +1,10 @@
 import FoundationEssentials
 import SpeakAPI
 import SpeakService
-import SpeakWyoming
 import SpeechRendering
 import Synchronization
+
+@testable import SpeakWyoming
 
 /// A backend that renders each text as ten samples per character, refuses the voice `nobody`
 /// and blank texts as the intake would, and records what it was asked.

@@ -98,7 +98,8 @@ public struct AnnouncementEvent: Sendable, Hashable, Codable {
     /// The plain string of the announcement.
     public var text: String
     public var priority: AnnouncementPriority
-    public var timestamp: Date
+    /// When it happened; on the wire ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
+    @WireTimestamp public var timestamp: Date
     /// Set on `finished` only: true when all of its audio was played out.
     public var success: Bool?
     /// Set on `finished` only.
@@ -156,65 +157,6 @@ extension AnnouncementEvent {
     private enum CodingKeys: String, CodingKey {
         case type, id, text, priority, timestamp, success, reason, voice, detail, range, word, name, output
         case present, repeatOf, session, schedule, outputs
-    }
-
-    /// The wire form of `timestamp`: ISO 8601 in UTC with milliseconds (`2026-11-21T11:34:10.123Z`).
-    private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-
-    /// Writes the timestamp as ISO 8601 with milliseconds whatever the encoder's date strategy,
-    /// so every process that writes events (the daemon, the CLI speaking in-process) writes the
-    /// same format and event timings can be compared across them.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(type, forKey: .type)
-        try container.encode(id, forKey: .id)
-        try container.encode(text, forKey: .text)
-        try container.encode(priority, forKey: .priority)
-        try container.encode(timestamp.formatted(Self.timestampStyle), forKey: .timestamp)
-        try container.encodeIfPresent(success, forKey: .success)
-        try container.encodeIfPresent(reason, forKey: .reason)
-        try container.encodeIfPresent(voice, forKey: .voice)
-        try container.encodeIfPresent(detail, forKey: .detail)
-        try container.encodeIfPresent(range, forKey: .range)
-        try container.encodeIfPresent(word, forKey: .word)
-        try container.encodeIfPresent(name, forKey: .name)
-        try container.encodeIfPresent(output, forKey: .output)
-        try container.encodeIfPresent(outputs, forKey: .outputs)
-        try container.encodeIfPresent(present, forKey: .present)
-        try container.encodeIfPresent(repeatOf, forKey: .repeatOf)
-        try container.encodeIfPresent(session, forKey: .session)
-        try container.encodeIfPresent(schedule, forKey: .schedule)
-    }
-
-    /// Reads an ISO 8601 timestamp with or without fractional seconds.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let timestamp = try container.decode(String.self, forKey: .timestamp)
-        guard
-            let date = (try? Self.timestampStyle.parse(timestamp)) ?? (try? Date.ISO8601FormatStyle().parse(timestamp))
-        else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .timestamp, in: container, debugDescription: "'\(timestamp)' is not an ISO 8601 timestamp")
-        }
-        self.init(
-            type: try container.decode(Kind.self, forKey: .type),
-            id: try container.decode(String.self, forKey: .id),
-            text: try container.decode(String.self, forKey: .text),
-            priority: try container.decode(AnnouncementPriority.self, forKey: .priority),
-            timestamp: date,
-            success: try container.decodeIfPresent(Bool.self, forKey: .success),
-            reason: try container.decodeIfPresent(FinishReason.self, forKey: .reason),
-            voice: try container.decodeIfPresent(String.self, forKey: .voice),
-            detail: try container.decodeIfPresent(String.self, forKey: .detail),
-            range: try container.decodeIfPresent(TextRange.self, forKey: .range),
-            word: try container.decodeIfPresent(String.self, forKey: .word),
-            name: try container.decodeIfPresent(String.self, forKey: .name),
-            output: try container.decodeIfPresent(String.self, forKey: .output))
-        present = try container.decodeIfPresent(Bool.self, forKey: .present)
-        repeatOf = try container.decodeIfPresent(String.self, forKey: .repeatOf)
-        session = try container.decodeIfPresent(SessionChange.self, forKey: .session)
-        schedule = try container.decodeIfPresent(ScheduleChange.self, forKey: .schedule)
-        outputs = try container.decodeIfPresent([ZoneOutcome].self, forKey: .outputs)
     }
 }
 

@@ -8,13 +8,6 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error, CustomStringCon
         public var message: String
         /// The wire-format name of the offending field (`spans[1].pitch`), when there is one.
         public var field: String?
-
-        /// - Parameters: see the properties of the same names.
-        public init(code: String, message: String, field: String? = nil) {
-            self.code = code
-            self.message = message
-            self.field = field
-        }
     }
 
     /// The error.

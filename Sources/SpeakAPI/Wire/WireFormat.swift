@@ -14,8 +14,7 @@ public enum WireFormat {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(timestampStyle))
+            try WireTimestamp(wrappedValue: date).encode(to: encoder)
         }
         return encoder
     }
@@ -24,18 +23,11 @@ public enum WireFormat {
     public static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let string = try container.decode(String.self)
-            if let date = try? timestampStyle.parse(string) { return date }
-            if let date = try? Date.ISO8601FormatStyle().parse(string) { return date }
-            throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "'\(string)' is not an ISO 8601 timestamp")
+            try WireTimestamp(from: decoder).wrappedValue
         }
         return decoder
     }
 
     /// The media type of every JSON body.
     public static let jsonContentType = "application/json; charset=utf-8"
-
-    private static let timestampStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 }
