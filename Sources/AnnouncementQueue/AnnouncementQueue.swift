@@ -555,8 +555,8 @@ public actor AnnouncementQueue {
     /// - Returns: the event (at once when it has finished already); nil for an unknown or
     ///   forgotten id, or when the calling task is cancelled first.
     /// With a recorder (the audit log), the event is returned once it has gone out to the
-    /// subscribers, that is once its record is durable.
-    public func finished(id: String) async -> AnnouncementEvent? {
+    /// subscribers, that is once its record is durable; the caller waits for that off the queue.
+    public nonisolated func finished(id: String) async -> AnnouncementEvent? {
         let event = await finishedEvent(id: id)
         if event != nil { await broadcaster.untilReleased(broadcaster.lastTicket) }
         return event
