@@ -31,13 +31,14 @@ public actor SessionBook {
         var id: String
         var output: String
         var preferences: SessionPreferences
-        /// Counts refreshes, so a timer set before the latest one does nothing.
-        var generation: UInt64 = 0
+        /// When it ends unless refreshed first, on `timeline`.
+        var idleAt: Duration = .zero
+        /// Waits for `idleAt`, which a refresh moves without starting another.
         var timer: Task<Void, Never>?
     }
 
     private let outputs: AnnouncementOutputs
-    private let clock: any Clock<Duration>
+    private let timeline: Timeline
     private var sessions: [String: Session] = [:]
     /// By the output an announcement was heard on, oldest first.
     private var memory: [String: [Remembered]] = [:]
@@ -51,7 +52,7 @@ public actor SessionBook {
     ///   - clock: times the idle timeouts.
     public init(outputs: AnnouncementOutputs, clock: any Clock<Duration> = ContinuousClock()) {
         self.outputs = outputs
-        self.clock = clock
+        self.timeline = Timeline(clock)
     }
 
     // MARK: Sessions
@@ -239,28 +240,35 @@ public actor SessionBook {
             "no session has id '\(id)'; it ended (ended, idle or replaced) or never began")
     }
 
-    /// Restarts the idle timeout of the session of `output`.
+    /// Restarts the idle timeout of the session of `output`. One timer per session waits for
+    /// it: a refresh moves the instant the timer waits for, so a flood of announcements starts no
+    /// task and no timer each (a cancelled sleep keeps its timer, and its task's memory, until
+    /// its deadline).
     private func refresh(_ output: String) {
         guard var session = sessions[output] else { return }
-        session.timer?.cancel()
-        session.generation += 1
-        let generation = session.generation
-        let clock = self.clock
         let timeout = Duration.milliseconds(Int64((session.preferences.idleTimeout * 1000).rounded()))
-        session.timer = Task {
-            do {
-                try await clock.sleep(for: timeout)
-            } catch {
-                return
-            }
-            self.idle(output: output, generation: generation)
+        session.idleAt = timeline.now() + timeout
+        if session.timer == nil {
+            let id = session.id
+            session.timer = Task { await self.endWhenIdle(output: output, id: id) }
         }
         sessions[output] = session
     }
 
-    private func idle(output: String, generation: UInt64) {
-        guard let session = sessions[output], session.generation == generation else { return }
-        end(session, reason: .idle)
+    /// Ends session `id` of `output` once its `idleAt` has passed without a refresh moving it;
+    /// returns when the session has ended otherwise, or the task is cancelled.
+    private func endWhenIdle(output: String, id: String) async {
+        while let session = sessions[output], session.id == id {
+            guard timeline.now() < session.idleAt else {
+                end(session, reason: .idle)
+                return
+            }
+            do {
+                try await timeline.sleep(until: session.idleAt)
+            } catch {
+                return
+            }
+        }
     }
 
     @discardableResult
@@ -299,5 +307,25 @@ public actor SessionBook {
     private static func makeID() -> String {
         let id = String(UInt64.random(in: 0..<(1 << 48)), radix: 16)
         return String(repeating: "0", count: 12 - id.count) + id
+    }
+}
+
+/// The book's clock, read as the time since the book was made: the idle deadlines are kept as
+/// durations on it, whatever the clock's own instants are (a test's manual clock, or the
+/// continuous clock).
+private struct Timeline: Sendable {
+    /// The time since the book was made.
+    let now: @Sendable () -> Duration
+    /// Sleeps until that time is `deadline`.
+    let sleep: @Sendable (_ until: Duration) async throws -> Void
+
+    init<C: Clock<Duration>>(_ clock: C) {
+        let start = clock.now
+        now = { start.duration(to: clock.now) }
+        sleep = { deadline in try await clock.sleep(until: start.advanced(by: deadline), tolerance: nil) }
+    }
+
+    func sleep(until deadline: Duration) async throws {
+        try await sleep(deadline)
     }
 }

@@ -6,8 +6,9 @@ import Testing
 extension SpeakdIntegration {
     /// Accepted posts leave nothing behind once they have finished: a flood of them from a public
     /// hall's app holds the daemon's heap where it was, rather than growing it until the next
-    /// quiet minute (every event used to start a timer of its own for `--idle-release`, and a
-    /// cancelled sleep keeps its timer and task until its deadline).
+    /// quiet minute (every event used to start a timer of its own for `--idle-release`, and every
+    /// post a timer for its output's session's idle timeout; a cancelled sleep keeps its timer
+    /// and task until its deadline).
     @Suite(.serialized, .timeLimit(.minutes(2)))
     struct PostFloodMemoryTests {
         /// The daemon's anonymous resident memory (its heap and stacks), in KiB.
@@ -35,9 +36,18 @@ extension SpeakdIntegration {
             }
         }
 
-        @Test("20,000 accepted posts grow the daemon's heap by less than 4 MiB")
-        func aFloodOfPostsLeavesNothingBehind() async throws {
+        @Test(
+            "20,000 accepted posts grow the daemon's heap by less than 4 MiB, with or without a session on the output",
+            arguments: [false, true])
+        func aFloodOfPostsLeavesNothingBehind(withSession: Bool) async throws {
             let daemon = try await SpeakdProcess.start(audio: "null")
+            if withSession {
+                // Each post refreshes the session's idle timeout (120 s).
+                let put = try await daemon.unixClient.send(
+                    "PUT", "/v1/session", headers: [("Content-Type", "application/json")],
+                    body: Array(#"{"rate": 1.2}"#.utf8))
+                #expect(put.status == 201, "\(String(decoding: put.body, as: UTF8.self))")
+            }
             // Warm: the render cache, the finished memory (1,024) and the event history are full.
             _ = try await Self.flood(daemon, count: 3_000)
             let before = Self.anonymousKiB(daemon.pid)
