@@ -197,7 +197,7 @@ let package = Package(
         .target(
             name: "AnnouncementQueue",
             dependencies: [
-                "SpeakAPI", "SpeechModel", "SpeechRendering",
+                "PosixSupport", "SpeakAPI", "SpeechModel", "SpeechRendering",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -206,7 +206,9 @@ let package = Package(
         // prepare, the health gate and submit, with one error type that each front maps.
         .target(
             name: "AnnouncementIntake",
-            dependencies: ["AnnouncementQueue", "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering"],
+            dependencies: [
+                "AnnouncementQueue", "PosixSupport", "SpeakAPI", "SpeakService", "SpeechModel", "SpeechRendering",
+            ],
             swiftSettings: swiftSettings
         ),
         // The daemon's database (SQLite through GRDB): schedules, the audit log, the fleet's request ids.

@@ -1,5 +1,6 @@
 import AnnouncementQueue
 import FoundationEssentials
+import PosixSupport
 import SpeakAPI
 import SpeakService
 import SpeechModel
@@ -50,7 +51,7 @@ public actor SessionBook {
     /// - Parameters:
     ///   - outputs: the outputs sessions may be on, whose events carry the session events.
     ///   - clock: times the idle timeouts.
-    public init(outputs: AnnouncementOutputs, clock: any Clock<Duration> = ContinuousClock()) {
+    public init(outputs: AnnouncementOutputs, clock: any Clock<Duration> = ReleasingClock()) {
         self.outputs = outputs
         self.timeline = Timeline(clock)
     }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import PosixSupport
 import SpeakAPI
 import SpeechModel
 import SpeechRendering
@@ -144,7 +145,7 @@ public actor AnnouncementQueue {
     ///   - capacity: how many live announcements may wait, at least 0 (validate user input first).
     ///   - shareCapacity: how many scheduled announcements, and how many SSIP messages, may wait
     ///     beside them, at least 0; nil for `defaultShareCapacity(for:)`.
-    ///   - clock: times `expiresAfter`.
+    ///   - clock: times `expiresAfter`; a cancelled sleep of `ReleasingClock` frees its timer at once.
     ///   - eventHistory: how many recent events `events(after:)` can replay, at least 0.
     ///   - subscriberBuffer: how many live events a subscriber may leave unread before its stream
     ///     ends, at least 1.
@@ -164,7 +165,7 @@ public actor AnnouncementQueue {
         speaker: any AnnouncementSpeaker,
         capacity: Int = AnnouncementQueue.defaultCapacity,
         shareCapacity: Int? = nil,
-        clock: any Clock<Duration> = ContinuousClock(),
+        clock: any Clock<Duration> = ReleasingClock(),
         eventHistory: Int = 1024,
         subscriberBuffer: Int = 256,
         finishedMemory: Int = 1024,
