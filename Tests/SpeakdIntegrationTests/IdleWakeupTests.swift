@@ -29,8 +29,12 @@ extension SpeakdIntegration {
                 try await Task.sleep(for: .seconds(7))
 
                 let before = ProcessTable.threadSwitches(of: daemon.pid)
+                let cpuBefore = ProcessTable.tree(of: daemon.pid).map(ProcessTable.cpuSeconds).reduce(0, +)
                 try await Task.sleep(for: .seconds(Self.window))
                 let woken = ProcessTable.wakeups(from: before, to: ProcessTable.threadSwitches(of: daemon.pid))
+                let cpu = ProcessTable.tree(of: daemon.pid).map(ProcessTable.cpuSeconds).reduce(0, +) - cpuBefore
+                // Nor does anything spin: a thread that never sleeps makes no wake-ups.
+                #expect(cpu < 0.05, "the daemon and its workers used \(cpu) s of CPU while idle")
                 let total = woken.reduce(0) { $0 + $1.switches }
                 let threads = woken.map { "\($0.name): \($0.switches)" }.joined(separator: ", ")
                 // One a second is the limit, and libdispatch's own once a second (its worker pool

@@ -1,7 +1,10 @@
 import Foundation
 
 extension ProcessTable {
-    /// One thread's context switches, voluntary and involuntary: each is a wake-up of that thread.
+    /// One thread's voluntary context switches: each is the thread going to sleep (a wait, a
+    /// poll, a timer), so each is a wake-up after it. Involuntary ones are not counted: they are
+    /// a running thread preempted, which a machine busy with something else makes many of, and no
+    /// wake-up.
     public struct ThreadSwitches: Sendable, Hashable {
         /// The process the thread belongs to.
         public var pid: pid_t
@@ -9,7 +12,7 @@ extension ProcessTable {
         public var tid: pid_t
         /// The process's name and the thread's (`speakd/speakd-worker-12`), as `comm` gives them.
         public var name: String
-        /// `voluntary_ctxt_switches` plus `nonvoluntary_ctxt_switches`.
+        /// `voluntary_ctxt_switches`.
         public var switches: Int
     }
 
@@ -25,7 +28,7 @@ extension ProcessTable {
                 else { return nil }
                 var switches = 0
                 for line in status.split(separator: "\n") {
-                    guard line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:"),
+                    guard line.hasPrefix("voluntary_ctxt_switches:"),
                         let value = line.split(whereSeparator: \.isWhitespace).last.flatMap({ Int($0) })
                     else { continue }
                     switches += value
