@@ -18,6 +18,7 @@ public struct ReleasingClock: Clock {
     public var minimumResolution: Duration { ContinuousClock().minimumResolution }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        guard deadline > .now else { return try Task.checkCancellation() }
         let sleep = TimerSleep()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -38,8 +39,11 @@ private final class TimerSleep: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Dispatch sources may be scheduled, activated and cancelled from any thread.
-    private nonisolated(unsafe) let timer = DispatchSource.makeTimerSource(queue: .global())
+    /// Dispatch sources may be scheduled, activated and cancelled from any thread. Its handler
+    /// runs on a serial queue of its own, which gets a thread even while the cooperative pool's
+    /// are all busy (the global queue's would wait for one of them).
+    private nonisolated(unsafe) let timer = DispatchSource.makeTimerSource(queue: TimerSleep.handlers)
+    private static let handlers = DispatchQueue(label: "speakd.releasing-clock")
 
     func start(_ continuation: CheckedContinuation<Void, any Error>, after delay: Duration, leeway: Duration?) {
         timer.schedule(
