@@ -213,10 +213,3 @@ public final class AuditRecorder: AnnouncementRecorder, RefusalRecorder, Sendabl
         }
     }
 }
-
-extension AuditChange {
-    /// Whether it inserts a row (and so shows that rows can be added again).
-    fileprivate var opens: Bool {
-        if case .opened = self { true } else { false }
-    }
-}

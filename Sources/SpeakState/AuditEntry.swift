@@ -82,6 +82,11 @@ public enum AuditChange: Sendable, Equatable {
     case finished(id: String, reason: String, detail: String?, at: Date)
     /// One more repetition of announcement `id`.
     case repeated(id: String)
+
+    /// Whether it inserts a row.
+    public var opens: Bool {
+        if case .opened = self { true } else { false }
+    }
 }
 
 /// Which audit entries to read; every field that is set must match.

@@ -87,7 +87,7 @@ public final class AuditLog: Sendable {
             "record the audit log",
             { db in
                 for change in folded { _ = try Self.apply(change, db) }
-                return changes.count { if case .opened = $0 { true } else { false } }
+                return changes.count(where: \.opens)
             }, then: then)
     }
 
