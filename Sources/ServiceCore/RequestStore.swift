@@ -22,29 +22,31 @@ public final class RequestStore: RequestMemory {
     public func claim(_ requestId: String, at time: Date) async throws(SpeakError) -> SeenRequest? {
         guard recent.withLock({ $0.insert(requestId) }) else { return SeenRequest(thisRun: true) }
         guard let table else { return nil }
-        let record = try stored { () throws(StateError) in try table.claim(requestId, at: time) }
+        let record = try await stored { () async throws(StateError) in try await table.claim(requestId, at: time) }
         return record.map { SeenRequest(thisRun: false, announcement: $0.announcement, report: $0.report) }
     }
 
     public func accepted(_ requestId: String, announcement: String) async throws(SpeakError) {
         guard let table else { return }
-        _ = try stored { () throws(StateError) in try table.accepted(requestId, announcement: announcement) }
+        _ = try await stored { () async throws(StateError) in
+            try await table.accepted(requestId, announcement: announcement)
+        }
     }
 
     public func outcome(_ requestId: String, report: Data) async throws(SpeakError) {
         guard let table else { return }
-        _ = try stored { () throws(StateError) in try table.outcome(requestId, report: report) }
+        _ = try await stored { () async throws(StateError) in try await table.outcome(requestId, report: report) }
     }
 
     public func forget(_ requestId: String) async throws(SpeakError) {
         recent.withLock { $0.remove(requestId) }
         guard let table else { return }
-        _ = try stored { () throws(StateError) in try table.forget(requestId) }
+        _ = try await stored { () async throws(StateError) in try await table.forget(requestId) }
     }
 
-    private func stored<Result>(_ body: () throws(StateError) -> Result) throws(SpeakError) -> Result {
+    private func stored<Result>(_ body: () async throws(StateError) -> Result) async throws(SpeakError) -> Result {
         do {
-            return try body()
+            return try await body()
         } catch {
             throw SpeakError(state: error)
         }

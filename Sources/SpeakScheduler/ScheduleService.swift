@@ -126,10 +126,13 @@ public actor ScheduleService: Service {
         let definition = try await checked(decoded)
         let encoded = definition.encoded()
         _ = try await loaded()
-        let inserted = try stored(adding: encoded.count) { () throws(StateError) in
-            try store.insert(definition: encoded, now: now(), id: id)
+        let written: ScheduleWrite
+        do {
+            written = try await store.insert(definition: encoded, now: now(), id: id, within: room)
+        } catch {
+            throw SpeakError(state: error)
         }
-        guard let stored = inserted else {
+        guard let stored = try stored(written, adding: encoded.count) else {
             throw SpeakError(.conflict, name: "scheduleExists", "a schedule with id '\(id ?? "")' exists", field: "id")
         }
         entries?[stored.id] = Entry(id: stored.id, plan: definition.plan, lastSlot: nil, since: stored.updated)
@@ -151,23 +154,25 @@ public actor ScheduleService: Service {
         return SchedulePreview(try await checked(decoded), now: now(), count: count)
     }
 
-    /// Writes a definition of `bytes` (`replacing` one of that many) once ``checkRoom(_:adding:replacing:)``
-    /// has found room for it. The count, the check and the write run with no suspension between
-    /// them, so two requests at once cannot both take the last room.
-    private func stored<T>(
-        adding bytes: Int, replacing old: Int? = nil, _ write: () throws(StateError) -> T
-    ) throws(SpeakError) -> T {
-        let usage: (count: Int, bytes: Int)
-        do {
-            usage = try store.usage()
-        } catch {
-            throw SpeakError(state: error)
-        }
-        try checkRoom(usage, adding: bytes, replacing: old)
-        do {
-            return try write()
-        } catch {
-            throw SpeakError(state: error)
+    /// The room `limits` leave: the store checks it in the transaction that writes, so two
+    /// requests at once cannot both take the last room.
+    private var room: ScheduleRoom {
+        ScheduleRoom(schedules: limits.maxSchedules, bytes: limits.maxStoredBytes)
+    }
+
+    /// The schedule a write within ``room`` stored, nil when it changed nothing; refuses a
+    /// definition of `bytes` that did not fit (`replacing` one: an update).
+    private func stored(_ written: ScheduleWrite, adding bytes: Int, replacing: Bool = false) throws(SpeakError)
+        -> StoredSchedule?
+    {
+        switch written {
+        case .stored(let schedule): return schedule
+        case .unchanged: return nil
+        case .full(let count, let others):
+            // The store's check and `checkRoom` are the same sums: this throws.
+            try checkRoom((count, others), adding: bytes, replacing: replacing ? 0 : nil)
+            throw SpeakError(
+                .conflict, name: "scheduleLimit", "the schedules stored leave no room for this one", field: "schedules")
         }
     }
 
@@ -227,7 +232,7 @@ public actor ScheduleService: Service {
     /// removes one. Its slots already passed stay passed.
     public func update(id: String, patch: Data) async throws(SpeakError) -> ScheduleResource {
         _ = try await loaded()
-        let (current, old) = try await read(id)
+        let (_, old) = try await read(id)
         let merged: ScheduleDefinition
         do {
             merged = try old.merging(patch: patch)
@@ -238,10 +243,15 @@ public actor ScheduleService: Service {
         // when the patch changes it.
         let definition = try await checked(merged, checkingTime: merged.timing != old.timing)
         let encoded = definition.encoded()
-        let stored = try stored(adding: encoded.count, replacing: current.definition.count) { () throws(StateError) in
-            try store.update(id: id, definition: encoded, now: now())
+        let written: ScheduleWrite
+        do {
+            written = try await store.update(id: id, definition: encoded, now: now(), within: room)
+        } catch {
+            throw SpeakError(state: error)
         }
-        guard let stored else { throw .unknownSchedule(id) }
+        guard let stored = try stored(written, adding: encoded.count, replacing: true) else {
+            throw .unknownSchedule(id)
+        }
         var entry =
             entries?[id] ?? Entry(id: id, plan: definition.plan, lastSlot: stored.lastSlot, since: stored.updated)
         entry.plan = definition.plan
@@ -259,7 +269,7 @@ public actor ScheduleService: Service {
         _ = try await loaded()
         let deleted: Bool
         do {
-            deleted = try store.delete(id: id)
+            deleted = try await store.delete(id: id)
         } catch {
             throw SpeakError(state: error)
         }
@@ -431,13 +441,13 @@ public actor ScheduleService: Service {
                     await fire(entry, slot: slot)
                     continue
                 case .skip(let through):
-                    mark(entry, slot: through)
+                    await mark(entry, slot: through)
                     publish(
                         entry.id,
                         ScheduleChange(change: .skipped, slot: ScheduleResource.text(through), detail: "missed"))
                     continue
                 case .pass(let slot):
-                    mark(entry, slot: slot)
+                    await mark(entry, slot: slot)
                     publish(
                         entry.id, ScheduleChange(change: .skipped, slot: ScheduleResource.text(slot), detail: "paused"))
                     if entry.plan.timeline.nextSlot(after: slot) == nil {
@@ -500,7 +510,7 @@ public actor ScheduleService: Service {
     private func fire(_ entry: Entry, slot: Date) async {
         let id = entry.id
         let early = ahead.removeValue(forKey: id).flatMap { $0.slot == slot ? $0 : nil }
-        guard mark(entry, slot: slot) else { return }
+        guard await mark(entry, slot: slot) else { return }
         do {
             let accepted: AnnouncementAccepted
             if let early {
@@ -524,9 +534,9 @@ public actor ScheduleService: Service {
     /// Records that `slot` has come, durably; false when it cannot be written, and the slot is
     /// then not spoken (it could be again after a restart).
     @discardableResult
-    private func mark(_ entry: Entry, slot: Date) -> Bool {
+    private func mark(_ entry: Entry, slot: Date) async -> Bool {
         do {
-            try store.markSlot(id: entry.id, slot: slot)
+            try await store.markSlot(id: entry.id, slot: slot)
         } catch {
             logger.error(
                 "a schedule's slot cannot be recorded; it is not spoken",

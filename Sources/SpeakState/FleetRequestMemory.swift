@@ -44,7 +44,8 @@ extension FleetRequestRecord: StoredValue {
 
 /// MQTT request ids seen recently, so a message redelivered after a restart is answered, not spoken again.
 ///
-/// Only the newest ``capacity`` ids are kept: the oldest are dropped when a new one is claimed.
+/// Only the ids of the newest ``capacity`` claims are kept (a forgotten one leaves its place
+/// empty): the oldest are dropped when a new one is claimed.
 public final class FleetRequestMemory: Sendable {
     /// How many request ids are kept unless told otherwise.
     public static let defaultCapacity = 4096
@@ -65,27 +66,25 @@ public final class FleetRequestMemory: Sendable {
 
     /// Claims a request id before acting on it.
     /// - Returns: nil when the id is new and now claimed; the existing record when it was seen before.
-    public func claim(_ requestId: String, at time: Date) throws(StateError) -> FleetRequestRecord? {
-        try storage.write("remember a fleet request") { db in
+    public func claim(_ requestId: String, at time: Date) async throws(StateError) -> FleetRequestRecord? {
+        try await storage.write("remember a fleet request") { [capacity] db in
             if let existing = try FleetRequestRecord.of(requestId).fetchOne(db) {
                 return existing.value
             }
             var record = StoredRecord(FleetRequestRecord(requestId: requestId, seen: time))
             try record.insert(db)
-            try db.execute(
-                sql: """
-                    DELETE FROM fleet_request
-                    WHERE seq <= (SELECT seq FROM fleet_request ORDER BY seq DESC LIMIT 1 OFFSET ?)
-                    """,
-                arguments: [capacity])
+            // A range of the primary key: the claims before the newest `capacity`, found without
+            // stepping through the rows kept.
+            try db.cachedStatement(sql: "DELETE FROM fleet_request WHERE seq <= ?")
+                .execute(arguments: [db.lastInsertedRowID - Int64(capacity)])
             return nil
         }
     }
 
     /// Records the announcement a claimed request became.
     @discardableResult
-    public func accepted(_ requestId: String, announcement: String) throws(StateError) -> Bool {
-        try storage.write("remember a fleet request") { db in
+    public func accepted(_ requestId: String, announcement: String) async throws(StateError) -> Bool {
+        try await storage.write("remember a fleet request") { db in
             try FleetRequestRecord.of(requestId).updateAll(
                 db, FleetRequestRecord.Columns.announcement.set(to: announcement)) > 0
         }
@@ -93,16 +92,16 @@ public final class FleetRequestMemory: Sendable {
 
     /// Records the final report of a claimed request, to answer a redelivery with.
     @discardableResult
-    public func outcome(_ requestId: String, report: Data) throws(StateError) -> Bool {
-        try storage.write("remember a fleet request") { db in
+    public func outcome(_ requestId: String, report: Data) async throws(StateError) -> Bool {
+        try await storage.write("remember a fleet request") { db in
             try FleetRequestRecord.of(requestId).updateAll(db, FleetRequestRecord.Columns.report.set(to: report)) > 0
         }
     }
 
     /// Forgets a request id, so a refused request may be sent again.
     @discardableResult
-    public func forget(_ requestId: String) throws(StateError) -> Bool {
-        try storage.write("forget a fleet request") { db in
+    public func forget(_ requestId: String) async throws(StateError) -> Bool {
+        try await storage.write("forget a fleet request") { db in
             try FleetRequestRecord.of(requestId).deleteAll(db) > 0
         }
     }

@@ -72,10 +72,47 @@ extension StoredPlan: StoredValue {
     static let databaseTableName = StoredSchedule.databaseTableName
 }
 
+/// How much the stored schedules may take together: a write that would pass it is not made.
+public struct ScheduleRoom: Sendable, Equatable {
+    /// The most schedules kept.
+    public var schedules: Int
+    /// The most bytes their definitions take together.
+    public var bytes: Int
+
+    /// Room for `schedules` schedules of `bytes` bytes together; unbounded by default.
+    public init(schedules: Int = .max, bytes: Int = .max) {
+        self.schedules = schedules
+        self.bytes = bytes
+    }
+
+    /// Whether `count` stored schedules taking `used` bytes leave room for a definition of `adding`
+    /// bytes, replacing one of `replacing` bytes (nil for a new schedule).
+    public func fits(count: Int, used: Int, adding: Int, replacing: Int?) -> Bool {
+        (replacing != nil || count < schedules) && used - (replacing ?? 0) + adding <= bytes
+    }
+}
+
+/// What an insert or update within a ``ScheduleRoom`` did.
+public enum ScheduleWrite: Sendable, Equatable {
+    /// Written: the schedule as now stored.
+    case stored(StoredSchedule)
+    /// Nothing written: the id an insert names is taken, or the schedule an update names is gone.
+    case unchanged
+    /// Nothing written: there is no room for it beside the `count` schedules stored, whose
+    /// definitions take `bytes` together (without the one an update replaces).
+    case full(count: Int, bytes: Int)
+
+    /// The schedule written, or nil.
+    public var stored: StoredSchedule? {
+        if case .stored(let schedule) = self { schedule } else { nil }
+    }
+}
+
 /// The schedules created through the API, so they outlive a restart, and how far each has fired.
 ///
 /// Every write is durable when it returns (`synchronous = FULL`): a schedule answered as created,
-/// and a slot marked as fired, outlive a power cut.
+/// and a slot marked as fired, outlive a power cut. Writes run on the database's writer queue,
+/// their callers suspended: no cooperative thread waits for the disk.
 public final class ScheduleStore: Sendable {
     private typealias Record = StoredRecord<StoredSchedule>
     private typealias Columns = StoredSchedule.Columns
@@ -89,23 +126,31 @@ public final class ScheduleStore: Sendable {
     private static let ordered = Record.order(Columns.created, Columns.id)
 
     /// Stores a new schedule under a fresh id.
-    public func insert(definition: Data, now: Date) throws(StateError) -> StoredSchedule {
-        try insert(definition: definition, now: now, id: nil)!
+    public func insert(definition: Data, now: Date) async throws(StateError) -> StoredSchedule {
+        try await insert(definition: definition, now: now, id: nil).stored!
     }
 
     /// Stores a new schedule under `id` (one a fleet names, so that every kiosk knows it by the
-    /// same id), or under a new random one when `id` is nil.
-    /// - Returns: the schedule as stored; nil when `id` is taken.
-    public func insert(definition: Data, now: Date, id given: String?) throws(StateError) -> StoredSchedule? {
-        try storage.write("store a schedule") { db in
-            if let given, try Record.exists(db, key: given) { return nil }
+    /// same id), or under a new random one when `id` is nil, if it fits in `room`. The count,
+    /// the check and the insert are one transaction, so two requests at once cannot both take
+    /// the last room.
+    /// - Returns: the schedule as stored; `unchanged` when `id` is taken; `full` when it does not fit.
+    public func insert(
+        definition: Data, now: Date, id given: String?, within room: ScheduleRoom = ScheduleRoom()
+    ) async throws(StateError) -> ScheduleWrite {
+        try await storage.write("store a schedule") { db in
+            if let given, try Record.exists(db, key: given) { return .unchanged }
+            let (count, used) = try Self.usage(db)
+            guard room.fits(count: count, used: used, adding: definition.count, replacing: nil) else {
+                return .full(count: count, bytes: used)
+            }
             // 60 random bits make a clash unlikely; a clash draws again rather than overwrite.
             var id = given ?? Self.newID()
             while given == nil, try Record.exists(db, key: id) { id = Self.newID() }
             let stored = Date(storedMilliseconds: now.storedMilliseconds)
             var record = Record(StoredSchedule(id: id, definition: definition, created: stored, updated: stored))
             try record.insert(db)
-            return record.value
+            return .stored(record.value)
         }
     }
 
@@ -189,12 +234,14 @@ public final class ScheduleStore: Sendable {
     }
 
     /// How many schedules are stored, and the bytes of their definitions together.
-    public func usage() throws(StateError) -> (count: Int, bytes: Int) {
-        try storage.read("count the schedules") { db in
-            let count = try Record.fetchCount(db)
-            let bytes = try Record.select(sum(length(Columns.definition)), as: Int.self).fetchOne(db)
-            return (count, bytes ?? 0)
-        }
+    public func usage() async throws(StateError) -> (count: Int, bytes: Int) {
+        try await storage.read("count the schedules") { db in try Self.usage(db) }
+    }
+
+    private static func usage(_ db: Database) throws -> (count: Int, bytes: Int) {
+        let count = try Record.fetchCount(db)
+        let bytes = try Record.select(sum(length(Columns.definition)), as: Int.self).fetchOne(db)
+        return (count, bytes ?? 0)
     }
 
     /// The schedule with this id, or nil.
@@ -202,22 +249,32 @@ public final class ScheduleStore: Sendable {
         try await storage.read("read a schedule") { db in try Record.fetchOne(db, key: id)?.value }
     }
 
-    /// Replaces a schedule's definition; its id, creation time and last slot stay.
-    /// - Returns: the schedule as now stored, or nil when there is none with this id.
+    /// Replaces a schedule's definition, if the new one fits in `room` in its place; its id,
+    /// creation time and last slot stay. The check and the write are one transaction.
+    /// - Returns: the schedule as now stored; `unchanged` when there is none with this id; `full`
+    ///   when it does not fit.
     @discardableResult
-    public func update(id: String, definition: Data, now: Date) throws(StateError) -> StoredSchedule? {
-        try storage.write("update a schedule") { db in
-            let changed = try Record.filter(key: id).updateAll(
+    public func update(
+        id: String, definition: Data, now: Date, within room: ScheduleRoom = ScheduleRoom()
+    ) async throws(StateError) -> ScheduleWrite {
+        try await storage.write("update a schedule") { db in
+            guard let old = try Record.fetchOne(db, key: id)?.value else { return .unchanged }
+            let (count, used) = try Self.usage(db)
+            let replacing = old.definition.count
+            guard room.fits(count: count, used: used, adding: definition.count, replacing: replacing) else {
+                return .full(count: count, bytes: used - replacing)
+            }
+            try Record.filter(key: id).updateAll(
                 db, Columns.definition.set(to: definition), Columns.updated.set(to: now.storedMilliseconds))
-            return changed > 0 ? try Record.fetchOne(db, key: id)?.value : nil
+            return try Record.fetchOne(db, key: id).map { .stored($0.value) } ?? .unchanged
         }
     }
 
     /// Deletes a schedule.
     /// - Returns: false when there was none with this id.
     @discardableResult
-    public func delete(id: String) throws(StateError) -> Bool {
-        try storage.write("delete a schedule") { db in try Record.deleteOne(db, key: id) }
+    public func delete(id: String) async throws(StateError) -> Bool {
+        try await storage.write("delete a schedule") { db in try Record.deleteOne(db, key: id) }
     }
 
     /// Records that `slot` fired or was skipped; a slot earlier than the one recorded changes nothing.
@@ -225,8 +282,8 @@ public final class ScheduleStore: Sendable {
     /// On disk when it returns, so a restart never fires the slot again.
     /// - Returns: false when there is no schedule with this id.
     @discardableResult
-    public func markSlot(id: String, slot: Date) throws(StateError) -> Bool {
-        try storage.write("record a schedule slot") { db in
+    public func markSlot(id: String, slot: Date) async throws(StateError) -> Bool {
+        try await storage.write("record a schedule slot") { db in
             // SQLite's max() of a NULL is NULL, hence the coalesce for a schedule that never fired.
             let slot = slot.storedMilliseconds
             let latest = SQL("max(coalesce(\(Columns.lastSlot), \(slot)), \(slot))")

@@ -5,7 +5,8 @@ internal import GRDB
 /// in-memory queue in tests), and the file its errors name.
 ///
 /// `write` and `read` block the calling thread for one SQLite transaction (a commit waits for its
-/// fsync); `read` from async code suspends the caller instead. `commitUnsynced` is the audit
+/// fsync); from async code both suspend the caller instead, and the transaction runs on GRDB's
+/// writer queue or a reader's, so no cooperative thread waits for SQLite or the disk. `commitUnsynced` is the audit
 /// log's: it runs the transaction on the writer's own queue and suspends the caller meanwhile, and its commit is in the operating system's hands when it
 /// returns, so it survives the death of the process (`kill -9`, a crash) without waiting for the
 /// disk; `syncer` puts it on the disk within about a second, so a power cut loses at most that
@@ -24,6 +25,15 @@ struct Storage: Sendable {
 
     func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(StateError) -> T {
         try naming(operation) { try writer.write(body) }
+    }
+
+    /// Runs `body` in one transaction on the writer's own queue (GRDB's asynchronous `write`),
+    /// the caller suspended meanwhile: the commit's fsync (`synchronous = FULL`) waits there, not
+    /// on a cooperative thread. It is on disk when this returns.
+    func write<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(StateError) -> T
+    {
+        try await naming(operation) { try await writer.write(body) }
     }
 
     /// Runs `body` in one transaction on the writer's queue with `synchronous = NORMAL`: the WAL

@@ -4,50 +4,50 @@ import Testing
 @testable import SpeakState
 
 @Suite struct FleetRequestMemoryTests {
-    @Test func secondClaimReturnsTheRecord() throws {
+    @Test func secondClaimReturnsTheRecord() async throws {
         let dir = TemporaryDirectory()
         let memory = try StateDatabase(directory: dir.state).fleetRequests
         #expect(memory.capacity == 4096)
-        #expect(try memory.claim("r1", at: t0) == nil)
-        #expect(try memory.claim("r1", at: t0 + 5) == FleetRequestRecord(requestId: "r1", seen: t0))
-        #expect(try memory.accepted("r1", announcement: "a-1"))
+        #expect(try await memory.claim("r1", at: t0) == nil)
+        #expect(try await memory.claim("r1", at: t0 + 5) == FleetRequestRecord(requestId: "r1", seen: t0))
+        #expect(try await memory.accepted("r1", announcement: "a-1"))
         let report = Data(#"{"state":"finished","reason":"completed"}"#.utf8)
-        #expect(try memory.outcome("r1", report: report))
+        #expect(try await memory.outcome("r1", report: report))
         #expect(
-            try memory.claim("r1", at: t0 + 9)
+            try await memory.claim("r1", at: t0 + 9)
                 == FleetRequestRecord(requestId: "r1", announcement: "a-1", report: report, seen: t0))
-        #expect(try !memory.accepted("unknown", announcement: "x"))
+        #expect(!(try await memory.accepted("unknown", announcement: "x")))
     }
 
-    @Test func aForgottenRequestCanBeClaimedAgain() throws {
+    @Test func aForgottenRequestCanBeClaimedAgain() async throws {
         let dir = TemporaryDirectory()
         let memory = try StateDatabase(directory: dir.state).fleetRequests
-        #expect(try memory.claim("refused", at: t0) == nil)
-        #expect(try memory.forget("refused"))
-        #expect(try memory.claim("refused", at: t0 + 1) == nil)
+        #expect(try await memory.claim("refused", at: t0) == nil)
+        #expect(try await memory.forget("refused"))
+        #expect(try await memory.claim("refused", at: t0 + 1) == nil)
     }
 
-    @Test func keepsOnlyTheNewestCapacityRecords() throws {
+    @Test func keepsOnlyTheNewestCapacityRecords() async throws {
         let dir = TemporaryDirectory()
         let db = try StateDatabase(directory: dir.state)
         let memory = FleetRequestMemory(database: db, capacity: 3)
-        for n in 1...5 { #expect(try memory.claim("r\(n)", at: t0 + Double(n)) == nil) }
+        for n in 1...5 { #expect(try await memory.claim("r\(n)", at: t0 + Double(n)) == nil) }
         // r1 and r2 were pruned, so they count as new; claiming them pushes out r3 and r4.
-        #expect(try memory.claim("r5", at: t0) != nil)
-        #expect(try memory.claim("r1", at: t0) == nil)
-        #expect(try memory.claim("r2", at: t0) == nil)
-        #expect(try memory.claim("r5", at: t0) != nil)
-        #expect(try memory.claim("r3", at: t0) == nil)
+        #expect(try await memory.claim("r5", at: t0) != nil)
+        #expect(try await memory.claim("r1", at: t0) == nil)
+        #expect(try await memory.claim("r2", at: t0) == nil)
+        #expect(try await memory.claim("r5", at: t0) != nil)
+        #expect(try await memory.claim("r3", at: t0) == nil)
     }
 
-    @Test func survivesReopen() throws {
+    @Test func survivesReopen() async throws {
         let dir = TemporaryDirectory()
         do {
             let memory = try StateDatabase(directory: dir.state).fleetRequests
-            #expect(try memory.claim("r1", at: t0) == nil)
-            try memory.accepted("r1", announcement: "a-1")
+            #expect(try await memory.claim("r1", at: t0) == nil)
+            try await memory.accepted("r1", announcement: "a-1")
         }
         let memory = try StateDatabase(directory: dir.state).fleetRequests
-        #expect(try memory.claim("r1", at: t0 + 60)?.announcement == "a-1")
+        #expect(try await memory.claim("r1", at: t0 + 60)?.announcement == "a-1")
     }
 }

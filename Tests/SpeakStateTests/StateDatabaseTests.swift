@@ -25,14 +25,14 @@ import Testing
         do {
             let db = try StateDatabase(directory: dir.state)
             try db.audit.opened(entry("a1"))
-            _ = try db.schedules.insert(definition: Data("{}".utf8), now: t0)
-            #expect(try db.fleetRequests.claim("r1", at: t0) == nil)
+            _ = try await db.schedules.insert(definition: Data("{}".utf8), now: t0)
+            #expect(try await db.fleetRequests.claim("r1", at: t0) == nil)
             try db.close()
         }
         let db = try StateDatabase(directory: dir.state + "/")
         #expect(try await db.audit.entries(AuditFilter(), after: nil, limit: 10).entries.map(\.id) == ["a1"])
         #expect(try await db.schedules.all().count == 1)
-        #expect(try db.fleetRequests.claim("r1", at: t0) != nil)
+        #expect(try await db.fleetRequests.claim("r1", at: t0) != nil)
         #expect(try db.appliedMigrations() == ["v1", "v2"])
     }
 
