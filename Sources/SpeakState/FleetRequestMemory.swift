@@ -21,7 +21,7 @@ public struct FleetRequestRecord: Codable, Sendable, Equatable {
     }
 
     /// The stored columns.
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, ColumnExpression {
         case requestId, announcement, report, seen
     }
 }
@@ -30,11 +30,8 @@ extension FleetRequestRecord: StoredValue {
     /// `seq` (not a field) orders the claims, so the oldest are pruned first.
     static let databaseTableName = "fleet_request"
 
-    enum Columns {
-        static let requestId = Column(CodingKeys.requestId)
-        static let announcement = Column(CodingKeys.announcement)
-        static let report = Column(CodingKeys.report)
-    }
+    /// The columns are the coding keys (``StoredRecord`` stores the fields under them).
+    typealias Columns = CodingKeys
 
     /// The row of `requestId`.
     static func of(_ requestId: String) -> QueryInterfaceRequest<StoredRecord<FleetRequestRecord>> {

@@ -24,7 +24,7 @@ public struct StoredSchedule: Codable, Sendable, Equatable {
     }
 
     /// The stored columns.
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, ColumnExpression {
         case id, definition, created, updated, lastSlot
     }
 }
@@ -32,13 +32,8 @@ public struct StoredSchedule: Codable, Sendable, Equatable {
 extension StoredSchedule: StoredValue {
     static let databaseTableName = "schedule"
 
-    enum Columns {
-        static let id = Column(CodingKeys.id)
-        static let definition = Column(CodingKeys.definition)
-        static let created = Column(CodingKeys.created)
-        static let updated = Column(CodingKeys.updated)
-        static let lastSlot = Column(CodingKeys.lastSlot)
-    }
+    /// The columns are the coding keys (``StoredRecord`` stores the fields under them).
+    typealias Columns = CodingKeys
 }
 
 /// What the planner keeps of a stored schedule: its definition without its announcement, so the
