@@ -12,14 +12,6 @@ public struct FleetRequestRecord: Codable, Sendable, Equatable {
     /// When it was first claimed.
     public var seen: Date
 
-    /// Creates a record.
-    public init(requestId: String, announcement: String? = nil, report: Data? = nil, seen: Date) {
-        self.requestId = requestId
-        self.announcement = announcement
-        self.report = report
-        self.seen = seen
-    }
-
     /// The stored columns.
     enum CodingKeys: String, CodingKey, ColumnExpression {
         case requestId, announcement, report, seen
