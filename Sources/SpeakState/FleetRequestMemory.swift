@@ -12,16 +12,8 @@ public struct FleetRequestRecord: Codable, Sendable, Equatable {
     /// When it was first claimed.
     public var seen: Date
 
-    /// Creates a record.
-    public init(requestId: String, announcement: String? = nil, report: Data? = nil, seen: Date) {
-        self.requestId = requestId
-        self.announcement = announcement
-        self.report = report
-        self.seen = seen
-    }
-
     /// The stored columns.
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, ColumnExpression {
         case requestId, announcement, report, seen
     }
 }
@@ -30,11 +22,8 @@ extension FleetRequestRecord: StoredValue {
     /// `seq` (not a field) orders the claims, so the oldest are pruned first.
     static let databaseTableName = "fleet_request"
 
-    enum Columns {
-        static let requestId = Column(CodingKeys.requestId)
-        static let announcement = Column(CodingKeys.announcement)
-        static let report = Column(CodingKeys.report)
-    }
+    /// The columns are the coding keys (``StoredRecord`` stores the fields under them).
+    typealias Columns = CodingKeys
 
     /// The row of `requestId`.
     static func of(_ requestId: String) -> QueryInterfaceRequest<StoredRecord<FleetRequestRecord>> {

@@ -14,17 +14,8 @@ public struct StoredSchedule: Codable, Sendable, Equatable {
     /// The last slot fired or skipped; the scheduler resumes after it.
     public var lastSlot: Date?
 
-    /// Creates a stored schedule.
-    public init(id: String, definition: Data, created: Date, updated: Date, lastSlot: Date? = nil) {
-        self.id = id
-        self.definition = definition
-        self.created = created
-        self.updated = updated
-        self.lastSlot = lastSlot
-    }
-
     /// The stored columns.
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, ColumnExpression {
         case id, definition, created, updated, lastSlot
     }
 }
@@ -32,13 +23,8 @@ public struct StoredSchedule: Codable, Sendable, Equatable {
 extension StoredSchedule: StoredValue {
     static let databaseTableName = "schedule"
 
-    enum Columns {
-        static let id = Column(CodingKeys.id)
-        static let definition = Column(CodingKeys.definition)
-        static let created = Column(CodingKeys.created)
-        static let updated = Column(CodingKeys.updated)
-        static let lastSlot = Column(CodingKeys.lastSlot)
-    }
+    /// The columns are the coding keys (``StoredRecord`` stores the fields under them).
+    typealias Columns = CodingKeys
 }
 
 /// What the planner keeps of a stored schedule: its definition without its announcement, so the
@@ -56,14 +42,6 @@ public struct StoredPlan: Codable, Sendable, Equatable {
     /// The columns it is read from, `plan` made by SQLite.
     enum CodingKeys: String, CodingKey {
         case id, plan, lastSlot, updated
-    }
-
-    /// Creates a stored plan.
-    public init(id: String, plan: Data, lastSlot: Date? = nil, updated: Date) {
-        self.id = id
-        self.plan = plan
-        self.lastSlot = lastSlot
-        self.updated = updated
     }
 }
 

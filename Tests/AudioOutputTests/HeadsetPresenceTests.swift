@@ -1,5 +1,6 @@
-import AudioOutput
 import Testing
+
+@testable import AudioOutput
 
 /// Headphone presence from a sink's ports, and its stream of changes.
 @Suite(.timeLimit(.minutes(1)))

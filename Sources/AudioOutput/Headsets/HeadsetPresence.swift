@@ -19,12 +19,6 @@ public final class HeadsetPresence: Sendable {
         /// server gives no type).
         public var isHeadphones: Bool
         public var availability: Availability
-
-        public init(name: String, isHeadphones: Bool, availability: Availability) {
-            self.name = name
-            self.isHeadphones = isHeadphones
-            self.availability = availability
-        }
     }
 
     private struct State {

@@ -53,11 +53,6 @@ public struct FlushPosition: Sendable, Hashable {
     /// Of those, the frames not yet heard, which the flush discarded.
     public var unplayed: Int
 
-    public init(taken: Int, unplayed: Int) {
-        self.taken = taken
-        self.unplayed = unplayed
-    }
-
     /// Frames heard.
     public var played: Int { max(0, taken - unplayed) }
 }
