@@ -40,6 +40,21 @@ import Testing
         #expect(try await memory.claim("r3", at: t0) == nil)
     }
 
+    /// The memory keeps the ids of the newest `capacity` claims: an id forgotten among them
+    /// leaves its place empty rather than keeping an older one longer.
+    @Test func aForgottenIdLeavesItsPlaceEmpty() async throws {
+        let dir = TemporaryDirectory()
+        let db = try StateDatabase(directory: dir.state)
+        let memory = FleetRequestMemory(database: db, capacity: 3)
+        for n in 1...3 { #expect(try await memory.claim("r\(n)", at: t0) == nil) }
+        #expect(try await memory.forget("r2"))
+        #expect(try await memory.claim("r4", at: t0) == nil)
+        // The last three claims were r2, r3 and r4; r2 is forgotten, and r1 is not kept in its place.
+        #expect(try await memory.claim("r3", at: t0) != nil)
+        #expect(try await memory.claim("r4", at: t0) != nil)
+        #expect(try await memory.claim("r1", at: t0) == nil)
+    }
+
     @Test func survivesReopen() async throws {
         let dir = TemporaryDirectory()
         do {
