@@ -140,7 +140,11 @@ public struct AnnouncementIntake: Sendable {
         _ prepared: PreparedAnnouncement, original: AnnouncementRequest
     ) async throws(SpeakError) -> AnnouncementAccepted {
         let accepted = try await submit(prepared)
-        await sessions.accepted(id: accepted.id, original: original, output: try queue(for: prepared).output)
+        // One dropped at once (`dropIfBusy` on a busy queue) is never heard, so never remembered:
+        // no task waits for its end.
+        if accepted.state != .finished {
+            await sessions.accepted(id: accepted.id, original: original, output: try queue(for: prepared).output)
+        }
         return accepted
     }
 
