@@ -102,6 +102,18 @@ extension SpeakdIntegration {
             let workers = try await Self.waitForWorkers(of: template, count: 2)
 
             for pid in [template] + workers {
+                // A worker the template has just forked holds the template's descriptors until it
+                // has taken its pipes as its standard streams and closed the rest, before it says
+                // it is ready: wait for that, for 10 s at most, then look.
+                if pid != template {
+                    _ = try await Self.eventually { () -> Bool? in
+                        let held = ProcessTable.descriptors(of: pid)
+                        let settled =
+                            held[0]?.hasPrefix("pipe:") == true
+                            && held.allSatisfy { $0.key <= 2 || $0.value.contains("espeak") }
+                        return settled ? true : nil
+                    }
+                }
                 let held = ProcessTable.descriptors(of: pid)
                 // The template's control socket is its standard input and output; a worker has
                 // pipes. Above the standard streams: the data directory, and the template's signalfd.
