@@ -169,33 +169,25 @@ public actor ScheduleService: Service {
         case .stored(let schedule): return schedule
         case .unchanged: return nil
         case .full(let count, let others):
-            // The store's check and `checkRoom` are the same sums: this throws.
-            try checkRoom((count, others), adding: bytes, replacing: replacing ? 0 : nil)
-            throw SpeakError(
-                .conflict, name: "scheduleLimit", "the schedules stored leave no room for this one", field: "schedules")
+            throw noRoom(count: count, others: others, adding: bytes, replacing: replacing)
         }
     }
 
-    /// Refuses a schedule that would pass `limits`: one more than `maxSchedules`, or `bytes`
-    /// more that would take the stored definitions past `maxStoredBytes` (`replacing` the
-    /// bytes of a definition it takes the place of).
-    private func checkRoom(_ usage: (count: Int, bytes: Int), adding bytes: Int, replacing old: Int? = nil)
-        throws(SpeakError)
-    {
-        if old == nil, usage.count >= limits.maxSchedules {
-            throw SpeakError(
+    /// Why the store found no room (``ScheduleRoom/fits(count:used:adding:replacing:)``): one
+    /// more than `maxSchedules` for a new schedule, else `bytes` more than the `others` stored
+    /// leave of `maxStoredBytes`.
+    private func noRoom(count: Int, others: Int, adding bytes: Int, replacing: Bool) -> SpeakError {
+        if !replacing, count >= limits.maxSchedules {
+            return SpeakError(
                 .conflict, name: "scheduleLimit",
-                "there are \(usage.count) schedules, the most speakd keeps (\(limits.maxSchedules)); delete one first",
+                "there are \(count) schedules, the most speakd keeps (\(limits.maxSchedules)); delete one first",
                 field: "schedules")
         }
-        let total = usage.bytes - (old ?? 0) + bytes
-        if total > limits.maxStoredBytes {
-            throw SpeakError(
-                .conflict, name: "scheduleLimit",
-                "this schedule takes \(bytes) bytes, and the schedules together may take \(limits.maxStoredBytes) "
-                    + "(\(usage.bytes - (old ?? 0)) are taken); shorten its announcement or delete a schedule",
-                field: "announcement")
-        }
+        return SpeakError(
+            .conflict, name: "scheduleLimit",
+            "this schedule takes \(bytes) bytes, and the schedules together may take \(limits.maxStoredBytes) "
+                + "(\(others) are taken); shorten its announcement or delete a schedule",
+            field: "announcement")
     }
 
     /// A page of schedules, oldest first, read from the database.
